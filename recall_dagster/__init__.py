@@ -1,0 +1,1 @@
+"""Recall for Dagster: reads DataHub's metadata graph backwards from every model."""

@@ -1,0 +1,231 @@
+"""The metadata graph as a DataHub GMS server, through the SDK's ``DataHubGraph``.
+
+Reads favour the primary store, which is immediately consistent after a
+synchronous write: aspects come from the batch-get endpoint (one request per
+entity type and batch), and outgoing edges are extracted from those aspects.
+Only incoming edges need the relationships API, which is backed by the graph
+index and so may lag writes by a few seconds.
+
+Failures are translated once, here, into the project's errors: a server that
+does not answer is :class:`ServiceUnreachable` (exit 3), a refused token is a
+:class:`ConfigError` naming ``DATAHUB_GMS_TOKEN``, anything else a
+:class:`GraphError` carrying the server's own message.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from contextlib import contextmanager
+from typing import Iterator, Iterable, Sequence, TypeVar
+
+import requests
+from datahub.configuration.common import ConfigurationError
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.emitter.rest_emitter import EmitMode
+from datahub.ingestion.graph.client import DataHubGraph, RelationshipDirection
+from datahub.ingestion.graph.config import DatahubClientConfig
+from datahub.metadata.schema_classes import ENTITY_TYPE_TO_ASPECT_NAMES, _Aspect
+
+from recall_dagster.errors import ConfigError, GraphError, RecallError, ServiceUnreachable
+from recall_dagster.graph.port import (
+    AspectMap,
+    Direction,
+    WriteReport,
+    listed_by_default,
+    requested_names,
+)
+from recall_dagster.graph.relationships import carrying_aspects, entity_type, fields_for, outgoing
+
+# GMS times out on large ingest batches; the SDK's REST emitter uses the same cap.
+MAX_MCPS_PER_REQUEST = 200
+# URNs per batch-get request: keeps request bodies and primary-store reads modest.
+MAX_URNS_PER_READ = 200
+
+_T = TypeVar("_T")
+
+
+def _batches(items: Sequence[_T], size: int) -> Iterator[Sequence[_T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _by_entity_type(urns: Iterable[str]) -> dict[str, list[str]]:
+    groups: dict[str, list[str]] = defaultdict(list)
+    for urn in urns:
+        groups[entity_type(urn)].append(urn)
+    return groups
+
+
+def _names_for(etype: str, names: list[str] | None) -> list[str] | None:
+    """Requested aspect names the entity type can carry: GMS rejects the others."""
+    known = ENTITY_TYPE_TO_ASPECT_NAMES.get(etype)
+    if names is None or known is None:
+        return names
+    return [n for n in names if n in known]
+
+
+def _chain(err: BaseException | None) -> Iterator[BaseException]:
+    while err is not None:
+        yield err
+        err = err.__cause__ or err.__context__
+
+
+def _response(err: BaseException) -> requests.Response | None:
+    """The HTTP response behind an error, wherever the SDK wrapped it."""
+    for cause in _chain(err):
+        response = getattr(cause, "response", None)
+        if isinstance(response, requests.Response):
+            return response
+    return None
+
+
+class GmsGraph:
+    """:class:`~recall_dagster.graph.port.MetadataGraph` over DataHub GMS.
+
+    The constructor never contacts the server; the first call does.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        *,
+        timeout_sec: float = 30.0,
+        retries: int = 2,
+    ) -> None:
+        self._url = url.rstrip("/")
+        try:
+            self._client = DataHubGraph(
+                DatahubClientConfig(
+                    server=self._url,
+                    token=token,
+                    timeout_sec=timeout_sec,
+                    retry_max_times=retries,
+                    openapi_ingestion=False,  # ingestProposalBatch: one wire format on every server
+                )
+            )
+        except (ConfigurationError, ValueError) as err:
+            raise ConfigError(f"cannot use DataHub GMS at {url}: {err}") from err
+
+    @property
+    def location(self) -> str:
+        return self._url
+
+    def _error(self, action: str, err: Exception) -> RecallError:
+        silent = next(
+            (c for c in _chain(err) if isinstance(c, (requests.ConnectionError, requests.Timeout))), None
+        )
+        if silent is not None:
+            return ServiceUnreachable(
+                f"DataHub GMS at {self._url} did not answer while {action} "
+                f"({type(silent).__name__}); start it or point RECALL_GRAPH elsewhere"
+            )
+        response = _response(err)
+        if response is None:
+            return GraphError(f"DataHub GMS at {self._url} failed {action}: {err}")
+        if response.status_code in (401, 403):
+            return ConfigError(
+                f"DataHub GMS at {self._url} refused {action} (HTTP {response.status_code}); "
+                "set DATAHUB_GMS_TOKEN to a valid personal access token"
+            )
+        return GraphError(
+            f"DataHub GMS at {self._url} failed {action}: HTTP {response.status_code} {response.text[:300]}"
+        )
+
+    @contextmanager
+    def _calling(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except RecallError:
+            raise
+        except Exception as err:
+            raise self._error(action, err) from err
+
+    # -- reads -----------------------------------------------------------------
+
+    def get_aspects(
+        self, urns: Sequence[str], aspects: Sequence[type[_Aspect]] | None = None
+    ) -> AspectMap:
+        names = requested_names(aspects)
+        result: AspectMap = {urn: {} for urn in urns}
+        for etype, group in _by_entity_type(result).items():
+            wanted = _names_for(etype, names)
+            if wanted == []:
+                continue  # nothing asked for applies to this entity type
+            for batch in _batches(group, MAX_URNS_PER_READ):
+                with self._calling(f"reading {etype} aspects"):
+                    found = self._client.get_entities(etype, list(batch), wanted)
+                for urn, typed in found.items():
+                    if urn in result:
+                        result[urn].update(
+                            (name, aspect)
+                            for name, (aspect, _) in typed.items()
+                            if wanted is not None or listed_by_default(name)
+                        )
+        return result
+
+    def related(
+        self,
+        urns: Sequence[str],
+        relationship: str,
+        direction: Direction = "outgoing",
+    ) -> dict[str, list[str]]:
+        if direction == "outgoing":
+            return outgoing(self.get_aspects(urns, carrying_aspects(relationship)), relationship)
+        if direction != "incoming":
+            raise ValueError(f"direction must be 'outgoing' or 'incoming', not {direction!r}")
+        fields_for(relationship)  # an unknown name fails here as it does on Lite
+        result: dict[str, list[str]] = {}
+        for urn in urns:
+            with self._calling(f"reading {relationship} edges into {urn}"):
+                found = self._client.get_related_entities(
+                    urn, [relationship], RelationshipDirection.INCOMING
+                )
+                result[urn] = sorted({entity.urn for entity in found})
+        return result
+
+    def timeseries(self, urn: str, aspect: type[_Aspect], limit: int = 100) -> list[_Aspect]:
+        if aspect.get_aspect_type() != "timeseries":
+            raise ValueError(f"{aspect.ASPECT_NAME} is not a timeseries aspect: use get_aspects()")
+        # The endpoint wants a filter; one on the URN itself narrows nothing.
+        only_this = {"or": [{"and": [{"field": "urn", "values": [urn], "condition": "EQUAL"}]}]}
+        with self._calling(f"reading {aspect.ASPECT_NAME} of {urn}"):
+            values = self._client.get_timeseries_values(urn, aspect, only_this, limit=limit)
+        return sorted(values, key=lambda value: value.timestampMillis, reverse=True)  # type: ignore[attr-defined]
+
+    def list_urns(self, entity_type: str) -> list[str]:
+        with self._calling(f"listing {entity_type} entities"):
+            return sorted(self._client.get_urns_by_filter(entity_types=[entity_type]))
+
+    # -- writes ----------------------------------------------------------------
+
+    def emit_mcps(self, mcps: Iterable[MetadataChangeProposalWrapper]) -> WriteReport:
+        """Write in batches of at most 200, synchronously to the primary store.
+
+        A batch GMS rejects (HTTP 4xx) is resent one proposal at a time so the
+        report names the proposals it refused and the rest are still written; a
+        batch that fails on the server's side is reported whole.  An unreachable
+        server or a refused token raises: nothing is per-proposal about those, and
+        writes are idempotent, so the whole call can simply be retried.
+        """
+        report = WriteReport()
+        for batch in _batches(list(mcps), MAX_MCPS_PER_REQUEST):
+            self._emit_batch(batch, report)
+        return report
+
+    def _emit_batch(self, batch: Sequence[MetadataChangeProposalWrapper], report: WriteReport) -> None:
+        try:
+            with self._calling("writing metadata"):
+                self._client.emit_mcps(list(batch), emit_mode=EmitMode.SYNC_PRIMARY)
+        except GraphError as err:
+            response = _response(err)
+            if len(batch) > 1 and response is not None and 400 <= response.status_code < 500:
+                for mcp in batch:
+                    self._emit_batch([mcp], report)
+            else:
+                report.failures.extend((m.entityUrn or "", m.aspectName or "", str(err)) for m in batch)
+        else:
+            report.written += len(batch)
+
+    def close(self) -> None:
+        self._client.close()

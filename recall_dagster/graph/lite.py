@@ -1,0 +1,289 @@
+"""The metadata graph as a DataHub Lite file (the SDK's SQLite engine).
+
+The file is the one ``datahub ingest`` writes with the ``datahub-lite`` sink and
+that ``datahub lite get/ls`` read, so Recall, DataHub's CLI and its ingestion
+sources share one embedded graph.  Writes go through the SDK's own
+:class:`SqliteLite` so its versioning rules and browse index stay intact; reads
+are batched SQL over its ``metadata_aspect_v2`` table, where version 0 mirrors
+the latest value of each aspect and versions 1..n keep the history.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence, Union
+
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.emitter.serialization_helper import post_json_transform
+from datahub.lite.sqlite_lite import SqliteLite
+from datahub.lite.sqlite_lite_config import SqliteLiteConfig
+from datahub.metadata.schema_classes import (
+    ASPECT_NAME_MAP,
+    ChangeTypeClass,
+    MetadataChangeEventClass,
+    MetadataChangeProposalClass,
+    _Aspect,
+)
+
+from recall_dagster.errors import GraphError
+from recall_dagster.graph.port import (
+    AspectMap,
+    Direction,
+    WriteReport,
+    listed_by_default,
+    requested_names,
+)
+from recall_dagster.graph.relationships import carrying_aspects, extract_targets, outgoing
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_DUCKDB_MAGIC = b"DUCK"  # at byte 8 of a DuckDB file
+_ASPECT_TABLE = "metadata_aspect_v2"
+
+Emittable = Union[MetadataChangeProposalWrapper, MetadataChangeProposalClass, MetadataChangeEventClass]
+
+
+def _check_file(path: Path, read_only: bool) -> None:
+    """Refuse anything but a DataHub Lite SQLite file before the SDK touches it.
+
+    The SDK would otherwise fail deep inside with a bare sqlite error, or worse,
+    add its tables to somebody else's SQLite database when opened for write.
+    """
+    if not path.exists():
+        if read_only:
+            raise GraphError(
+                f"no DataHub Lite graph at {path}: the file does not exist "
+                "(ingest metadata first, or point RECALL_GRAPH at an existing graph)"
+            )
+        return
+    if path.is_dir():
+        raise GraphError(f"{path} is a directory, not a DataHub Lite graph file")
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(len(_SQLITE_MAGIC))
+    except OSError as err:
+        raise GraphError(f"cannot read DataHub Lite graph {path}: {err.strerror}") from err
+    if not head:
+        if read_only:
+            raise GraphError(f"{path} is empty, not a DataHub Lite graph")
+        return  # an empty file is an empty SQLite database: the SDK initialises it
+    if head[8:12] == _DUCKDB_MAGIC:
+        raise GraphError(
+            f"{path} is a DuckDB DataHub Lite file; Recall reads the sqlite engine's "
+            "files (the datahub-lite sink's default `type: sqlite`): re-ingest into a new file"
+        )
+    if head != _SQLITE_MAGIC:
+        raise GraphError(f"{path} is not a SQLite database, so not a DataHub Lite graph")
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as probe:
+            tables = {row[0] for row in probe.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error as err:
+        raise GraphError(f"{path} is a damaged SQLite file: {err}") from err
+    if _ASPECT_TABLE not in tables and (tables or read_only):
+        found = ", ".join(sorted(tables)) or "no tables"
+        raise GraphError(
+            f"{path} is a SQLite database but not a DataHub Lite graph "
+            f"(no {_ASPECT_TABLE} table; it has {found})"
+        )
+
+
+class LiteGraph:
+    """:class:`~recall_dagster.graph.port.MetadataGraph` over a DataHub Lite SQLite file.
+
+    Also a DataHub emitter (``emit``/``flush``), so SDK helpers that take an
+    emitter (``DataProcessInstance.emit``...) can write straight into the file.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False) -> None:
+        self._path = Path(path).expanduser()
+        self._read_only = read_only
+        self._dirty = False
+        _check_file(self._path, read_only)
+        try:
+            if not read_only:
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+            self._lite: SqliteLite | None = SqliteLite(
+                SqliteLiteConfig(file=str(self._path), read_only=read_only)
+            )
+        except (sqlite3.Error, OSError) as err:
+            raise GraphError(f"cannot open DataHub Lite graph {self._path}: {err}") from err
+
+    @property
+    def location(self) -> str:
+        return str(self._path)
+
+    # -- reads -----------------------------------------------------------------
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        if self._lite is None:
+            raise GraphError(f"DataHub Lite graph {self._path} is closed")
+        try:
+            return self._lite.sqlite_client.execute(sql, params).fetchall()
+        except sqlite3.Error as err:
+            raise GraphError(f"reading DataHub Lite graph {self._path} failed: {err}") from err
+
+    def _decode(self, urn: str, aspect_name: str, text: str) -> _Aspect:
+        try:
+            return ASPECT_NAME_MAP[aspect_name].from_obj(post_json_transform(json.loads(text)))
+        except Exception as err:
+            raise GraphError(
+                f"{self._path}: aspect {aspect_name} of {urn} does not fit the SDK's schema ({err})"
+            ) from err
+
+    def get_aspects(
+        self, urns: Sequence[str], aspects: Sequence[type[_Aspect]] | None = None
+    ) -> AspectMap:
+        names = requested_names(aspects)
+        result: AspectMap = {urn: {} for urn in urns}
+        if not result:
+            return result
+        sql = (
+            f"SELECT urn, aspect_name, metadata FROM {_ASPECT_TABLE} "
+            "WHERE version = 0 AND urn IN (SELECT value FROM json_each(?))"
+        )
+        params = [json.dumps(list(result))]
+        if names is not None:
+            sql += " AND aspect_name IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(names))
+        for urn, aspect_name, text in self._rows(sql, params):
+            if names is not None or listed_by_default(aspect_name):
+                result[urn][aspect_name] = self._decode(urn, aspect_name, text)
+        return result
+
+    def related(
+        self,
+        urns: Sequence[str],
+        relationship: str,
+        direction: Direction = "outgoing",
+    ) -> dict[str, list[str]]:
+        if direction == "outgoing":
+            return outgoing(self.get_aspects(urns, carrying_aspects(relationship)), relationship)
+        if direction != "incoming":
+            raise ValueError(f"direction must be 'outgoing' or 'incoming', not {direction!r}")
+        return self._incoming(urns, relationship)
+
+    def _incoming(self, urns: Sequence[str], relationship: str) -> dict[str, list[str]]:
+        """Scan only the carrying aspects, and only rows whose JSON mentions a target.
+
+        URNs are matched in the escaped form ``json.dumps`` gives them, which is how
+        the SDK stores aspects; the typed extraction afterwards is the real test.
+        """
+        sources: dict[str, set[str]] = {urn: set() for urn in urns}
+        if not sources:
+            return {}
+        names = [a.ASPECT_NAME for a in carrying_aspects(relationship)]
+        needles = [json.dumps(urn)[1:-1] for urn in sources]
+        rows = self._rows(
+            f"SELECT urn, aspect_name, metadata FROM {_ASPECT_TABLE} "
+            "WHERE version = 0 AND aspect_name IN (SELECT value FROM json_each(?)) "
+            "AND EXISTS (SELECT 1 FROM json_each(?) AS n WHERE instr(metadata, n.value) > 0)",
+            [json.dumps(names), json.dumps(needles)],
+        )
+        for source, aspect_name, text in rows:
+            for target in extract_targets(self._decode(source, aspect_name, text), relationship):
+                if target in sources:
+                    sources[target].add(source)
+        return {urn: sorted(found) for urn, found in sources.items()}
+
+    def timeseries(self, urn: str, aspect: type[_Aspect], limit: int = 100) -> list[_Aspect]:
+        """Events newest first by ``timestampMillis``, from Lite's aspect versions.
+
+        Lite stores each event as a new version (version 0 is merely the last one
+        written) and re-writing an older event adds a duplicate version, so equal
+        events are collapsed.
+        """
+        if aspect.get_aspect_type() != "timeseries":
+            raise ValueError(f"{aspect.ASPECT_NAME} is not a timeseries aspect: use get_aspects()")
+        rows = self._rows(
+            f"SELECT metadata, max(version) AS latest FROM {_ASPECT_TABLE} "
+            "WHERE urn = ? AND aspect_name = ? AND version > 0 GROUP BY metadata "
+            "ORDER BY CAST(json_extract(metadata, '$.timestampMillis') AS INTEGER) DESC, latest DESC "
+            "LIMIT ?",
+            [urn, aspect.ASPECT_NAME, limit],
+        )
+        return [self._decode(urn, aspect.ASPECT_NAME, text) for text, _ in rows]
+
+    def list_urns(self, entity_type: str) -> list[str]:
+        prefix = f"urn:li:{entity_type}:"
+        rows = self._rows(
+            f"SELECT DISTINCT urn FROM {_ASPECT_TABLE} WHERE version = 0 AND substr(urn, 1, ?) = ? "
+            f"AND urn NOT IN (SELECT urn FROM {_ASPECT_TABLE} WHERE version = 0 "
+            "AND aspect_name = 'status' AND json_extract(metadata, '$.removed') = 1) "
+            "ORDER BY urn",
+            [len(prefix), prefix],
+        )
+        return [row[0] for row in rows]
+
+    # -- writes ----------------------------------------------------------------
+
+    def _write(self, item: Emittable) -> None:
+        if self._read_only:
+            raise GraphError(f"DataHub Lite graph {self._path} was opened read-only")
+        if self._lite is None:
+            raise GraphError(f"DataHub Lite graph {self._path} is closed")
+        if isinstance(item, MetadataChangeProposalClass):
+            wrapped = MetadataChangeProposalWrapper.try_from_mcpc(item)
+            if wrapped is None:
+                raise GraphError(
+                    f"DataHub Lite stores whole-aspect upserts only; cannot store the "
+                    f"{item.changeType} of {item.aspectName} on {item.entityUrn}"
+                )
+            item = wrapped
+        if isinstance(item, MetadataChangeProposalWrapper) and item.changeType != ChangeTypeClass.UPSERT:
+            raise GraphError(
+                f"DataHub Lite stores upserts only; cannot store the {item.changeType} "
+                f"of {item.aspectName} on {item.entityUrn}"
+            )
+        try:
+            self._lite.write(item)
+        except Exception as err:
+            raise GraphError(f"writing to DataHub Lite graph {self._path} failed: {err}") from err
+        self._dirty = True
+
+    def emit_mcps(self, mcps: Iterable[MetadataChangeProposalWrapper]) -> WriteReport:
+        report = WriteReport()
+        for mcp in mcps:
+            try:
+                self._write(mcp)
+            except GraphError as err:
+                report.failures.append((mcp.entityUrn or "", mcp.aspectName or "", str(err)))
+            else:
+                report.written += 1
+        return report
+
+    def emit(
+        self,
+        item: Emittable,
+        callback: Callable[[Exception, str], None] | None = None,
+    ) -> None:
+        """DataHub's emitter contract: write one item, tell the callback, raise on failure."""
+        try:
+            self._write(item)
+        except GraphError as err:
+            if callback:
+                callback(err, str(err))
+            raise
+        if callback:
+            callback(None, "success")  # type: ignore[arg-type]  # the SDK's emitters do the same
+
+    def flush(self) -> None:
+        """Nothing is buffered: every write is committed when it returns."""
+
+    def close(self) -> None:
+        """Close the file, rebuilding Lite's browse index first if anything was written.
+
+        The index is what ``datahub lite ls`` walks; the SDK rebuilds it on close.
+        """
+        lite, self._lite = self._lite, None
+        if lite is None:
+            return
+        try:
+            if self._dirty:
+                lite.close()
+            else:
+                lite.sqlite_client.close()
+        except sqlite3.Error as err:
+            raise GraphError(f"closing DataHub Lite graph {self._path} failed: {err}") from err

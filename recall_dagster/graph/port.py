@@ -1,0 +1,121 @@
+"""The one interface through which Recall reads and writes metadata.
+
+Everything above ``graph/`` is written against :class:`MetadataGraph` and never
+learns whether it talks to a DataHub Lite file or a DataHub GMS server.  Reads
+are batched because closures are resolved hop by hop: one round of requests per
+hop, not one per entity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Literal, Mapping, Protocol, Sequence, runtime_checkable
+
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.metadata.schema_classes import ASPECT_NAME_MAP, KEY_ASPECT_NAMES, _Aspect
+
+Direction = Literal["outgoing", "incoming"]
+
+# urn -> aspect name (e.g. "mlModelProperties") -> typed SDK aspect
+AspectMap = dict[str, dict[str, _Aspect]]
+
+
+@dataclass
+class WriteReport:
+    """What happened to each proposal of one write call; a failed write never hides."""
+
+    written: int = 0
+    failures: list[tuple[str, str, str]] = field(default_factory=list)  # (urn, aspect, reason)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+@runtime_checkable
+class MetadataGraph(Protocol):
+    """Port over a DataHub metadata store (embedded Lite file or GMS)."""
+
+    @property
+    def location(self) -> str:
+        """What was opened, as a person would name it (a file path or a URL)."""
+
+    def get_aspects(
+        self, urns: Sequence[str], aspects: Sequence[type[_Aspect]] | None = None
+    ) -> AspectMap:
+        """Latest version of the named aspects (all when None) for many URNs at once.
+
+        Every requested URN is a key of the result; a URN with no aspects maps to
+        ``{}`` so callers can tell a dangling reference from a missing key.
+        Timeseries aspects are refused (read them with :meth:`timeseries`); an
+        unfiltered read leaves out key aspects, see :func:`listed_by_default`.
+        """
+
+    def related(
+        self,
+        urns: Sequence[str],
+        relationship: str,
+        direction: Direction = "outgoing",
+    ) -> dict[str, list[str]]:
+        """Entities linked by a relationship named in the SDK's ``@Relationship`` annotations.
+
+        Every requested URN is a key.  Outgoing: targets in stored order, read from
+        the carrying aspects.  Incoming: the entities whose carrying aspect points
+        at the URN, sorted.  A name used by several aspects (``Consumes``) follows
+        all of them; filter by entity type when only one is meant.
+        """
+
+    def timeseries(
+        self, urn: str, aspect: type[_Aspect], limit: int = 100
+    ) -> list[_Aspect]:
+        """History of a timeseries aspect (operation, assertionRunEvent, ...), newest first."""
+
+    def list_urns(self, entity_type: str) -> list[str]:
+        """Every URN of one entity type (``mlModel``, ``dataset``...), sorted; soft-deleted left out."""
+
+    def emit_mcps(self, mcps: Iterable[MetadataChangeProposalWrapper]) -> WriteReport:
+        """Write proposals; failures are reported per proposal, never raised mid-batch.
+
+        Only a store that cannot be reached at all (``ServiceUnreachable``) or
+        that refuses the credentials (``ConfigError``) raises: writes are
+        idempotent, so the whole call can be retried.
+        """
+
+    def close(self) -> None:
+        """Release files and connections."""
+
+
+def aspects_of(amap: Mapping[str, Mapping[str, _Aspect]], urn: str) -> Mapping[str, _Aspect]:
+    """The aspects of one URN, empty when the graph has none."""
+    return amap.get(urn, {})
+
+
+def requested_names(aspects: Sequence[type[_Aspect]] | None) -> list[str] | None:
+    """Aspect names to ask a store for; None asks for every aspect.
+
+    Timeseries aspects are refused because no store keeps one latest value for
+    them: GMS serves them from a separate API and Lite's version 0 is whichever
+    event was written last, not the newest.
+    """
+    if aspects is None:
+        return None
+    timeseries = [a.ASPECT_NAME for a in aspects if a.get_aspect_type() == "timeseries"]
+    if timeseries:
+        raise ValueError(f"{', '.join(timeseries)}: timeseries aspects are read with timeseries()")
+    return [a.ASPECT_NAME for a in aspects]
+
+
+def listed_by_default(aspect_name: str) -> bool:
+    """Whether an aspect belongs in an unfiltered :meth:`MetadataGraph.get_aspects` answer.
+
+    Key aspects are left out: the URN already holds their content, and stores
+    differ on whether they exist for a URN nobody wrote, so dropping them keeps
+    a dangling reference at ``{}`` everywhere.  Aspects the SDK cannot type and
+    timeseries aspects are left out too.
+    """
+    aspect_class = ASPECT_NAME_MAP.get(aspect_name)
+    return (
+        aspect_class is not None
+        and aspect_name not in KEY_ASPECT_NAMES
+        and aspect_class.get_aspect_type() != "timeseries"
+    )

@@ -1,0 +1,92 @@
+"""Where runtime state lives and which services to talk to, from the environment.
+
+All state sits under ``RECALL_HOME`` so a ``reset`` is one directory removal and
+two checkouts never share a database by accident.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from recall_dagster.errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _default_home() -> Path:
+    if (REPO_ROOT / "pyproject.toml").exists():
+        return REPO_ROOT / ".recall"
+    return Path.cwd() / ".recall"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved locations of every service; immutable so it can be passed around freely."""
+
+    home: Path
+    graph: str
+    gms_token: str | None = None
+    warehouse_url: str | None = None
+    mlflow_tracking_uri: str | None = None
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> "Settings":
+        home = Path(os.environ.get("RECALL_HOME") or _default_home()).expanduser().resolve()
+        settings = cls(
+            home=home,
+            graph=os.environ.get("RECALL_GRAPH") or str(home / "datahub.db"),
+            gms_token=os.environ.get("DATAHUB_GMS_TOKEN") or None,
+            warehouse_url=os.environ.get("RECALL_WAREHOUSE_URL") or None,
+            mlflow_tracking_uri=os.environ.get("MLFLOW_TRACKING_URI") or None,
+        )
+        settings = replace(settings, **{k: v for k, v in overrides.items() if v is not None})
+        return settings
+
+    @property
+    def graph_is_remote(self) -> bool:
+        return self.graph.startswith(("http://", "https://"))
+
+    @property
+    def pg_data(self) -> Path:
+        return self.home / "pg"
+
+    @property
+    def dbt_dir(self) -> Path:
+        """dbt's target/ and logs/ live here, never inside the checked-in project."""
+        return self.home / "dbt"
+
+    @property
+    def mlflow_dir(self) -> Path:
+        return self.home / "mlflow"
+
+    @property
+    def mlflow_uri(self) -> str:
+        return self.mlflow_tracking_uri or f"sqlite:///{self.mlflow_dir / 'mlflow.db'}"
+
+    @property
+    def recipes_dir(self) -> Path:
+        return self.home / "recipes"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.home / "state"
+
+    @property
+    def evidence_dir(self) -> Path:
+        return self.home / "evidence"
+
+    def ensure_home(self) -> Path:
+        """Create RECALL_HOME, failing with a message rather than a traceback."""
+        try:
+            self.home.mkdir(parents=True, exist_ok=True)
+            probe = self.home / ".write-probe"
+            probe.write_text("ok")
+            probe.unlink()
+        except OSError as err:
+            raise ConfigError(
+                f"RECALL_HOME {self.home} is not writable ({err.strerror}); "
+                "point RECALL_HOME at a directory you can write to"
+            ) from err
+        return self.home

@@ -1,0 +1,313 @@
+"""LiteGraph reads and writes the same file DataHub's own CLI and ingestion use."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from datahub.api.entities.dataprocess.dataprocess_instance import DataProcessInstance
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.ingestion.run.pipeline import Pipeline
+from datahub.metadata.schema_classes import (
+    AssertionResultClass,
+    AssertionResultTypeClass,
+    AssertionRunEventClass,
+    AssertionRunStatusClass,
+    ChangeTypeClass,
+    DataProcessInstanceInputClass,
+    DataProcessInstanceRunEventClass,
+    DataProcessRunStatusClass,
+    MLFeaturePropertiesClass,
+    MLModelPropertiesClass,
+    OperationClass,
+    StatusClass,
+    UpstreamLineageClass,
+)
+from datahub.utilities.urns.dataset_urn import DatasetUrn
+from graph_estate import Estate
+
+from recall_dagster.errors import GraphError
+from recall_dagster.graph import LiteGraph, MetadataGraph, open_graph
+
+# The SDK's Lite engine calls its own deprecated URN helpers on every write.
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:datahub.lite.sql_backed_lite")
+
+DATAHUB_CLI = Path(sys.executable).with_name("datahub")
+
+
+@pytest.fixture
+def graph_file(tmp_path: Path, estate: Estate) -> Path:
+    path = tmp_path / "graph" / "datahub.db"
+    with closing(LiteGraph(path)) as graph:
+        report = graph.emit_mcps(estate.mcps())
+    assert report.ok and report.written == len(estate.mcps())
+    return path
+
+
+@pytest.fixture
+def graph(graph_file: Path) -> Iterator[LiteGraph]:
+    with closing(LiteGraph(graph_file, read_only=True)) as opened:
+        yield opened
+
+
+def test_is_a_metadata_graph(graph: LiteGraph, graph_file: Path) -> None:
+    assert isinstance(graph, MetadataGraph)
+    assert graph.location == str(graph_file)
+
+
+def test_get_aspects_batched_typed_and_dangling_empty(graph: LiteGraph, estate: Estate) -> None:
+    dangling = "urn:li:mlFeature:(order_features,never_written)"
+    statements: list[str] = []
+    graph._lite.sqlite_client.set_trace_callback(statements.append)  # type: ignore[union-attr]
+
+    found = graph.get_aspects([estate.model, estate.total, dangling, estate.mart])
+
+    assert len([s for s in statements if "metadata_aspect_v2" in s]) == 1
+    assert set(found) == {estate.model, estate.total, dangling, estate.mart}
+    assert found[dangling] == {}
+    model = found[estate.model]["mlModelProperties"]
+    assert isinstance(model, MLModelPropertiesClass) and model.mlFeatures == [estate.total, estate.count]
+    assert isinstance(found[estate.mart]["upstreamLineage"], UpstreamLineageClass)
+
+    only = graph.get_aspects([estate.raw, estate.total], [StatusClass])
+    assert only == {estate.raw: {"status": StatusClass(removed=False)}, estate.total: {}}
+
+
+def test_timeseries_aspects_are_not_read_as_latest_values(graph: LiteGraph, estate: Estate) -> None:
+    with pytest.raises(ValueError, match="timeseries"):
+        graph.get_aspects([estate.raw], [OperationClass])
+
+
+@pytest.mark.parametrize(
+    ("source", "relationship", "targets"),
+    [
+        ("model", "Consumes", ["total", "count"]),
+        ("model", "DeployedTo", ["deployment"]),
+        ("model", "TrainedBy", ["run"]),
+        ("model", "MemberOf", ["group"]),
+        ("count", "DerivedFrom", ["mart", "raw"]),
+        ("table", "Contains", ["total", "count"]),
+        ("run", "Consumes", ["raw"]),
+        ("run", "DataProcessInstanceConsumes", ["mart"]),
+        ("mart", "DownstreamOf", ["raw"]),
+        ("raw", "DownstreamOf", []),
+    ],
+)
+def test_related_outgoing(
+    graph: LiteGraph, estate: Estate, source: str, relationship: str, targets: list[str]
+) -> None:
+    urn = getattr(estate, source)
+    assert graph.related([urn], relationship) == {urn: [getattr(estate, t) for t in targets]}
+
+
+def test_related_incoming(graph: LiteGraph, estate: Estate) -> None:
+    consumers = graph.related([estate.total, estate.raw, estate.mart], "Consumes", "incoming")
+    # The same name on two aspects: the model's features and the run's legacy inputs.
+    assert consumers == {estate.total: [estate.model], estate.raw: [estate.run], estate.mart: []}
+    assert graph.related([estate.mart], "DerivedFrom", "incoming") == {
+        estate.mart: sorted([estate.total, estate.count])
+    }
+    assert graph.related([estate.count], "Contains", "incoming") == {estate.count: [estate.table]}
+    assert graph.related([estate.raw], "DownstreamOf", "incoming") == {estate.raw: [estate.mart]}
+    assert graph.related([estate.mart], "DataProcessInstanceConsumes", "incoming") == {
+        estate.mart: [estate.run]
+    }
+
+
+def test_list_urns_sorted_without_soft_deleted(graph: LiteGraph, estate: Estate) -> None:
+    assert graph.list_urns("dataset") == sorted([estate.raw, estate.mart])
+    assert graph.list_urns("mlFeature") == sorted([estate.total, estate.count])
+    assert graph.list_urns("mlModelGroup") == []
+
+
+def _operation(at: int) -> OperationClass:
+    return OperationClass(timestampMillis=at, lastUpdatedTimestamp=at, operationType="INSERT")
+
+
+def _assertion_run(at: int, result: str) -> AssertionRunEventClass:
+    return AssertionRunEventClass(
+        timestampMillis=at,
+        runId=f"run-{at}",
+        asserteeUrn="urn:li:dataset:(urn:li:dataPlatform:postgres,shop.raw.orders,PROD)",
+        assertionUrn="urn:li:assertion:not-null-order-id",
+        status=AssertionRunStatusClass.COMPLETE,
+        result=AssertionResultClass(type=result),
+    )
+
+
+def test_timeseries_newest_first_whatever_the_write_order(tmp_path: Path, estate: Estate) -> None:
+    assertion = "urn:li:assertion:not-null-order-id"
+    with closing(LiteGraph(tmp_path / "g.db")) as graph:
+        report = graph.emit_mcps(
+            [MetadataChangeProposalWrapper(entityUrn=estate.raw, aspect=_operation(t)) for t in (2000, 1000, 3000, 2000)]
+            + [
+                MetadataChangeProposalWrapper(entityUrn=assertion, aspect=_assertion_run(t, r))
+                for t, r in ((10, AssertionResultTypeClass.SUCCESS), (30, AssertionResultTypeClass.FAILURE), (20, AssertionResultTypeClass.SUCCESS))
+            ]
+        )
+        assert report.ok
+        operations = graph.timeseries(estate.raw, OperationClass)
+        runs = graph.timeseries(assertion, AssertionRunEventClass, limit=2)
+        none = graph.timeseries(estate.mart, OperationClass)
+
+    # Rewriting the 2000 event is one event, not two; version 0 (last written) is not "latest".
+    assert [op.timestampMillis for op in operations] == [3000, 2000, 1000]
+    assert [(r.timestampMillis, r.result.type) for r in runs] == [(30, "FAILURE"), (20, "SUCCESS")]  # type: ignore[union-attr]
+    assert none == []
+
+
+def test_sdk_emitter_helpers_write_into_the_graph(tmp_path: Path, estate: Estate) -> None:
+    run = DataProcessInstance(id="train-42", orchestrator="mlflow", inlets=[DatasetUrn.from_string(estate.raw)])
+    outcomes: list[str] = []
+    with closing(LiteGraph(tmp_path / "g.db")) as graph:
+        run.emit(graph, callback=lambda err, msg: outcomes.append(msg))
+        run.emit_process_start(graph, start_timestamp_millis=1_000, emit_template=False)
+        run.emit_process_end(graph, end_timestamp_millis=5_000, result="SUCCESS", result_type="mlflow")
+        graph.flush()
+
+        urn = str(run.urn)
+        inputs = graph.get_aspects([urn], [DataProcessInstanceInputClass])[urn]["dataProcessInstanceInput"]
+        events = graph.timeseries(urn, DataProcessInstanceRunEventClass)
+        consumers = graph.related([estate.raw], "Consumes", "incoming")
+
+    assert outcomes and set(outcomes) == {"success"}
+    assert inputs.inputs == [estate.raw]  # type: ignore[attr-defined]
+    assert [e.status for e in events] == [DataProcessRunStatusClass.COMPLETE, DataProcessRunStatusClass.STARTED]
+    assert consumers == {estate.raw: [urn]}
+
+
+def test_patches_are_refused_through_emit(tmp_path: Path, estate: Estate) -> None:
+    proposal = MetadataChangeProposalWrapper(entityUrn=estate.model, aspect=StatusClass(removed=False)).make_mcp()
+    proposal.changeType = ChangeTypeClass.PATCH
+    errors: list[Exception] = []
+    with closing(LiteGraph(tmp_path / "g.db")) as graph:
+        with pytest.raises(GraphError, match="upserts only"):
+            graph.emit(proposal, callback=lambda err, msg: errors.append(err))
+        assert graph.get_aspects([estate.model]) == {estate.model: {}}
+    assert len(errors) == 1
+
+
+def test_failed_proposals_are_reported_and_the_rest_written(tmp_path: Path, estate: Estate) -> None:
+    bad = MetadataChangeProposalWrapper(
+        entityUrn=estate.total, aspect=MLFeaturePropertiesClass(), changeType=ChangeTypeClass.DELETE
+    )
+    good = estate.mcps()[:2]
+    with closing(LiteGraph(tmp_path / "g.db")) as graph:
+        report = graph.emit_mcps([good[0], bad, good[1]])
+        assert graph.list_urns("dataset") == sorted([estate.raw, estate.mart])
+    assert report.written == 2 and not report.ok
+    assert report.failures[0][:2] == (estate.total, "mlFeatureProperties")
+
+
+def test_read_only_graph_refuses_writes(graph: LiteGraph, estate: Estate) -> None:
+    report = graph.emit_mcps(estate.mcps()[:1])
+    assert report.written == 0 and "read-only" in report.failures[0][2]
+
+
+def test_unusable_files_raise_graph_error_with_a_message(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(os.urandom(4096))
+    duck = tmp_path / "lite.duckdb"
+    duck.write_bytes(b"\0" * 8 + b"DUCK" + b"\0" * 4084)
+    other = tmp_path / "mlflow.db"
+    with closing(sqlite3.connect(other)) as con:
+        con.execute("CREATE TABLE experiments (id INTEGER)")
+    damaged = tmp_path / "damaged.db"
+    damaged.write_bytes(b"SQLite format 3\x00" + os.urandom(4080))
+
+    cases = [
+        (tmp_path / "missing.db", True, "does not exist"),
+        (junk, False, "not a SQLite database"),
+        (duck, True, "DuckDB"),
+        (other, False, "not a DataHub Lite graph"),
+        (damaged, True, "damaged"),
+    ]
+    for path, read_only, message in cases:
+        with pytest.raises(GraphError, match=message) as caught:
+            open_graph(str(path), read_only=read_only)
+        assert str(path) in str(caught.value) and "\n" not in str(caught.value)
+    assert not (tmp_path / "missing.db").exists()
+
+
+def _datahub(home: Path, *args: str) -> str:
+    env = {**os.environ, "HOME": str(home), "DATAHUB_TELEMETRY_ENABLED": "false"}
+    done = subprocess.run(
+        [str(DATAHUB_CLI), *args], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_official_datahub_lite_cli_reads_what_was_written(
+    tmp_path: Path, graph_file: Path, estate: Estate
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    # `datahub lite` has no --file flag on get/ls: it reads the `lite` block of
+    # ~/.datahubenv, which must also hold a `gms` block to validate.
+    (home / ".datahubenv").write_text(
+        "gms:\n  server: http://127.0.0.1:9\n"
+        f"lite:\n  type: sqlite\n  config:\n    file: {graph_file}\n"
+    )
+
+    model = json.loads(_datahub(home, "lite", "get", "--urn", estate.model))
+    assert model["urn"] == estate.model
+    assert model["mlModelProperties"]["mlFeatures"] == [estate.total, estate.count]
+
+    listing = _datahub(home, "lite", "ls", "/").split()
+    assert "databases" in listing
+
+
+def test_graph_filled_by_datahub_ingest_is_read(tmp_path: Path, estate: Estate, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("DATAHUB_TELEMETRY_ENABLED", "false")
+    proposals = [
+        {
+            "entityType": "mlFeature",
+            "entityUrn": estate.total,
+            "changeType": "UPSERT",
+            "aspectName": "mlFeatureProperties",
+            "aspect": {"json": {"sources": [estate.mart], "dataType": "CONTINUOUS"}},
+        },
+        {
+            "entityType": "dataset",
+            "entityUrn": estate.mart,
+            "changeType": "UPSERT",
+            "aspectName": "upstreamLineage",
+            "aspect": {"json": {"upstreams": [{"dataset": estate.raw, "type": "TRANSFORMED", "auditStamp": {"time": 0, "actor": "urn:li:corpuser:unknown"}}]}},
+        },
+        *(
+            {
+                "entityType": "dataset",
+                "entityUrn": estate.mart,
+                "changeType": "UPSERT",
+                "aspectName": "operation",
+                "aspect": {"json": {"timestampMillis": at, "lastUpdatedTimestamp": at, "operationType": "UPDATE"}},
+            }
+            for at in (7000, 9000, 8000)
+        ),
+    ]
+    source = tmp_path / "mcps.json"
+    source.write_text(json.dumps(proposals))
+    target = tmp_path / "ingested.db"
+    pipeline = Pipeline.create(
+        {
+            "source": {"type": "file", "config": {"path": str(source)}},
+            "sink": {"type": "datahub-lite", "config": {"type": "sqlite", "config": {"file": str(target)}}},
+        }
+    )
+    pipeline.run()
+    pipeline.raise_from_status()
+
+    with closing(open_graph(str(target), read_only=True)) as graph:
+        assert graph.related([estate.total], "DerivedFrom") == {estate.total: [estate.mart]}
+        assert graph.related([estate.raw], "DownstreamOf", "incoming") == {estate.raw: [estate.mart]}
+        assert [op.timestampMillis for op in graph.timeseries(estate.mart, OperationClass)] == [9000, 8000, 7000]
+        assert graph.list_urns("mlFeature") == [estate.total]
