@@ -1,0 +1,105 @@
+"""The training query of a model, generated from the feature registry.
+
+Training reads exactly the columns the registry says feed the model, so the
+lineage DataHub shows (feature → column) is what the model was trained on. The
+SQL is plain ANSI (schema-qualified names, LEFT JOIN … ON, ORDER BY an alias) so
+the same text runs on Postgres and on the SQLite stand-in the tests use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
+
+from ml_models.registry import FeatureRegistry, ModelSpec, WarehouseTable
+
+
+@dataclass(frozen=True)
+class TableRead:
+    """What one warehouse table contributed to the training frame."""
+
+    table: WarehouseTable
+    columns: Mapping[str, str]  # training-frame column → source column of this table
+
+
+@dataclass(frozen=True)
+class TrainingQuery:
+    sql: str
+    reads: tuple[TableRead, ...]  # the label table first, then feature sources in feature order
+    key_columns: tuple[str, ...]  # frame columns holding the entity keys
+    feature_columns: tuple[str, ...]  # frame column of each of model.features, same order
+    label_column: str
+
+
+def key_column(key: str) -> str:
+    return f"key__{key}"
+
+
+def feature_column(feature: str) -> str:
+    return f"feature__{feature}"
+
+
+def label_column(column: str) -> str:
+    return f"label__{column}"
+
+
+def build_training_query(model: ModelSpec, registry: FeatureRegistry) -> TrainingQuery:
+    """Join every feature's source table to the label table on the entity keys.
+
+    The label table drives the join (one row per labelled entity) and feature
+    tables are LEFT JOINed: an entity whose features are missing is a data
+    problem training must count, not one SQL should hide by dropping the row.
+    Rows are ordered by key so a deterministic subsample stays deterministic on
+    databases that return rows in arbitrary order.
+    """
+    order = [model.label.model] + [f.source.model for f in model.features]
+    aliases = {name: f"t{i}" for i, name in enumerate(dict.fromkeys(order))}
+    label_alias = aliases[model.label.model]
+    # Every table is read on the entity keys it is joined by.
+    contributed = {name: {key_column(k): k for k in model.keys} for name in aliases}
+
+    select = [f"{label_alias}.{k} AS {key_column(k)}" for k in model.keys]
+    for feature in model.features:
+        column = feature_column(feature.name)
+        select.append(f"{aliases[feature.source.model]}.{feature.source.column} AS {column}")
+        contributed[feature.source.model][column] = feature.source.column
+    label = label_column(model.label.column)
+    select.append(f"{label_alias}.{model.label.column} AS {label}")
+    contributed[model.label.model][label] = model.label.column
+
+    joins = [f"FROM {registry.table(model.label.model).qualified_name} AS {label_alias}"]
+    for name, alias in aliases.items():
+        if alias == label_alias:
+            continue
+        on = " AND ".join(f"{alias}.{k} = {label_alias}.{k}" for k in model.keys)
+        joins.append(f"LEFT JOIN {registry.table(name).qualified_name} AS {alias} ON {on}")
+    order_by = ", ".join(key_column(k) for k in model.keys)
+    sql = "SELECT\n  " + ",\n  ".join(select) + "\n" + "\n".join(joins) + f"\nORDER BY {order_by}"
+
+    return TrainingQuery(
+        sql=sql,
+        reads=tuple(
+            TableRead(table=registry.table(name), columns=MappingProxyType(_unique_sources(columns)))
+            for name, columns in contributed.items()
+        ),
+        key_columns=tuple(key_column(k) for k in model.keys),
+        feature_columns=tuple(feature_column(f.name) for f in model.features),
+        label_column=label,
+    )
+
+
+def count_query(table: WarehouseTable) -> str:
+    """Row count of a whole input table, recorded so volume at training time is known later."""
+    return f"SELECT COUNT(*) AS row_count FROM {table.qualified_name}"
+
+
+def _unique_sources(columns: dict[str, str]) -> dict[str, str]:
+    """Keep one frame column per source column (a key may also feed a derived feature)."""
+    seen: set[str] = set()
+    unique = {}
+    for frame_column, source in columns.items():
+        if source not in seen:
+            seen.add(source)
+            unique[frame_column] = source
+    return unique

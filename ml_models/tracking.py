@@ -1,0 +1,185 @@
+"""MLflow writes shaped for what DataHub's MLflow source reads back.
+
+DataHub turns each registered model into an mlModelGroup (registered-model tags
+as custom properties), each version into an mlModel ``<name>_<version>``
+(version tags as custom properties, ``current_stage`` as an ``mlflow_<stage>``
+tag, the run as its training job) and each run into a dataProcessInstance with
+params, metrics and inputEdges from the run's dataset inputs.
+A dataset input whose source type is a DataHub platform (``postgres``) gets an
+upstream edge to ``urn:li:dataset:(urn:li:dataPlatform:postgres,<name>,PROD)``,
+so inputs are named exactly as DataHub names the warehouse table.
+
+MLflow 2.20's SQL store leaves ``aliases`` empty on ``search_model_versions``,
+the call DataHub uses, so versionProperties.aliases arrives empty. The alias is
+therefore mirrored where DataHub does look: a registered-model tag
+``alias.<alias>`` = version (mlModelGroup custom properties) and a version tag
+``stage`` (mlModel custom properties), besides the MLflow stage.
+
+Only MlflowClient calls are used (no fluent ``mlflow.start_run``): the tracking
+URI is an argument, never process-global state, and the run's start time can be
+set by the caller.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, Mapping
+
+import mlflow.sklearn
+import pandas as pd
+from mlflow import MlflowClient
+from mlflow.data import from_pandas
+from mlflow.data.dataset_source import DatasetSource
+from mlflow.entities import Dataset, DatasetInput, InputTag
+from mlflow.entities.model_registry import ModelVersion
+from mlflow.exceptions import MlflowException
+from mlflow.models import infer_signature
+from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, ErrorCode
+from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
+from sqlalchemy.engine import make_url
+
+from ml_models.registry import ModelSpec
+
+MODEL_ARTIFACT_PATH = "model"
+STAGE_TAG = "stage"
+ALIAS_TAG_PREFIX = "alias."
+# Aliases that have an MLflow stage of the same name; DataHub tags versions by stage only.
+ALIAS_STAGES = {"production": "Production", "staging": "Staging"}
+RETIRED_STAGE = "archived"
+
+
+class WarehouseTableSource(DatasetSource):
+    """A warehouse table as an MLflow dataset source.
+
+    MLflow resolves a bare table name to a "local" file source, which DataHub
+    links to nothing; this source reports the warehouse's DataHub platform as
+    its type so the run's input is tied to the real table. The type is per
+    instance because the platform comes from the registry.
+    """
+
+    def __init__(self, platform: str, table: str) -> None:
+        self.platform = platform
+        self.table = table
+
+    def _get_source_type(self) -> str:  # type: ignore[override]
+        return self.platform
+
+    def load(self) -> Any:
+        raise NotImplementedError(f"read {self.table} through the warehouse, not through MLflow")
+
+    @staticmethod
+    def _can_resolve(raw_source: Any) -> bool:
+        return False
+
+    @classmethod
+    def _resolve(cls, raw_source: Any) -> WarehouseTableSource:
+        raise NotImplementedError("WarehouseTableSource is built explicitly, never resolved")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"platform": self.platform, "table": self.table}
+
+    @classmethod
+    def from_dict(cls, source_dict: dict[Any, Any]) -> WarehouseTableSource:
+        return cls(platform=source_dict["platform"], table=source_dict["table"])
+
+
+def artifact_location(tracking_uri: str, experiment: str) -> str | None:
+    """Next to a SQLite tracking DB; for a server, None lets the server decide.
+
+    Without this, MLflow puts a SQLite-backed experiment's artifacts under
+    ``./mlruns`` of whatever directory the process happens to run in.
+    """
+    if not tracking_uri.startswith("sqlite:"):
+        return None
+    database = make_url(tracking_uri).database
+    if not database or database == ":memory:":
+        return None
+    return (Path(database).resolve().parent / "artifacts" / experiment).as_uri()
+
+
+def ensure_experiment(client: MlflowClient, name: str, tracking_uri: str) -> str:
+    """One experiment per model; a deleted one is restored, since runs cannot be added to it."""
+    experiment = client.get_experiment_by_name(name)
+    if experiment is None:
+        return client.create_experiment(name, artifact_location=artifact_location(tracking_uri, name))
+    if experiment.lifecycle_stage == "deleted":
+        client.restore_experiment(experiment.experiment_id)
+    return experiment.experiment_id
+
+
+def table_input(
+    frame: pd.DataFrame,
+    platform: str,
+    name: str,
+    targets: str | None,
+    tags: Mapping[str, str],
+) -> DatasetInput:
+    """A training-context dataset input for the columns read from one table."""
+    with warnings.catch_warnings():
+        # Integer columns make MLflow hint about model-signature NULL handling,
+        # which does not apply to an input's recorded schema.
+        warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer", category=UserWarning)
+        dataset = from_pandas(frame, source=WarehouseTableSource(platform, name), name=name, targets=targets)
+        entity = Dataset(**dataset.to_dict())  # the schema is inferred here, lazily
+    input_tags = [InputTag(key=k, value=v) for k, v in tags.items()]
+    input_tags.append(InputTag(key=MLFLOW_DATASET_CONTEXT, value="training"))
+    return DatasetInput(dataset=entity, tags=input_tags)
+
+
+def log_sklearn_model(client: MlflowClient, run_id: str, pipeline: Any, example: pd.DataFrame) -> str:
+    """Save the pipeline as an MLflow sklearn model in the run; returns its artifact URI.
+
+    Requirements are pinned to the sklearn flavor's defaults instead of being
+    inferred, because inference re-imports the model in a subprocess: seconds
+    per training, for a list that would come out the same.
+    """
+    signature = infer_signature(example, pipeline.predict(example))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / MODEL_ARTIFACT_PATH
+        mlflow.sklearn.save_model(
+            pipeline,
+            path,
+            signature=signature,
+            pip_requirements=mlflow.sklearn.get_default_pip_requirements(),
+        )
+        client.log_artifacts(run_id, str(path), MODEL_ARTIFACT_PATH)
+    return f"{client.get_run(run_id).info.artifact_uri}/{MODEL_ARTIFACT_PATH}"
+
+
+def register_version(
+    client: MlflowClient,
+    model: ModelSpec,
+    run_id: str,
+    source: str,
+    tags: Mapping[str, str],
+) -> ModelVersion:
+    """Register a new version, move the model's alias to it and mark its stage."""
+    try:
+        client.create_registered_model(model.registered_name, description=model.description)
+    except MlflowException as err:
+        if err.error_code != ErrorCode.Name(RESOURCE_ALREADY_EXISTS):
+            raise
+    previous = client.get_registered_model(model.registered_name).aliases.get(model.alias)
+    version = client.create_model_version(
+        model.registered_name,
+        source=source,
+        run_id=run_id,
+        tags={**tags, STAGE_TAG: model.alias},
+        description=model.description,
+    )
+    client.set_registered_model_alias(model.registered_name, model.alias, version.version)
+    client.set_registered_model_tag(model.registered_name, ALIAS_TAG_PREFIX + model.alias, str(version.version))
+    if previous is not None:
+        client.set_model_version_tag(model.registered_name, previous, STAGE_TAG, RETIRED_STAGE)
+    stage = ALIAS_STAGES.get(model.alias)
+    if stage is not None:
+        with warnings.catch_warnings():
+            # Stages are deprecated in MLflow, but they are what DataHub turns into tags.
+            warnings.simplefilter("ignore", FutureWarning)
+            client.transition_model_version_stage(
+                model.registered_name, version.version, stage, archive_existing_versions=True
+            )
+    return client.get_model_version(model.registered_name, version.version)
+

@@ -1,0 +1,19 @@
+"""Pure detectors: ``(closure, config, state) -> list[Finding]``, one module each."""
+
+from recall_dagster.detect.config import RecallConfig, parse_config
+from recall_dagster.detect.finding import Finding, Severity
+from recall_dagster.detect.registry import DETECTORS, Detection, check_config, run_detectors
+from recall_dagster.detect.state import DetectorState, Exposure
+
+__all__ = [
+    "DETECTORS",
+    "Detection",
+    "DetectorState",
+    "Exposure",
+    "Finding",
+    "RecallConfig",
+    "Severity",
+    "check_config",
+    "parse_config",
+    "run_detectors",
+]

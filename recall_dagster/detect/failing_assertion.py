@@ -1,0 +1,41 @@
+"""The latest run of an assertion on a dataset the model depends on failed or errored."""
+
+from __future__ import annotations
+
+from recall_dagster.detect.config import RecallConfig
+from recall_dagster.detect.finding import Finding, finding
+from recall_dagster.detect.state import DetectorState
+from recall_dagster.estate import ModelClosure
+
+NAME = "failing_assertion"
+CASES = ("FAILURE", "ERROR")
+
+
+def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
+    findings: list[Finding] = []
+    for urn, dataset in sorted(closure.datasets.items()):
+        for assertion in dataset.assertions:
+            if assertion.result not in CASES:
+                continue
+            where = f"{dataset.name}.{assertion.column}" if assertion.column else dataset.name
+            verb = "failed" if assertion.result == "FAILURE" else "errored"
+            rows = f" ({assertion.failed_rows:,} failing rows)" if assertion.failed_rows is not None else ""
+            findings.append(
+                finding(
+                    closure,
+                    NAME,
+                    config.severity(NAME, assertion.result),
+                    assertion.urn,
+                    f"assertion {assertion.name} on {where} {verb} in its latest run{rows}",
+                    cause=urn,
+                    path=(*closure.path_to(urn), assertion.urn),
+                    assertion=assertion.name,
+                    dataset=urn,
+                    column=assertion.column,
+                    result=assertion.result,
+                    failed_rows=assertion.failed_rows,
+                    ran_at_ms=assertion.ran_at_ms,
+                    detail=assertion.detail,
+                )
+            )
+    return findings

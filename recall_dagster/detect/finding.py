@@ -1,0 +1,77 @@
+"""What a detector says: one problem, how serious, what it is about and how we know."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Mapping
+
+from recall_dagster.estate import ModelClosure
+
+
+class Severity(str, Enum):
+    CRITICAL = "CRITICAL"
+    WARN = "WARN"
+    INFO = "INFO"
+
+    @property
+    def rank(self) -> int:
+        """0 for the most serious, so sorting by rank puts it first."""
+        return _RANK[self]
+
+    def at_least(self, other: "Severity") -> bool:
+        return self.rank <= other.rank
+
+
+_RANK = {Severity.CRITICAL: 0, Severity.WARN: 1, Severity.INFO: 2}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem found in one model's closure.
+
+    ``subject`` is the entity the message is about; ``cause`` is the dataset
+    at fault when there is one: blast radius is counted on it, and write-back
+    hangs assertions on it (DataHub only accepts assertions on datasets).
+    ``evidence["path"]`` runs from the model to the subject.
+    """
+
+    detector: str
+    severity: Severity
+    subject: str
+    message: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    cause: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "detector": self.detector,
+            "severity": self.severity.value,
+            "subject": self.subject,
+            "message": self.message,
+            "evidence": dict(self.evidence),
+            "cause": self.cause,
+        }
+
+
+def finding(
+    closure: ModelClosure,
+    detector: str,
+    severity: Severity,
+    subject: str,
+    message: str,
+    *,
+    cause: str | None = None,
+    path: tuple[str, ...] | None = None,
+    **evidence: Any,
+) -> Finding:
+    """A finding whose evidence starts with the path from the model to the subject."""
+    route = path if path is not None else closure.path_to(subject)
+    return Finding(
+        detector=detector,
+        severity=severity,
+        subject=subject,
+        message=message,
+        evidence={"path": list(route), **evidence},
+        cause=cause,
+    )

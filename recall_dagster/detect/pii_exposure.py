@@ -1,0 +1,55 @@
+"""Personal data flows into a model that has not documented why it may use it.
+
+PII is recognised by tag or glossary term (names in ``recall.yaml``) on a
+dataset or any of its fields.  A model justifies its use with a configured tag
+or a non-empty custom property, on the version or its registered model.
+"""
+
+from __future__ import annotations
+
+from recall_dagster.detect.config import PiiConfig, RecallConfig
+from recall_dagster.detect.finding import Finding, finding
+from recall_dagster.detect.state import DetectorState
+from recall_dagster.estate import Model, ModelClosure, Term
+
+NAME = "pii_exposure"
+CASES = ("unjustified",)
+
+
+def _marks_pii(tags: tuple[str, ...], terms: tuple[Term, ...], pii: PiiConfig) -> bool:
+    return any(t.casefold() in pii.tags for t in tags) or any(
+        t.name.casefold() in pii.terms or t.urn.rsplit(":", 1)[-1].casefold() in pii.terms for t in terms
+    )
+
+
+def justified(model: Model, pii: PiiConfig) -> bool:
+    return any(t.casefold() in pii.justification_tags for t in model.tags) or any(
+        (model.properties.get(p) or "").strip() for p in pii.justification_properties
+    )
+
+
+def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
+    pii = config.pii
+    if justified(closure.model, pii):
+        return []
+    findings: list[Finding] = []
+    for urn, dataset in sorted(closure.datasets.items()):
+        columns = sorted(f.path for f in dataset.fields or () if _marks_pii(f.tags, f.terms, pii))
+        whole = _marks_pii(dataset.tags, dataset.terms, pii)
+        if not columns and not whole:
+            continue
+        what = f"PII columns {', '.join(columns)}" if columns else "PII"
+        findings.append(
+            finding(
+                closure,
+                NAME,
+                config.severity(NAME, "unjustified"),
+                urn,
+                f"{dataset.name} carries {what} into {closure.model.name}, which records no PII "
+                "justification",
+                cause=urn,
+                columns=columns,
+                dataset_marked=whole,
+            )
+        )
+    return findings

@@ -1,0 +1,32 @@
+"""What detectors may know beyond one closure: history and the rest of the estate.
+
+Detectors stay pure functions of ``(closure, config, state)``.  Everything that
+needs memory (schema baselines from earlier scans) or a view across models
+(which production models a dataset endangers) is computed outside and handed
+in here, read-only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+SchemaBaseline = Mapping[str, str]  # simple field path -> type
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """The production models and live deployments that depend on one dataset."""
+
+    models: tuple[str, ...] = ()
+    deployments: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DetectorState:
+    # dataset URN -> its schema as first recorded (see scan.py's state store)
+    schema_baselines: Mapping[str, SchemaBaseline] = field(default_factory=dict)
+    # dataset URN -> who depends on it, over every scanned closure
+    exposure: Mapping[str, Exposure] = field(default_factory=dict)
+    # dataset URN -> detectors that put it at risk in this scan (filled between passes)
+    at_risk: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

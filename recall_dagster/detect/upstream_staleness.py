@@ -1,0 +1,51 @@
+"""A dataset in the closure has not changed for longer than its freshness window.
+
+Windows are per dataset in ``recall.yaml`` (default seven days).  A dataset
+whose freshness nobody records is not reported: unknown is not stale.  Time is
+the scan's instant (``closure.scanned_at_ms``), so ``--as-of`` replays the past.
+"""
+
+from __future__ import annotations
+
+from recall_dagster.detect.config import RecallConfig
+from recall_dagster.detect.finding import Finding, finding
+from recall_dagster.detect.state import DetectorState
+from recall_dagster.estate import ModelClosure
+
+NAME = "upstream_staleness"
+CASES = ("stale",)
+_HOUR_MS = 3_600_000
+
+
+def _span(hours: float) -> str:
+    return f"{hours / 24:.1f} days" if hours >= 48 else f"{hours:.1f} hours"
+
+
+def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
+    findings: list[Finding] = []
+    for urn, dataset in sorted(closure.datasets.items()):
+        if dataset.missing:
+            continue
+        fresh = dataset.freshness_at(closure.scanned_at_ms)
+        if fresh is None:
+            continue
+        window = config.freshness.window_hours(dataset)
+        age = (closure.scanned_at_ms - fresh.updated_ms) / _HOUR_MS
+        if age <= window:
+            continue
+        findings.append(
+            finding(
+                closure,
+                NAME,
+                config.severity(NAME, "stale"),
+                urn,
+                f"{dataset.name} last changed {_span(age)} ago, past its {_span(window)} window "
+                f"(per its {fresh.source})",
+                cause=urn,
+                last_updated_ms=fresh.updated_ms,
+                age_hours=round(age, 1),
+                window_hours=window,
+                freshness_source=fresh.source,
+            )
+        )
+    return findings

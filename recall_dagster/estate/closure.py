@@ -1,0 +1,158 @@
+"""A model's whole upstream world, as one immutable value detectors can reason over.
+
+A closure is assembled from views the resolver already read, so building one
+per model costs no graph access: models sharing a warehouse share its reads.
+Paths are kept for every entity so a finding can show *how* the model depends
+on what it names, not merely that it does.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from recall_dagster.estate.names import display_name
+from recall_dagster.estate.views import Dataset, Deployment, Feature, FeatureTable, Model, TrainingRun
+
+Path = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ModelClosure:
+    """Everything one model version depends on, resolved at ``scanned_at_ms``."""
+
+    model: Model
+    production: bool
+    scanned_at_ms: int
+    features: tuple[Feature, ...] = ()
+    feature_tables: tuple[FeatureTable, ...] = ()
+    training_runs: tuple[TrainingRun, ...] = ()
+    deployments: tuple[Deployment, ...] = ()
+    datasets: Mapping[str, Dataset] = field(default_factory=dict)
+    # URNs of the versions the registry marks production in this model's groups
+    production_versions: tuple[str, ...] = ()
+    paths: Mapping[str, Path] = field(default_factory=dict)
+
+    @property
+    def urn(self) -> str:
+        return self.model.urn
+
+    @property
+    def live_deployments(self) -> tuple[Deployment, ...]:
+        return tuple(d for d in self.deployments if d.live)
+
+    @property
+    def training_inputs(self) -> tuple[str, ...]:
+        """Datasets a recorded training run read directly."""
+        return tuple(dict.fromkeys(i for r in self.training_runs for i in r.inputs))
+
+    @property
+    def has_training_record(self) -> bool:
+        """True when at least one training run recorded what it read."""
+        return bool(self.training_inputs)
+
+    @property
+    def feature_sources(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(s for f in self.features for s in f.sources))
+
+    @property
+    def serving_features(self) -> tuple[Feature, ...]:
+        """Features served through a feature table; all features when none is tabled.
+
+        Without any feature table the model reads its features straight from
+        their sources, so those sources are what serving uses.
+        """
+        tabled = tuple(f for f in self.features if f.tables)
+        return tabled or self.features
+
+    @property
+    def serving_sources(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(s for f in self.serving_features for s in f.sources))
+
+    def dataset(self, urn: str) -> Dataset:
+        return self.datasets.get(urn) or _missing(urn)
+
+    def upstream_of(self, urns: Iterable[str]) -> frozenset[str]:
+        """The given datasets and everything upstream of them inside this closure."""
+        seen: set[str] = set()
+        queue = deque(u for u in urns if u in self.datasets)
+        while queue:
+            urn = queue.popleft()
+            if urn in seen:
+                continue
+            seen.add(urn)
+            queue.extend(u for u in self.datasets[urn].upstreams if u in self.datasets)
+        return frozenset(seen)
+
+    def path_to(self, urn: str) -> Path:
+        """Model first, ``urn`` last; the serving route is preferred when there are several."""
+        return self.paths.get(urn, (self.model.urn, urn) if urn != self.model.urn else (urn,))
+
+
+def _missing(urn: str) -> Dataset:
+    return Dataset(urn=urn, name=display_name(urn), missing=True)
+
+
+def assemble_closure(
+    model: Model,
+    *,
+    production: bool,
+    scanned_at_ms: int,
+    features: Mapping[str, Feature],
+    feature_tables: Mapping[str, FeatureTable],
+    training_runs: Mapping[str, TrainingRun],
+    deployments: Mapping[str, Deployment],
+    datasets: Mapping[str, Dataset],
+    production_versions: tuple[str, ...],
+    max_depth: int,
+) -> ModelClosure:
+    """Walk from the model out to every dataset within ``max_depth`` upstream hops.
+
+    The walk is breadth first (shortest paths, cycle safe) and visits features
+    before training runs, so evidence shows the serving route when one exists.
+    Depth counts hops above the datasets features and runs read directly.
+    """
+    paths: dict[str, Path] = {model.urn: (model.urn,)}
+    depth: dict[str, int] = {}
+    queue: deque[str] = deque()
+
+    def visit(urn: str, parent: str, dataset_depth: int | None = None) -> None:
+        if urn in paths:
+            return
+        paths[urn] = (*paths[parent], urn)
+        if dataset_depth is not None:
+            depth[urn] = dataset_depth
+        queue.append(urn)
+
+    for urn in (*model.features, *model.training_runs, *model.deployments):
+        visit(urn, model.urn)
+    while queue:
+        urn = queue.popleft()
+        if urn in features:
+            for source in features[urn].sources:
+                visit(source, urn, 0)
+        elif urn in training_runs:
+            for source in training_runs[urn].inputs:
+                visit(source, urn, 0)
+        elif urn in depth and depth[urn] < max_depth:
+            for upstream in datasets[urn].upstreams if urn in datasets else ():
+                visit(upstream, urn, depth[urn] + 1)
+
+    closure_features = tuple(features[u] for u in model.features if u in features)
+    for feature in closure_features:
+        for table in feature.tables:
+            paths.setdefault(table, (*paths[feature.urn], table))
+    table_urns = dict.fromkeys(t for f in closure_features for t in f.tables)
+    return ModelClosure(
+        model=model,
+        production=production,
+        scanned_at_ms=scanned_at_ms,
+        features=closure_features,
+        feature_tables=tuple(feature_tables[t] for t in table_urns if t in feature_tables),
+        training_runs=tuple(training_runs[u] for u in model.training_runs if u in training_runs),
+        deployments=tuple(deployments[u] for u in model.deployments if u in deployments),
+        datasets={u: datasets.get(u) or _missing(u) for u in depth},
+        production_versions=production_versions,
+        paths=paths,
+    )

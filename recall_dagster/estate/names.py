@@ -1,0 +1,27 @@
+"""Short, human names for URNs: what a report row or a message should say."""
+
+from __future__ import annotations
+
+from datahub.utilities.urns.urn import Urn
+
+
+def display_name(urn: str) -> str:
+    """The part of a URN a person recognises (``db.marts.orders``, ``fraud_detector_3``).
+
+    Falls back to the URN itself when it does not parse, so a malformed
+    reference from someone else's estate still renders.
+    """
+    try:
+        parsed = Urn.from_string(urn)
+    except Exception:  # noqa: BLE001 - any unparsable URN is shown verbatim
+        return urn
+    ids = parsed.entity_ids
+    kind = parsed.entity_type
+    if kind == "mlFeature" and len(ids) == 2:
+        return f"{ids[0]}.{ids[1]}"
+    if kind in ("dataset", "mlModel", "mlModelGroup", "mlModelDeployment", "mlFeatureTable") and len(ids) >= 2:
+        return ids[1]
+    if kind == "schemaField" and len(ids) == 2:
+        return f"{display_name(ids[0])}.{ids[1]}"
+    return ids[-1] if ids else urn
+

@@ -1,0 +1,450 @@
+"""Aspects in, views out: every rule about where DataHub keeps a fact lives here.
+
+These functions are pure.  The resolver reads aspects through the graph port
+and hands them over; nothing here knows which store they came from.  Estates
+written by other tools are the norm, so every field is optional and legacy
+shapes (``dataProcessInstanceInput.inputs``, v2 field paths, dataJob inputs)
+are read alongside the current ones.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Iterable, Mapping
+
+from datahub.metadata.schema_classes import (
+    AssertionInfoClass,
+    AssertionRunEventClass,
+    CorpUserInfoClass,
+    CorpUserStatusClass,
+    DataJobInfoClass,
+    DataJobInputOutputClass,
+    DataProcessInstanceInputClass,
+    DataProcessInstancePropertiesClass,
+    DatasetPropertiesClass,
+    DeprecationClass,
+    EditableDatasetPropertiesClass,
+    EditableSchemaMetadataClass,
+    GlobalTagsClass,
+    GlossaryTermInfoClass,
+    GlossaryTermsClass,
+    MLFeaturePropertiesClass,
+    MLFeatureTablePropertiesClass,
+    MLModelDeploymentPropertiesClass,
+    MLModelGroupPropertiesClass,
+    MLModelPropertiesClass,
+    OwnershipClass,
+    SchemaMetadataClass,
+    StatusClass,
+    UpstreamLineageClass,
+    VersionPropertiesClass,
+    _Aspect,
+)
+from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
+from datahub.utilities.urns.urn import Urn
+
+from recall_dagster.estate.names import display_name
+from recall_dagster.estate.views import (
+    Assertion,
+    ColumnEdge,
+    Dataset,
+    Deployment,
+    Feature,
+    FeatureTable,
+    FieldRef,
+    Model,
+    Owner,
+    SchemaField,
+    Term,
+    TrainingRun,
+)
+from recall_dagster.graph.relationships import entity_type
+
+Aspects = Mapping[str, _Aspect]
+
+# Aspects read for owners and glossary terms; entities themselves are read whole
+# so that "has no aspects at all" reliably means dangling.
+PERSON_ASPECTS: list[type[_Aspect]] = [CorpUserInfoClass, CorpUserStatusClass, StatusClass]
+TERM_ASPECTS: list[type[_Aspect]] = [GlossaryTermInfoClass]
+
+
+def _get(aspects: Aspects, cls: type[_Aspect]) -> _Aspect | None:
+    return aspects.get(cls.ASPECT_NAME)
+
+
+def _unique(urns: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(u for u in urns if u))
+
+
+def _text(value: str | None) -> str | None:
+    return value.strip() if value and value.strip() else None
+
+
+def is_removed(aspects: Aspects) -> bool:
+    status = _get(aspects, StatusClass)
+    return bool(status and status.removed)
+
+
+def simple_path(field_path: str) -> str:
+    """``[version=2.0].[type=struct].a.[type=int].b`` -> ``a.b``; simple paths pass through."""
+    return get_simple_field_path_from_v2_field_path(field_path)
+
+
+_SCHEMA_FIELD = "urn:li:schemaField:("
+
+
+def field_ref(schema_field_urn: str) -> FieldRef | None:
+    """(parent URN, simple field path) of a schemaField URN, None when it is not one.
+
+    The SDK's parser rejects parents it cannot validate; other tools write
+    those too, so such URNs are split at their last comma instead.
+    """
+    try:
+        parsed = Urn.from_string(schema_field_urn)
+    except Exception:  # noqa: BLE001 - fall back to reading the string
+        if not (schema_field_urn.startswith(_SCHEMA_FIELD) and schema_field_urn.endswith(")")):
+            return None
+        parent, _, path = schema_field_urn[len(_SCHEMA_FIELD) : -1].rpartition(",")
+        return (parent, simple_path(path)) if parent and path else None
+    if parsed.entity_type != "schemaField" or len(parsed.entity_ids) != 2:
+        return None
+    return parsed.entity_ids[0], simple_path(parsed.entity_ids[1])
+
+
+def tag_names(tags: GlobalTagsClass | None) -> tuple[str, ...]:
+    return _unique(display_name(t.tag) for t in (tags.tags if tags else ()))
+
+
+def _terms(terms: GlossaryTermsClass | None, glossary: Mapping[str, str]) -> tuple[Term, ...]:
+    urns = _unique(t.urn for t in (terms.terms if terms else ()))
+    return tuple(Term(u, glossary.get(u) or display_name(u)) for u in urns)
+
+
+def _owners(ownership: OwnershipClass | None, people: Mapping[str, bool]) -> tuple[Owner, ...]:
+    urns = _unique(o.owner for o in (ownership.owners if ownership else ()))
+    return tuple(Owner(u, people.get(u, True)) for u in urns)
+
+
+def referenced_people(aspects: Aspects) -> set[str]:
+    ownership = _get(aspects, OwnershipClass)
+    return {o.owner for o in ownership.owners} if ownership else set()
+
+
+def referenced_terms(aspects: Aspects) -> set[str]:
+    """Glossary terms attached to an entity or any of its fields."""
+    found: set[str] = set()
+    terms = _get(aspects, GlossaryTermsClass)
+    found.update(t.urn for t in (terms.terms if terms else ()))
+    schema = _get(aspects, SchemaMetadataClass)
+    editable = _get(aspects, EditableSchemaMetadataClass)
+    field_infos = [*(schema.fields if schema else ()), *(editable.editableSchemaFieldInfo if editable else ())]
+    for info in field_infos:
+        found.update(t.urn for t in (info.glossaryTerms.terms if info.glossaryTerms else ()))
+    return found
+
+
+def person_active(aspects: Aspects) -> bool:
+    """False when a user or group was deleted, suspended or marked inactive.
+
+    An owner URN with no entity behind it counts as present: many sources
+    (dbt among them) name owners without ever creating the user.
+    """
+    if is_removed(aspects):
+        return False
+    status = _get(aspects, CorpUserStatusClass)
+    if status and str(status.status).upper() == "SUSPENDED":
+        return False
+    info = _get(aspects, CorpUserInfoClass)
+    return not (info is not None and info.active is False)
+
+
+def term_name(aspects: Aspects) -> str | None:
+    info = _get(aspects, GlossaryTermInfoClass)
+    return _text(info.name) if info else None
+
+
+def _epoch_ms(value: str) -> int | None:
+    """Parse a custom property holding a time: epoch seconds, epoch millis or ISO-8601."""
+    value = value.strip()
+    if value.isdigit():
+        number = int(value)
+        return number * 1000 if number < 100_000_000_000 else number
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return int(parsed.timestamp() * 1000)
+
+
+def _fields(aspects: Aspects, glossary: Mapping[str, str]) -> tuple[SchemaField, ...] | None:
+    schema = _get(aspects, SchemaMetadataClass)
+    if schema is None:
+        return None
+    editable = _get(aspects, EditableSchemaMetadataClass)
+    edits = {simple_path(e.fieldPath): e for e in (editable.editableSchemaFieldInfo if editable else ())}
+    result: list[SchemaField] = []
+    for f in schema.fields:
+        path = simple_path(f.fieldPath)
+        edit = edits.get(path)
+        result.append(
+            SchemaField(
+                path=path,
+                type=f.nativeDataType or type(f.type.type).__name__.removesuffix("Class"),
+                tags=_unique([*tag_names(f.globalTags), *tag_names(edit.globalTags if edit else None)]),
+                terms=tuple(
+                    dict.fromkeys(
+                        [*_terms(f.glossaryTerms, glossary), *_terms(edit.glossaryTerms if edit else None, glossary)]
+                    )
+                ),
+                description=_text(edit.description if edit else None) or _text(f.description),
+            )
+        )
+    return tuple(result)
+
+
+def _column_lineage(lineage: UpstreamLineageClass | None) -> tuple[ColumnEdge, ...]:
+    edges: dict[ColumnEdge, None] = {}
+    for fgl in (lineage.fineGrainedLineages or ()) if lineage else ():
+        ups = [r for r in map(field_ref, fgl.upstreams or ()) if r]
+        downs = [r for r in map(field_ref, fgl.downstreams or ()) if r]
+        edges.update(dict.fromkeys(ColumnEdge(u, d) for u in ups for d in downs))
+    return tuple(edges)
+
+
+def parse_dataset(
+    urn: str,
+    aspects: Aspects,
+    *,
+    people: Mapping[str, bool],
+    glossary: Mapping[str, str],
+    freshness_property: str | None,
+    update_times_ms: tuple[int, ...] = (),
+    assertions: tuple[Assertion, ...] = (),
+) -> Dataset:
+    if not aspects:
+        return Dataset(urn=urn, name=display_name(urn), missing=True)
+    props = _get(aspects, DatasetPropertiesClass)
+    editable = _get(aspects, EditableDatasetPropertiesClass)
+    deprecation: DeprecationClass | None = _get(aspects, DeprecationClass)  # type: ignore[assignment]
+    lineage: UpstreamLineageClass | None = _get(aspects, UpstreamLineageClass)  # type: ignore[assignment]
+    custom = dict(props.customProperties) if props else {}
+    property_value = custom.get(freshness_property) if freshness_property else None
+    return Dataset(
+        urn=urn,
+        name=display_name(urn),  # the qualified name; datasetProperties.name is often bare
+        removed=is_removed(aspects),
+        deprecated=bool(deprecation and deprecation.deprecated),
+        deprecation_note=_text(deprecation.note) if deprecation and deprecation.deprecated else None,
+        replacement=deprecation.replacement if deprecation and deprecation.deprecated else None,
+        description=_text(editable.description if editable else None) or _text(props.description if props else None),
+        fields=_fields(aspects, glossary),
+        owners=_owners(_get(aspects, OwnershipClass), people),
+        tags=tag_names(_get(aspects, GlobalTagsClass)),
+        terms=_terms(_get(aspects, GlossaryTermsClass), glossary),
+        upstreams=_unique(u.dataset for u in (lineage.upstreams if lineage else ())),
+        column_lineage=_column_lineage(lineage),
+        update_times_ms=update_times_ms,
+        last_modified_ms=props.lastModified.time if props and props.lastModified else None,
+        property_updated_ms=_epoch_ms(property_value) if property_value else None,
+        property_name=freshness_property if property_value else None,
+        assertions=assertions,
+    )
+
+
+def _datasets_only(urns: Iterable[str]) -> tuple[str, ...]:
+    return _unique(u for u in urns if entity_type(u) == "dataset")
+
+
+def _last_id(urn: str) -> str:
+    """A feature's own name: the last part of its URN, without the namespace."""
+    try:
+        return Urn.from_string(urn).entity_ids[-1]
+    except Exception:  # noqa: BLE001
+        return urn
+
+
+def parse_feature(
+    urn: str, aspects: Aspects, tables: Iterable[str] = (), column_properties: Iterable[str] = ()
+) -> Feature:
+    """A feature; DataHub has no field for its source column, so a custom property may name it."""
+    props = _get(aspects, MLFeaturePropertiesClass)
+    custom = (props.customProperties or {}) if props else {}
+    column = next((_text(custom.get(p)) for p in column_properties if _text(custom.get(p))), None)
+    return Feature(
+        urn=urn,
+        name=_last_id(urn),
+        missing=not aspects,
+        removed=is_removed(aspects),
+        sources=_datasets_only(props.sources or ()) if props else (),
+        tables=_unique(sorted(tables)),
+        column=simple_path(column) if column else None,
+    )
+
+
+def parse_feature_table(urn: str, aspects: Aspects) -> FeatureTable:
+    props = _get(aspects, MLFeatureTablePropertiesClass)
+    return FeatureTable(
+        urn=urn,
+        name=display_name(urn),
+        missing=not aspects,
+        features=_unique(props.mlFeatures or ()) if props else (),
+    )
+
+
+def parse_training_run(urn: str, aspects: Aspects) -> TrainingRun:
+    """Inputs from ``inputEdges`` and the legacy ``inputs`` of a run, or a dataJob's inputs."""
+    dpi_in = _get(aspects, DataProcessInstanceInputClass)
+    job_io = _get(aspects, DataJobInputOutputClass)
+    inputs: list[str] = []
+    if dpi_in:
+        inputs += [e.destinationUrn for e in dpi_in.inputEdges or ()]
+        inputs += list(dpi_in.inputs or ())
+    if job_io:
+        inputs += [e.destinationUrn for e in job_io.inputDatasetEdges or ()]
+        inputs += list(job_io.inputDatasets or ())
+    dpi_props = _get(aspects, DataProcessInstancePropertiesClass)
+    job_info = _get(aspects, DataJobInfoClass)
+    name = (dpi_props.name if dpi_props else None) or (job_info.name if job_info else None)
+    return TrainingRun(
+        urn=urn,
+        name=name or display_name(urn),
+        missing=not aspects,
+        inputs=_datasets_only(inputs),
+    )
+
+
+def parse_deployment(urn: str, aspects: Aspects, live_statuses: frozenset[str]) -> Deployment:
+    props = _get(aspects, MLModelDeploymentPropertiesClass)
+    status = str(props.status) if props and props.status else None
+    return Deployment(
+        urn=urn,
+        name=display_name(urn),
+        missing=not aspects,
+        status=status,
+        live=bool(status in live_statuses and not is_removed(aspects)),
+    )
+
+
+def _casefold(values: Iterable[str]) -> set[str]:
+    return {v.casefold() for v in values}
+
+
+def group_refs(aspects: Aspects) -> tuple[str, ...]:
+    """Registered model groups and version sets a model version belongs to."""
+    props = _get(aspects, MLModelPropertiesClass)
+    version = _get(aspects, VersionPropertiesClass)
+    return _unique([*((props.groups or ()) if props else ()), *([version.versionSet] if version else ())])
+
+
+def parse_model(
+    urn: str,
+    aspects: Aspects,
+    *,
+    groups: Mapping[str, Aspects],
+    people: Mapping[str, bool],
+    production_aliases: frozenset[str],
+    production_tags: frozenset[str],
+) -> Model:
+    """A model version, with what its registered model group says about it folded in.
+
+    The registry decides production per version (alias or stage tag on the
+    version itself); owners, tags and custom properties of the group apply to
+    every version, because that is where registries keep them.
+    """
+    props: MLModelPropertiesClass | None = _get(aspects, MLModelPropertiesClass)  # type: ignore[assignment]
+    version: VersionPropertiesClass | None = _get(aspects, VersionPropertiesClass)  # type: ignore[assignment]
+    group_urns = group_refs(aspects)
+    group_aspects = [groups.get(g, {}) for g in group_urns]
+    own_tags = tag_names(_get(aspects, GlobalTagsClass))
+    aliases = tuple(a.versionTag for a in (version.aliases if version else ()) if a.versionTag)
+    owners = _owners(_get(aspects, OwnershipClass), people)
+    if not owners:
+        owners = _unique_owners(o for g in group_aspects for o in _owners(_get(g, OwnershipClass), people))
+    properties: dict[str, str] = {}
+    for g in group_aspects:
+        group_props = _get(g, MLModelGroupPropertiesClass)
+        properties.update(group_props.customProperties if group_props else {})
+    properties.update(props.customProperties if props else {})
+    return Model(
+        urn=urn,
+        name=(props.name if props and props.name else None) or display_name(urn),
+        missing=not aspects,
+        removed=is_removed(aspects),
+        version=version.version.versionTag if version and version.version else (props.version.versionTag if props and props.version else None),
+        aliases=aliases,
+        tags=_unique([*own_tags, *(t for g in group_aspects for t in tag_names(_get(g, GlobalTagsClass)))]),
+        groups=group_urns,
+        owners=owners,
+        properties=properties,
+        features=_unique(props.mlFeatures or ()) if props else (),
+        training_runs=_unique(props.trainingJobs or ()) if props else (),
+        deployments=_unique(props.deployments or ()) if props else (),
+        registry_production=bool(
+            _casefold(aliases) & _casefold(production_aliases) or _casefold(own_tags) & _casefold(production_tags)
+        ),
+    )
+
+
+def _unique_owners(owners: Iterable[Owner]) -> tuple[Owner, ...]:
+    return tuple({o.urn: o for o in owners}.values())
+
+
+def _column_of(info: AssertionInfoClass) -> str | None:
+    candidates: list[str] = []
+    if info.customAssertion:
+        candidates += [info.customAssertion.field] if info.customAssertion.field else []
+        candidates += list(info.customAssertion.fields or ())
+    if info.datasetAssertion:
+        candidates += list(info.datasetAssertion.fields or ())
+    for candidate in candidates:
+        ref = field_ref(candidate)
+        if ref:
+            return ref[1]
+    if info.fieldAssertion:
+        spec = info.fieldAssertion.fieldValuesAssertion or info.fieldAssertion.fieldMetricAssertion
+        if spec and spec.field:
+            return simple_path(spec.field.path)
+    return None
+
+
+def _assertion_name(urn: str, info: AssertionInfoClass | None) -> str:
+    if info is None:
+        return display_name(urn)
+    native = (info.customAssertion.nativeType if info.customAssertion else None) or (
+        info.datasetAssertion.nativeType if info.datasetAssertion else None
+    )
+    return _text(info.description) or _text(native) or display_name(urn)
+
+
+def _failed_rows(event: AssertionRunEventClass) -> int | None:
+    result = event.result
+    if result is None:
+        return None
+    if result.unexpectedCount is not None:
+        return int(result.unexpectedCount)
+    native = result.nativeResults or {}
+    for key in ("failures", "failed_rows", "failedRows", "unexpected_count"):
+        value = native.get(key, "")
+        if value.strip().isdigit():
+            return int(value)
+    if result.actualAggValue is not None:
+        return int(result.actualAggValue)
+    return None
+
+
+def parse_assertion(urn: str, info: AssertionInfoClass | None, events: Iterable[AssertionRunEventClass]) -> Assertion:
+    """An assertion and its latest completed result (by event time, not storage order)."""
+    completed = [e for e in events if e.result is not None]
+    latest = max(completed, key=lambda e: e.timestampMillis, default=None)
+    result = latest.result if latest else None
+    return Assertion(
+        urn=urn,
+        name=_assertion_name(urn, info),
+        column=_column_of(info) if info else None,
+        result=str(result.type) if result else None,
+        failed_rows=_failed_rows(latest) if latest else None,
+        ran_at_ms=latest.timestampMillis if latest else None,
+        detail=_text((result.nativeResults or {}).get("message")) if result else None,
+    )

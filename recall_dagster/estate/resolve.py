@@ -1,0 +1,203 @@
+"""Read every model's closure from the graph, one batched round of reads per hop.
+
+Closures come from aspect reads (the primary store, immediately consistent),
+never from lineage search, which lags writes and cannot see the serving path
+(``Contains``) or legacy training inputs.  All selected models are resolved
+together so a warehouse shared by ten models is read once, not ten times.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from datahub.metadata.schema_classes import (
+    AssertionInfoClass,
+    AssertionRunEventClass,
+    OperationClass,
+    StatusClass,
+    UpstreamLineageClass,
+)
+
+from recall_dagster.estate import parse
+from recall_dagster.estate.closure import ModelClosure, assemble_closure
+from recall_dagster.estate.views import Assertion, Deployment, Model
+from recall_dagster.graph.port import AspectMap, MetadataGraph
+
+
+@dataclass(frozen=True)
+class ResolveOptions:
+    """What the resolver needs from configuration (see ``closure:`` and ``production:`` in recall.yaml)."""
+
+    max_depth: int
+    live_statuses: frozenset[str]
+    production_aliases: frozenset[str]
+    production_tags: frozenset[str]
+    freshness_property: str | None
+    feature_column_properties: tuple[str, ...]
+    history_limit: int
+
+
+def _sorted(urns: Iterable[str]) -> list[str]:
+    return sorted(set(urns))
+
+
+def _people(graph: MetadataGraph, *aspect_maps: AspectMap) -> dict[str, bool]:
+    urns = _sorted(p for amap in aspect_maps for aspects in amap.values() for p in parse.referenced_people(aspects))
+    found = graph.get_aspects(urns, parse.PERSON_ASPECTS) if urns else {}
+    return {u: parse.person_active(found.get(u, {})) for u in urns}
+
+
+def _is_production(model: Model, deployments: Mapping[str, Deployment]) -> bool:
+    """Production: serving live traffic somewhere, or marked production by the registry."""
+    return model.registry_production or any(deployments[d].live for d in model.deployments if d in deployments)
+
+
+def _read_models(
+    graph: MetadataGraph, options: ResolveOptions, extra: Sequence[str]
+) -> tuple[dict[str, Model], dict[str, Deployment]]:
+    model_urns = _sorted([*graph.list_urns("mlModel"), *extra])
+    raw = graph.get_aspects(model_urns)
+    group_urns = _sorted(g for aspects in raw.values() for g in parse.group_refs(aspects))
+    groups = graph.get_aspects(group_urns) if group_urns else {}
+    people = _people(graph, raw, groups)
+    models = {
+        urn: parse.parse_model(
+            urn,
+            raw.get(urn, {}),
+            groups=groups,
+            people=people,
+            production_aliases=options.production_aliases,
+            production_tags=options.production_tags,
+        )
+        for urn in model_urns
+    }
+    deployment_urns = _sorted(d for m in models.values() for d in m.deployments)
+    raw_deployments = graph.get_aspects(deployment_urns) if deployment_urns else {}
+    deployments = {
+        u: parse.parse_deployment(u, raw_deployments.get(u, {}), options.live_statuses) for u in deployment_urns
+    }
+    return models, deployments
+
+
+def _read_datasets(graph: MetadataGraph, seeds: Iterable[str], max_depth: int) -> AspectMap:
+    """Datasets within ``max_depth`` hops above the seeds, a batched read per hop, cycle safe."""
+    read: AspectMap = {}
+    frontier = _sorted(seeds)
+    for depth in range(max_depth + 1):
+        if not frontier:
+            break
+        batch = graph.get_aspects(frontier)
+        read.update({u: batch.get(u, {}) for u in frontier})
+        if depth == max_depth:
+            break
+        upstream: set[str] = set()
+        for urn in frontier:
+            lineage = read[urn].get(UpstreamLineageClass.ASPECT_NAME)
+            upstream.update(u.dataset for u in (lineage.upstreams if lineage else ()))
+        frontier = _sorted(upstream - read.keys())
+    return read
+
+
+def _read_assertions(
+    graph: MetadataGraph, dataset_urns: Sequence[str], history_limit: int
+) -> dict[str, tuple[Assertion, ...]]:
+    """Each dataset's assertions (found by the incoming ``Asserts`` edge) with their latest result."""
+    asserted = graph.related(dataset_urns, "Asserts", "incoming") if dataset_urns else {}
+    assertion_urns = _sorted(a for found in asserted.values() for a in found)
+    infos = graph.get_aspects(assertion_urns, [AssertionInfoClass, StatusClass]) if assertion_urns else {}
+    parsed = {
+        a: parse.parse_assertion(
+            a,
+            infos.get(a, {}).get(AssertionInfoClass.ASPECT_NAME),  # type: ignore[arg-type]
+            graph.timeseries(a, AssertionRunEventClass, limit=history_limit),  # type: ignore[arg-type]
+        )
+        for a in assertion_urns
+        if not parse.is_removed(infos.get(a, {}))
+    }
+    return {d: tuple(parsed[a] for a in sorted(set(asserted.get(d, ()))) if a in parsed) for d in dataset_urns}
+
+
+def _update_times(graph: MetadataGraph, urn: str, history_limit: int) -> tuple[int, ...]:
+    ops = graph.timeseries(urn, OperationClass, limit=history_limit)
+    return tuple(sorted((op.lastUpdatedTimestamp for op in ops if op.lastUpdatedTimestamp), reverse=True))  # type: ignore[attr-defined]
+
+
+def resolve_closures(
+    graph: MetadataGraph,
+    options: ResolveOptions,
+    *,
+    scanned_at_ms: int,
+    include_all: bool = False,
+    model_urns: Sequence[str] | None = None,
+) -> list[ModelClosure]:
+    """Closures of the production models (every model with ``include_all``, or exactly ``model_urns``).
+
+    Soft-deleted models are skipped unless named.  Closures come back sorted
+    by model URN so everything built on them is deterministic.
+    """
+    models, deployments = _read_models(graph, options, model_urns or ())
+    if model_urns is not None:
+        selected = [models[u] for u in _sorted(model_urns)]
+    else:
+        selected = [
+            m for m in models.values() if not m.removed and (include_all or _is_production(m, deployments))
+        ]
+        selected.sort(key=lambda m: m.urn)
+
+    feature_urns = _sorted(f for m in selected for f in m.features)
+    raw_features = graph.get_aspects(feature_urns) if feature_urns else {}
+    tables_of = graph.related(feature_urns, "Contains", "incoming") if feature_urns else {}
+    features = {
+        u: parse.parse_feature(u, raw_features.get(u, {}), tables_of.get(u, ()), options.feature_column_properties)
+        for u in feature_urns
+    }
+    table_urns = _sorted(t for f in features.values() for t in f.tables)
+    raw_tables = graph.get_aspects(table_urns) if table_urns else {}
+    tables = {u: parse.parse_feature_table(u, raw_tables.get(u, {})) for u in table_urns}
+
+    run_urns = _sorted(r for m in selected for r in m.training_runs)
+    raw_runs = graph.get_aspects(run_urns) if run_urns else {}
+    runs = {u: parse.parse_training_run(u, raw_runs.get(u, {})) for u in run_urns}
+
+    seeds = [s for f in features.values() for s in f.sources] + [i for r in runs.values() for i in r.inputs]
+    raw_datasets = _read_datasets(graph, seeds, options.max_depth)
+    present = [u for u, aspects in sorted(raw_datasets.items()) if aspects]
+    assertions = _read_assertions(graph, present, options.history_limit)
+    people = _people(graph, raw_datasets)
+    term_urns = _sorted(t for aspects in raw_datasets.values() for t in parse.referenced_terms(aspects))
+    raw_terms = graph.get_aspects(term_urns, parse.TERM_ASPECTS) if term_urns else {}
+    glossary = {u: name for u in term_urns if (name := parse.term_name(raw_terms.get(u, {})))}
+    datasets = {
+        u: parse.parse_dataset(
+            u,
+            aspects,
+            people=people,
+            glossary=glossary,
+            freshness_property=options.freshness_property,
+            update_times_ms=_update_times(graph, u, options.history_limit) if aspects else (),
+            assertions=assertions.get(u, ()),
+        )
+        for u, aspects in raw_datasets.items()
+    }
+
+    production_versions: dict[str, list[str]] = {}
+    for m in sorted(models.values(), key=lambda m: m.urn):
+        if m.registry_production and not m.removed:
+            for g in m.groups:
+                production_versions.setdefault(g, []).append(m.urn)
+    return [
+        assemble_closure(
+            m,
+            production=_is_production(m, deployments),
+            scanned_at_ms=scanned_at_ms,
+            features=features,
+            feature_tables=tables,
+            training_runs=runs,
+            deployments=deployments,
+            datasets=datasets,
+            production_versions=tuple(dict.fromkeys(v for g in m.groups for v in production_versions.get(g, ()))),
+            max_depth=options.max_depth,
+        )
+        for m in selected
+    ]

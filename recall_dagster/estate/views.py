@@ -1,0 +1,180 @@
+"""Typed, immutable views of the entities a model depends on.
+
+Detectors reason about these instead of raw aspects so that the rules stay
+readable and every quirk of how DataHub stores a fact (legacy fields, three
+places a freshness time can live, field paths in two formats) is resolved once,
+in :mod:`recall_dagster.estate.parse`.  Every view of a URN the graph knows
+nothing about carries ``missing=True`` instead of disappearing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+FieldRef = tuple[str, str]  # (dataset URN, simple field path)
+
+
+@dataclass(frozen=True)
+class Term:
+    """A glossary term as attached to a dataset or field; ``name`` is its display name."""
+
+    urn: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Owner:
+    """An owner of an entity; ``active`` is False when the person has left."""
+
+    urn: str
+    active: bool = True
+
+
+@dataclass(frozen=True)
+class SchemaField:
+    path: str  # simple field path (v2 paths are reduced to the dotted form)
+    type: str  # the platform's native type when known, DataHub's type otherwise
+    tags: tuple[str, ...] = ()  # tag names
+    terms: tuple[Term, ...] = ()
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class ColumnEdge:
+    """One column-level lineage edge: ``upstream`` feeds ``downstream``."""
+
+    upstream: FieldRef
+    downstream: FieldRef
+
+
+@dataclass(frozen=True)
+class Assertion:
+    """An assertion on a dataset with its latest completed result."""
+
+    urn: str
+    name: str
+    column: str | None = None
+    result: str | None = None  # SUCCESS / FAILURE / ERROR, None when never run
+    failed_rows: int | None = None
+    ran_at_ms: int | None = None
+    detail: str | None = None  # the native result message, when the runner gave one
+
+
+@dataclass(frozen=True)
+class Freshness:
+    updated_ms: int
+    source: str  # "operation", "lastModified" or "property:<name>"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    urn: str
+    name: str
+    missing: bool = False
+    removed: bool = False
+    deprecated: bool = False
+    deprecation_note: str | None = None
+    replacement: str | None = None
+    description: str | None = None
+    fields: tuple[SchemaField, ...] | None = None  # None when no schema is recorded
+    owners: tuple[Owner, ...] = ()
+    tags: tuple[str, ...] = ()
+    terms: tuple[Term, ...] = ()
+    upstreams: tuple[str, ...] = ()
+    column_lineage: tuple[ColumnEdge, ...] = ()
+    update_times_ms: tuple[int, ...] = ()  # operation history, newest first
+    last_modified_ms: int | None = None
+    property_updated_ms: int | None = None
+    property_name: str | None = None
+    assertions: tuple[Assertion, ...] = ()
+
+    @property
+    def has_active_owner(self) -> bool:
+        return any(o.active for o in self.owners)
+
+    def column(self, path: str) -> SchemaField | None:
+        for f in self.fields or ():
+            if f.path == path:
+                return f
+        return None
+
+    def freshness_at(self, instant_ms: int) -> Freshness | None:
+        """When the data last changed as seen at ``instant_ms``; None when nobody recorded it.
+
+        Operations are the most direct evidence, then the platform's own
+        ``lastModified``, then a custom property some teams stamp on tables.
+        Updates after the instant are ignored so ``--as-of`` replays the past.
+        """
+        ops = [t for t in self.update_times_ms if t <= instant_ms]
+        if ops:
+            return Freshness(max(ops), "operation")
+        if self.last_modified_ms is not None and self.last_modified_ms <= instant_ms:
+            return Freshness(self.last_modified_ms, "lastModified")
+        if self.property_updated_ms is not None and self.property_updated_ms <= instant_ms:
+            return Freshness(self.property_updated_ms, f"property:{self.property_name}")
+        return None
+
+
+@dataclass(frozen=True)
+class Feature:
+    """An ML feature; ``name`` is its bare name (the column it is usually computed as)."""
+
+    urn: str
+    name: str
+    missing: bool = False
+    removed: bool = False
+    sources: tuple[str, ...] = ()  # dataset URNs
+    tables: tuple[str, ...] = ()  # feature tables that contain it (the serving path)
+    column: str | None = None  # the source column, when the feature records it in a custom property
+
+
+@dataclass(frozen=True)
+class FeatureTable:
+    urn: str
+    name: str
+    missing: bool = False
+    features: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    """A training run (dataProcessInstance) or job (dataJob) and the datasets it read."""
+
+    urn: str
+    name: str
+    missing: bool = False
+    inputs: tuple[str, ...] = ()  # dataset URNs, from inputEdges and legacy inputs
+
+
+@dataclass(frozen=True)
+class Deployment:
+    urn: str
+    name: str
+    missing: bool = False
+    status: str | None = None
+    live: bool = False
+
+
+@dataclass(frozen=True)
+class Model:
+    """One model version (DataHub ``mlModel``)."""
+
+    urn: str
+    name: str
+    missing: bool = False
+    removed: bool = False
+    version: str | None = None
+    aliases: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()  # tag names on the version and its registered model group
+    groups: tuple[str, ...] = ()  # registered model groups / version sets it belongs to
+    owners: tuple[Owner, ...] = ()  # the version's owners, else its group's
+    properties: Mapping[str, str] = field(default_factory=dict)  # custom properties, group's merged under
+    features: tuple[str, ...] = ()
+    training_runs: tuple[str, ...] = ()
+    deployments: tuple[str, ...] = ()
+    registry_production: bool = False  # carries a production alias or stage tag
+
+    @property
+    def has_active_owner(self) -> bool:
+        return any(o.active for o in self.owners)

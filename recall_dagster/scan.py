@@ -1,0 +1,217 @@
+"""One scan: resolve closures, run the detectors, score, and build the JSON contract.
+
+The CLI and the Dagster assets call the same pieces (``resolve_closures`` ->
+``run_detectors`` -> ``score_model``); :func:`run_scan` strings them together.
+History (schema baselines) lives in a state store injected as an object, so a
+scan is reproducible in tests and the detectors never touch a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol, Sequence
+
+import yaml
+
+from recall_dagster.detect import Detection, Finding, RecallConfig, check_config, parse_config, run_detectors
+from recall_dagster.detect.blast_radius import BlastRadius
+from recall_dagster.detect.config import merge
+from recall_dagster.errors import ConfigError
+from recall_dagster.estate import ModelClosure, resolve_closures
+from recall_dagster.graph.port import MetadataGraph
+from recall_dagster.score import Score, score_model
+from recall_dagster.settings import REPO_ROOT
+
+DEFAULT_CONFIG = REPO_ROOT / "recall.yaml"
+Baselines = dict[str, dict[str, str]]  # dataset URN -> {simple field path: type}
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as err:
+        raise ConfigError(f"cannot read config {path}: {err.strerror}") from err
+    except yaml.YAMLError as err:
+        raise ConfigError(f"config {path} is not valid YAML: {err}") from err
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config {path} must be a mapping at the top level")
+    return data
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> RecallConfig:
+    """The shipped ``recall.yaml``, with ``path`` (when given) laid over it key by key."""
+    data = _read_yaml(DEFAULT_CONFIG)
+    source = str(DEFAULT_CONFIG)
+    if path is not None and Path(path).resolve() != DEFAULT_CONFIG.resolve():
+        data = merge(data, _read_yaml(Path(path)))
+        source = str(path)
+    config = parse_config(data, source)
+    check_config(config)
+    return config
+
+
+class StateStore(Protocol):
+    """Where schema baselines survive between scans."""
+
+    def load_baselines(self) -> Baselines: ...
+
+    def save_baselines(self, baselines: Baselines) -> None: ...
+
+
+class JsonStateStore:
+    """Baselines in one JSON file under ``settings.state_dir``, replaced atomically."""
+
+    def __init__(self, state_dir: str | os.PathLike[str]) -> None:
+        self.path = Path(state_dir) / "schema_baselines.json"
+
+    def load_baselines(self) -> Baselines:
+        if not self.path.exists():
+            return {}
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError) as err:
+            raise ConfigError(
+                f"schema baselines {self.path} are unreadable ({err}); delete the file to record new ones"
+            ) from err
+        if not isinstance(data, dict):
+            raise ConfigError(f"schema baselines {self.path} are not a JSON object; delete the file")
+        return {str(u): {str(c): str(t) for c, t in cols.items()} for u, cols in data.items()}
+
+    def save_baselines(self, baselines: Baselines) -> None:
+        tmp = self.path.with_suffix(".json.tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(baselines, indent=1, sort_keys=True))
+            os.replace(tmp, self.path)
+        except OSError as err:
+            raise ConfigError(f"cannot write schema baselines {self.path}: {err.strerror}") from err
+
+
+class MemoryStateStore:
+    """Baselines kept in memory: tests, and runs that must not remember."""
+
+    def __init__(self, baselines: Baselines | None = None) -> None:
+        self.baselines: Baselines = {u: dict(c) for u, c in (baselines or {}).items()}
+
+    def load_baselines(self) -> Baselines:
+        return {u: dict(c) for u, c in self.baselines.items()}
+
+    def save_baselines(self, baselines: Baselines) -> None:
+        self.baselines = {u: dict(c) for u, c in baselines.items()}
+
+
+def record_baselines(closures: Sequence[ModelClosure], baselines: Baselines, *, rebaseline: bool) -> Baselines:
+    """Record the schema of every dataset seen for the first time (every dataset when rebaselining).
+
+    A baseline is kept until it is deliberately replaced, so drift stays
+    reported on every scan until someone accepts it with ``--rebaseline``.
+    """
+    updated = {u: dict(c) for u, c in baselines.items()}
+    for closure in closures:
+        for urn, dataset in closure.datasets.items():
+            if dataset.fields is not None and (rebaseline or urn not in updated):
+                updated[urn] = {f.path: f.type for f in dataset.fields}
+    return updated
+
+
+def iso_instant(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class ModelReport:
+    closure: ModelClosure
+    findings: tuple[Finding, ...]
+    score: Score
+
+    def to_json(self) -> dict[str, Any]:
+        model = self.closure.model
+        return {
+            "urn": model.urn,
+            "name": model.name,
+            "version": model.version,
+            "production": self.closure.production,
+            "score": self.score.value,
+            "tier": self.score.tier,
+            "deployments": len(self.closure.live_deployments),
+            "live_deployments": [d.urn for d in self.closure.live_deployments],
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    scanned_at_ms: int
+    graph: str
+    models: tuple[ModelReport, ...]  # highest score first
+    blast_radius: tuple[BlastRadius, ...]
+    config: RecallConfig
+
+    @property
+    def failing(self) -> tuple[ModelReport, ...]:
+        """Models at or above the configured fail tier."""
+        scoring = self.config.scoring
+        return tuple(m for m in self.models if scoring.at_or_above(m.score.tier, scoring.fail_tier))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scanned_at": iso_instant(self.scanned_at_ms),
+            "graph": self.graph,
+            "fail_tier": self.config.scoring.fail_tier,
+            "models": [m.to_json() for m in self.models],
+            "blast_radius": [b.to_json() for b in self.blast_radius],
+        }
+
+
+def score_models(
+    closures: Sequence[ModelClosure], detection: Detection, config: RecallConfig
+) -> tuple[ModelReport, ...]:
+    reports = [
+        ModelReport(
+            closure=c,
+            findings=detection.findings.get(c.urn, ()),
+            score=score_model(detection.findings.get(c.urn, ()), len(c.live_deployments), config.scoring),
+        )
+        for c in closures
+    ]
+    return tuple(sorted(reports, key=lambda r: (-r.score.value, r.closure.model.name, r.closure.urn)))
+
+
+def run_scan(
+    graph: MetadataGraph,
+    config: RecallConfig,
+    store: StateStore,
+    *,
+    scanned_at_ms: int,
+    include_all: bool = False,
+    model_urns: Sequence[str] | None = None,
+    rebaseline: bool = False,
+) -> ScanResult:
+    """Scan production models (every model with ``include_all``, or exactly ``model_urns``).
+
+    ``scanned_at_ms`` is the instant freshness is judged at (now, or ``--as-of``).
+    New schema baselines are saved to ``store`` after detection, so the scan
+    that first sees a dataset reports no drift for it.
+    """
+    closures = resolve_closures(
+        graph, config.resolve, scanned_at_ms=scanned_at_ms, include_all=include_all, model_urns=model_urns
+    )
+    baselines = store.load_baselines()
+    detection = run_detectors(closures, config, baselines)
+    updated = record_baselines(closures, baselines, rebaseline=rebaseline)
+    if updated != baselines:
+        store.save_baselines(updated)
+    return ScanResult(
+        scanned_at_ms=scanned_at_ms,
+        graph=graph.location,
+        models=score_models(closures, detection, config),
+        blast_radius=detection.blast_radius,
+        config=config,
+    )
+

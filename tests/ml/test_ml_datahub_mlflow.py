@@ -1,0 +1,70 @@
+"""What DataHub's MLflow source makes of a training, so Recall can join registry data to its entities.
+
+Pins the URN formats and the aspects the estate relies on, including the
+MLflow 2.20 gap that leaves versionProperties.aliases empty: when an upgrade
+closes it, the last test fails and the alias mirroring in tracking.py can go.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import pytest
+from datahub.api.entities.dataprocess.dataprocess_instance import DataProcessInstance
+from datahub.ingestion.api.common import PipelineContext
+from datahub.ingestion.source.mlflow import MLflowSource
+
+from ml_models import FeatureRegistry
+from ml_models.train import TrainingRecord, train_model
+
+Aspects = dict[str, dict[str, Any]]
+
+
+@pytest.fixture
+def trained(registry: FeatureRegistry, warehouse, tracking_uri: str) -> tuple[list[TrainingRecord], Aspects]:
+    model = registry.model("fraud_detector")
+    records = [train_model(model, registry, warehouse.read_sql, tracking_uri) for _ in range(2)]
+    source = MLflowSource.create({"tracking_uri": tracking_uri}, PipelineContext(run_id="recall-test"))
+    aspects: Aspects = defaultdict(dict)
+    for unit in source.get_workunits():
+        aspects[unit.metadata.entityUrn][unit.metadata.aspectName] = unit.metadata.aspect
+    return records, aspects
+
+
+def _run_urn(record: TrainingRecord) -> str:
+    return str(DataProcessInstance(id=record.run_id, orchestrator="mlflow").urn)
+
+
+def test_versions_become_ml_models_trained_by_their_run(trained: tuple[list[TrainingRecord], Aspects]) -> None:
+    records, aspects = trained
+    group = "urn:li:mlModelGroup:(urn:li:dataPlatform:mlflow,fraud_detector,PROD)"
+    assert aspects[group]["mlModelGroupProperties"].customProperties["alias.production"] == "2"
+    for record, stage_tag in zip(records, ["mlflow_archived", "mlflow_production"]):
+        urn = f"urn:li:mlModel:(urn:li:dataPlatform:mlflow,fraud_detector_{record.version},PROD)"
+        properties = aspects[urn]["mlModelProperties"]
+        assert properties.groups == [group]
+        assert properties.trainingJobs == [_run_urn(record)]
+        assert [t.tag for t in aspects[urn]["globalTags"].tags] == [f"urn:li:tag:{stage_tag}"]
+    assert aspects[urn]["mlModelProperties"].customProperties["stage"] == "production"
+
+
+def test_runs_record_the_warehouse_tables_they_read(trained: tuple[list[TrainingRecord], Aspects]) -> None:
+    records, aspects = trained
+    run = aspects[_run_urn(records[-1])]
+    assert run["dataProcessInstanceRunEvent"].timestampMillis == records[-1].end_ms
+    assert {m.name for m in run["mlTrainingRunProperties"].trainingMetrics} >= {"roc_auc", "rows_dropped_null_features"}
+    upstreams = []
+    for edge in run["dataProcessInstanceInput"].inputEdges:
+        assert edge.destinationUrn.startswith("urn:li:dataset:(urn:li:dataPlatform:mlflow,warehouse.")
+        upstreams += [u.dataset for u in aspects[edge.destinationUrn]["upstreamLineage"].upstreams]
+    assert upstreams == [
+        f"urn:li:dataset:(urn:li:dataPlatform:postgres,warehouse.{table},PROD)" for table in records[-1].input_tables
+    ]
+
+
+def test_aliases_do_not_reach_version_properties(trained: tuple[list[TrainingRecord], Aspects]) -> None:
+    """MLflow 2.20's search_model_versions omits aliases; DataHub reads versions through it."""
+    _, aspects = trained
+    properties = aspects["urn:li:mlModel:(urn:li:dataPlatform:mlflow,fraud_detector_2,PROD)"]["versionProperties"]
+    assert properties.aliases == []

@@ -1,0 +1,72 @@
+"""recall.yaml: validated up front, overlays merge key by key, mistakes exit 2."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from recall_dagster.detect import DETECTORS, Severity, check_config, parse_config
+from recall_dagster.detect.config import merge
+from recall_dagster.errors import EXIT_USAGE, ConfigError
+from recall_dagster.scan import DEFAULT_CONFIG, load_config
+
+
+def shipped() -> dict:
+    return yaml.safe_load(DEFAULT_CONFIG.read_text())
+
+
+def test_shipped_config_covers_every_detector_case(config):
+    for d in DETECTORS:
+        for case in d.cases:
+            assert isinstance(config.severity(d.name, case), Severity)
+    assert config.freshness.default_window_hours == 168
+    assert config.scoring.fail_tier == "CRITICAL"
+
+
+def test_overlay_changes_only_what_it_names(tmp_path):
+    overlay = tmp_path / "mine.yaml"
+    overlay.write_text("scoring:\n  weights: {WARN: 15}\nfreshness:\n  windows: {'*.raw.*': 24}\n")
+    config = load_config(overlay)
+    assert config.scoring.weights[Severity.WARN] == 15
+    assert config.scoring.weights[Severity.CRITICAL] == 30
+    assert config.freshness.windows == (("*.raw.*", 24.0),)
+    assert config.source == str(overlay)
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ({"scoring": {"weights": {"WARN": "ten"}}}, "scoring.weights.WARN must be a number"),
+        ({"detectors": {"pii_exposure": {"severity": {"unjustified": "LOUD"}}}}, "must be one of CRITICAL, WARN, INFO"),
+        ({"scoring": {"fail_tier": "DOOM"}}, "scoring.fail_tier must be one of"),
+        ({"closure": {"max_depth": -1}}, "closure.max_depth must be an integer"),
+        ({"label_tables": "labels"}, "label_tables must be a list of strings"),
+    ],
+)
+def test_bad_values_name_the_key(override, message):
+    with pytest.raises(ConfigError, match=message) as err:
+        parse_config(merge(shipped(), override), "recall.yaml")
+    assert err.value.exit_code == EXIT_USAGE
+
+
+def test_missing_and_unknown_detectors_are_refused():
+    data = shipped()
+    del data["detectors"]["version_mismatch"]
+    with pytest.raises(ConfigError, match="detectors.version_mismatch is missing"):
+        check_config(parse_config(data))
+    data = merge(shipped(), {"detectors": {"crystal_ball": {"severity": {}}}})
+    with pytest.raises(ConfigError, match="unknown detector"):
+        check_config(parse_config(data))
+    data = merge(shipped(), {"detectors": {"orphaned_feature": {"severity": {"missing": "WARN", "removed": "WARN"}}}})
+    data["detectors"]["orphaned_feature"]["severity"].pop("deprecated")
+    with pytest.raises(ConfigError, match="orphaned_feature.severity.deprecated is not set"):
+        check_config(parse_config(data))
+
+
+def test_unreadable_config_is_a_usage_error(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("scoring: [unclosed")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(broken)
+    with pytest.raises(ConfigError, match="cannot read config"):
+        load_config(tmp_path / "absent.yaml")

@@ -1,0 +1,145 @@
+"""Where DataHub keeps a fact: legacy and current shapes both read."""
+
+from __future__ import annotations
+
+import datahub.metadata.schema_classes as dh
+
+from recall_dagster.estate import parse
+
+
+def aspects(*items):
+    return {a.ASPECT_NAME: a for a in items}
+
+
+def test_training_inputs_from_every_shape():
+    dpi = parse.parse_training_run(
+        "urn:li:dataProcessInstance:r",
+        aspects(
+            dh.DataProcessInstanceInputClass(
+                inputs=["urn:li:dataset:legacy", "urn:li:mlModel:not_a_dataset"],
+                inputEdges=[dh.EdgeClass(destinationUrn="urn:li:dataset:edge")],
+            )
+        ),
+    )
+    assert dpi.inputs == ("urn:li:dataset:edge", "urn:li:dataset:legacy")
+    job = parse.parse_training_run(
+        "urn:li:dataJob:(urn:li:dataFlow:(airflow,train,PROD),fit)",
+        aspects(
+            dh.DataJobInputOutputClass(
+                inputDatasets=["urn:li:dataset:a"],
+                outputDatasets=[],
+                inputDatasetEdges=[dh.EdgeClass(destinationUrn="urn:li:dataset:b")],
+            ),
+            dh.DataJobInfoClass(name="fit", type="COMMAND"),
+        ),
+    )
+    assert (job.name, job.inputs) == ("fit", ("urn:li:dataset:b", "urn:li:dataset:a"))
+    assert parse.parse_training_run("urn:li:dataProcessInstance:gone", {}).missing
+
+
+def test_freshness_property_formats():
+    def updated(value: str) -> int | None:
+        props = dh.DatasetPropertiesClass(customProperties={"refreshed": value})
+        d = parse.parse_dataset("urn:li:dataset:x", aspects(props), people={}, glossary={}, freshness_property="refreshed")
+        return d.property_updated_ms
+
+    assert updated("1748649600") == 1748649600000
+    assert updated("1748649600000") == 1748649600000
+    assert updated("2025-05-31T00:00:00Z") == 1748649600000
+    assert updated("2025-05-31T02:00:00+02:00") == 1748649600000
+    assert updated("last tuesday") is None
+
+
+def test_fields_merge_editable_metadata_and_simplify_v2_paths():
+    schema = dh.SchemaMetadataClass(
+        schemaName="t",
+        platform="urn:li:dataPlatform:bigquery",
+        version=0,
+        hash="",
+        platformSchema=dh.OtherSchemaClass(rawSchema=""),
+        fields=[
+            dh.SchemaFieldClass(
+                fieldPath="[version=2.0].[type=struct].[type=string].email",
+                type=dh.SchemaFieldDataTypeClass(dh.StringTypeClass()),
+                nativeDataType="STRING",
+            ),
+            dh.SchemaFieldClass(fieldPath="n", type=dh.SchemaFieldDataTypeClass(dh.NumberTypeClass()), nativeDataType=""),
+        ],
+    )
+    editable = dh.EditableSchemaMetadataClass(
+        editableSchemaFieldInfo=[
+            dh.EditableSchemaFieldInfoClass(
+                fieldPath="email",
+                globalTags=dh.GlobalTagsClass([dh.TagAssociationClass("urn:li:tag:PII")]),
+                glossaryTerms=dh.GlossaryTermsClass(
+                    [dh.GlossaryTermAssociationClass("urn:li:glossaryTerm:abc123")], dh.AuditStampClass(0, "urn:li:corpuser:x")
+                ),
+            )
+        ]
+    )
+    d = parse.parse_dataset(
+        "urn:li:dataset:x", aspects(schema, editable), people={}, glossary={"urn:li:glossaryTerm:abc123": "PII"},
+        freshness_property=None,
+    )
+    email, n = d.fields
+    assert (email.path, email.type, email.tags, [t.name for t in email.terms]) == ("email", "STRING", ("PII",), ["PII"])
+    assert n.type == "NumberType"  # no native type: DataHub's own
+    assert parse.referenced_terms(aspects(schema, editable)) == {"urn:li:glossaryTerm:abc123"}
+
+
+def test_people_who_left():
+    assert parse.person_active({})  # an owner nobody created is still an owner
+    assert not parse.person_active(aspects(dh.StatusClass(removed=True)))
+    assert not parse.person_active(aspects(dh.CorpUserInfoClass(active=False)))
+    assert not parse.person_active(aspects(dh.CorpUserStatusClass("SUSPENDED", dh.AuditStampClass(0, "urn:li:corpuser:x"))))
+    assert parse.person_active(aspects(dh.CorpUserInfoClass(active=True)))
+
+
+def test_model_inherits_group_owners_and_reads_registry_marks():
+    group = "urn:li:mlModelGroup:(urn:li:dataPlatform:mlflow,fraud,PROD)"
+    model = parse.parse_model(
+        "urn:li:mlModel:(urn:li:dataPlatform:mlflow,fraud_4,PROD)",
+        aspects(
+            dh.MLModelPropertiesClass(groups=[group], customProperties={"team": "risk"}),
+            dh.GlobalTagsClass([dh.TagAssociationClass("urn:li:tag:mlflow_production")]),
+        ),
+        groups={
+            group: aspects(
+                dh.OwnershipClass([dh.OwnerClass("urn:li:corpuser:eve", "TECHNICAL_OWNER")]),
+                dh.MLModelGroupPropertiesClass(customProperties={"team": "fraud", "pii_justification": "DPIA-9"}),
+            )
+        },
+        people={"urn:li:corpuser:eve": True},
+        production_aliases=frozenset({"production"}),
+        production_tags=frozenset({"mlflow_production"}),
+    )
+    assert model.registry_production and model.has_active_owner
+    assert model.properties == {"team": "risk", "pii_justification": "DPIA-9"}  # the version wins
+    assert model.name == "fraud_4"
+
+
+def test_latest_assertion_result_by_event_time():
+    info = dh.AssertionInfoClass(
+        type="DATASET",
+        datasetAssertion=dh.DatasetAssertionInfoClass(
+            dataset="urn:li:dataset:x", scope="DATASET_COLUMN", operator="NOT_NULL",
+            fields=["urn:li:schemaField:(urn:li:dataset:x,price)"],
+        ),
+    )
+
+    def event(ts: int, kind: str, **result) -> dh.AssertionRunEventClass:
+        return dh.AssertionRunEventClass(
+            timestampMillis=ts, runId=str(ts), asserteeUrn="urn:li:dataset:x", status="COMPLETE",
+            assertionUrn="urn:li:assertion:a", result=dh.AssertionResultClass(type=kind, **result),
+        )
+
+    a = parse.parse_assertion("urn:li:assertion:a", info, [event(1, "SUCCESS"), event(3, "FAILURE", unexpectedCount=7), event(2, "SUCCESS")])
+    assert (a.result, a.failed_rows, a.column, a.ran_at_ms) == ("FAILURE", 7, "price", 3)
+    assert parse.parse_assertion("urn:li:assertion:a", None, []).result is None
+
+
+def test_feature_source_column_from_a_custom_property():
+    props = dh.MLFeaturePropertiesClass(customProperties={"source_column": "amount"}, sources=["urn:li:dataset:t"])
+    f = parse.parse_feature("urn:li:mlFeature:(fraud,txn_amount)", aspects(props), (), ["source_column"])
+    assert (f.name, f.column, f.sources) == ("txn_amount", "amount", ("urn:li:dataset:t",))
+    assert parse.parse_feature("urn:li:mlFeature:(fraud,x)", aspects(props)).column is None
