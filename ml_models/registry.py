@@ -129,6 +129,7 @@ class ModelSpec:
     deployments: tuple[Deployment, ...]
     owners: tuple[Owner, ...]
     glossary_terms: tuple[str, ...]
+    properties: Mapping[str, str] = field(default_factory=dict)  # e.g. pii_justification, shown on the model
 
 
 @dataclass(frozen=True)
@@ -403,9 +404,18 @@ def _parse_model(
         deployments=tuple(_parse_deployment(d, alias) for d in _optional_children(node, "deployments")),
         owners=_owners(node),
         glossary_terms=_terms(node),
+        properties=_properties(node),
     )
     node.finish()
     return model
+
+
+def _properties(node: YamlNode) -> dict[str, str]:
+    raw = node.optional("properties", dict) or {}
+    for key, value in raw.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise node.at("properties").error(f"{key!r}: properties map names to text")
+    return dict(raw)
 
 
 def _resolve_features(node: YamlNode, serving: list[FeatureTable]) -> tuple[Feature, ...]:

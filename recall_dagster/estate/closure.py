@@ -44,8 +44,12 @@ class ModelClosure:
 
     @property
     def training_inputs(self) -> tuple[str, ...]:
-        """Datasets a recorded training run read directly."""
-        return tuple(dict.fromkeys(i for r in self.training_runs for i in r.inputs))
+        """Datasets a recorded training run read, a COPY reference standing for what it copies."""
+        return tuple(dict.fromkeys(self._copied(i) for r in self.training_runs for i in r.inputs))
+
+    def _copied(self, urn: str) -> str:
+        copy = self.datasets.get(urn)
+        return copy.copy_of if copy is not None and copy.copy_of else urn
 
     @property
     def has_training_record(self) -> bool:

@@ -21,6 +21,7 @@ from datahub.metadata.schema_classes import (
     DataJobInputOutputClass,
     DataProcessInstanceInputClass,
     DataProcessInstancePropertiesClass,
+    DatasetLineageTypeClass,
     DatasetPropertiesClass,
     DeprecationClass,
     EditableDatasetPropertiesClass,
@@ -244,6 +245,7 @@ def parse_dataset(
         tags=tag_names(_get(aspects, GlobalTagsClass)),
         terms=_terms(_get(aspects, GlossaryTermsClass), glossary),
         upstreams=_unique(u.dataset for u in (lineage.upstreams if lineage else ())),
+        copy_of=_copy_source(lineage),
         column_lineage=_column_lineage(lineage),
         update_times_ms=update_times_ms,
         last_modified_ms=props.lastModified.time if props and props.lastModified else None,
@@ -448,3 +450,11 @@ def parse_assertion(urn: str, info: AssertionInfoClass | None, events: Iterable[
         ran_at_ms=latest.timestampMillis if latest else None,
         detail=_text((result.nativeResults or {}).get("message")) if result else None,
     )
+
+
+def _copy_source(lineage: UpstreamLineageClass | None) -> str | None:
+    """The one dataset this one merely copies (e.g. the mlflow source's reference to a table)."""
+    ups = list(lineage.upstreams) if lineage else []
+    if len(ups) == 1 and ups[0].type == DatasetLineageTypeClass.COPY:
+        return ups[0].dataset
+    return None

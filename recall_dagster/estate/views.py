@@ -82,6 +82,7 @@ class Dataset:
     tags: tuple[str, ...] = ()
     terms: tuple[Term, ...] = ()
     upstreams: tuple[str, ...] = ()
+    copy_of: str | None = None  # the dataset this one is a plain COPY of, if that is all it is
     column_lineage: tuple[ColumnEdge, ...] = ()
     update_times_ms: tuple[int, ...] = ()  # operation history, newest first
     last_modified_ms: int | None = None

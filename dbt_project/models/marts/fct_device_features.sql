@@ -1,0 +1,6 @@
+select
+    transaction_id,
+    ip_risk_score,
+    is_emulator,
+    session_seconds
+from {{ ref('stg_device_signals') }}

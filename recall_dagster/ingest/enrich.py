@@ -1,0 +1,250 @@
+"""MCPs for what no DataHub source produces, derived from the registry and the real runs.
+
+Features, feature tables, deployments, owners, glossary terms, model aliases,
+the warehouse tables each training run read, and dbt operations. Aspects that
+an official source also writes (``mlModelProperties``, ``versionProperties``,
+``dataProcessInstanceInput``) are merged with what the graph holds, so running
+enrichment after every re-ingestion restores it without clobbering the source.
+Pure: the graph's current aspects and the registry's state come in as values.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from datahub.emitter import mce_builder as builder
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.metadata import schema_classes as m
+
+from ml_models.registry import FeatureRegistry, ModelSpec, Owner
+from recall_dagster.ingest.mlflow_state import VersionState
+
+MLFLOW = "mlflow"
+
+
+@dataclass(frozen=True)
+class DbtOperation:
+    """A real dbt event that touched a warehouse table: a model build or a source load."""
+
+    relation: str  # database.schema.table
+    happened_ms: int
+    data_updated_ms: int
+    operation: str  # a DataHub OperationType
+
+
+def dataset_urn(registry: FeatureRegistry, relation: str) -> str:
+    return builder.make_dataset_urn(registry.warehouse_platform, relation, registry.env)
+
+
+def table_urn(registry: FeatureRegistry, table_name: str) -> str:
+    return dataset_urn(registry, registry.warehouse_name(registry.table(table_name)))
+
+
+def feature_urn(table: str, feature: str) -> str:
+    return builder.make_ml_feature_urn(table, feature)
+
+
+def model_version_urn(registry: FeatureRegistry, registered_name: str, version: int) -> str:
+    return builder.make_ml_model_urn(MLFLOW, f"{registered_name}_{version}", registry.env)
+
+
+def model_group_urn(registry: FeatureRegistry, registered_name: str) -> str:
+    return builder.make_ml_model_group_urn(MLFLOW, registered_name, registry.env)
+
+
+def deployment_urn(registry: FeatureRegistry, platform: str, name: str) -> str:
+    return builder.make_ml_model_deployment_urn(platform, name, registry.env)
+
+
+def run_urn(run_id: str) -> str:
+    from datahub.api.entities.dataprocess.dataprocess_instance import DataProcessInstance
+
+    return str(DataProcessInstance(id=run_id, orchestrator=MLFLOW).urn)
+
+
+def _mcp(urn: str, aspect: m._Aspect) -> MetadataChangeProposalWrapper:
+    return MetadataChangeProposalWrapper(entityUrn=urn, aspect=aspect)
+
+
+def _ownership(owners: Iterable[Owner]) -> m.OwnershipClass:
+    return m.OwnershipClass(owners=[m.OwnerClass(owner=o.id, type=o.type) for o in owners])
+
+
+def _terms(terms: Iterable[str]) -> m.GlossaryTermsClass:
+    stamp = m.AuditStampClass(time=0, actor="urn:li:corpuser:recall")
+    return m.GlossaryTermsClass(terms=[m.GlossaryTermAssociationClass(urn=t) for t in terms], auditStamp=stamp)
+
+
+def catalog_mcps(registry: FeatureRegistry) -> list[MetadataChangeProposalWrapper]:
+    """Feature tables, features, deployments, glossary terms, and the owners of warehouse tables."""
+    out: list[MetadataChangeProposalWrapper] = []
+    terms: set[str] = set()
+    for table in registry.feature_tables:
+        table_urn_ = builder.make_ml_feature_table_urn(table.platform, table.name)
+        out.append(_mcp(table_urn_, m.MLFeatureTablePropertiesClass(
+            description=table.description,
+            mlFeatures=[feature_urn(table.name, f.name) for f in table.features],
+            customProperties={"entity": table.entity, "keys": ",".join(table.keys)},
+        )))
+        for feature in table.features:
+            properties = {"source_column": feature.source.column}
+            if feature.transform:
+                properties["transform"] = feature.transform
+            out.append(_mcp(feature_urn(table.name, feature.name), m.MLFeaturePropertiesClass(
+                description=feature.description,
+                dataType=feature.data_type,
+                sources=[table_urn(registry, feature.source.model)],
+                customProperties=properties,
+            )))
+    for model in registry.models:
+        terms.update(model.glossary_terms)
+        for deployment in model.deployments:
+            out.append(_mcp(deployment_urn(registry, deployment.platform, deployment.name),
+                            m.MLModelDeploymentPropertiesClass(
+                                description=f"{model.name} endpoint in {deployment.environment}",
+                                status=deployment.status,
+                                customProperties={"environment": deployment.environment, "serves": deployment.serves},
+                            )))
+    for name, table in sorted(registry.tables.items()):
+        urn = table_urn(registry, name)
+        if table.owners:
+            out.append(_mcp(urn, _ownership(table.owners)))
+        if table.glossary_terms:
+            out.append(_mcp(urn, _terms(table.glossary_terms)))
+            terms.update(table.glossary_terms)
+        if table.column_terms:
+            fields = [
+                m.EditableSchemaFieldInfoClass(fieldPath=column, glossaryTerms=_terms(column_terms))
+                for column, column_terms in sorted(table.column_terms.items())
+            ]
+            out.append(_mcp(urn, m.EditableSchemaMetadataClass(editableSchemaFieldInfo=fields)))
+            terms.update(t for column_terms in table.column_terms.values() for t in column_terms)
+    for term in sorted(terms):
+        name = term.split(":", 3)[-1]
+        out.append(_mcp(term, m.GlossaryTermInfoClass(
+            name=name, definition=f"{name}, as declared in the feature registry", termSource="INTERNAL",
+        )))
+    return out
+
+
+def model_mcps(
+    registry: FeatureRegistry,
+    versions: Iterable[VersionState],
+    deployed: Mapping[str, int],
+    current: Mapping[str, Mapping[str, m._Aspect]],
+) -> list[MetadataChangeProposalWrapper]:
+    """Merge features, deployments, aliases, owners and inputs into what the mlflow source wrote.
+
+    ``deployed`` maps a deployment name to the model version it runs; ``current``
+    holds the graph's aspects for the model and run URNs. A version the mlflow
+    source has not ingested yet is skipped rather than invented.
+    """
+    specs = {spec.registered_name: spec for spec in registry.models}
+    out: list[MetadataChangeProposalWrapper] = []
+    for state in versions:
+        spec = specs.get(state.registered_name)
+        urn = model_version_urn(registry, state.registered_name, state.version)
+        props = current.get(urn, {}).get("mlModelProperties")
+        if spec is None or not isinstance(props, m.MLModelPropertiesClass):
+            continue
+        out.extend(_version_mcps(registry, spec, state, deployed, props, current.get(urn, {})))
+        if state.run_id:
+            out.extend(_run_input_mcps(registry, state, current.get(run_urn(state.run_id), {})))
+    for spec in registry.models:
+        group = model_group_urn(registry, spec.registered_name)
+        out.append(_mcp(group, _ownership(spec.owners)))
+        out.append(_mcp(group, _terms(spec.glossary_terms)))
+    return out
+
+
+def _version_mcps(
+    registry: FeatureRegistry,
+    spec: ModelSpec,
+    state: VersionState,
+    deployed: Mapping[str, int],
+    props: m.MLModelPropertiesClass,
+    aspects: Mapping[str, m._Aspect],
+) -> list[MetadataChangeProposalWrapper]:
+    urn = model_version_urn(registry, state.registered_name, state.version)
+    merged = m.MLModelPropertiesClass.from_obj(props.to_obj())
+    merged.mlFeatures = [feature_urn(f.feature_table, f.name) for f in spec.features]
+    merged.deployments = [
+        deployment_urn(registry, d.platform, d.name) for d in spec.deployments if deployed.get(d.name) == state.version
+    ]
+    merged.customProperties = {**(props.customProperties or {}), **spec.properties}
+    out = [_mcp(urn, merged), _mcp(urn, _ownership(spec.owners)), _mcp(urn, _terms(spec.glossary_terms))]
+    version_props = aspects.get("versionProperties")
+    if isinstance(version_props, m.VersionPropertiesClass):
+        aliased = m.VersionPropertiesClass.from_obj(version_props.to_obj())
+        aliased.aliases = [m.VersionTagClass(versionTag=alias) for alias in state.aliases]
+        out.append(_mcp(urn, aliased))
+    return out
+
+
+def _run_input_mcps(
+    registry: FeatureRegistry, state: VersionState, aspects: Mapping[str, m._Aspect]
+) -> list[MetadataChangeProposalWrapper]:
+    """Point the run straight at the warehouse tables it read, keeping the source's own edges."""
+    existing = aspects.get("dataProcessInstanceInput")
+    edges = list(existing.inputEdges or []) if isinstance(existing, m.DataProcessInstanceInputClass) else []
+    legacy = list(existing.inputs) if isinstance(existing, m.DataProcessInstanceInputClass) else []
+    known = {edge.destinationUrn for edge in edges}
+    for name in state.input_names:
+        urn = dataset_urn(registry, name)
+        if urn not in known:
+            edges.append(m.EdgeClass(destinationUrn=urn))
+            known.add(urn)
+    return [_mcp(run_urn(state.run_id or ""), m.DataProcessInstanceInputClass(inputs=legacy, inputEdges=edges))]
+
+
+def operation_mcps(registry: FeatureRegistry, operations: Iterable[DbtOperation]) -> list[MetadataChangeProposalWrapper]:
+    return [
+        _mcp(dataset_urn(registry, op.relation), m.OperationClass(
+            timestampMillis=op.happened_ms,
+            lastUpdatedTimestamp=op.data_updated_ms,
+            operationType=op.operation,
+            actor="urn:li:corpuser:dbt",
+        ))
+        for op in operations
+    ]
+
+
+def dbt_operations(manifest: Path, run_results: Path, sources: Path | None) -> list[DbtOperation]:
+    """Model builds from the build's run results, source loads from ``dbt source freshness``.
+
+    A source's operation carries the newest ``_loaded_at`` the data itself holds,
+    so a feed that stopped loading shows as stale without forging any timestamp.
+    """
+    nodes = json.loads(manifest.read_text())
+    relations = {
+        uid: f"{node['database']}.{node['schema']}.{node.get('alias') or node.get('identifier') or node['name']}"
+        for section in ("nodes", "sources")
+        for uid, node in nodes.get(section, {}).items()
+    }
+    ops: list[DbtOperation] = []
+    for result in json.loads(run_results.read_text()).get("results", []):
+        uid = result["unique_id"]
+        if not uid.startswith("model.") or result.get("status") != "success":
+            continue
+        done = max((_ms(t["completed_at"]) for t in result.get("timing", []) if t.get("completed_at")), default=None)
+        if done is not None and uid in relations:
+            ops.append(DbtOperation(relations[uid], done, done, "CREATE"))
+    if sources is not None and sources.exists():
+        for result in json.loads(sources.read_text()).get("results", []):
+            uid = result.get("unique_id", "")
+            if uid in relations and result.get("max_loaded_at") and result.get("snapshotted_at"):
+                ops.append(DbtOperation(
+                    relations[uid], _ms(result["snapshotted_at"]), _ms(result["max_loaded_at"]), "INSERT"
+                ))
+    return sorted(ops, key=lambda op: (op.relation, op.happened_ms))
+
+
+def _ms(stamp: str) -> int:
+    parsed = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return int(parsed.timestamp() * 1000)

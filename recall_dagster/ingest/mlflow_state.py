@@ -1,0 +1,54 @@
+"""What the MLflow registry says right now, read once so enrichment can be a pure function.
+
+DataHub's mlflow source leaves out what Recall needs most: model aliases
+(MLflow 2.20's search API returns none) and the warehouse tables each run read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from recall_dagster.errors import ServiceUnreachable
+
+
+@dataclass(frozen=True)
+class VersionState:
+    registered_name: str
+    version: int
+    run_id: str | None
+    aliases: tuple[str, ...]
+    input_names: tuple[str, ...]  # MLflow dataset names of the run's inputs, e.g. warehouse.marts.fct_orders
+
+
+def read_mlflow_state(tracking_uri: str, registered_names: list[str]) -> list[VersionState]:
+    """Every version of the named registered models, with aliases and run inputs."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+    states: list[VersionState] = []
+    try:
+        for name in registered_names:
+            versions = client.search_model_versions(f"name = '{name}'")
+            if not versions:
+                continue
+            aliases_by_version: dict[int, list[str]] = {}
+            for alias, version in client.get_registered_model(name).aliases.items():
+                aliases_by_version.setdefault(int(version), []).append(alias)
+            for version in sorted(versions, key=lambda v: int(v.version)):
+                inputs: tuple[str, ...] = ()
+                if version.run_id:
+                    run = client.get_run(version.run_id)
+                    inputs = tuple(sorted(d.dataset.name for d in run.inputs.dataset_inputs))
+                states.append(
+                    VersionState(
+                        registered_name=name,
+                        version=int(version.version),
+                        run_id=version.run_id,
+                        aliases=tuple(sorted(aliases_by_version.get(int(version.version), []))),
+                        input_names=inputs,
+                    )
+                )
+    except MlflowException as err:
+        raise ServiceUnreachable(f"MLflow at {tracking_uri} could not be read: {err}") from err
+    return states

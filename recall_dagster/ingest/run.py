@@ -1,0 +1,55 @@
+"""One ingestion pass: official sources into the graph, then the enrichment on top.
+
+Enrichment always follows the sources, so a re-ingestion that rewrites
+``mlModelProperties`` never leaves the graph without features and deployments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from ml_models.registry import FeatureRegistry
+from recall_dagster.errors import GraphError
+from recall_dagster.graph import open_graph
+from recall_dagster.ingest import enrich
+from recall_dagster.ingest.mlflow_state import VersionState, read_mlflow_state
+from recall_dagster.ingest.recipes import dbt_recipe, mlflow_recipe, run_recipe
+from recall_dagster.settings import Settings
+from recall_dagster.stack.dbt import DbtArtifacts
+
+
+@dataclass(frozen=True)
+class IngestSummary:
+    source_records: int
+    enrichment_records: int
+    versions: tuple[VersionState, ...]
+
+
+def ingest_all(
+    settings: Settings,
+    registry: FeatureRegistry,
+    artifacts: DbtArtifacts,
+    deployed: Mapping[str, int],
+) -> IngestSummary:
+    """Run the dbt and mlflow recipes, then write the enrichment through the graph port."""
+    written = run_recipe(settings, "dbt", dbt_recipe(settings, artifacts.manifest.parent, [artifacts.run_results]))
+    written_ml = run_recipe(settings, "mlflow", mlflow_recipe(settings))
+    versions = read_mlflow_state(settings.mlflow_uri, [spec.registered_name for spec in registry.models])
+    graph = open_graph(settings)
+    try:
+        urns = [enrich.model_version_urn(registry, v.registered_name, v.version) for v in versions]
+        urns += [enrich.run_urn(v.run_id) for v in versions if v.run_id]
+        current = graph.get_aspects(urns)
+        mcps = enrich.catalog_mcps(registry)
+        mcps += enrich.model_mcps(registry, versions, deployed, current)
+        mcps += enrich.operation_mcps(
+            registry, enrich.dbt_operations(artifacts.manifest, artifacts.run_results, artifacts.sources)
+        )
+        report = graph.emit_mcps(mcps)
+    finally:
+        graph.close()
+    if not report.ok:
+        urn, aspect, reason = report.failures[0]
+        raise GraphError(f"{len(report.failures)} enrichment write(s) failed; first: {aspect} on {urn}: {reason}")
+    return IngestSummary(written.records_written + written_ml.records_written, report.written, tuple(versions))

@@ -1,0 +1,1 @@
+"""The embedded systems of record: Postgres warehouse and the dbt runner."""

@@ -1,0 +1,156 @@
+"""The demo estate's lifecycle: build it from nothing, and reset it.
+
+Each step runs on the system it belongs to (Postgres, dbt, MLflow, DataHub's
+ingestion) and skips what already exists, so a second ``build`` reuses the
+warehouse, the data and the registered models and only refreshes metadata.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import pandas as pd
+import sqlalchemy
+
+from ml_models.registry import FeatureRegistry, load_registry
+from recall_dagster.graph import open_graph
+from recall_dagster.ingest.run import ingest_all
+from recall_dagster.progress import Progress
+from recall_dagster.settings import Settings
+from recall_dagster.stack.dbt import DbtRunSummary, dbt_artifacts, dbt_build, dbt_docs_generate, dbt_source_freshness
+from recall_dagster.stack.warehouse import Warehouse, ensure_warehouse, stop_warehouse
+from seed.generate import load_raw
+
+ENTITY_TYPES = (
+    "dataset", "schemaField", "assertion", "mlFeature", "mlFeatureTable", "mlModel",
+    "mlModelGroup", "mlModelDeployment", "dataProcessInstance", "glossaryTerm",
+)
+
+
+@dataclass
+class EstateSummary:
+    """What the demo built, read back from the systems themselves."""
+
+    raw_rows: dict[str, int] = field(default_factory=dict)
+    dbt: dict[str, dict[str, int]] = field(default_factory=dict)
+    failing_tests: tuple[str, ...] = ()
+    versions: list[tuple[str, int, tuple[str, ...]]] = field(default_factory=list)
+    entities: dict[str, int] = field(default_factory=dict)
+
+
+class EstateState:
+    """The estate's own facts that no system records: the data's anchor time and what each endpoint runs."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.path = settings.home / "estate" / "state.json"
+        self.data: dict = json.loads(self.path.read_text()) if self.path.exists() else {}
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps(self.data, indent=2, sort_keys=True))
+
+    @property
+    def deployed(self) -> dict[str, int]:
+        return self.data.setdefault("deployed", {})
+
+
+def build(settings: Settings, progress: Progress, scale: float | None = None) -> EstateSummary:
+    """Build (or refresh) the healthy estate; idempotent."""
+    settings.ensure_home()
+    settings.mlflow_dir.mkdir(parents=True, exist_ok=True)
+    state = EstateState(settings)
+    registry = load_registry()
+    summary = EstateSummary()
+    with progress.step("warehouse: PostgreSQL 16 (pgserver)"):
+        warehouse = ensure_warehouse(settings)
+        progress.note(warehouse.where)
+    if "anchor" not in state.data:
+        anchor = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
+        chosen = scale if scale is not None else float(os.environ.get("RECALL_SCALE", "1.0"))
+        with progress.step(f"raw layer: deterministic load (scale {chosen})"):
+            summary.raw_rows = load_raw(warehouse.url, anchor, scale=chosen)
+            progress.note(", ".join(f"{t} {n:,}" for t, n in summary.raw_rows.items()))
+        state.data.update(anchor=anchor.isoformat(), scale=chosen)
+        state.save()
+    result = run_dbt(settings, warehouse, progress)
+    summary.dbt, summary.failing_tests = result.counts, result.failing_tests
+    if not state.deployed:
+        train_and_deploy(settings, warehouse, registry, state, progress)
+    summary.versions = ingest(settings, registry, state, progress)
+    summary.entities = entity_counts(settings)
+    return summary
+
+
+def run_dbt(settings: Settings, warehouse: Warehouse, progress: Progress) -> DbtRunSummary:
+    """The daily dbt run: build with tests, source freshness, and the catalog DataHub reads."""
+    with progress.step("dbt build (models and tests)"):
+        result = dbt_build(settings, warehouse)
+        progress.note(_counts_line(result))
+    with progress.step("dbt source freshness and docs generate"):
+        dbt_source_freshness(settings, warehouse)
+        dbt_docs_generate(settings, warehouse)
+    return result
+
+
+def train_and_deploy(
+    settings: Settings, warehouse: Warehouse, registry: FeatureRegistry, state: EstateState, progress: Progress,
+    models: tuple[str, ...] | None = None, redeploy: bool = True,
+) -> None:
+    """Train, register and alias each model in MLflow; deployments pick up the aliased version."""
+    from ml_models.train import train_model
+
+    engine = sqlalchemy.create_engine(warehouse.url)
+
+    def read_sql(query: str) -> pd.DataFrame:
+        with engine.connect() as conn:
+            return pd.read_sql(sqlalchemy.text(query), conn)
+
+    try:
+        for spec in registry.models:
+            if models is not None and spec.name not in models:
+                continue
+            with progress.step(f"train {spec.name} → MLflow"):
+                record = train_model(spec, registry, read_sql, settings.mlflow_uri)
+                progress.note(f"{record.registered_name} v{record.version} alias {record.alias}")
+            if redeploy:
+                for deployment in spec.deployments:
+                    state.deployed[deployment.name] = record.version
+            state.save()
+    finally:
+        engine.dispose()
+
+
+def ingest(
+    settings: Settings, registry: FeatureRegistry, state: EstateState, progress: Progress
+) -> list[tuple[str, int, tuple[str, ...]]]:
+    with progress.step("DataHub ingestion: dbt and mlflow sources, then enrichment"):
+        result = ingest_all(settings, registry, dbt_artifacts(settings), state.deployed)
+        progress.note(f"{result.source_records} records from sources, {result.enrichment_records} enrichment")
+    return [(v.registered_name, v.version, v.aliases) for v in result.versions]
+
+
+def entity_counts(settings: Settings) -> dict[str, int]:
+    graph = open_graph(settings, read_only=True)
+    try:
+        return {etype: len(graph.list_urns(etype)) for etype in ENTITY_TYPES}
+    finally:
+        graph.close()
+
+
+def reset(settings: Settings, progress: Progress) -> None:
+    """Stop the embedded warehouse and remove RECALL_HOME entirely."""
+    with progress.step(f"reset {settings.home}"):
+        stop_warehouse(settings)
+        if settings.home.exists():
+            shutil.rmtree(settings.home)
+
+
+def _counts_line(result: DbtRunSummary) -> str:
+    parts = [f"{kind}: " + ", ".join(f"{n} {status}" for status, n in sorted(c.items())) for kind, c in result.counts.items()]
+    line = "; ".join(parts)
+    return line + (f" — failing: {', '.join(result.failing_tests)}" if result.failing_tests else "")
+
