@@ -35,12 +35,15 @@ def reset_command() -> None:
 
 
 @cli.command("demo")
-def demo_command() -> None:
-    """The main job: build the demo estate and print what the graph now holds."""
+@click.pass_context
+def demo_command(ctx: click.Context) -> None:
+    """The main job: build the demo estate, print what the graph holds, then scan it."""
+    from recall_dagster.cli.scan import scan
     from seed import lifecycle
 
     summary = lifecycle.build(Settings.from_env(), Progress())
     _print_summary(summary)
+    ctx.invoke(scan)
 
 
 def _print_summary(summary) -> None:
