@@ -1,4 +1,4 @@
-"""The demo estate's lifecycle: build it from nothing, and reset it.
+"""The demo estate's lifecycle: build it from nothing, break it, heal it, reset it.
 
 Each step runs on the system it belongs to (Postgres, dbt, MLflow, DataHub's
 ingestion) and skips what already exists, so a second ``build`` reuses the
@@ -19,10 +19,12 @@ import sqlalchemy
 from ml_models.registry import FeatureRegistry, load_registry
 from recall_dagster.graph import open_graph
 from recall_dagster.ingest.run import ingest_all
+from recall_dagster.errors import StackError
 from recall_dagster.progress import Progress
 from recall_dagster.settings import Settings
 from recall_dagster.stack.dbt import DbtRunSummary, dbt_artifacts, dbt_build, dbt_docs_generate, dbt_source_freshness
 from recall_dagster.stack.warehouse import Warehouse, ensure_warehouse, stop_warehouse
+from seed import injuries
 from seed.generate import load_raw
 
 ENTITY_TYPES = (
@@ -80,9 +82,69 @@ def build(settings: Settings, progress: Progress, scale: float | None = None) ->
     summary.dbt, summary.failing_tests = result.counts, result.failing_tests
     if not state.deployed:
         train_and_deploy(settings, warehouse, registry, state, progress)
-    summary.versions = ingest(settings, registry, state, progress)
+    summary.versions = ingest(settings, injuries.serving_registry(settings), state, progress)
     summary.entities = entity_counts(settings)
     return summary
+
+
+def break_estate(settings: Settings, progress: Progress) -> EstateSummary:
+    """Inflict DESIGN §6's injuries, each on its own system; a second call changes nothing."""
+    state = _built_state(settings)
+    if state.data.get("broken"):
+        progress.note("the estate is already broken")
+        return _summary(settings, state)
+    warehouse = ensure_warehouse(settings)
+    registry = load_registry()
+    with progress.step("warehouse: retype a column, add a card-number column, stop a feed, load NULL prices"):
+        injuries.injure_warehouse(warehouse)
+    result = run_dbt(settings, warehouse, progress)
+    versions = train_and_deploy(settings, warehouse, registry, state, progress, models=("fraud_detector",), redeploy=False)
+    state.deployed["fraud-api-eu"] = versions["fraud_detector"]  # the EU endpoint auto-rolls; US lags behind
+    with progress.step("feature store: half-finished device_signals → v2 migration"):
+        injuries.migrate_serving_registry(settings)
+    summary = _summary(settings, state, ingest(settings, injuries.serving_registry(settings), state, progress))
+    with progress.step("DataHub edits: v1 retired, an owner suspended, a column classified as PII"):
+        injuries.write_metadata(settings, injuries.metadata_injuries(registry, hurt=True))
+    state.data["broken"] = True
+    state.save()
+    summary.dbt, summary.failing_tests = result.counts, result.failing_tests
+    return summary
+
+
+def heal(settings: Settings, progress: Progress) -> EstateSummary:
+    """Repair every injury the same way it was made; the next scan stands down by itself."""
+    state = _built_state(settings)
+    if not state.data.get("broken"):
+        progress.note("the estate is healthy")
+        return _summary(settings, state)
+    warehouse = ensure_warehouse(settings)
+    registry = load_registry()
+    with progress.step("warehouse: reload the raw layer as it was"):
+        load_raw(warehouse.url, datetime.fromisoformat(state.data["anchor"]), scale=state.data["scale"])
+    result = run_dbt(settings, warehouse, progress)
+    train_and_deploy(settings, warehouse, registry, state, progress, models=("fraud_detector",))
+    with progress.step("feature store: migration rolled back"):
+        injuries.restore_serving_registry(settings)
+    summary = _summary(settings, state, ingest(settings, registry, state, progress))
+    with progress.step("DataHub edits undone"):
+        injuries.write_metadata(settings, injuries.metadata_injuries(registry, hurt=False))
+    state.data["broken"] = False
+    state.save()
+    summary.dbt, summary.failing_tests = result.counts, result.failing_tests
+    return summary
+
+
+def _built_state(settings: Settings) -> EstateState:
+    state = EstateState(settings)
+    if not state.deployed:
+        raise StackError(f"no demo estate under {settings.home}: run `recall estate build` first")
+    return state
+
+
+def _summary(
+    settings: Settings, state: EstateState, versions: list[tuple[str, int, tuple[str, ...]]] | None = None
+) -> EstateSummary:
+    return EstateSummary(versions=versions or [], entities=entity_counts(settings))
 
 
 def run_dbt(settings: Settings, warehouse: Warehouse, progress: Progress) -> DbtRunSummary:
@@ -99,11 +161,12 @@ def run_dbt(settings: Settings, warehouse: Warehouse, progress: Progress) -> Dbt
 def train_and_deploy(
     settings: Settings, warehouse: Warehouse, registry: FeatureRegistry, state: EstateState, progress: Progress,
     models: tuple[str, ...] | None = None, redeploy: bool = True,
-) -> None:
+) -> dict[str, int]:
     """Train, register and alias each model in MLflow; deployments pick up the aliased version."""
     from ml_models.train import train_model
 
     engine = sqlalchemy.create_engine(warehouse.url)
+    trained: dict[str, int] = {}
 
     def read_sql(query: str) -> pd.DataFrame:
         with engine.connect() as conn:
@@ -116,12 +179,14 @@ def train_and_deploy(
             with progress.step(f"train {spec.name} → MLflow"):
                 record = train_model(spec, registry, read_sql, settings.mlflow_uri)
                 progress.note(f"{record.registered_name} v{record.version} alias {record.alias}")
+            trained[spec.name] = record.version
             if redeploy:
                 for deployment in spec.deployments:
                     state.deployed[deployment.name] = record.version
             state.save()
     finally:
         engine.dispose()
+    return trained
 
 
 def ingest(

@@ -55,13 +55,30 @@ def _print_summary(summary) -> None:
         entities.add_row(etype, str(count))
     console.print(entities)
     tests = summary.dbt.get("test", {})
-    console.print(
-        "dbt tests: " + ", ".join(f"{n} {status}" for status, n in sorted(tests.items()))
-        + (f" — failing: {', '.join(summary.failing_tests)}" if summary.failing_tests else "")
-    )
+    if tests:
+        console.print(
+            "dbt tests: " + ", ".join(f"{n} {status}" for status, n in sorted(tests.items()))
+            + (f" — failing: {', '.join(summary.failing_tests)}" if summary.failing_tests else "")
+        )
     versions = Table(title="Registered model versions (MLflow)")
     for column in ("model", "version", "aliases"):
         versions.add_column(column)
     for name, version, aliases in summary.versions:
         versions.add_row(name, str(version), ", ".join(aliases) or "—")
     console.print(versions)
+
+
+@estate.command("break")
+def break_command() -> None:
+    """Inflict a normal Tuesday on the estate (DESIGN §6); idempotent."""
+    from seed import lifecycle
+
+    _print_summary(lifecycle.break_estate(Settings.from_env(), Progress()))
+
+
+@estate.command("heal")
+def heal_command() -> None:
+    """Repair every injury; the next scan stands down by itself."""
+    from seed import lifecycle
+
+    _print_summary(lifecycle.heal(Settings.from_env(), Progress()))

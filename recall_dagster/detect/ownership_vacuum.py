@@ -40,18 +40,19 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
     on_path = sorted({*closure.feature_sources, *closure.training_inputs})
     for urn in on_path:
         dataset = closure.dataset(urn)
-        if dataset.missing or dataset.has_active_owner:
+        if dataset.missing or any(d.has_active_owner for d in closure.same_table(urn)):
             continue
+        owners = tuple(o for d in closure.same_table(urn) for o in d.owners)
         findings.append(
             finding(
                 closure,
                 NAME,
                 config.severity(NAME, "dataset"),
                 urn,
-                f"{dataset.name} {_why(dataset.owners)} but {model.name} "
+                f"{dataset.name} {_why(owners)} but {model.name} "
                 f"{'serves from' if urn in closure.feature_sources else 'trains on'} it",
                 cause=urn,
-                former_owners=[o.urn for o in dataset.owners],
+                former_owners=[o.urn for o in owners],
             )
         )
     return findings

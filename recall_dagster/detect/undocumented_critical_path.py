@@ -23,7 +23,9 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
     findings: list[Finding] = []
     for urn, dataset in sorted(closure.datasets.items()):
         fan_in = len(dataset.upstreams)
-        if dataset.missing or fan_in < config.min_fan_in or dataset.description or dataset.terms:
+        if dataset.missing or fan_in < config.min_fan_in:
+            continue
+        if any(d.description or d.terms for d in closure.same_table(urn)):
             continue
         findings.append(
             finding(

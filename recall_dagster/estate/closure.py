@@ -44,12 +44,27 @@ class ModelClosure:
 
     @property
     def training_inputs(self) -> tuple[str, ...]:
-        """Datasets a recorded training run read, a COPY reference standing for what it copies."""
-        return tuple(dict.fromkeys(self._copied(i) for r in self.training_runs for i in r.inputs))
+        """Datasets a recorded training run read, each named by :meth:`canonical`."""
+        return tuple(dict.fromkeys(self.canonical(i) for r in self.training_runs for i in r.inputs))
 
-    def _copied(self, urn: str) -> str:
-        copy = self.datasets.get(urn)
-        return copy.copy_of if copy is not None and copy.copy_of else urn
+    def canonical(self, urn: str) -> str:
+        """The end of a chain of pure COPY edges: one name for one table.
+
+        DataHub's sources describe one physical table several times — the
+        warehouse table, its dbt model, the mlflow source's reference to it —
+        linked by COPY lineage; comparing paths needs a single name for them.
+        """
+        seen = {urn}
+        current = self.datasets.get(urn)
+        while current is not None and current.copy_of and current.copy_of not in seen:
+            seen.add(current.copy_of)
+            urn, current = current.copy_of, self.datasets.get(current.copy_of)
+        return urn
+
+    def same_table(self, urn: str) -> tuple[Dataset, ...]:
+        """Every closure dataset that describes the same table as ``urn`` (its COPY chain)."""
+        target = self.canonical(urn)
+        return tuple(d for u, d in sorted(self.datasets.items()) if self.canonical(u) == target) or (self.dataset(urn),)
 
     @property
     def has_training_record(self) -> bool:
@@ -58,7 +73,7 @@ class ModelClosure:
 
     @property
     def feature_sources(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(s for f in self.features for s in f.sources))
+        return tuple(dict.fromkeys(self.canonical(s) for f in self.features for s in f.sources))
 
     @property
     def serving_features(self) -> tuple[Feature, ...]:
@@ -72,7 +87,7 @@ class ModelClosure:
 
     @property
     def serving_sources(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(s for f in self.serving_features for s in f.sources))
+        return tuple(dict.fromkeys(self.canonical(s) for f in self.serving_features for s in f.sources))
 
     def dataset(self, urn: str) -> Dataset:
         return self.datasets.get(urn) or _missing(urn)

@@ -221,10 +221,10 @@ def parse_dataset(
     people: Mapping[str, bool],
     glossary: Mapping[str, str],
     freshness_property: str | None,
-    update_times_ms: tuple[int, ...] = (),
+    operations_ms: tuple[tuple[int, int], ...] = (),
     assertions: tuple[Assertion, ...] = (),
 ) -> Dataset:
-    if not aspects:
+    if not aspects and not operations_ms:
         return Dataset(urn=urn, name=display_name(urn), missing=True)
     props = _get(aspects, DatasetPropertiesClass)
     editable = _get(aspects, EditableDatasetPropertiesClass)
@@ -247,7 +247,7 @@ def parse_dataset(
         upstreams=_unique(u.dataset for u in (lineage.upstreams if lineage else ())),
         copy_of=_copy_source(lineage),
         column_lineage=_column_lineage(lineage),
-        update_times_ms=update_times_ms,
+        operations_ms=operations_ms,
         last_modified_ms=props.lastModified.time if props and props.lastModified else None,
         property_updated_ms=_epoch_ms(property_value) if property_value else None,
         property_name=freshness_property if property_value else None,

@@ -118,9 +118,11 @@ def _read_assertions(
     return {d: tuple(parsed[a] for a in sorted(set(asserted.get(d, ()))) if a in parsed) for d in dataset_urns}
 
 
-def _update_times(graph: MetadataGraph, urn: str, history_limit: int) -> tuple[int, ...]:
+def _operations(graph: MetadataGraph, urn: str, history_limit: int) -> tuple[tuple[int, int], ...]:
+    """(reported, last updated) per operation, newest report first."""
     ops = graph.timeseries(urn, OperationClass, limit=history_limit)
-    return tuple(sorted((op.lastUpdatedTimestamp for op in ops if op.lastUpdatedTimestamp), reverse=True))  # type: ignore[attr-defined]
+    pairs = {(op.timestampMillis, op.lastUpdatedTimestamp) for op in ops if op.lastUpdatedTimestamp}  # type: ignore[attr-defined]
+    return tuple(sorted(pairs, reverse=True))
 
 
 def resolve_closures(
@@ -175,7 +177,8 @@ def resolve_closures(
             people=people,
             glossary=glossary,
             freshness_property=options.freshness_property,
-            update_times_ms=_update_times(graph, u, options.history_limit) if aspects else (),
+            # a table known only by its operations (written by a job, never catalogued) still exists
+            operations_ms=_operations(graph, u, options.history_limit),
             assertions=assertions.get(u, ()),
         )
         for u, aspects in raw_datasets.items()

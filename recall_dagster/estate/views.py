@@ -84,7 +84,8 @@ class Dataset:
     upstreams: tuple[str, ...] = ()
     copy_of: str | None = None  # the dataset this one is a plain COPY of, if that is all it is
     column_lineage: tuple[ColumnEdge, ...] = ()
-    update_times_ms: tuple[int, ...] = ()  # operation history, newest first
+    # operation history as (reported at, data last updated at), newest report first
+    operations_ms: tuple[tuple[int, int], ...] = ()
     last_modified_ms: int | None = None
     property_updated_ms: int | None = None
     property_name: str | None = None
@@ -105,11 +106,11 @@ class Dataset:
 
         Operations are the most direct evidence, then the platform's own
         ``lastModified``, then a custom property some teams stamp on tables.
-        Updates after the instant are ignored so ``--as-of`` replays the past.
+        Reports made after the instant are ignored so ``--as-of`` replays the past.
         """
-        ops = [t for t in self.update_times_ms if t <= instant_ms]
-        if ops:
-            return Freshness(max(ops), "operation")
+        reports = [updated for reported, updated in self.operations_ms if reported <= instant_ms]
+        if reports:  # the newest report speaks for the data, even if older ones were rosier
+            return Freshness(min(reports[0], instant_ms), "operation")
         if self.last_modified_ms is not None and self.last_modified_ms <= instant_ms:
             return Freshness(self.last_modified_ms, "lastModified")
         if self.property_updated_ms is not None and self.property_updated_ms <= instant_ms:

@@ -6,6 +6,11 @@ sources share one embedded graph.  Writes go through the SDK's own
 :class:`SqliteLite` so its versioning rules and browse index stay intact; reads
 are batched SQL over its ``metadata_aspect_v2`` table, where version 0 mirrors
 the latest value of each aspect and versions 1..n keep the history.
+
+Lite stores whole aspects only, so a PATCH proposal is merged into the stored
+aspect the way GMS would (:mod:`recall_dagster.graph.patch`) and written as an
+upsert; ingest with :class:`~recall_dagster.graph.lite_sink.RecallLiteSink` to
+get the same for the proposals DataHub's own ``datahub-lite`` sink drops.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence, Union
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
-from datahub.emitter.serialization_helper import post_json_transform
+from datahub.emitter.serialization_helper import post_json_transform, pre_json_transform
 from datahub.lite.sqlite_lite import SqliteLite
 from datahub.lite.sqlite_lite_config import SqliteLiteConfig
 from datahub.metadata.schema_classes import (
@@ -30,6 +35,7 @@ from datahub.metadata.schema_classes import (
 )
 
 from recall_dagster.errors import GraphError
+from recall_dagster.graph.patch import apply_patch, decode_patch, patchable_class
 from recall_dagster.graph.port import (
     AspectMap,
     Direction,
@@ -224,8 +230,14 @@ class LiteGraph:
             raise GraphError(f"DataHub Lite graph {self._path} was opened read-only")
         if self._lite is None:
             raise GraphError(f"DataHub Lite graph {self._path} is closed")
+        if isinstance(item, MetadataChangeProposalWrapper) and item.changeType == ChangeTypeClass.PATCH:
+            item = item.make_mcp()
         if isinstance(item, MetadataChangeProposalClass):
-            wrapped = MetadataChangeProposalWrapper.try_from_mcpc(item)
+            wrapped = (
+                self._merge_patch(item)
+                if item.changeType == ChangeTypeClass.PATCH
+                else MetadataChangeProposalWrapper.try_from_mcpc(item)
+            )
             if wrapped is None:
                 raise GraphError(
                     f"DataHub Lite stores whole-aspect upserts only; cannot store the "
@@ -242,6 +254,29 @@ class LiteGraph:
         except Exception as err:
             raise GraphError(f"writing to DataHub Lite graph {self._path} failed: {err}") from err
         self._dirty = True
+
+    def _merge_patch(self, proposal: MetadataChangeProposalClass) -> MetadataChangeProposalWrapper:
+        """The upsert GMS would store for a PATCH: the stored aspect with the patch applied."""
+        urn, name = proposal.entityUrn or "", proposal.aspectName or ""
+        try:
+            if not urn:
+                raise ValueError("the PATCH names no entityUrn")
+            aspect_class = patchable_class(name)
+            operations, array_primary_keys = decode_patch(proposal.aspect)
+            current = self.get_aspects([urn], [aspect_class])[urn].get(name)
+            merged = apply_patch(
+                name,
+                None if current is None else pre_json_transform(current.to_obj()),
+                operations,
+                array_primary_keys,
+            )
+        except ValueError as err:
+            raise GraphError(f"cannot apply the PATCH on {urn}: {err}") from err
+        return MetadataChangeProposalWrapper(
+            entityUrn=urn,
+            aspect=aspect_class.from_obj(post_json_transform(merged)),
+            systemMetadata=proposal.systemMetadata,
+        )
 
     def emit_mcps(self, mcps: Iterable[MetadataChangeProposalWrapper]) -> WriteReport:
         report = WriteReport()

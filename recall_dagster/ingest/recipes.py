@@ -19,6 +19,8 @@ from recall_dagster.settings import Settings
 
 os.environ.setdefault("DATAHUB_TELEMETRY_ENABLED", "false")
 
+LITE_SINK = "recall_dagster.graph.lite_sink.RecallLiteSink"
+
 
 @dataclass(frozen=True)
 class IngestionReport:
@@ -36,7 +38,9 @@ def sink_config(settings: Settings) -> dict[str, Any]:
         if settings.gms_token:
             config["token"] = "${DATAHUB_GMS_TOKEN}"
         return {"type": "datahub-rest", "config": config}
-    return {"type": "datahub-lite", "config": {"type": "sqlite", "config": {"file": settings.graph}}}
+    # DataHub Lite's own sink drops PATCH proposals (the dbt source's lineage on
+    # the warehouse tables); this sink writes the same file and applies them.
+    return {"type": LITE_SINK, "config": {"type": "sqlite", "config": {"file": settings.graph}}}
 
 
 def dbt_recipe(settings: Settings, target_dir: Path, run_results: list[Path]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Iterator
 
 import pytest
 from datahub.api.entities.dataprocess.dataprocess_instance import DataProcessInstance
+from datahub.emitter.aspect import JSON_PATCH_CONTENT_TYPE
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.ingestion.run.pipeline import Pipeline
 from datahub.metadata.schema_classes import (
@@ -24,12 +25,16 @@ from datahub.metadata.schema_classes import (
     DataProcessInstanceInputClass,
     DataProcessInstanceRunEventClass,
     DataProcessRunStatusClass,
+    GenericAspectClass,
+    MetadataChangeProposalClass,
     MLFeaturePropertiesClass,
     MLModelPropertiesClass,
     OperationClass,
     StatusClass,
+    UpstreamClass,
     UpstreamLineageClass,
 )
+from datahub.specific.dataset import DatasetPatchBuilder
 from datahub.utilities.urns.dataset_urn import DatasetUrn
 from graph_estate import Estate
 
@@ -183,15 +188,61 @@ def test_sdk_emitter_helpers_write_into_the_graph(tmp_path: Path, estate: Estate
     assert consumers == {estate.raw: [urn]}
 
 
-def test_patches_are_refused_through_emit(tmp_path: Path, estate: Estate) -> None:
-    proposal = MetadataChangeProposalWrapper(entityUrn=estate.model, aspect=StatusClass(removed=False)).make_mcp()
-    proposal.changeType = ChangeTypeClass.PATCH
+def _version_count(path: Path, urn: str, aspect_name: str) -> int:
+    with closing(sqlite3.connect(path)) as con:
+        return con.execute(
+            "SELECT count(*) FROM metadata_aspect_v2 WHERE urn = ? AND aspect_name = ?", [urn, aspect_name]
+        ).fetchone()[0]
+
+
+def test_patches_are_merged_into_the_stored_aspect(tmp_path: Path, estate: Estate) -> None:
+    path = tmp_path / "g.db"
+    patch = DatasetPatchBuilder(estate.mart).add_upstream_lineage(
+        UpstreamClass(dataset=estate.retired, type="COPY")
+    )
+    outcomes: list[str] = []
+    with closing(LiteGraph(path)) as graph:
+        assert graph.emit_mcps(estate.mcps()).ok
+        for proposal in patch.build():
+            graph.emit(proposal, callback=lambda err, msg: outcomes.append(msg))
+        versions = _version_count(path, estate.mart, "upstreamLineage")
+        again = graph.emit_mcps(patch.build())  # type: ignore[arg-type]  # raw proposals are written too
+        lineage = graph.get_aspects([estate.mart], [UpstreamLineageClass])[estate.mart]["upstreamLineage"]
+        upstreams = graph.related([estate.mart], "DownstreamOf")
+
+    assert outcomes == ["success"] and again.ok and again.written == 1
+    assert [u.dataset for u in lineage.upstreams] == [estate.raw, estate.retired]  # type: ignore[attr-defined]
+    assert upstreams == {estate.mart: [estate.raw, estate.retired]}
+    assert _version_count(path, estate.mart, "upstreamLineage") == versions  # re-applying changed nothing
+
+
+def test_what_cannot_be_patched_is_refused_with_the_reason(tmp_path: Path, estate: Estate) -> None:
+    whole_aspect = MetadataChangeProposalWrapper(
+        entityUrn=estate.model, aspect=StatusClass(removed=True), changeType=ChangeTypeClass.PATCH
+    )
+    into_unkeyed_array = MetadataChangeProposalClass(
+        entityType="mlModel",
+        entityUrn=estate.model,
+        changeType=ChangeTypeClass.PATCH,
+        aspectName="mlModelProperties",
+        aspect=GenericAspectClass(
+            value=json.dumps([{"op": "add", "path": f"/mlFeatures/{estate.total}", "value": estate.total}]).encode(),
+            contentType=JSON_PATCH_CONTENT_TYPE,
+        ),
+    )
     errors: list[Exception] = []
     with closing(LiteGraph(tmp_path / "g.db")) as graph:
-        with pytest.raises(GraphError, match="upserts only"):
-            graph.emit(proposal, callback=lambda err, msg: errors.append(err))
-        assert graph.get_aspects([estate.model]) == {estate.model: {}}
+        assert graph.emit_mcps(estate.mcps()).ok
+        before = graph.get_aspects([estate.model])
+        with pytest.raises(GraphError, match="UPSERT"):
+            graph.emit(whole_aspect, callback=lambda err, msg: errors.append(err))
+        report = graph.emit_mcps([into_unkeyed_array])  # type: ignore[list-item]
+        assert graph.get_aspects([estate.model]) == before
     assert len(errors) == 1
+    assert report.written == 0
+    urn, aspect_name, reason = report.failures[0]
+    assert (urn, aspect_name) == (estate.model, "mlModelProperties")
+    assert f"mlModelProperties: cannot add /mlFeatures/{estate.total}: 'mlFeatures' is an array" in reason
 
 
 def test_failed_proposals_are_reported_and_the_rest_written(tmp_path: Path, estate: Estate) -> None:

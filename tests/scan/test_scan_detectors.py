@@ -43,7 +43,7 @@ def test_staleness_uses_windows_and_ignores_unknown_freshness(config):
     c = closure(
         features=[feature("f", "mart")],
         datasets=[
-            ds("mart", "raw", "unknown", update_times_ms=(NOW - 30 * HOUR,)),
+            ds("mart", "raw", "unknown", operations_ms=((NOW - 30 * HOUR, NOW - 30 * HOUR),)),
             ds("raw", last_modified_ms=NOW - 200 * HOUR),
             ds("unknown"),
         ],
@@ -54,12 +54,20 @@ def test_staleness_uses_windows_and_ignores_unknown_freshness(config):
 
 
 def test_staleness_as_of_ignores_later_updates(config):
-    mart = ds("mart", update_times_ms=(NOW, NOW - 10 * 24 * HOUR))
+    mart = ds("mart", operations_ms=((NOW, NOW), (NOW - 10 * 24 * HOUR, NOW - 10 * 24 * HOUR)))
     now = closure(features=[feature("f", "mart")], datasets=[mart])
     assert upstream_staleness.detect(now, config, STATE) == []
     earlier = closure(features=[feature("f", "mart")], datasets=[mart], scanned_at_ms=NOW - HOUR)
     (stale,) = upstream_staleness.detect(earlier, config, STATE)
     assert stale.evidence["last_updated_ms"] == NOW - 10 * 24 * HOUR
+
+
+def test_staleness_trusts_the_newest_report_over_rosier_older_ones(config):
+    """A feed whose latest load report says its data is 40 days old is stale, whatever came before."""
+    raw = ds("raw", operations_ms=((NOW - HOUR, NOW - 40 * 24 * HOUR), (NOW - 2 * HOUR, NOW - 3 * HOUR)))
+    c = closure(features=[feature("f", "raw")], datasets=[raw])
+    (stale,) = upstream_staleness.detect(c, config, STATE)
+    assert stale.evidence["last_updated_ms"] == NOW - 40 * 24 * HOUR
 
 
 # -- training_serving_skew -----------------------------------------------------

@@ -93,3 +93,47 @@ def test_healthy_estate_scans_clean(estate, monkeypatch: pytest.MonkeyPatch) -> 
     assert {"fraud_detector_1", "churn_predictor_1"} <= production
     serious = [f for model in report["models"] for f in model["findings"] if f["severity"] != "INFO"]
     assert serious == []
+
+
+def _scan(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> tuple[int, dict]:
+    monkeypatch.setenv("RECALL_HOME", str(settings.home))
+    monkeypatch.setenv("RECALL_GRAPH", settings.graph)
+    result = CliRunner().invoke(cli, ["scan", "--json"])
+    return result.exit_code, json.loads(result.stdout)
+
+
+def test_break_is_reported_by_the_detector_that_owns_each_injury(estate, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings, _ = estate
+    broken = lifecycle.break_estate(settings, Progress(quiet=True))
+    assert broken.failing_tests and all("unit_price" in name for name in broken.failing_tests)
+    code, report = _scan(settings, monkeypatch)
+    assert code == 1, "a model at the fail tier makes the scan exit 1"
+    by_name = {model["name"]: model for model in report["models"]}
+    retrained = by_name["fraud_detector_2"]
+    assert retrained["tier"] == "CRITICAL" and retrained["production"]
+    fired = {f["detector"] for model in report["models"] for f in model["findings"]}
+    assert fired == {
+        "training_source_schema_drift", "orphaned_feature", "upstream_staleness", "ownership_vacuum",
+        "training_serving_skew", "undocumented_critical_path", "blast_radius", "pii_exposure",
+        "failing_assertion", "deprecated_upstream", "version_mismatch",
+    }
+    messages = " ".join(f["message"] for f in retrained["findings"])
+    assert "occurred_at" in messages and "fct_device_features_v2" in messages and "priya.nair" in messages
+    mismatch = [f for f in by_name["fraud_detector_1"]["findings"] if f["detector"] == "version_mismatch"]
+    assert mismatch and "fraud-api-us" in mismatch[0]["message"]
+    stale = [f for f in by_name["churn_predictor_1"]["findings"] if f["detector"] == "upstream_staleness"]
+    assert stale and "raw.customers" in stale[0]["message"]
+    assert any(row["dataset"].endswith("warehouse.raw.transactions,PROD)") for row in report["blast_radius"])
+    before = lifecycle.entity_counts(settings)
+    lifecycle.break_estate(settings, Progress(quiet=True))
+    assert lifecycle.entity_counts(settings) == before, "a second break retrains and writes nothing"
+
+
+def test_heal_stands_every_model_down(estate, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings, _ = estate
+    healed = lifecycle.heal(settings, Progress(quiet=True))
+    assert not healed.failing_tests
+    code, report = _scan(settings, monkeypatch)
+    assert code == 0
+    assert all(model["tier"] == "HEALTHY" for model in report["models"]), report["models"]
+    assert "fraud_detector_3" in {model["name"] for model in report["models"]}

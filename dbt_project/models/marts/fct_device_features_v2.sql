@@ -1,7 +1,8 @@
 select
-    transaction_id,
-    ip_risk_score,
-    is_emulator,
-    session_seconds,
-    device_trust_score
-from {{ ref('stg_device_signals_v2') }}
+    d.transaction_id,
+    d.ip_risk_score,
+    d.is_emulator,
+    d.session_seconds,
+    d.device_trust_score
+from {{ ref('stg_device_signals_v2') }} as d
+inner join {{ ref('stg_transactions') }} as t using (transaction_id)

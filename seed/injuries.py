@@ -1,0 +1,139 @@
+"""A normal Tuesday, inflicted on the estate: each injury on the system it belongs to.
+
+Warehouse injuries are Postgres DDL and data changes; metadata injuries are the
+edits a person (or an HR sync, or a classifier) would make in DataHub; the
+feature store's half-finished migration is an edit to the serving registry.
+``heal`` undoes each of them the same way, so the system stands down by itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg2
+import yaml
+from datahub.emitter import mce_builder as builder
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.metadata import schema_classes as m
+
+from ml_models.registry import DEFAULT_REGISTRY_PATH, FeatureRegistry, load_registry
+from recall_dagster.errors import GraphError, StackError
+from recall_dagster.graph import open_graph
+from recall_dagster.ingest.enrich import table_urn
+from recall_dagster.settings import Settings
+from recall_dagster.stack.warehouse import Warehouse
+
+RETYPED = ("transactions", "occurred_at", "timestamp without time zone")  # the loader dropped the time zone
+PII_COLUMN = ("transactions", "card_number")
+STALE_SOURCE = "customers"
+STALE_DAYS = 40
+BAD_LOAD_DAYS = 3  # orders placed in the last days lose their price in the bad load
+DEPARTED_OWNER = "urn:li:corpuser:priya.nair"
+MIGRATED_FEATURE = "device_ip_risk_score"  # moved to the v2 feed; its sibling features were not
+RETIRED_TABLE, NEW_TABLE = "fct_device_features", "fct_device_features_v2"
+PII_TERM = "urn:li:glossaryTerm:PII"
+
+
+def serving_registry_path(settings: Settings) -> Path:
+    return settings.home / "estate" / "serving" / "feature_registry.yaml"
+
+
+def serving_registry(settings: Settings) -> FeatureRegistry:
+    """What the feature store serves from; equals the training registry until someone migrates it."""
+    path = serving_registry_path(settings)
+    return load_registry(path) if path.exists() else load_registry()
+
+
+def injure_warehouse(warehouse: Warehouse) -> None:
+    """Retype a column, add an unclassified card-number column, stop a feed, and load NULL prices."""
+    table, column, new_type = RETYPED
+    pii_table, pii_column = PII_COLUMN
+    conn = warehouse.connect()
+    try:
+        with conn, conn.cursor() as cur:
+            _injure(cur, table, column, new_type, pii_table, pii_column)
+    except psycopg2.Error as err:
+        raise StackError(f"could not injure the warehouse at {warehouse.where}: {err}".strip()) from err
+    finally:
+        conn.close()
+
+
+def _injure(cur, table: str, column: str, new_type: str, pii_table: str, pii_column: str) -> None:
+    # The loader team recreates its table with the new type; dbt's staging view on it goes too.
+    cur.execute(f"DROP VIEW IF EXISTS staging.stg_{table} CASCADE")
+    cur.execute(f"ALTER TABLE raw.{table} ALTER COLUMN {column} TYPE {new_type}")
+    cur.execute(f"ALTER TABLE raw.{pii_table} ADD COLUMN IF NOT EXISTS {pii_column} text")
+    cur.execute(
+        f"UPDATE raw.{pii_table} SET {pii_column} = '4000' || lpad((transaction_id % 1000000000000)::text, 12, '0')"
+        f" WHERE {pii_column} IS NULL"
+    )
+    cur.execute(
+        f"UPDATE raw.{STALE_SOURCE} SET _loaded_at = _loaded_at - interval '{STALE_DAYS} days'"
+        f" WHERE (SELECT max(_loaded_at) FROM raw.{STALE_SOURCE}) > now() - interval '{STALE_DAYS - 1} days'"
+    )
+    cur.execute(
+        f"UPDATE raw.orders SET unit_price = NULL"
+        f" WHERE ordered_at > (SELECT max(ordered_at) FROM raw.orders) - interval '{BAD_LOAD_DAYS} days'"
+    )
+
+
+def migrate_serving_registry(settings: Settings) -> None:
+    """The half-finished v1 → v2 migration: one device feature now served from the v2 feed."""
+    document = yaml.safe_load(DEFAULT_REGISTRY_PATH.read_text())
+    for table in document["feature_tables"]:
+        for feature in table["features"]:
+            if feature["name"] == MIGRATED_FEATURE:
+                feature["source"]["model"] = NEW_TABLE
+    target = serving_registry_path(settings)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    ownership = DEFAULT_REGISTRY_PATH.parent / document["ownership"]
+    (target.parent / document["ownership"]).write_text(ownership.read_text())
+    target.write_text(yaml.safe_dump(document, sort_keys=False))
+
+
+def restore_serving_registry(settings: Settings) -> None:
+    serving_registry_path(settings).unlink(missing_ok=True)
+
+
+def metadata_injuries(registry: FeatureRegistry, hurt: bool) -> list[MetadataChangeProposalWrapper]:
+    """What people change in DataHub: v1 retired, an owner suspended, a column classified as PII.
+
+    With ``hurt`` False the same aspects are written back to their healthy values.
+    """
+    retired = table_urn(registry, RETIRED_TABLE)
+    pii_table = f"{registry.warehouse_database}.raw.{PII_COLUMN[0]}"
+    deprecation = m.DeprecationClass(
+        deprecated=hurt,
+        note=f"Retired: the device feed moved to {NEW_TABLE}." if hurt else "",
+        actor="urn:li:corpuser:priya.nair",
+        replacement=table_urn(registry, NEW_TABLE) if hurt else None,
+    )
+    stamp = m.AuditStampClass(time=0, actor="urn:li:corpuser:pii-classifier")
+    classified = [
+        m.EditableSchemaFieldInfoClass(
+            fieldPath=PII_COLUMN[1],
+            glossaryTerms=m.GlossaryTermsClass(terms=[m.GlossaryTermAssociationClass(urn=PII_TERM)], auditStamp=stamp),
+        )
+    ] if hurt else []
+    return [
+        MetadataChangeProposalWrapper(entityUrn=retired, aspect=deprecation),
+        MetadataChangeProposalWrapper(
+            entityUrn=DEPARTED_OWNER, aspect=m.CorpUserStatusClass(status="SUSPENDED" if hurt else "ACTIVE",
+                                                                   lastModified=stamp)
+        ),
+        MetadataChangeProposalWrapper(  # classified where its schema lives: the dbt source node
+            entityUrn=builder.make_dataset_urn("dbt", pii_table, registry.env),
+            aspect=m.EditableSchemaMetadataClass(editableSchemaFieldInfo=classified),
+        ),
+    ]
+
+
+def write_metadata(settings: Settings, mcps: list[MetadataChangeProposalWrapper]) -> None:
+    graph = open_graph(settings)
+    try:
+        report = graph.emit_mcps(mcps)
+    finally:
+        graph.close()
+    if not report.ok:
+        urn, aspect, reason = report.failures[0]
+        raise GraphError(f"could not write {aspect} on {urn}: {reason}")

@@ -1,0 +1,95 @@
+"""The raw layer is reproducible from (now, seed, scale), big enough, fresh, and carries its signals."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from psycopg2 import sql
+
+from recall_dagster.stack.warehouse import Warehouse
+from seed.generate import RAW_TABLES, load_raw
+
+pytestmark = pytest.mark.stack
+
+NOW = datetime(2026, 3, 2, 15, 30, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="module")
+def scratch(warehouse: Warehouse) -> Iterator[Warehouse]:
+    """A database of its own, so reloading raw here never races the dbt tests' raw layer."""
+    admin = warehouse.connect(database="postgres")
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        cur.execute("DROP DATABASE IF EXISTS seed_scratch")
+        cur.execute("CREATE DATABASE seed_scratch")
+    yield replace(warehouse, database="seed_scratch")
+    with admin.cursor() as cur:
+        cur.execute("DROP DATABASE seed_scratch WITH (FORCE)")
+    admin.close()
+
+
+def checksums(wh: Warehouse) -> dict[str, str]:
+    with wh.connect() as conn, conn.cursor() as cur:
+        cur.execute("SET TIME ZONE 'UTC'")
+        found = {}
+        for table in RAW_TABLES:
+            cur.execute(sql.SQL("SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) FROM raw.{} t").format(
+                sql.Identifier(table)
+            ))
+            found[table] = cur.fetchone()[0]
+        return found
+
+
+def test_same_seed_and_now_load_identical_tables(scratch: Warehouse) -> None:
+    first = load_raw(scratch.url, NOW, seed=7, scale=0.02)
+    first_sums = checksums(scratch)
+    assert load_raw(scratch.url, NOW, seed=7, scale=0.02) == first
+    assert checksums(scratch) == first_sums
+    load_raw(scratch.url, NOW, seed=8, scale=0.02)
+    assert checksums(scratch)["orders"] != first_sums["orders"]
+
+
+def test_scale_one_meets_the_floors_fast_and_fresh(scratch: Warehouse) -> None:
+    started = time.monotonic()
+    counts = load_raw(scratch.url, NOW)
+    elapsed = time.monotonic() - started
+    assert elapsed < 60, f"scale-1 load took {elapsed:.1f}s"
+    assert counts["customers"] == 20_000 and counts["products"] == 500
+    assert 100_000 <= counts["orders"] <= 140_000
+    assert counts["transactions"] >= 200_000
+    assert counts["device_signals"] == counts["device_signals_v2"] > 0.9 * counts["transactions"]
+    with scratch.connect() as conn, conn.cursor() as cur:
+        for table, columns in RAW_TABLES.items():
+            if ("_loaded_at", "timestamptz") in columns:
+                cur.execute(sql.SQL("SELECT max(_loaded_at) FROM raw.{}").format(sql.Identifier(table)))
+                newest = cur.fetchone()[0]
+                assert NOW - timedelta(hours=6) < newest < NOW, f"raw.{table} is not fresh at now"
+        cur.execute("SELECT min(ordered_at), max(ordered_at) FROM raw.orders")
+        oldest, newest = cur.fetchone()
+        assert NOW - timedelta(days=181) < oldest and newest <= NOW - timedelta(hours=3)
+
+
+def test_fraud_and_churn_labels_carry_learnable_signal(scratch: Warehouse) -> None:
+    load_raw(scratch.url, NOW, scale=0.2)
+    with scratch.connect() as conn, conn.cursor() as cur:
+        cur.execute("""
+            SELECT l.is_fraud, avg(d.ip_risk_score), avg(d.is_emulator::int), count(*)
+            FROM raw.fraud_labels l JOIN raw.device_signals d USING (transaction_id)
+            GROUP BY l.is_fraud ORDER BY l.is_fraud
+        """)
+        (_, clean_risk, clean_emu, clean_n), (_, fraud_risk, fraud_emu, fraud_n) = cur.fetchall()
+        assert 0.01 < fraud_n / (fraud_n + clean_n) < 0.03
+        assert fraud_risk > 3 * clean_risk and fraud_emu > 10 * clean_emu
+        cur.execute("""
+            SELECT c.churned, avg(coalesce(o.n, 0))::float
+            FROM raw.churn_labels c
+            LEFT JOIN (SELECT customer_id, count(*) AS n FROM raw.orders
+                       WHERE ordered_at > %s - interval '30 days' GROUP BY customer_id) o USING (customer_id)
+            GROUP BY c.churned ORDER BY c.churned
+        """, (NOW,))
+        (_, active_recent), (_, churned_recent) = cur.fetchall()
+        assert churned_recent < 0.5 * active_recent
