@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
 from typing import Iterator
@@ -44,7 +42,6 @@ from recall_dagster.graph import LiteGraph, MetadataGraph, open_graph
 # The SDK's Lite engine calls its own deprecated URN helpers on every write.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:datahub.lite.sql_backed_lite")
 
-DATAHUB_CLI = Path(sys.executable).with_name("datahub")
 
 
 @pytest.fixture
@@ -287,32 +284,13 @@ def test_unusable_files_raise_graph_error_with_a_message(tmp_path: Path) -> None
     assert not (tmp_path / "missing.db").exists()
 
 
-def _datahub(home: Path, *args: str) -> str:
-    env = {**os.environ, "HOME": str(home), "DATAHUB_TELEMETRY_ENABLED": "false"}
-    done = subprocess.run(
-        [str(DATAHUB_CLI), *args], env=env, capture_output=True, text=True, timeout=120, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-def test_official_datahub_lite_cli_reads_what_was_written(
-    tmp_path: Path, graph_file: Path, estate: Estate
-) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    # `datahub lite` has no --file flag on get/ls: it reads the `lite` block of
-    # ~/.datahubenv, which must also hold a `gms` block to validate.
-    (home / ".datahubenv").write_text(
-        "gms:\n  server: http://127.0.0.1:9\n"
-        f"lite:\n  type: sqlite\n  config:\n    file: {graph_file}\n"
-    )
-
-    model = json.loads(_datahub(home, "lite", "get", "--urn", estate.model))
+def test_official_datahub_lite_cli_reads_what_was_written(graph_file: Path, estate: Estate, lite_cli) -> None:
+    datahub = lite_cli(graph_file)
+    model = json.loads(datahub("lite", "get", "--urn", estate.model))
     assert model["urn"] == estate.model
     assert model["mlModelProperties"]["mlFeatures"] == [estate.total, estate.count]
 
-    listing = _datahub(home, "lite", "ls", "/").split()
+    listing = datahub("lite", "ls", "/").split()
     assert "databases" in listing
 
 

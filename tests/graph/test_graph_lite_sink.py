@@ -34,10 +34,11 @@ from datahub.specific.dataset import DatasetPatchBuilder
 
 from recall_dagster.graph import AspectMap, LiteGraph
 
+DATAHUB_CLI = Path(sys.executable).with_name("datahub")
+
 # The SDK's Lite engine calls its own deprecated URN helpers on every write.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:datahub.lite.sql_backed_lite")
 
-DATAHUB_CLI = Path(sys.executable).with_name("datahub")
 SINK = "recall_dagster.graph.lite_sink.RecallLiteSink"
 PG = "urn:li:dataset:(urn:li:dataPlatform:postgres,warehouse.marts.fct_transactions,PROD)"
 DBT = "urn:li:dataset:(urn:li:dataPlatform:dbt,warehouse.marts.fct_transactions,PROD)"

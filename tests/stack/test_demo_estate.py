@@ -71,6 +71,14 @@ def test_enrichment_links_models_features_deployments_and_training_inputs(estate
         graph.close()
 
 
+def test_datahub_lite_cli_reads_the_estate(estate, lite_cli) -> None:
+    settings, _ = estate
+    datahub = lite_cli(Path(settings.graph))
+    model = json.loads(datahub("lite", "get", "--urn", FRAUD_V1))
+    assert len(model["mlModelProperties"]["mlFeatures"]) == 6
+    assert "databases" in datahub("lite", "ls", "/").split()
+
+
 def test_second_build_reuses_what_exists(estate) -> None:
     settings, first = estate
     again = lifecycle.build(settings, Progress(quiet=True))
