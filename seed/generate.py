@@ -65,6 +65,7 @@ RAW_TABLES: dict[str, list[tuple[str, str]]] = {
     "fraud_labels": [("transaction_id", "bigint"), ("is_fraud", "boolean"), ("labeled_at", "timestamptz")],
     "churn_labels": [("customer_id", "int"), ("churned", "boolean"), ("as_of_date", "date")],
 }
+TIMESTAMP_COLUMNS = {c for cols in RAW_TABLES.values() for c, t in cols if t == "timestamptz"}
 
 CATEGORIES = ("electronics", "home", "apparel", "beauty", "grocery", "sports", "toys", "books")
 # Orders per day at scale 1 before churn thinning, and the Monday..Sunday shape of each category.
@@ -134,7 +135,6 @@ def load_raw(conn_url: str, now: datetime, seed: int = 7, scale: float = 1.0) ->
     conn = psycopg2.connect(conn_url)
     try:
         with conn, conn.cursor() as cur:
-            cur.execute("SET TIME ZONE 'UTC'")
             cur.execute("DROP SCHEMA IF EXISTS raw CASCADE")
             cur.execute("CREATE SCHEMA raw")
             for table, columns in RAW_TABLES.items():
@@ -401,8 +401,6 @@ def _churn_labels(rng: np.random.Generator, customers: pd.DataFrame, now_utc: da
         "as_of_date": now_utc.date().isoformat(),
     })
 
-
-TIMESTAMP_COLUMNS = {c for cols in RAW_TABLES.values() for c, t in cols if t == "timestamptz"}
 
 
 def _timestamps(frame: pd.DataFrame) -> pd.DataFrame:

@@ -138,7 +138,7 @@ def _invoke(settings: Settings, warehouse: Warehouse, args: Sequence[str]) -> tu
         "--log-level-file", "info",
         "--no-send-anonymous-usage-stats",
         "--no-version-check",
-        "--quiet",
+        "--log-level", "none",  # stdout stays the caller's; details go to logs/dbt.log
     ]
     started = time.monotonic()
     with _INVOKE_LOCK, _environment(dbt_env(warehouse)):
