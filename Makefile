@@ -18,7 +18,7 @@ demo: $(STAMP)
 	$(BIN)/recall demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --basetemp=.pytest-tmp
 
 dagster: $(STAMP)
 	$(BIN)/recall dagster
