@@ -17,7 +17,7 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata import schema_classes as m
 
 from ml_models.registry import DEFAULT_REGISTRY_PATH, FeatureRegistry, load_registry
-from recall_dagster.errors import GraphError, StackError
+from recall_dagster.errors import StackError
 from recall_dagster.graph import open_graph
 from recall_dagster.ingest.enrich import table_urn
 from recall_dagster.settings import Settings
@@ -134,6 +134,4 @@ def write_metadata(settings: Settings, mcps: list[MetadataChangeProposalWrapper]
         report = graph.emit_mcps(mcps)
     finally:
         graph.close()
-    if not report.ok:
-        urn, aspect, reason = report.failures[0]
-        raise GraphError(f"could not write {aspect} on {urn}: {reason}")
+    report.raise_if_failed("estate metadata")

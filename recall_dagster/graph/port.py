@@ -14,6 +14,8 @@ from typing import Iterable, Literal, Mapping, Protocol, Sequence, runtime_check
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import ASPECT_NAME_MAP, KEY_ASPECT_NAMES, _Aspect
 
+from recall_dagster.errors import GraphError
+
 Direction = Literal["outgoing", "incoming"]
 
 # urn -> aspect name (e.g. "mlModelProperties") -> typed SDK aspect
@@ -30,6 +32,12 @@ class WriteReport:
     @property
     def ok(self) -> bool:
         return not self.failures
+
+    def raise_if_failed(self, what: str) -> None:
+        """For callers whose writes must all land: one precise error naming the first failure."""
+        if self.failures:
+            urn, aspect, reason = self.failures[0]
+            raise GraphError(f"{len(self.failures)} {what} write(s) failed; first: {aspect} on {urn}: {reason}")
 
 
 @runtime_checkable

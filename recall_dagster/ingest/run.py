@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ml_models.registry import FeatureRegistry
-from recall_dagster.errors import GraphError
 from recall_dagster.graph import open_graph
 from recall_dagster.ingest import enrich
 from recall_dagster.ingest.mlflow_state import VersionState, read_mlflow_state
@@ -49,7 +48,5 @@ def ingest_all(
         report = graph.emit_mcps(mcps)
     finally:
         graph.close()
-    if not report.ok:
-        urn, aspect, reason = report.failures[0]
-        raise GraphError(f"{len(report.failures)} enrichment write(s) failed; first: {aspect} on {urn}: {reason}")
+    report.raise_if_failed("enrichment")
     return IngestSummary(written.records_written + written_ml.records_written, report.written, tuple(versions))
