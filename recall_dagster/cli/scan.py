@@ -1,7 +1,8 @@
 """``recall scan``: which production models are about to break, and why.
 
 Exit codes: 0 no model reaches the fail tier, 1 one does, 2 bad usage or
-config, 3 the graph is unreachable.
+config, 3 the graph is unreachable (with ``--write``: or writes are still
+pending after retries; the evidence is on disk either way).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from recall_dagster.graph import open_graph
 from recall_dagster.report import render_report
 from recall_dagster.scan import JsonStateStore, load_config, run_scan
 from recall_dagster.settings import Settings
+from recall_dagster.writeback import WritebackReport, dry_run, load_writeback_config, write_back
 
 
 def _instant_ms(value: str) -> int:
@@ -48,6 +50,8 @@ def _instant_ms(value: str) -> int:
     help="Overrides laid over the shipped recall.yaml [env RECALL_CONFIG].",
 )
 @click.option("--rebaseline", is_flag=True, help="Accept every current schema as the new baseline.")
+@click.option("--write", is_flag=True, help="Write the diagnosis back into the graph (evidence first).")
+@click.option("--dry-run", "dry", is_flag=True, help="Print what --write would write, and write nothing.")
 @click.pass_context
 def scan(
     ctx: click.Context,
@@ -58,9 +62,18 @@ def scan(
     as_of: str | None,
     config_path: str | None,
     rebaseline: bool,
+    write: bool,
+    dry: bool,
 ) -> None:
     """Read every production model's upstream closure, find what is about to break, and score it."""
     config = load_config(config_path)
+    writing = write or dry
+    if writing and model_urns:
+        raise ConfigError(
+            "--write and --dry-run need the whole estate: a scan of chosen models would stand down "
+            "the incidents and tags of every model it did not look at (drop --model)"
+        )
+    writeback_config = load_writeback_config(config_path) if writing else None
     scanned_at_ms = _instant_ms(as_of) if as_of else int(time.time() * 1000)
     settings = Settings.from_env(graph=graph_target)
     if not settings.graph_is_remote and not Path(settings.graph).expanduser().exists():
@@ -68,7 +81,7 @@ def scan(
             f"no metadata graph at {settings.graph}: build the estate first, or point "
             "--graph / RECALL_GRAPH at a DataHub Lite file or a GMS URL"
         )
-    graph = open_graph(settings, read_only=True)
+    graph = open_graph(settings, read_only=not write or dry)
     try:
         result = run_scan(
             graph,
@@ -79,14 +92,55 @@ def scan(
             model_urns=list(model_urns) or None,
             rebaseline=rebaseline,
         )
+        unknown = [m.closure.urn for m in result.models if m.closure.model.missing]
+        if unknown:
+            raise ConfigError(f"no model {', '.join(unknown)} in {result.graph}")
+        report = None
+        if writeback_config is not None:
+            now_ms = int(time.time() * 1000)
+            run = dry_run if dry else write_back
+            report = run(graph, result, settings, writeback_config, now_ms)
     finally:
         graph.close()
-    unknown = [m.closure.urn for m in result.models if m.closure.model.missing]
-    if unknown:
-        raise ConfigError(f"no model {', '.join(unknown)} in {result.graph}")
     if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2))
+        body = result.to_json()
+        if report is not None:
+            body["writeback"] = {**report.to_json(), **({"writes": _writes_json(report)} if dry else {})}
+        click.echo(json.dumps(body, indent=2))
     else:
         render_report(result, Console())
+        if report is not None:
+            _print_writeback(report)
+    if report is not None:
+        report.raise_for_status()
     if result.failing:
         ctx.exit(EXIT_FINDINGS)
+
+
+def _writes_json(report: WritebackReport) -> list[dict]:
+    return [w.to_json() for w in (*report.carried_over, *(report.plan.writes if report.plan else ()))]
+
+
+def _print_writeback(report: WritebackReport) -> None:
+    """One line per write on a dry run; a summary and every failure otherwise."""
+    plan, outcome = report.plan, report.outcome
+    click.echo()
+    if plan is None:
+        click.echo(
+            f"Write-back {report.run_id}: nothing planned ({outcome.unreachable}); evidence in {report.evidence_dir}"
+        )
+        return
+    unchanged = len(plan.desired) - len(plan.writes)
+    if report.dry_run:
+        click.echo(f"Dry run {report.run_id}: {len(plan.writes)} write(s) to {report.graph}, {unchanged} already true")
+        for write in (*report.carried_over, *plan.writes):
+            click.echo(f"  {write.path:<9} {write.aspect_name:<22} {write.urn}  ({write.why})")
+    else:
+        click.echo(
+            f"Write-back {report.run_id} to {report.graph}: {len(outcome.landed)} landed, {unchanged} already true, "
+            f"{len(outcome.refused)} refused, {len(outcome.pending)} pending; evidence in {report.evidence_dir}"
+        )
+        for write, reason in (*outcome.refused, *outcome.pending):
+            click.echo(f"  failed {write.path} {write.urn}: {reason}", err=True)
+    for note in (*report.notes, *(f"{n.channel} {n.event}: {n.error}" for n in report.notices if n.error)):
+        click.echo(f"  note: {note}", err=True)

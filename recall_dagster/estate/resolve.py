@@ -21,6 +21,7 @@ from datahub.metadata.schema_classes import (
 
 from recall_dagster.estate import parse
 from recall_dagster.estate.closure import ModelClosure, assemble_closure
+from recall_dagster.estate.marks import is_managed
 from recall_dagster.estate.views import Assertion, Deployment, Model
 from recall_dagster.graph.port import AspectMap, MetadataGraph
 
@@ -99,6 +100,11 @@ def _read_datasets(graph: MetadataGraph, seeds: Iterable[str], max_depth: int) -
     return read
 
 
+def _recall_wrote(aspects: Mapping[str, object]) -> bool:
+    info = aspects.get(AssertionInfoClass.ASPECT_NAME)
+    return isinstance(info, AssertionInfoClass) and is_managed(info.customProperties)
+
+
 def _read_assertions(
     graph: MetadataGraph, dataset_urns: Sequence[str], history_limit: int
 ) -> dict[str, tuple[Assertion, ...]]:
@@ -113,7 +119,7 @@ def _read_assertions(
             graph.timeseries(a, AssertionRunEventClass, limit=history_limit),  # type: ignore[arg-type]
         )
         for a in assertion_urns
-        if not parse.is_removed(infos.get(a, {}))
+        if not parse.is_removed(infos.get(a, {})) and not _recall_wrote(infos.get(a, {}))
     }
     return {d: tuple(parsed[a] for a in sorted(set(asserted.get(d, ()))) if a in parsed) for d in dataset_urns}
 

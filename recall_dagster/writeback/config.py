@@ -1,0 +1,108 @@
+"""The ``writeback:`` section of ``recall.yaml``: tags per tier, retries, notifications.
+
+Kept apart from the scan's config because the scan never writes: it is read
+only by the commands and assets that do.  Notifications are opt-in; secrets
+(the Slack webhook URL, the GitHub token) are named by environment variable,
+never written in the file.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from recall_dagster.detect import Severity
+from recall_dagster.detect.config import ScoringConfig, _Section, merge
+from recall_dagster.errors import ConfigError
+from recall_dagster.scan import DEFAULT_CONFIG, _read_yaml
+from recall_dagster.writeback.keys import TAG_PREFIX
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int  # tries per write within one scan, the first included
+    backoff_seconds: float  # wait before the second try, doubled after each failure
+    max_backoff_seconds: float
+
+    def delay(self, failures: int) -> float:
+        """Seconds to wait after ``failures`` failed tries (1 for the first)."""
+        return min(self.max_backoff_seconds, self.backoff_seconds * 2 ** (failures - 1))
+
+
+@dataclass(frozen=True)
+class SlackConfig:
+    webhook_url_env: str  # environment variable holding the incoming-webhook URL
+
+
+@dataclass(frozen=True)
+class GithubConfig:
+    repo: str  # owner/name the issues are opened in
+    token_env: str  # environment variable holding a token allowed to write issues
+    api_url: str
+
+
+@dataclass(frozen=True)
+class WritebackConfig:
+    tier_tags: Mapping[str, str]  # tier -> tag name; tiers not listed get no tag
+    document_tier: str  # models at this tier or worse get a pre-mortem document
+    incident_severity: Severity  # findings at this severity or worse open incidents
+    retry: RetryPolicy
+    slack: SlackConfig | None  # None: off
+    github: GithubConfig | None  # None: off
+
+    def check_tiers(self, scoring: ScoringConfig, source: str) -> None:
+        """Tier names must be the scan's own, or a tag or document would never be written."""
+        known = scoring.tier_names()
+        for tier in (*self.tier_tags, self.document_tier):
+            if tier not in known:
+                raise ConfigError(
+                    f"{source}: writeback names tier {tier!r}; the tiers are {', '.join(known)}"
+                )
+
+
+def parse_writeback_config(data: Mapping[str, Any], source: str = "recall.yaml") -> WritebackConfig:
+    """The ``writeback`` section of a whole ``recall.yaml`` mapping, every mistake a ConfigError naming the key."""
+    root = _Section(data, "", source).section("writeback")
+    tags = root.section("tags")
+    for tier in tags.data:
+        name = tags.text(str(tier)) or ""
+        if not name.startswith(TAG_PREFIX) or name == TAG_PREFIX:
+            raise ConfigError(
+                f"{source}: writeback.tags.{tier} must be a tag name starting with {TAG_PREFIX!r}"
+            )
+    retry = root.section("retry")
+    notify = root.section("notify")
+    slack = notify.section("slack")
+    github = notify.section("github")
+    return WritebackConfig(
+        tier_tags={str(tier): tags.text(str(tier)) or "" for tier in tags.data},
+        document_tier=root.text("document_tier") or "",
+        incident_severity=root.severity("incident_severity"),
+        retry=RetryPolicy(
+            attempts=retry.integer("attempts", minimum=1),
+            backoff_seconds=retry.number("backoff_seconds"),
+            max_backoff_seconds=retry.number("max_backoff_seconds"),
+        ),
+        slack=SlackConfig(webhook_url_env=slack.text("webhook_url_env") or "")
+        if slack.boolean("enabled")
+        else None,
+        github=GithubConfig(
+            repo=github.text("repo") or "",
+            token_env=github.text("token_env") or "",
+            api_url=(github.text("api_url") or "").rstrip("/"),
+        )
+        if github.boolean("enabled")
+        else None,
+    )
+
+
+def load_writeback_config(path: str | os.PathLike[str] | None = None) -> WritebackConfig:
+    """The shipped ``recall.yaml``'s section, with ``path``'s (when given) laid over it key by key."""
+    data = _read_yaml(DEFAULT_CONFIG)
+    source = str(DEFAULT_CONFIG)
+    if path is not None and Path(path).resolve() != DEFAULT_CONFIG.resolve():
+        data = merge(data, _read_yaml(Path(path)))
+        source = str(path)
+    return parse_writeback_config(data, source)

@@ -1,0 +1,134 @@
+"""Pre-mortem documents: for each at-risk model, what is about to break it and who can fix it.
+
+One document per model, rewritten in place: its URN comes from the model, and
+its text from the findings alone (no clock in it), so an unchanged diagnosis is
+not rewritten and ``lastModified`` says when the diagnosis last changed.  When
+the model stands down the document is unpublished with a banner on top, and
+the last diagnosis stays readable as the record of what happened.
+"""
+
+from __future__ import annotations
+
+from datahub.metadata.schema_classes import (
+    DocumentContentsClass,
+    DocumentInfoClass,
+    DocumentSourceClass,
+    DocumentSourceTypeClass,
+    DocumentStateClass,
+    DocumentStatusClass,
+    RelatedAssetClass,
+)
+
+from recall_dagster.detect import Finding
+from recall_dagster.estate import ModelClosure, Owner, display_name
+from recall_dagster.scan import ModelReport, iso_instant
+from recall_dagster.writeback.context import PlanContext
+from recall_dagster.writeback.keys import MANAGED_BY, assertion_urn, document_urn, managed, stamp
+from recall_dagster.writeback.writes import Write
+
+WHAT_TO_DO = {
+    "training_source_schema_drift": "Compare the column with the type the model was trained on; "
+    "retrain on the new schema or restore the old type, then accept it with `recall scan --rebaseline`.",
+    "orphaned_feature": "Point the feature at a dataset the catalog knows (or its replacement) and retrain, "
+    "or drop the feature from the model.",
+    "upstream_staleness": "Find out why the table stopped refreshing (its job, its sources): "
+    "the model serves stale data until it does.",
+    "ownership_vacuum": "Name an active owner in DataHub: nobody is paged when this breaks.",
+    "training_serving_skew": "Serve from what the model was trained on, or retrain on what it serves.",
+    "undocumented_critical_path": "Document the table in DataHub: upstreams meet in it and models depend on it.",
+    "blast_radius": "Fix the at-risk dataset first: it endangers the most live traffic.",
+    "pii_exposure": "Justify the personal data on the model (tag or property) or stop feeding the column.",
+    "failing_assertion": "Fix the data the failing test names and rerun the test before the next retrain.",
+    "deprecated_upstream": "Move to the replacement the deprecation names before the table disappears.",
+    "version_mismatch": "Deploy the version the registry marks production, or move the alias to it.",
+}
+
+
+def _owners(owners: tuple[Owner, ...]) -> str:
+    if not owners:
+        return "nobody"
+    return ", ".join(display_name(o.urn) + ("" if o.active else " (left)") for o in owners)
+
+
+def _datasets(closure: ModelClosure, finding: Finding) -> list[str]:
+    """Datasets on the finding's causal chain, and the one at fault."""
+    chain = [u for u in finding.evidence.get("path", []) if u in closure.datasets]
+    return list(dict.fromkeys([*chain, *([finding.cause] if finding.cause else [])]))
+
+
+def premortem(report: ModelReport) -> str:
+    """The document's Markdown: findings worst first, each with its chain, owners and next step."""
+    closure, model = report.closure, report.closure.model
+    lines = [
+        f"# Pre-mortem: {model.name}",
+        "",
+        f"Recall scores **{model.name}** {report.score.tier} ({report.score.value}), "
+        f"serving from {len(closure.live_deployments)} live deployment(s). "
+        f"Model owners: {_owners(model.owners)}.",
+    ]
+    worst_first = sorted(report.findings, key=lambda f: (f.severity.rank, f.detector, f.subject))
+    for number, finding in enumerate(worst_first, 1):
+        chain = " → ".join(display_name(u) for u in finding.evidence.get("path", []))
+        lines += ["", f"## {number}. {finding.severity.value}: {finding.detector}", "", finding.message, ""]
+        lines.append(f"- Causal chain: {chain}")
+        for dataset in _datasets(closure, finding):
+            lines.append(f"- Owners of {display_name(dataset)}: {_owners(closure.dataset(dataset).owners)}")
+        if finding.cause:
+            lines.append(f"- Assertion: {assertion_urn(finding.detector, finding.subject)}")
+        lines.append(f"- What to do: {WHAT_TO_DO.get(finding.detector, 'see the scan report for the evidence.')}")
+    return "\n".join(lines) + "\n"
+
+
+def _info(report: ModelReport, current: DocumentInfoClass | None, now_ms: int) -> DocumentInfoClass:
+    closure = report.closure
+    related = [closure.urn, *dict.fromkeys(d for f in report.findings for d in _datasets(closure, f))]
+    info = DocumentInfoClass(
+        title=f"Pre-mortem: {closure.model.name}",
+        status=DocumentStatusClass(state=DocumentStateClass.PUBLISHED),
+        contents=DocumentContentsClass(text=premortem(report)),
+        source=DocumentSourceClass(
+            sourceType=DocumentSourceTypeClass.EXTERNAL, externalId=f"{MANAGED_BY}:{closure.urn}"
+        ),
+        relatedAssets=[RelatedAssetClass(asset=u) for u in related],
+        customProperties=managed(**{"recall.model": closure.urn}),
+        created=current.created if current is not None else stamp(now_ms),
+        lastModified=stamp(now_ms),
+    )
+    if current is not None:
+        info.lastModified = current.lastModified
+        if info.to_obj() != current.to_obj():
+            info.lastModified = stamp(now_ms)
+    return info
+
+
+def _stood_down(ctx: PlanContext, current: DocumentInfoClass, model: str) -> DocumentInfoClass:
+    if current.status.state == DocumentStateClass.UNPUBLISHED:
+        return current
+    report = ctx.report_of(model)
+    why = f"scored {report.score.tier}" if report is not None else "was no longer scanned"
+    when = iso_instant(ctx.result.scanned_at_ms)
+    banner = f"> Stood down: {display_name(model)} {why} on the scan of {when}.\n\n"
+    info = DocumentInfoClass.from_obj(current.to_obj())
+    info.status = DocumentStatusClass(state=DocumentStateClass.UNPUBLISHED)
+    info.contents = DocumentContentsClass(text=banner + current.contents.text)
+    info.lastModified = stamp(ctx.now_ms)
+    return info
+
+
+def plan_documents(ctx: PlanContext) -> list[Write]:
+    writes = []
+    live = set()
+    for report in ctx.result.models:
+        if not ctx.at_or_above(report, ctx.config.document_tier):
+            continue
+        urn = document_urn(report.closure.urn)
+        live.add(urn)
+        info = _info(report, ctx.state.aspect(urn, DocumentInfoClass), ctx.now_ms)
+        writes.append(Write.of("document", urn, info, info.title or urn))
+    for urn in ctx.state.documents:
+        current = ctx.state.aspect(urn, DocumentInfoClass)
+        if urn in live or current is None:
+            continue
+        info = _stood_down(ctx, current, current.customProperties.get("recall.model", ""))
+        writes.append(Write.of("document", urn, info, f"stood down: {info.title}"))
+    return writes

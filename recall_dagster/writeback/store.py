@@ -1,0 +1,78 @@
+"""Recall's own memory between write-backs, under ``state_dir/writeback/``, per graph.
+
+Three small JSON files, each keyed by the graph's location so a Lite file and a
+GMS server never share entries:
+
+* ``pending.json``: run events that did not land.  State (tags, properties,
+  incidents, documents, assertion definitions) is planned whole on every scan
+  and needs no carrying over; events are history and would otherwise be lost.
+* ``capabilities.json``: what a server was found to refuse (incidents on
+  mlModels), so it is probed once rather than on every scan.
+* ``notifications.json``: which incident states were announced on which
+  channel, so nothing is announced twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from recall_dagster.errors import ConfigError
+from recall_dagster.writeback.writes import Write
+
+
+class WritebackStore:
+    def __init__(self, state_dir: str | os.PathLike[str], location: str) -> None:
+        self.root = Path(state_dir) / "writeback"
+        self.location = location
+
+    def _read(self, name: str) -> dict[str, Any]:
+        path = self.root / name
+        if not path.exists():
+            return {}
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as err:
+            raise ConfigError(f"{path} is unreadable ({err}); delete it to start afresh") from err
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path} is not a JSON object; delete it to start afresh")
+        return data
+
+    def _section(self, name: str) -> Any:
+        return self._read(name).get(self.location)
+
+    def _save(self, name: str, value: Any) -> None:
+        """Replace this graph's entry, atomically, leaving other graphs' entries alone."""
+        path = self.root / name
+        data = self._read(name)
+        if value:
+            data[self.location] = value
+        else:
+            data.pop(self.location, None)
+        tmp = path.with_suffix(".tmp")
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+            os.replace(tmp, path)
+        except OSError as err:
+            raise ConfigError(f"cannot write {path}: {err.strerror}") from err
+
+    def pending(self) -> list[Write]:
+        return [Write.from_json(item) for item in self._section("pending.json") or []]
+
+    def save_pending(self, writes: list[Write]) -> None:
+        self._save("pending.json", [w.to_json() for w in writes if w.is_event])
+
+    def capability(self, name: str) -> bool | None:
+        return (self._section("capabilities.json") or {}).get(name)
+
+    def save_capabilities(self, found: dict[str, bool]) -> None:
+        self._save("capabilities.json", {**(self._section("capabilities.json") or {}), **found})
+
+    def notified(self) -> dict[str, dict[str, Any]]:
+        return self._section("notifications.json") or {}
+
+    def save_notified(self, notified: dict[str, dict[str, Any]]) -> None:
+        self._save("notifications.json", notified)

@@ -1,0 +1,69 @@
+"""Fixtures for the write-back tests: config without backoff waits, a private Lite estate, a fake GMS."""
+
+from __future__ import annotations
+
+import shutil
+from contextlib import closing
+from dataclasses import replace
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from wb_support import BREAK, HEALTHY, WritebackGms, lite_estate, proposals, serve
+
+from recall_dagster.detect import RecallConfig
+from recall_dagster.graph import GmsGraph, LiteGraph
+from recall_dagster.scan import load_config
+from recall_dagster.settings import Settings
+from recall_dagster.writeback import WritebackConfig, load_writeback_config
+from recall_dagster.writeback.config import RetryPolicy
+
+
+@pytest.fixture(scope="session")
+def recall_config() -> RecallConfig:
+    return load_config()
+
+
+@pytest.fixture
+def wb_config() -> WritebackConfig:
+    """The shipped write-back config, retrying without waiting."""
+    return replace(load_writeback_config(), retry=RetryPolicy(attempts=4, backoff_seconds=0, max_backoff_seconds=0))
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(home=tmp_path / "home", graph=str(tmp_path / "graph.db"))
+
+
+@pytest.fixture(scope="session")
+def _broken_estate(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return lite_estate(tmp_path_factory.mktemp("estate") / "broken.db", HEALTHY, BREAK)
+
+
+@pytest.fixture
+def lite_path(_broken_estate: Path, settings: Settings) -> Path:
+    """A private copy of the broken estate, where ``settings.graph`` points."""
+    shutil.copyfile(_broken_estate, settings.graph)
+    return Path(settings.graph)
+
+
+@pytest.fixture
+def lite(lite_path: Path) -> Iterator[LiteGraph]:
+    with closing(LiteGraph(lite_path)) as graph:
+        yield graph
+
+
+@pytest.fixture
+def fake() -> Iterator[WritebackGms]:
+    with serve(WritebackGms()) as server:
+        with closing(GmsGraph(server.url, retries=0)) as graph:
+            assert graph.emit_mcps(proposals(HEALTHY, BREAK)).ok
+        server.landed.clear()
+        server.seen.clear()
+        yield server
+
+
+@pytest.fixture
+def gms(fake: WritebackGms) -> Iterator[GmsGraph]:
+    with closing(GmsGraph(fake.url, retries=0)) as graph:
+        yield graph

@@ -1,0 +1,184 @@
+"""Write-back on DataHub Lite: idempotent re-runs, tier changes, and a full stand-down after heal.
+
+Real scans over a hand-written estate (the scan tests' healthy one, broken by
+``estate_break.json``), healed by writing fixed aspects the way dbt and the
+training pipeline would.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.metadata.schema_classes import (
+    AssertionRunEventClass,
+    DocumentInfoClass,
+    GlobalTagsClass,
+    IncidentInfoClass,
+    StructuredPropertiesClass,
+)
+from wb_support import BREAK, HEAL_DATA, HEAL_TRAINING, MODEL, USER_STATS, lite_estate, scan
+
+from recall_dagster.graph import LiteGraph
+from recall_dagster.writeback import WritebackReport, write_back
+from recall_dagster.writeback.keys import LAST_SCANNED, RISK_SCORE, RISK_TIER, document_urn, incident_urn
+from recall_dagster.writeback.state import read_state
+
+T1, T2, T3, T4 = (1_750_000_000_000 + i * 3_600_000 for i in range(4))
+COST_CENTER = "urn:li:structuredProperty:io.acme.costCenter"
+SKEW = incident_urn("training_serving_skew", USER_STATS)
+FAILING = incident_urn("failing_assertion", "urn:li:assertion:user-stats-not-null")
+
+
+def _snapshot(db: Path) -> dict[tuple[str, str], object]:
+    """Every current aspect but events, with Recall's scan time blanked: what a re-run must not change."""
+    with closing(sqlite3.connect(db)) as conn:
+        rows = conn.execute("SELECT urn, aspect_name, metadata FROM metadata_aspect_v2 WHERE version = 0").fetchall()
+    snapshot = {}
+    for urn, aspect, text in rows:
+        if aspect in ("assertionRunEvent", "operation"):
+            continue
+        value = json.loads(text)
+        for prop in value.get("properties", []) if aspect == "structuredProperties" else []:
+            if prop["propertyUrn"] == LAST_SCANNED:
+                prop["values"] = ["<scan time>"]
+        snapshot[(urn, aspect)] = value
+    return snapshot
+
+
+def _scan_and_write(db: Path, recall_config, settings, wb_config, now_ms: int) -> WritebackReport:
+    with closing(LiteGraph(db)) as graph:
+        report = write_back(graph, scan(graph, recall_config), settings, wb_config, now_ms)
+    assert report.ok, report.to_json()
+    return report
+
+
+def _latest_runs(graph: LiteGraph) -> dict[str, str]:
+    """Recall's assertions and the result of each one's latest run."""
+    urns = read_state(graph, [], []).assertions
+    latest = {u: graph.timeseries(u, AssertionRunEventClass, limit=1)[0] for u in urns}
+    return {u: event.result.type for u, event in latest.items()}  # type: ignore[attr-defined]
+
+
+def _incidents(graph: LiteGraph) -> dict[str, IncidentInfoClass]:
+    state = read_state(graph, [], [])
+    return {urn: state.aspect(urn, IncidentInfoClass) for urn in state.incidents}  # type: ignore[misc]
+
+
+def _tags(graph: LiteGraph) -> list[str]:
+    tags = graph.get_aspects([MODEL], [GlobalTagsClass])[MODEL].get("globalTags")
+    return [t.tag for t in tags.tags] if isinstance(tags, GlobalTagsClass) else []
+
+
+def _properties(graph: LiteGraph) -> dict[str, list]:
+    found = graph.get_aspects([MODEL], [StructuredPropertiesClass])[MODEL]["structuredProperties"]
+    return {p.propertyUrn: p.values for p in found.properties}  # type: ignore[attr-defined]
+
+
+def _document(graph: LiteGraph) -> DocumentInfoClass:
+    urn = document_urn(MODEL)
+    return graph.get_aspects([urn], [DocumentInfoClass])[urn]["documentInfo"]  # type: ignore[return-value]
+
+
+def test_first_write_covers_every_path(lite_path, recall_config, settings, wb_config) -> None:
+    report = _scan_and_write(lite_path, recall_config, settings, wb_config, T1)
+
+    assert {path: c["landed"] for path, c in report.counts().items()} == {
+        "property": 4,  # three definitions, one model's values
+        "tag": 3,  # two tag entities, the model's tags
+        "assertion": 6,  # skew, failing assertion, blast radius: info and a FAILURE run each
+        "incident": 2,  # the two CRITICAL findings
+        "document": 1,
+    }
+    with closing(LiteGraph(lite_path)) as graph:
+        assert _tags(graph) == ["urn:li:tag:mlflow_production", "urn:li:tag:recall:critical"]
+        properties = _properties(graph)
+        assert properties[COST_CENTER] == ["growth"]  # someone else's property survives
+        assert properties[RISK_SCORE] == [70.0] and properties[RISK_TIER] == ["CRITICAL"]
+        assert set(_latest_runs(graph).values()) == {"FAILURE"} and len(_latest_runs(graph)) == 3
+        incidents = _incidents(graph)
+        assert set(incidents) == {SKEW, FAILING}
+        assert all(i.status.state == "ACTIVE" and i.entities == [MODEL] for i in incidents.values())
+        document = _document(graph)
+        assert [a.asset for a in document.relatedAssets or []] == [MODEL, USER_STATS]
+        assert "Owners of proj.features.user_stats: carol" in document.contents.text
+        assert "What to do" in document.contents.text
+
+
+def test_a_second_write_changes_nothing_but_run_events_and_scan_times(
+    lite_path, recall_config, settings, wb_config
+) -> None:
+    _scan_and_write(lite_path, recall_config, settings, wb_config, T1)
+    before = _snapshot(lite_path)
+    with closing(LiteGraph(lite_path)) as graph:
+        runs_before = sum(len(graph.timeseries(u, AssertionRunEventClass)) for u in _latest_runs(graph))
+
+    second = _scan_and_write(lite_path, recall_config, settings, wb_config, T2)
+
+    assert second.plan is not None
+    assert {(w.path, w.aspect_name) for w in second.plan.writes} == {
+        ("property", "structuredProperties"),  # lastScanned moves
+        ("assertion", "assertionRunEvent"),
+    }
+    assert _snapshot(lite_path) == before  # same entities, assertions, incidents, documents, values
+    with closing(LiteGraph(lite_path)) as graph:
+        assert sum(len(graph.timeseries(u, AssertionRunEventClass)) for u in _latest_runs(graph)) == runs_before + 3
+
+
+def test_tiers_move_tags_and_heal_stands_everything_down(lite_path, recall_config, settings, wb_config) -> None:
+    _scan_and_write(lite_path, recall_config, settings, wb_config, T1)
+
+    lite_estate(lite_path, HEAL_TRAINING)  # training reads user_stats again: the skew clears
+    _scan_and_write(lite_path, recall_config, settings, wb_config, T2)
+    with closing(LiteGraph(lite_path)) as graph:
+        assert _tags(graph) == ["urn:li:tag:mlflow_production", "urn:li:tag:recall:at-risk"]
+        incidents = _incidents(graph)
+        assert incidents[SKEW].status.state == "RESOLVED" and incidents[FAILING].status.state == "ACTIVE"
+        assert sorted(_latest_runs(graph).values()) == ["FAILURE", "FAILURE", "SUCCESS"]
+
+    lite_estate(lite_path, HEAL_DATA)  # the dbt test passes again: the model is healthy
+    _scan_and_write(lite_path, recall_config, settings, wb_config, T3)
+    with closing(LiteGraph(lite_path)) as graph:
+        assert not [t for t in _tags(graph) if t.startswith("urn:li:tag:recall:")]
+        assert _tags(graph) == ["urn:li:tag:mlflow_production"]
+        assert {i.status.state for i in _incidents(graph).values()} == {"RESOLVED"}
+        assert set(_latest_runs(graph).values()) == {"SUCCESS"}
+        assert _properties(graph)[RISK_TIER] == ["HEALTHY"] and _properties(graph)[COST_CENTER] == ["growth"]
+        document = _document(graph)
+        assert document.status.state == "UNPUBLISHED" and document.contents.text.startswith("> Stood down")
+
+
+def test_a_finding_that_returns_reopens_its_incident(lite_path, recall_config, settings, wb_config) -> None:
+    _scan_and_write(lite_path, recall_config, settings, wb_config, T1)
+    lite_estate(lite_path, HEAL_TRAINING, HEAL_DATA)
+    _scan_and_write(lite_path, recall_config, settings, wb_config, T2)
+    with closing(LiteGraph(lite_path)) as graph:
+        created = _incidents(graph)[SKEW].created
+
+    lite_estate(lite_path, BREAK)
+    _scan_and_write(lite_path, recall_config, settings, wb_config, T3)
+
+    with closing(LiteGraph(lite_path)) as graph:
+        incidents = _incidents(graph)
+        assert set(incidents) == {SKEW, FAILING}  # the same incidents, not new ones
+        assert incidents[SKEW].status.state == "ACTIVE" and incidents[SKEW].created == created
+        assert "returned" in (incidents[SKEW].status.message or "")
+        assert _document(graph).status.state == "PUBLISHED"
+
+
+def test_what_people_set_on_an_incident_survives_scans(lite_path, recall_config, settings, wb_config) -> None:
+    _scan_and_write(lite_path, recall_config, settings, wb_config, T1)
+    with closing(LiteGraph(lite_path)) as graph:
+        triaged = _incidents(graph)[SKEW]
+        triaged.status.stage = "INVESTIGATION"
+        triaged.priority = 1
+        graph.emit_mcps([MetadataChangeProposalWrapper(entityUrn=SKEW, aspect=triaged)])
+
+    _scan_and_write(lite_path, recall_config, settings, wb_config, T2)
+
+    with closing(LiteGraph(lite_path)) as graph:
+        kept = _incidents(graph)[SKEW]
+        assert kept.status.stage == "INVESTIGATION" and kept.priority == 1
