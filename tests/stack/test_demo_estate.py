@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from datahub.metadata import schema_classes as m
 
 from recall_dagster.cli import cli
+from recall_dagster.estate.marks import is_managed
 from recall_dagster.graph import open_graph
 from recall_dagster.progress import Progress
 from recall_dagster.settings import Settings
@@ -103,11 +104,22 @@ def test_healthy_estate_scans_clean(estate, monkeypatch: pytest.MonkeyPatch) -> 
     assert serious == []
 
 
-def _scan(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> tuple[int, dict]:
+def _scan(settings: Settings, monkeypatch: pytest.MonkeyPatch, *flags: str) -> tuple[int, dict]:
     monkeypatch.setenv("RECALL_HOME", str(settings.home))
     monkeypatch.setenv("RECALL_GRAPH", settings.graph)
-    result = CliRunner().invoke(cli, ["scan", "--json"])
+    result = CliRunner().invoke(cli, ["scan", "--json", *flags])
     return result.exit_code, json.loads(result.stdout)
+
+
+WRITTEN_TYPES = ("assertion", "incident", "document", "structuredProperty", "tag")
+
+
+def _written(settings: Settings) -> dict[str, int]:
+    graph = open_graph(settings, read_only=True)
+    try:
+        return {etype: len(graph.list_urns(etype)) for etype in WRITTEN_TYPES}
+    finally:
+        graph.close()
 
 
 def test_break_is_reported_by_the_detector_that_owns_each_injury(estate, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -137,6 +149,17 @@ def test_break_is_reported_by_the_detector_that_owns_each_injury(estate, monkeyp
     assert lifecycle.entity_counts(settings) == before, "a second break retrains and writes nothing"
 
 
+def test_write_back_twice_writes_the_diagnosis_once(estate, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings, _ = estate
+    code, first = _scan(settings, monkeypatch, "--write")
+    assert code == 1 and first["writeback"]["counts"]["incident"]["landed"] > 0
+    after_first = _written(settings)
+    code, second = _scan(settings, monkeypatch, "--write")
+    assert _written(settings) == after_first, "the second write-back adds no entity"
+    assert second["writeback"]["counts"]["incident"]["planned"] == 0
+    assert second["writeback"]["counts"]["tag"]["planned"] == 0
+
+
 def test_heal_stands_every_model_down(estate, monkeypatch: pytest.MonkeyPatch) -> None:
     settings, _ = estate
     healed = lifecycle.heal(settings, Progress(quiet=True))
@@ -145,3 +168,24 @@ def test_heal_stands_every_model_down(estate, monkeypatch: pytest.MonkeyPatch) -
     assert code == 0
     assert all(model["tier"] == "HEALTHY" for model in report["models"]), report["models"]
     assert "fraud_detector_3" in {model["name"] for model in report["models"]}
+
+
+def test_write_back_stands_down_after_heal(estate, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings, _ = estate
+    code, _ = _scan(settings, monkeypatch, "--write")
+    assert code == 0
+    graph = open_graph(settings, read_only=True)
+    try:
+        incidents = graph.list_urns("incident")
+        infos = graph.get_aspects(incidents, [m.IncidentInfoClass])
+        assert incidents and all(infos[u]["incidentInfo"].status.state == "RESOLVED" for u in incidents)
+        models = graph.list_urns("mlModel")
+        tags = graph.get_aspects(models, [m.GlobalTagsClass])
+        recall_tags = [t.tag for u in models for g in [tags[u].get("globalTags")] if g for t in g.tags if "recall:" in t.tag]
+        assert recall_tags == []
+        assertions = graph.get_aspects(graph.list_urns("assertion"), [m.AssertionInfoClass])
+        ours = [u for u, a in assertions.items() if is_managed(a["assertionInfo"].customProperties)]
+        latest = [graph.timeseries(u, m.AssertionRunEventClass, limit=1)[0] for u in ours]
+        assert ours and all(run.result.type == "SUCCESS" for run in latest)
+    finally:
+        graph.close()
