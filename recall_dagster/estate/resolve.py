@@ -170,8 +170,8 @@ def resolve_closures(
 
     seeds = [s for f in features.values() for s in f.sources] + [i for r in runs.values() for i in r.inputs]
     raw_datasets = _read_datasets(graph, seeds, options.max_depth)
-    present = [u for u, aspects in sorted(raw_datasets.items()) if aspects]
-    assertions = _read_assertions(graph, present, options.history_limit)
+    # every dataset, catalogued or not: dbt hangs source-freshness tests on warehouse tables it never describes
+    assertions = _read_assertions(graph, sorted(raw_datasets), options.history_limit)
     people = _people(graph, raw_datasets)
     term_urns = _sorted(t for aspects in raw_datasets.values() for t in parse.referenced_terms(aspects))
     raw_terms = graph.get_aspects(term_urns, parse.TERM_ASPECTS) if term_urns else {}

@@ -1,0 +1,222 @@
+"""``recall blind-window``, ``recall gate`` and ``recall incidents``: the data-incident lifecycle.
+
+Thin wiring over :mod:`recall_dagster.lifecycle.service`, the functions the
+Dagster assets, checks and sensor call.  Exit codes: ``gate`` 0 GO / 1 NO-GO;
+``blind-window`` 1 when a live deployment serves a CONTAMINATED version;
+2 bad usage or config, 3 the graph is unreachable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import click
+from rich.console import Console
+
+from recall_dagster.cli import cli
+from recall_dagster.errors import EXIT_FINDINGS, ServiceUnreachable
+from recall_dagster.estate import display_name
+from recall_dagster.graph import MetadataGraph, open_graph
+from recall_dagster.lifecycle.blast import describe
+from recall_dagster.lifecycle.columns import column_name
+from recall_dagster.lifecycle.config import load_lifecycle_config
+from recall_dagster.lifecycle.gate import GateResult
+from recall_dagster.lifecycle.ledger import Ledger
+from recall_dagster.lifecycle.rows import warehouse_counter
+from recall_dagster.lifecycle.service import (
+    BlindWindowReport,
+    SyncResult,
+    blind_window_report,
+    evaluate_gate,
+    sync_incidents,
+)
+from recall_dagster.scan import JsonStateStore, load_config
+from recall_dagster.settings import Settings
+from recall_dagster.writeback.config import load_writeback_config
+
+_graph_option = click.option(
+    "--graph", "graph_target", metavar="FILE|URL", help="DataHub Lite file or GMS URL [env RECALL_GRAPH]."
+)
+_config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    default=lambda: os.environ.get("RECALL_CONFIG"),
+    help="Overrides laid over the shipped recall.yaml [env RECALL_CONFIG].",
+)
+_json_option = click.option("--json", "as_json", is_flag=True, help="Print the JSON contract instead of text.")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@contextmanager
+def _graph(settings: Settings, read_only: bool) -> Iterator[MetadataGraph]:
+    if not settings.graph_is_remote and not Path(settings.graph).expanduser().exists():
+        raise ServiceUnreachable(
+            f"no metadata graph at {settings.graph}: build the estate first, or point "
+            "--graph / RECALL_GRAPH at a DataHub Lite file or a GMS URL"
+        )
+    graph = open_graph(settings, read_only=read_only)
+    try:
+        yield graph
+    finally:
+        graph.close()
+
+
+def _echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2))
+
+
+@cli.command("blind-window")
+@click.argument("target", required=False)
+@_graph_option
+@_config_option
+@_json_option
+@click.pass_context
+def blind_window_command(
+    ctx: click.Context, target: str | None, graph_target: str | None, config_path: str | None, as_json: bool
+) -> None:
+    """When was the data behind TARGET bad, which model versions trained on it, and where to roll back.
+
+    TARGET is an assertion (URN or dbt test name) or a dataset (URN or name);
+    without it, every root cause with a failing run in its history.
+    """
+    config, lc = load_config(config_path), load_lifecycle_config(config_path)
+    settings = Settings.from_env(graph=graph_target)
+    with _graph(settings, read_only=True) as graph:
+        report = blind_window_report(graph, config, lc, target, _now_ms())
+    if as_json:
+        _echo_json(report.to_json())
+    else:
+        _render_window(report, Console())
+    if report.contaminated_live:
+        ctx.exit(EXIT_FINDINGS)
+
+
+def _render_window(report: BlindWindowReport, console: Console) -> None:
+    if not report.causes:
+        console.print(f"No failing run recorded for {report.target or 'any assertion'}: there is no blind window.")
+        return
+    for cause in report.causes:
+        window = cause.window
+        state = "still failing" if cause.active else "healed"
+        console.print(f"[bold]{', '.join(column_name(o) for o in cause.origins)}[/bold] ({state})")
+        if window is not None:
+            w = window.to_json()
+            console.print(
+                f"  blind window: from {w['onset'] or 'an unknown time'}"
+                f" (last pass {w['began_after'] or 'never recorded'}, first failure {w['began_by'] or 'untimed'})"
+                f" to {w['end'] or 'now, still open'}"
+            )
+        for line in describe(cause.blast.to_json()):
+            console.print(f"  {line}")
+        for model in cause.models:
+            console.print(f"  [bold]{model.name}[/bold]: {model.rollback_note}")
+            for v in model.versions:
+                colour = {"CONTAMINATED": "red", "UNKNOWN": "yellow", "CLEAN": "green"}[v.verdict.status.value]
+                serves = ", ".join(display_name(d) for d in v.live_deployments)
+                serving = f" (serves {serves})" if serves else ""
+                status = f"[{colour}]{v.verdict.status.value:<12}[/{colour}]"
+                console.print(f"    {status} {v.name}{serving}: {v.verdict.reason}")
+
+
+@cli.command("gate")
+@click.argument("model")
+@_graph_option
+@_config_option
+@_json_option
+@click.pass_context
+def gate_command(
+    ctx: click.Context, model: str, graph_target: str | None, config_path: str | None, as_json: bool
+) -> None:
+    """GO / NO-GO for retraining MODEL (a registered model name means its newest version, or an mlModel URN)."""
+    config, lc = load_config(config_path), load_lifecycle_config(config_path)
+    settings = Settings.from_env(graph=graph_target)
+    baselines = JsonStateStore(settings.state_dir).load_baselines()
+    with _graph(settings, read_only=True) as graph:
+        result = evaluate_gate(
+            graph, config, lc, model, _now_ms(), baselines=baselines, row_counter=warehouse_counter(settings)
+        )
+    if as_json:
+        _echo_json(result.to_json())
+    else:
+        _render_gate(result, Console())
+    if not result.go:
+        ctx.exit(EXIT_FINDINGS)
+
+
+def _render_gate(result: GateResult, console: Console) -> None:
+    verdict = "[green]GO[/green]" if result.go else "[red]NO-GO[/red]"
+    console.print(f"Retrain {result.registered_model} (judged on {result.name}): {verdict}")
+    for check in result.checks:
+        colour = {"PASS": "green", "FAIL": "red", "SKIP": "yellow"}[check.status]
+        console.print(f"  [{colour}]{check.status:<4}[/{colour}] {check.name}: {check.summary}")
+        for detail in check.details if check.status == "FAIL" else ():
+            console.print(f"         - {detail}")
+
+
+@cli.group("incidents")
+def incidents() -> None:
+    """Data incidents raised from failing tests, resolved with a postmortem when they pass."""
+
+
+@incidents.command("sync")
+@_graph_option
+@_config_option
+@_json_option
+def sync_command(graph_target: str | None, config_path: str | None, as_json: bool) -> None:
+    """Raise, update and resolve incidents to match the tests now; what the dbt-failure sensor runs."""
+    config, lc = load_config(config_path), load_lifecycle_config(config_path)
+    policy = load_writeback_config(config_path).retry
+    settings = Settings.from_env(graph=graph_target)
+    settings.ensure_home()
+    with _graph(settings, read_only=False) as graph:
+        result = sync_incidents(graph, settings, config, lc, _now_ms(), policy)
+    if as_json:
+        _echo_json(result.to_json())
+    else:
+        _render_sync(result, Console())
+
+
+def _render_sync(result: SyncResult, console: Console) -> None:
+    data = result.to_json()
+    for kind in ("raised", "updated", "resolved"):
+        for incident in data[kind]:
+            console.print(f"{kind}: {', '.join(incident['tests'])} [{incident['severity']}] {incident['urn']}")
+            for model in incident["models"]:
+                rows = f", {model['failed_rows']:,} failing rows" if model["failed_rows"] is not None else ""
+                console.print(f"    {model['name']} [{model['severity']}]: {model['summary']}{rows}")
+            if incident["postmortem"]:
+                console.print(f"    postmortem: {incident['postmortem']['document']}")
+    if not any(data[k] for k in ("raised", "updated", "resolved")):
+        console.print(f"no change; {len(result.active)} incident(s) open")
+    for failure in result.failures:
+        console.print(f"[yellow]not written yet (retried next sync): {failure}[/yellow]")
+
+
+@incidents.command("list")
+@_graph_option
+@_json_option
+def list_command(graph_target: str | None, as_json: bool) -> None:
+    """The incidents the ledger holds for this graph, open ones first."""
+    settings = Settings.from_env(graph=graph_target)
+    with _graph(settings, read_only=True) as graph:
+        location = graph.location
+    entries = sorted(
+        Ledger(settings.state_dir, location).load().values(), key=lambda e: (not e.active, -e.raised_at_ms)
+    )
+    if as_json:
+        _echo_json([e.to_json() for e in entries])
+        return
+    console = Console()
+    for e in entries:
+        console.print(f"{e.state:<8} {e.urn} {', '.join(a['name'] for a in e.snapshot.get('assertions', ()))}")
+    if not entries:
+        console.print("no incident recorded for this graph")

@@ -1,0 +1,232 @@
+"""Column-precise blast radius: from failing tests to the exact features and models they poison.
+
+A failing column is re-rooted to the origin columns it derives from, then
+closed downstream over column lineage: a NULL price in a mart is a NULL price
+at its source, and so in every column computed from that source.  A feature
+is poisoned when the column it reads (its source-column property, carried from
+the feature registry) is; a feature that names no column is matched by name,
+and says so, because a name is weaker evidence than lineage.  A table-level
+test (no column) poisons its own table's columns without re-rooting: it names
+no column to follow upstream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Mapping, Sequence
+
+from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.lifecycle.columns import Col, ColumnGraph, column_name, lineage_to
+from recall_dagster.lifecycle.config import LifecycleConfig, SeverityConfig
+from recall_dagster.lifecycle.records import AssertionRecord
+
+Evidence = Literal["column", "name"]
+
+
+@dataclass(frozen=True)
+class PoisonedFeature:
+    urn: str
+    name: str
+    column: Col
+    evidence: Evidence  # "column": lineage to the registry's column; "name": the feature is named like it
+    lineage: tuple[Col, ...]  # origin column first, the feature's column last
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "urn": self.urn,
+            "name": self.name,
+            "column": column_name(self.column),
+            "evidence": self.evidence,
+            "lineage": [column_name(c) for c in self.lineage],
+        }
+
+
+@dataclass(frozen=True)
+class ModelImpact:
+    """What one model version loses to the failure."""
+
+    model: str  # mlModel URN
+    name: str
+    version: str | None
+    group: str  # registered model (mlModelGroup) URN, the version's own URN when it has none
+    poisoned: tuple[PoisonedFeature, ...]
+    total_features: int
+    poisoned_inputs: tuple[str, ...]  # "table.column" of every poisoned column its training read or serves
+    live_deployments: tuple[str, ...]
+    production: bool
+    failed_rows: int | None  # rows failing on the tests that watch its path (every test when none does)
+    observed_by: tuple[str, ...]  # assertions whose own failing column reaches its features
+    share: float  # poisoned features over all its features
+    severity: str
+
+    @property
+    def summary(self) -> str:
+        return f"{len(self.poisoned)} of {self.total_features} features poisoned"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "urn": self.model,
+            "name": self.name,
+            "version": self.version,
+            "group": self.group,
+            "severity": self.severity,
+            "poisoned_features": len(self.poisoned),
+            "total_features": self.total_features,
+            "summary": self.summary,
+            "features": [f.to_json() for f in self.poisoned],
+            "poisoned_inputs": list(self.poisoned_inputs),
+            "live_deployments": list(self.live_deployments),
+            "production": self.production,
+            "failed_rows": self.failed_rows,
+            "observed_by": list(self.observed_by),
+        }
+
+
+@dataclass(frozen=True)
+class BlastRadius:
+    origins: tuple[Col, ...]
+    poisoned_columns: tuple[Col, ...]  # every column downstream of the origins, origins included
+    models: tuple[ModelImpact, ...]  # most severe first
+    severity: str | None  # the loudest model's; None when no model is hit
+
+    def impact_on(self, model_urn: str) -> ModelImpact | None:
+        return next((m for m in self.models if m.model == model_urn), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "severity": self.severity,
+            "origins": [column_name(c) for c in self.origins],
+            "poisoned_columns": [column_name(c) for c in self.poisoned_columns],
+            "models": [m.to_json() for m in self.models],
+        }
+
+
+def failing_columns(record: AssertionRecord, graph: ColumnGraph, config: LifecycleConfig) -> tuple[Col, ...]:
+    """The column the test names, or every column of its table for a table-level test."""
+    table = graph.canonical.get(record.dataset, record.dataset)
+    if record.column:
+        return ((table, record.column),)
+    return tuple((table, c) for c in graph.columns.get(table, ())) if config.table_level else ()
+
+
+def origins_of(record: AssertionRecord, graph: ColumnGraph, config: LifecycleConfig) -> tuple[Col, ...]:
+    cols = failing_columns(record, graph, config)
+    if not record.column:
+        return cols
+    return tuple(sorted({o for c in cols for o in graph.origins(c)}))
+
+
+def severity_of(share: float, live: bool, config: SeverityConfig) -> str:
+    """The band the poisoned share reaches, stepped down for a version serving no live traffic."""
+    names = config.names
+    level = next(i for i, (_, minimum) in enumerate(config.bands) if share >= minimum)
+    if not live:
+        level = min(len(names) - 1, level + config.not_live_step_down)
+    return names[level]
+
+
+def group_of(closure: ModelClosure) -> str:
+    groups = closure.model.groups
+    return next((g for g in groups if g.startswith("urn:li:mlModelGroup:")), groups[0] if groups else closure.urn)
+
+
+def _features(
+    closure: ModelClosure, parents: Mapping[Col, Col | None], graph: ColumnGraph, config: LifecycleConfig
+) -> list[PoisonedFeature]:
+    hits: list[PoisonedFeature] = []
+    for feature in closure.features:
+        sources = [graph.canonical.get(s, s) for s in feature.sources]
+        if feature.column:
+            found = [((s, feature.column), "column") for s in sources if (s, feature.column) in parents]
+        elif config.name_matching:
+            wanted = feature.name.casefold()
+            found = [(c, "name") for c in parents if c[0] in sources and c[1].casefold() == wanted]
+        else:
+            found = []
+        if found:
+            col, evidence = found[0]
+            lineage = lineage_to(col, parents)
+            hits.append(PoisonedFeature(feature.urn, feature.name, col, evidence, lineage))  # type: ignore[arg-type]
+    return hits
+
+
+def _read_columns(closure: ModelClosure, graph: ColumnGraph) -> set[Col]:
+    """Columns the version's training runs recorded reading (the schema of each run input)."""
+    return {
+        (graph.canonical.get(urn, urn), f.path)
+        for run in closure.training_runs
+        for urn in run.inputs
+        for f in closure.dataset(urn).fields or ()
+    }
+
+
+def _impact(
+    closure: ModelClosure,
+    parents: Mapping[Col, Col | None],
+    observed: Mapping[str, frozenset[Col]],
+    failed_rows: Mapping[str, int | None],
+    graph: ColumnGraph,
+    config: LifecycleConfig,
+) -> ModelImpact | None:
+    poisoned = _features(closure, parents, graph, config)
+    read = sorted(c for c in _read_columns(closure, graph) if c in parents)
+    if not poisoned and not read:
+        return None
+    cols = {f.column for f in poisoned} | set(read)
+    watching = tuple(a for a, reach in observed.items() if cols & reach)
+    weighed = watching or tuple(failed_rows)  # no test on its own path: the failure as a whole
+    counts = [n for a in weighed if (n := failed_rows[a]) is not None]
+    live = closure.live_deployments
+    share = len(poisoned) / len(closure.features) if closure.features else 0.0
+    return ModelImpact(
+        model=closure.urn,
+        name=closure.model.name,
+        version=closure.model.version,
+        group=group_of(closure),
+        poisoned=tuple(poisoned),
+        total_features=len(closure.features),
+        poisoned_inputs=tuple(column_name(c) for c in sorted(cols)),
+        live_deployments=tuple(d.urn for d in live),
+        production=closure.production,
+        failed_rows=max(counts) if counts else None,
+        observed_by=watching,
+        share=share,
+        severity=severity_of(share, bool(live), config.severity),
+    )
+
+
+def blast_radius(
+    records: Sequence[AssertionRecord],
+    closures: Sequence[ModelClosure],
+    graph: ColumnGraph,
+    config: LifecycleConfig,
+) -> BlastRadius:
+    """Re-root every failing column, close downstream, and weigh what each model version loses."""
+    origins = tuple(sorted({o for r in records for o in origins_of(r, graph, config)}))
+    parents = graph.reach(origins)
+    observed = {r.urn: frozenset(graph.reach(failing_columns(r, graph, config))) for r in records}
+    failed_rows = {r.urn: r.failed_rows(config.failing) for r in records}
+    impacts = [i for c in closures if (i := _impact(c, parents, observed, failed_rows, graph, config))]
+    rank = config.severity.rank
+    impacts.sort(key=lambda i: (rank(i.severity), -i.share, -len(i.live_deployments), i.name, i.model))
+    return BlastRadius(
+        origins=origins,
+        poisoned_columns=tuple(sorted(parents)),
+        models=tuple(impacts),
+        severity=impacts[0].severity if impacts else None,
+    )
+
+
+def describe(radius: Mapping[str, Any]) -> list[str]:
+    """One line per model version of a blast radius's JSON: incidents keep only that, postmortems share it."""
+    lines = []
+    for m in radius.get("models", ()):
+        serving = ", ".join(display_name(d) for d in m["live_deployments"]) or "no live deployment"
+        rows = ""
+        if m.get("failed_rows") is not None:
+            where = "" if m["observed_by"] else " on tests off its path"
+            rows = f"; {m['failed_rows']:,} failing rows{where}"
+        named = ", ".join(f["name"] + (" (by name)" if f["evidence"] == "name" else "") for f in m["features"])
+        named = named or "training inputs only"
+        lines.append(f"{m['name']} [{m['severity']}]: {m['summary']} ({named}); {serving}{rows}")
+    return lines

@@ -1,0 +1,103 @@
+"""Column-level lineage over the whole estate, one name per physical column.
+
+DataHub's sources describe one table several times (the warehouse table, its
+dbt node, the mlflow source's reference to it) and spread column lineage across
+them: dbt nodes read the warehouse twins of their parents, and COPY edges join
+the twins.  Naming every column by its table's canonical twin
+(:meth:`ModelClosure.canonical`) turns that into one graph where COPY edges
+vanish and a walk never stalls at a twin.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.estate.views import FieldRef
+
+Col = tuple[str, str]  # (canonical dataset URN, simple column path)
+
+
+def column_name(col: Col) -> str:
+    return f"{display_name(col[0])}.{col[1]}"
+
+
+@dataclass(frozen=True)
+class ColumnGraph:
+    canonical: Mapping[str, str]  # every dataset URN seen -> its canonical twin
+    upstream: Mapping[Col, tuple[Col, ...]]
+    downstream: Mapping[Col, tuple[Col, ...]]
+    columns: Mapping[str, tuple[str, ...]]  # canonical dataset -> every column any twin records
+
+    def col(self, ref: FieldRef) -> Col:
+        urn, path = ref
+        return (self.canonical.get(urn, urn), path)
+
+    def origins(self, col: Col) -> tuple[Col, ...]:
+        """The columns with no upstream that ``col`` derives from; itself when lineage stops there."""
+        roots: set[Col] = set()
+        seen = {col}
+        queue = deque([col])
+        while queue:
+            current = queue.popleft()
+            parents = [p for p in self.upstream.get(current, ()) if p not in seen]
+            if not self.upstream.get(current):
+                roots.add(current)
+            seen.update(parents)
+            queue.extend(parents)
+        return tuple(sorted(roots)) or (col,)  # a pure cycle has no root: it starts where it was entered
+
+    def reach(self, cols: Iterable[Col]) -> dict[Col, Col | None]:
+        """Every column downstream of ``cols`` (them included), each with the column it was reached from."""
+        parent: dict[Col, Col | None] = {c: None for c in cols}
+        queue = deque(parent)
+        while queue:
+            current = queue.popleft()
+            for child in self.downstream.get(current, ()):
+                if child not in parent:
+                    parent[child] = current
+                    queue.append(child)
+        return parent
+
+
+def lineage_to(col: Col, parents: Mapping[Col, Col | None]) -> tuple[Col, ...]:
+    """The chain from the root of a :meth:`ColumnGraph.reach` walk down to ``col``."""
+    chain = [col]
+    while (up := parents.get(chain[-1])) is not None:
+        chain.append(up)
+    return tuple(reversed(chain))
+
+
+def column_graph(closures: Sequence[ModelClosure]) -> ColumnGraph:
+    """The estate's column lineage, from every dataset any closure holds."""
+    canonical: dict[str, str] = {}
+    for closure in closures:
+        for urn in closure.datasets:
+            canonical.setdefault(urn, closure.canonical(urn))
+    ups: dict[Col, dict[Col, None]] = {}
+    downs: dict[Col, dict[Col, None]] = {}
+    columns: dict[str, dict[str, None]] = {}
+    seen: set[str] = set()
+    for closure in closures:
+        for urn, dataset in closure.datasets.items():
+            if urn in seen:
+                continue
+            seen.add(urn)
+            columns.setdefault(canonical[urn], {}).update(dict.fromkeys(f.path for f in dataset.fields or ()))
+            for edge in dataset.column_lineage:
+                up = (canonical.get(edge.upstream[0], edge.upstream[0]), edge.upstream[1])
+                down = (canonical.get(edge.downstream[0], edge.downstream[0]), edge.downstream[1])
+                if up == down:  # a COPY between twins: the same column
+                    continue
+                ups.setdefault(down, {})[up] = None
+                downs.setdefault(up, {})[down] = None
+                for c in (up, down):
+                    columns.setdefault(c[0], {})[c[1]] = None
+    return ColumnGraph(
+        canonical=canonical,
+        upstream={c: tuple(sorted(p)) for c, p in ups.items()},
+        downstream={c: tuple(sorted(p)) for c, p in downs.items()},
+        columns={u: tuple(c) for u, c in columns.items()},
+    )

@@ -1,0 +1,260 @@
+"""The retrain gate: named checks over one model version, GO only when every one passes.
+
+Each check is a pure function of :class:`GateInputs` (the version's closure,
+the scan detectors' findings on it, the root causes, the incidents open on its
+training data, its last training run, the row counts now, the instant), so the
+CLI, the Dagster blocking check and a test reach the same verdict from the same
+inputs.  A check that cannot measure (no row counts recorded, no freshness
+record) passes or is skipped and says why: unknown is reported, never silent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Literal, Mapping, Sequence
+
+from recall_dagster.detect import (
+    Finding,
+    RecallConfig,
+    deprecated_upstream,
+    orphaned_feature,
+    ownership_vacuum,
+    pii_exposure,
+    training_serving_skew,
+    training_source_schema_drift,
+)
+from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.lifecycle.assess import RootCause
+from recall_dagster.lifecycle.blast import group_of
+from recall_dagster.lifecycle.columns import ColumnGraph
+from recall_dagster.lifecycle.config import CHECK_NAMES, LifecycleConfig
+from recall_dagster.lifecycle.records import OpenIncident, TrainingSpan
+from recall_dagster.lifecycle.verdict import Status
+from recall_dagster.scan import iso_instant
+
+CheckStatus = Literal["PASS", "FAIL", "SKIP"]
+_HOUR_MS = 3_600_000
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    status: CheckStatus
+    summary: str
+    details: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "summary": self.summary, "details": list(self.details)}
+
+
+@dataclass(frozen=True)
+class GateInputs:
+    closure: ModelClosure  # the version judged
+    findings: Sequence[Finding]  # the scan detectors' findings on it
+    causes: Sequence[RootCause]
+    open_incidents: Sequence[OpenIncident]  # ACTIVE DataHub incidents on its training data, raised by others
+    span: TrainingSpan | None  # its training run
+    current_rows: Mapping[str, int]  # "schema.table" -> rows now, where measured
+    columns: ColumnGraph
+    scan: RecallConfig
+    config: LifecycleConfig
+    now_ms: int
+
+    @property
+    def direct_inputs(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((*self.closure.training_inputs, *self.closure.feature_sources)))
+
+
+def training_data(closure: ModelClosure) -> frozenset[str]:
+    """What a retrain reads (recorded inputs and feature sources) and everything upstream of it."""
+    return closure.upstream_of((*closure.training_inputs, *closure.feature_sources))
+
+
+def _result(name: str, problems: Sequence[str], ok: str, bad: str, notes: Sequence[str] = ()) -> CheckResult:
+    if problems:
+        return CheckResult(name, "FAIL", bad.format(n=len(problems)), tuple(problems))
+    return CheckResult(name, "PASS", ok, tuple(notes))
+
+
+def _detector_check(name: str, detectors: tuple[str, ...], ok: str) -> Callable[[GateInputs], CheckResult]:
+    """A check backed by the scan's detectors: their findings at or above the gate's severity fail it."""
+
+    def check(inputs: GateInputs) -> CheckResult:
+        floor = inputs.config.gate.min_severity
+        problems = [
+            f"[{f.severity.value}] {f.message}"
+            for f in inputs.findings
+            if f.detector in detectors and f.severity.at_least(floor)
+        ]
+        return _result(name, problems, ok, "{n} finding(s) at " + floor.value + " or above")
+
+    return check
+
+
+def active_incidents(inputs: GateInputs) -> CheckResult:
+    problems = []
+    for cause in inputs.causes:
+        impact = cause.blast.impact_on(inputs.closure.urn)
+        if cause.active and impact is not None:
+            tests = ", ".join(r.name for r in cause.records if r.urn in cause.failing)
+            problems.append(f"poisoned data ({tests}): {impact.summary} [{impact.severity}]")
+    problems += [
+        f"{i.title} ({i.urn}) on {', '.join(display_name(d) for d in i.datasets)}" for i in inputs.open_incidents
+    ]
+    return _result("active_incidents", problems, "no open incident touches its training data", "{n} open incident(s)")
+
+
+def failing_assertions(inputs: GateInputs) -> CheckResult:
+    problems = [
+        f"{a.name} on {dataset.name}{'.' + a.column if a.column else ''}: {a.result}"
+        + (f" ({a.failed_rows:,} failing rows)" if a.failed_rows is not None else "")
+        for urn in sorted(training_data(inputs.closure))
+        for dataset in [inputs.closure.dataset(urn)]
+        for a in dataset.assertions
+        if inputs.config.failing(a.result)
+    ]
+    return _result(
+        "failing_assertions", problems, "every test on its training data passes", "{n} failing test(s) upstream"
+    )
+
+
+def contaminated_version(inputs: GateInputs) -> CheckResult:
+    verdicts = [v for c in inputs.causes if (v := c.versions_of(inputs.closure.urn)) is not None]
+    worst = next(
+        (v for status in (Status.CONTAMINATED, Status.UNKNOWN) for v in verdicts if v.verdict.status is status), None
+    )
+    name = inputs.closure.model.name
+    if worst is None or worst.verdict.status is Status.CLEAN:
+        return CheckResult("contaminated_version", "PASS", f"{name} was trained outside every blind window")
+    blocks = worst.verdict.status is Status.CONTAMINATED or inputs.config.gate.block_unknown
+    return CheckResult(
+        "contaminated_version",
+        "FAIL" if blocks else "PASS",
+        f"{name} is {worst.verdict.status.value}",
+        (worst.verdict.reason,),
+    )
+
+
+def input_freshness(inputs: GateInputs) -> CheckResult:
+    problems, unknown = [], []
+    for urn in inputs.direct_inputs:
+        twins = [inputs.closure.dataset(u) for u in inputs.closure.datasets if inputs.closure.canonical(u) == urn]
+        seen = [f for d in twins or [inputs.closure.dataset(urn)] if (f := d.freshness_at(inputs.now_ms))]
+        dataset = inputs.closure.dataset(urn)
+        if not seen:
+            unknown.append(f"{dataset.name}: nobody records when it changes")
+            continue
+        newest = max(seen, key=lambda f: f.updated_ms)
+        hours = inputs.scan.freshness.window_hours(dataset)
+        age = (inputs.now_ms - newest.updated_ms) / _HOUR_MS
+        if age > hours:
+            problems.append(f"{dataset.name} last changed {age:.1f} h ago, past its {hours:g} h window")
+    return _result("input_freshness", problems, "every training input is within its freshness window",
+                   "{n} stale training input(s)", unknown)
+
+
+def row_count_drop(inputs: GateInputs) -> CheckResult:
+    trained = inputs.span.table_rows if inputs.span else {}
+    if not trained:
+        return CheckResult("row_count_drop", "SKIP", "its training run recorded no row counts")
+    problems, notes = [], []
+    limit = inputs.config.gate.max_row_drop
+    for table, then in sorted(trained.items()):
+        now = inputs.current_rows.get(table)
+        if now is None:
+            notes.append(f"{table}: not measured now")
+            continue
+        drop = (then - now) / then if then else 0.0
+        line = f"{table}: {then:,} rows at training, {now:,} now"
+        (problems if drop > limit else notes).append(line + (f" ({drop:.0%} fewer)" if drop > 0 else ""))
+    return _result("row_count_drop", problems, f"no input lost more than {limit:.0%} of its rows",
+                   "{n} input(s) shrank past the limit", notes)
+
+
+def feature_coverage(inputs: GateInputs) -> CheckResult:
+    """Every feature must resolve to a column that exists on its source, or lineage cannot vouch for it."""
+    features = inputs.closure.features
+    if not features:
+        return CheckResult("feature_coverage", "SKIP", "the version records no features")
+    gaps = []
+    for f in features:
+        sources = [inputs.columns.canonical.get(s, s) for s in f.sources]
+        column = f.column or f.name
+        if f.missing or f.removed:
+            gaps.append(f"{f.name}: not in the catalog")
+        elif not any(column in inputs.columns.columns.get(s, ()) for s in sources):
+            where = ", ".join(display_name(s) for s in sources) or "no source"
+            gaps.append(f"{f.name}: column {column} not found on {where}")
+    share = 1 - len(gaps) / len(features)
+    summary = f"{share:.0%} of features resolve to a source column"
+    if share >= inputs.config.gate.min_feature_coverage:
+        return CheckResult("feature_coverage", "PASS", summary, tuple(gaps))
+    return CheckResult("feature_coverage", "FAIL", f"only {summary}", tuple(gaps))
+
+
+CHECKS: Mapping[str, Callable[[GateInputs], CheckResult]] = {
+    "active_incidents": active_incidents,
+    "failing_assertions": failing_assertions,
+    "contaminated_version": contaminated_version,
+    "input_freshness": input_freshness,
+    "schema_drift": _detector_check(
+        "schema_drift", (training_source_schema_drift.NAME,), "no unacknowledged schema change on its inputs"
+    ),
+    "training_serving_skew": _detector_check(
+        "training_serving_skew", (training_serving_skew.NAME,), "training and serving read the same data"
+    ),
+    "ownership": _detector_check("ownership", (ownership_vacuum.NAME,), "it and its data have active owners"),
+    "pii_justification": _detector_check(
+        "pii_justification", (pii_exposure.NAME,), "no unjustified personal data reaches it"
+    ),
+    "row_count_drop": row_count_drop,
+    "feature_coverage": feature_coverage,
+    "deprecated_inputs": _detector_check(
+        "deprecated_inputs", (deprecated_upstream.NAME, orphaned_feature.NAME), "no deprecated or orphaned input"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class GateResult:
+    model: str  # the version judged
+    name: str
+    registered_model: str
+    judged_at_ms: int
+    checks: tuple[CheckResult, ...]
+
+    @property
+    def go(self) -> bool:
+        return not self.failing
+
+    @property
+    def failing(self) -> tuple[CheckResult, ...]:
+        return tuple(c for c in self.checks if c.status == "FAIL")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "name": self.name,
+            "registered_model": self.registered_model,
+            "judged_at": iso_instant(self.judged_at_ms),
+            "verdict": "GO" if self.go else "NO-GO",
+            "failing_checks": [c.name for c in self.failing],
+            "checks": [c.to_json() for c in self.checks],
+        }
+
+
+def run_gate(inputs: GateInputs) -> GateResult:
+    """Every enabled check, in report order; GO when none fails."""
+    skipped = inputs.config.gate.disabled
+    checks = tuple(
+        CHECKS[name](inputs) if name not in skipped else CheckResult(name, "SKIP", "disabled in recall.yaml")
+        for name in CHECK_NAMES
+    )
+    return GateResult(
+        model=inputs.closure.urn,
+        name=inputs.closure.model.name,
+        registered_model=display_name(group_of(inputs.closure)),
+        judged_at_ms=inputs.now_ms,
+        checks=checks,
+    )
+

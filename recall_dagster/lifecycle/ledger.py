@@ -1,0 +1,52 @@
+"""The local incident ledger: ``state_dir/lifecycle/incidents.json``, one section per graph.
+
+It is what makes raise / update / resolve idempotent: the sensor, the CLI and
+a re-run after a crash all see the same open incidents.  Keyed by the graph's
+location so a Lite file and a GMS server never share incidents; replaced
+atomically so a reader never sees half a ledger.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from recall_dagster.errors import ConfigError
+from recall_dagster.lifecycle.incidents import IncidentEntry
+
+
+class Ledger:
+    def __init__(self, state_dir: str | os.PathLike[str], location: str) -> None:
+        self.path = Path(state_dir) / "lifecycle" / "incidents.json"
+        self.location = location
+
+    def _read(self) -> dict[str, Any]:
+        if not self.path.exists():
+            return {}
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError) as err:
+            raise ConfigError(f"incident ledger {self.path} is unreadable ({err}); delete it to start afresh") from err
+        if not isinstance(data, dict):
+            raise ConfigError(f"incident ledger {self.path} is not a JSON object; delete it to start afresh")
+        return data
+
+    def load(self) -> dict[str, IncidentEntry]:
+        section = self._read().get(self.location) or {}
+        try:
+            return {ident: IncidentEntry.from_json(entry) for ident, entry in section.items()}
+        except (KeyError, TypeError, ValueError) as err:
+            raise ConfigError(f"incident ledger {self.path} has a malformed entry ({err}); delete it") from err
+
+    def save(self, entries: Mapping[str, IncidentEntry]) -> None:
+        data = self._read()
+        data[self.location] = {ident: e.to_json() for ident, e in sorted(entries.items())}
+        tmp = self.path.with_suffix(".json.tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+            os.replace(tmp, self.path)
+        except OSError as err:
+            raise ConfigError(f"cannot write incident ledger {self.path}: {err.strerror}") from err

@@ -1,0 +1,172 @@
+"""Thin readers over the graph port: the estate, assertion histories, training runs, incidents.
+
+Everything the pure core needs that a closure does not carry is read here in
+batches (one request per aspect kind, one timeseries read per assertion or
+run) and handed over as plain values, so the core never sees the graph.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from datahub.metadata.schema_classes import (
+    AssertionInfoClass,
+    AssertionRunEventClass,
+    DataProcessInstancePropertiesClass,
+    DataProcessInstanceRunEventClass,
+    DataProcessRunStatusClass,
+    DatasetProfileClass,
+    IncidentInfoClass,
+    IncidentStateClass,
+    MLTrainingRunPropertiesClass,
+    ViewPropertiesClass,
+)
+
+from recall_dagster.detect import RecallConfig
+from recall_dagster.estate import ModelClosure, display_name, resolve_closures
+from recall_dagster.estate.parse import parse_assertion
+from recall_dagster.graph.port import MetadataGraph
+from recall_dagster.lifecycle.columns import column_graph
+from recall_dagster.lifecycle.incidents import INCIDENT_TYPE
+from recall_dagster.lifecycle.records import AssertionRecord, AssertionRun, Estate, OpenIncident, TrainingSpan
+
+ROWS_METRIC = "table_rows."  # training logs rows per table read as "table_rows.<schema>.<table>"
+
+
+def read_estate(graph: MetadataGraph, config: RecallConfig, now_ms: int) -> Estate:
+    """All model versions, not only production ones: a rollback target is rarely in production."""
+    closures = tuple(resolve_closures(graph, config.resolve, scanned_at_ms=now_ms, include_all=True))
+    datasets = {u: d for c in closures for u, d in c.datasets.items()}
+    return Estate(closures=closures, columns=column_graph(closures), datasets=datasets)
+
+
+def _kind(info: AssertionInfoClass | None) -> str | None:
+    """The test's own name for what it checks (``not_null_...``, ``dbt Freshness``), else DataHub's type."""
+    if info is None:
+        return None
+    custom, dataset = info.customAssertion, info.datasetAssertion
+    return (custom and (custom.nativeType or custom.type)) or (dataset and dataset.nativeType) or info.type
+
+
+def _materialised(estate: Estate, aspects: Mapping[str, Mapping[str, object]], dataset: str) -> bool:
+    """Whether the table stores its rows (changes only when written), per any twin's view properties."""
+    for twin in estate.twins(dataset):
+        view = aspects.get(twin, {}).get(ViewPropertiesClass.ASPECT_NAME)
+        if isinstance(view, ViewPropertiesClass) and view.materialized:
+            return True
+    return False
+
+
+def _writes(estate: Estate, dataset: str) -> tuple[int, ...]:
+    twins = [estate.datasets[t] for t in estate.twins(dataset) if t in estate.datasets]
+    return tuple(sorted({updated for twin in twins for _, updated in twin.operations_ms}))
+
+
+def read_assertions(graph: MetadataGraph, estate: Estate, history_limit: int) -> tuple[AssertionRecord, ...]:
+    """Every assertion on a dataset some model depends on, with its run history."""
+    found: dict[str, tuple[str, str | None, str]] = {}
+    for closure in estate.closures:
+        for urn, dataset in closure.datasets.items():
+            for a in dataset.assertions:
+                found.setdefault(a.urn, (urn, a.column, a.name))
+    wanted = sorted(found)
+    datasets = sorted({found[a][0] for a in wanted})
+    twins = sorted({t for d in datasets for t in estate.twins(d)})
+    views = graph.get_aspects(twins, [ViewPropertiesClass]) if twins else {}
+    infos = graph.get_aspects(wanted, [AssertionInfoClass]) if wanted else {}
+    records = []
+    for urn in wanted:
+        dataset, column, name = found[urn]
+        events = graph.timeseries(urn, AssertionRunEventClass, limit=history_limit)
+        info = infos.get(urn, {}).get(AssertionInfoClass.ASPECT_NAME)
+        runs = []
+        for event in events:
+            one = parse_assertion(urn, None, [event])  # type: ignore[list-item]
+            at_ms = event.timestampMillis or None  # type: ignore[attr-defined]
+            runs.append(AssertionRun(at_ms, one.result, one.failed_rows))
+        kind = _kind(info)  # type: ignore[arg-type]
+        records.append(
+            AssertionRecord(
+                urn=urn,
+                name=name if name != display_name(urn) else f"{kind or 'assertion'} on {display_name(dataset)}",
+                dataset=dataset,
+                column=column,
+                kind=kind,
+                runs=tuple(runs),
+                writes_ms=_writes(estate, dataset) if _materialised(estate, views, dataset) else (),
+            )
+        )
+    return tuple(records)
+
+
+def training_span(
+    run: str, aspects: Mapping[str, object], events: Sequence[DataProcessInstanceRunEventClass]
+) -> TrainingSpan:
+    """Start from the STARTED event, else the run's creation, else end minus duration; end from the COMPLETE event.
+
+    ``aspects`` are the run's ``dataProcessInstanceProperties`` and
+    ``mlTrainingRunProperties``; the row counts are the ``table_rows.*`` metrics.
+    """
+    props = aspects.get(DataProcessInstancePropertiesClass.ASPECT_NAME)
+    training = aspects.get(MLTrainingRunPropertiesClass.ASPECT_NAME)
+    started = [e.timestampMillis for e in events if e.status == DataProcessRunStatusClass.STARTED]
+    completed = [e for e in events if e.status == DataProcessRunStatusClass.COMPLETE]
+    start = min(started) if started else None
+    if start is None and isinstance(props, DataProcessInstancePropertiesClass) and props.created and props.created.time:
+        start = props.created.time
+    end = max((e.timestampMillis for e in completed), default=None)
+    if start is None and end is not None:
+        duration = next((e.durationMillis for e in completed if e.timestampMillis == end and e.durationMillis), None)
+        start = end - duration if duration else None
+    rows: dict[str, int] = {}
+    if isinstance(training, MLTrainingRunPropertiesClass):
+        for metric in training.trainingMetrics or ():
+            if metric.name.startswith(ROWS_METRIC) and metric.value:
+                try:
+                    rows[metric.name[len(ROWS_METRIC) :]] = int(float(metric.value))
+                except ValueError:
+                    continue
+    return TrainingSpan(run=run, start_ms=start, end_ms=end, table_rows=rows)
+
+
+def read_training_spans(graph: MetadataGraph, closures: Sequence[ModelClosure]) -> dict[str, TrainingSpan | None]:
+    """Each version's (first recorded) training run as a span; None for a version with no run."""
+    runs = sorted({c.model.training_runs[0] for c in closures if c.model.training_runs})
+    wanted = [DataProcessInstancePropertiesClass, MLTrainingRunPropertiesClass]
+    aspects = graph.get_aspects(runs, wanted) if runs else {}
+    events = {r: graph.timeseries(r, DataProcessInstanceRunEventClass) for r in runs}
+    spans = {r: training_span(r, aspects.get(r, {}), events[r]) for r in runs}  # type: ignore[arg-type]
+    return {c.urn: spans.get(c.model.training_runs[0]) if c.model.training_runs else None for c in closures}
+
+
+def read_open_incidents(graph: MetadataGraph, datasets: Sequence[str]) -> tuple[OpenIncident, ...]:
+    """ACTIVE incidents on the datasets, raised by anyone but the lifecycle (its own are derived afresh)."""
+    on = graph.related(sorted(set(datasets)), "IncidentOn", "incoming") if datasets else {}
+    urns = sorted({i for found in on.values() for i in found})
+    infos = graph.get_aspects(urns, [IncidentInfoClass]) if urns else {}
+    open_: list[OpenIncident] = []
+    for urn in urns:
+        info = infos.get(urn, {}).get(IncidentInfoClass.ASPECT_NAME)
+        if (
+            isinstance(info, IncidentInfoClass)
+            and info.status.state == IncidentStateClass.ACTIVE
+            and info.customType != INCIDENT_TYPE
+        ):
+            hit = tuple(sorted(d for d, found in on.items() if urn in found))
+            open_.append(OpenIncident(urn, info.title or display_name(urn), hit))
+    return tuple(open_)
+
+
+def relation(urn: str) -> str:
+    """``schema.table`` of a warehouse dataset, the key training logs its row counts under."""
+    return ".".join(display_name(urn).split(".")[-2:])
+
+
+def read_profile_rows(graph: MetadataGraph, datasets: Sequence[str]) -> dict[str, int]:
+    """``schema.table`` -> the newest profiled row count, for datasets someone profiles."""
+    rows: dict[str, int] = {}
+    for urn in sorted(set(datasets)):
+        newest = graph.timeseries(urn, DatasetProfileClass, limit=1)
+        if newest and newest[0].rowCount is not None:  # type: ignore[attr-defined]
+            rows.setdefault(relation(urn), int(newest[0].rowCount))  # type: ignore[attr-defined]
+    return rows

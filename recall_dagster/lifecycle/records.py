@@ -1,0 +1,91 @@
+"""What the lifecycle reads beyond a closure: assertion run histories, training runs, the estate.
+
+Closures keep only an assertion's latest result and a run's inputs; the blind
+window needs the whole run history and when each training ran.  These are the
+plain values the readers (:mod:`recall_dagster.lifecycle.read`) fill in and the
+pure core reasons over; hand-made ones drive the tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from recall_dagster.estate import Dataset, ModelClosure, display_name
+from recall_dagster.lifecycle.columns import ColumnGraph
+
+
+@dataclass(frozen=True)
+class AssertionRun:
+    """One completed run; ``at_ms`` is None when the runner recorded no time."""
+
+    at_ms: int | None
+    result: str | None  # SUCCESS / FAILURE / ERROR
+    failed_rows: int | None = None
+
+
+@dataclass(frozen=True)
+class AssertionRecord:
+    """One assertion and its run history, newest first (as the graph serves it)."""
+
+    urn: str
+    name: str
+    dataset: str  # the dataset it asserts on
+    column: str | None  # None: a table-level assertion
+    kind: str | None = None  # the test's native type or runner type, for the postmortem's classification
+    runs: tuple[AssertionRun, ...] = ()
+    # when the asserted table's content last changed by a write, oldest first; empty unless the table
+    # is materialised (a view changes whenever its inputs do, so writes to it bound nothing)
+    writes_ms: tuple[int, ...] = ()
+
+    @property
+    def latest(self) -> AssertionRun | None:
+        """The newest timed run, else the first listed: the state the test is in now."""
+        timed = [r for r in self.runs if r.at_ms is not None]
+        if timed:
+            return max(timed, key=lambda r: r.at_ms or 0)
+        return self.runs[0] if self.runs else None
+
+    def failed_rows(self, failing: Callable[[str | None], bool]) -> int | None:
+        """Rows failing on the newest failing run: what the failure weighed, even after it healed."""
+        failures = [r for r in self.runs if failing(r.result)]
+        timed = [r for r in failures if r.at_ms is not None]
+        newest = max(timed, key=lambda r: r.at_ms or 0) if timed else (failures[0] if failures else None)
+        return newest.failed_rows if newest else None
+
+    @property
+    def where(self) -> str:
+        return f"{display_name(self.dataset)}.{self.column}" if self.column else display_name(self.dataset)
+
+
+@dataclass(frozen=True)
+class TrainingSpan:
+    """When one model version was trained and how many rows each table held when it was read."""
+
+    run: str | None  # the training run (dataProcessInstance) URN
+    start_ms: int | None
+    end_ms: int | None
+    table_rows: Mapping[str, int] = field(default_factory=dict)  # "schema.table" -> rows
+
+
+@dataclass(frozen=True)
+class OpenIncident:
+    """An ACTIVE DataHub incident on a dataset, whoever raised it."""
+
+    urn: str
+    title: str
+    datasets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Estate:
+    """Every model version's closure and the column lineage they share, read at one instant."""
+
+    closures: tuple[ModelClosure, ...]
+    columns: ColumnGraph
+    datasets: Mapping[str, Dataset]  # every dataset any closure holds
+
+    def twins(self, urn: str) -> tuple[str, ...]:
+        """Every dataset URN that names the same table as ``urn`` (itself included)."""
+        target = self.columns.canonical.get(urn, urn)
+        return tuple(sorted(u for u, c in self.columns.canonical.items() if c == target)) or (urn,)

@@ -1,0 +1,266 @@
+"""The lifecycle's entry points: read the graph once, run the pure core, act.
+
+The CLI (``recall blind-window``, ``recall gate``, ``recall incidents sync``)
+and the Dagster definitions (the ``blind_window`` asset, the blocking gate
+check on each training asset, the dbt-failure sensor) call these same
+functions; time always comes in as ``now_ms``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from recall_dagster.detect import RecallConfig, run_detectors
+from recall_dagster.detect.state import SchemaBaseline
+from recall_dagster.errors import ConfigError
+from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.graph.port import MetadataGraph
+from recall_dagster.lifecycle.assess import RootCause, root_causes
+from recall_dagster.lifecycle.blast import group_of
+from recall_dagster.lifecycle.config import LifecycleConfig
+from recall_dagster.lifecycle.gate import GateInputs, GateResult, run_gate, training_data
+from recall_dagster.lifecycle.incidents import IncidentEntry, matches, reconcile
+from recall_dagster.lifecycle.ledger import Ledger
+from recall_dagster.lifecycle.postmortem import Postmortem, postmortem
+from recall_dagster.lifecycle.publish import postmortem_urn, publish, write_evidence
+from recall_dagster.lifecycle.read import (
+    read_assertions,
+    read_estate,
+    read_open_incidents,
+    read_profile_rows,
+    read_training_spans,
+)
+from recall_dagster.lifecycle.records import AssertionRecord, Estate, TrainingSpan
+from recall_dagster.lifecycle.verdict import Status
+from recall_dagster.scan import iso_instant
+from recall_dagster.settings import Settings
+from recall_dagster.writeback.config import RetryPolicy
+
+RowCounter = Callable[[Sequence[str]], Mapping[str, int]]  # "schema.table" names -> rows now
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """The graph as the lifecycle sees it at one instant."""
+
+    estate: Estate
+    records: tuple[AssertionRecord, ...]
+    spans: Mapping[str, TrainingSpan | None]
+    causes: tuple[RootCause, ...]
+
+
+def assess(graph: MetadataGraph, config: RecallConfig, lc: LifecycleConfig, now_ms: int) -> Assessment:
+    """Every model version, every assertion's history, every training run, grouped into root causes."""
+    estate = read_estate(graph, config, now_ms)
+    records = read_assertions(graph, estate, config.resolve.history_limit)
+    spans = read_training_spans(graph, estate.closures)
+    return Assessment(estate, records, spans, root_causes(records, estate, spans, lc))
+
+
+# -- blind window -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BlindWindowReport:
+    target: str | None
+    judged_at_ms: int
+    assertions: tuple[str, ...]  # the target's assertions with a failing run
+    causes: tuple[RootCause, ...]
+
+    @property
+    def contaminated_live(self) -> tuple[str, ...]:
+        """Names of CONTAMINATED versions that a live deployment serves right now."""
+        return tuple(
+            v.name
+            for c in self.causes
+            for m in c.models
+            for v in m.versions
+            if v.verdict.status is Status.CONTAMINATED and v.live_deployments
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "judged_at": iso_instant(self.judged_at_ms),
+            "assertions": list(self.assertions),
+            "contaminated_live": list(self.contaminated_live),
+            "causes": [c.to_json() for c in self.causes],
+        }
+
+
+def _target_assertions(assessment: Assessment, target: str) -> tuple[AssertionRecord, ...]:
+    """An assertion URN or test name, or a dataset URN or name (any twin; a suffix like ``marts.fct_orders``)."""
+    by_assertion = [r for r in assessment.records if target in (r.urn, r.name)]
+    if by_assertion:
+        return tuple(by_assertion)
+    columns = assessment.estate.columns
+    tables = {
+        columns.canonical.get(u, u)
+        for u in assessment.estate.datasets
+        if target == u or display_name(u) == target or display_name(u).endswith("." + target)
+    }
+    if len(tables) > 1:
+        names = ", ".join(sorted(display_name(t) for t in tables))
+        raise ConfigError(f"{target!r} names several tables ({names}): give the full name or URN")
+    if not tables:
+        raise ConfigError(f"no assertion or dataset named {target!r} in the graph's model closures")
+    return tuple(r for r in assessment.records if columns.canonical.get(r.dataset, r.dataset) in tables)
+
+
+def blind_window_report(
+    graph: MetadataGraph, config: RecallConfig, lc: LifecycleConfig, target: str | None, now_ms: int
+) -> BlindWindowReport:
+    """The blind window and version verdicts for one dataset or assertion, or for every root cause (None)."""
+    assessment = assess(graph, config, lc, now_ms)
+    if target is None:
+        every = tuple(r.urn for c in assessment.causes for r in c.records)
+        return BlindWindowReport(None, now_ms, every, assessment.causes)
+    wanted = {r.urn for r in _target_assertions(assessment, target)}
+    causes = tuple(c for c in assessment.causes if wanted & {r.urn for r in c.records})
+    hit = tuple(r.urn for c in causes for r in c.records if r.urn in wanted)
+    return BlindWindowReport(target, now_ms, hit, causes)
+
+
+# -- retrain gate ---------------------------------------------------------------------------------
+
+
+def select_version(estate: Estate, model: str) -> ModelClosure:
+    """One version by URN, a registered model's newest version by its name, else a version by its own name."""
+    by_urn = [c for c in estate.closures if c.urn == model]
+    versions = by_urn or [c for c in estate.closures if display_name(group_of(c)) == model]
+    versions = versions or [c for c in estate.closures if c.model.name == model]
+    if not versions:
+        known = sorted({display_name(group_of(c)) for c in estate.closures})
+        raise ConfigError(f"no registered model or version {model!r}; known: {', '.join(known) or 'none'}")
+
+    def number(c: ModelClosure) -> tuple[int, str]:
+        version = (c.model.version or "").strip()
+        return (int(version) if version.isdigit() else -1, c.urn)
+
+    return max(versions, key=number)
+
+
+def _twins_of(closure: ModelClosure, urns: Iterable[str]) -> list[str]:
+    tables = {closure.canonical(u) for u in urns}
+    return sorted(u for u in closure.datasets if closure.canonical(u) in tables)
+
+
+def evaluate_gate(
+    graph: MetadataGraph,
+    config: RecallConfig,
+    lc: LifecycleConfig,
+    model: str,
+    now_ms: int,
+    *,
+    baselines: Mapping[str, SchemaBaseline],
+    row_counter: RowCounter | None = None,
+) -> GateResult:
+    """GO / NO-GO for retraining ``model`` (a registered model name means its newest version).
+
+    Row counts now come from DataHub's dataset profiles, then from ``row_counter``
+    (the warehouse) for tables nobody profiles.  Schema baselines are read, not
+    recorded: judging a retrain never accepts a schema change.
+    """
+    assessment = assess(graph, config, lc, now_ms)
+    closure = select_version(assessment.estate, model)
+    span = assessment.spans.get(closure.urn)
+    findings = run_detectors([closure], config, baselines).findings.get(closure.urn, ())
+    rows = read_profile_rows(graph, _twins_of(closure, closure.training_inputs))
+    missing = [t for t in (span.table_rows if span else {}) if t not in rows]
+    if missing and row_counter is not None:
+        rows.update({t: n for t, n in row_counter(missing).items() if t in missing})
+    inputs = GateInputs(
+        closure=closure,
+        findings=findings,
+        causes=assessment.causes,
+        open_incidents=read_open_incidents(graph, _twins_of(closure, training_data(closure))),
+        span=span,
+        current_rows=rows,
+        columns=assessment.estate.columns,
+        scan=config,
+        config=lc,
+        now_ms=now_ms,
+    )
+    return run_gate(inputs)
+
+
+# -- incident lifecycle -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    raised: tuple[IncidentEntry, ...]
+    updated: tuple[IncidentEntry, ...]
+    resolved: tuple[IncidentEntry, ...]
+    active: tuple[IncidentEntry, ...]  # every incident open after the sync
+    failures: tuple[str, ...]  # writes that did not land; retried on the next sync
+
+    def to_json(self) -> dict[str, Any]:
+        def brief(e: IncidentEntry) -> dict[str, Any]:
+            blast = e.snapshot.get("blast_radius", {})
+            return {
+                "id": e.id,
+                "urn": e.urn,
+                "state": e.state,
+                "severity": blast.get("severity"),
+                "tests": [a["name"] for a in e.snapshot.get("assertions", ())],
+                "models": [
+                    {k: m[k] for k in ("name", "summary", "severity", "failed_rows", "live_deployments")}
+                    for m in blast.get("models", ())
+                ],
+                "postmortem": dict(e.postmortem) if e.postmortem else None,
+            }
+
+        return {
+            "raised": [brief(e) for e in self.raised],
+            "updated": [brief(e) for e in self.updated],
+            "resolved": [brief(e) for e in self.resolved],
+            "active": [brief(e) for e in self.active],
+            "failures": list(self.failures),
+        }
+
+
+def sync_incidents(
+    graph: MetadataGraph,
+    settings: Settings,
+    config: RecallConfig,
+    lc: LifecycleConfig,
+    now_ms: int,
+    policy: RetryPolicy,
+) -> SyncResult:
+    """Raise, update and resolve incidents so they match the tests now; write postmortems on resolution.
+
+    The ledger is saved before anything is sent and again after, so a crash or
+    an unreachable server costs nothing: what did not land is sent next time.
+    """
+    ledger = Ledger(settings.state_dir, graph.location)
+    assessment = assess(graph, config, lc, now_ms)
+    transition = reconcile(ledger.load(), assessment.causes, now_ms)
+    entries = dict(transition.entries)
+    postmortems: dict[str, Postmortem] = {}
+    for entry in (e for e in entries.values() if not e.active and not e.published):
+        pm = postmortem(entry, next((c for c in assessment.causes if matches(entry, c)), None), lc)
+        files = write_evidence(settings.evidence_dir, entry, pm)
+        written = {"document": postmortem_urn(entry), "title": pm.title, "files": files}
+        entries[entry.id] = replace(entry, postmortem=written)
+        postmortems[entry.id] = pm
+    ledger.save(entries)
+    unpublished = [e for e in entries.values() if not e.published]
+    outcome = publish(graph, unpublished, postmortems, lc, policy)
+    for entry in unpublished:
+        document = postmortem_urn(entry) if entry.id in postmortems else None
+        if entry.urn in outcome.landed and (document is None or document in outcome.landed):
+            entries[entry.id] = replace(entries[entry.id], published=True)
+    ledger.save(entries)
+    def changed(kind: str) -> tuple[IncidentEntry, ...]:
+        return tuple(entries[e.entry.id] for e in transition.events if e.kind == kind)
+
+    return SyncResult(
+        raised=changed("raised"),
+        updated=changed("updated"),
+        resolved=changed("resolved"),
+        active=tuple(e for e in entries.values() if e.active),
+        failures=tuple(outcome.failures),
+    )
+

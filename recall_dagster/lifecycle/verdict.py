@@ -1,0 +1,131 @@
+"""Was a model version trained while its data was bad?  And which version is safe to roll back to?
+
+A version is CONTAMINATED when its training overlapped a blind window on an
+input the failure poisoned, CLEAN when it provably did not, and UNKNOWN when
+the record cannot tell (no training run, a run without times, a window whose
+onset no passing run bounds).  Unknown times are reasoned about, not guessed:
+a run with only a start could have lasted into the window, a run with only an
+end could have begun inside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Sequence
+
+from recall_dagster.lifecycle.records import TrainingSpan
+from recall_dagster.lifecycle.window import BlindWindow
+from recall_dagster.scan import iso_instant
+
+
+class Status(str, Enum):
+    CONTAMINATED = "CONTAMINATED"
+    UNKNOWN = "UNKNOWN"
+    CLEAN = "CLEAN"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: Status
+    reason: str
+
+
+@dataclass(frozen=True)
+class VersionVerdict:
+    """One registered version of an affected model and what its training saw."""
+
+    model: str  # mlModel URN
+    name: str
+    version: str | None
+    verdict: Verdict
+    span: TrainingSpan | None
+    live_deployments: tuple[str, ...] = ()
+    poisoned_inputs: tuple[str, ...] = ()  # "table.column" of each poisoned column it read
+
+    def to_json(self) -> dict[str, Any]:
+        span = self.span
+        return {
+            "urn": self.model,
+            "name": self.name,
+            "version": self.version,
+            "verdict": self.verdict.status.value,
+            "reason": self.verdict.reason,
+            "training_run": span.run if span else None,
+            "training_started": iso_instant(span.start_ms) if span and span.start_ms is not None else None,
+            "training_ended": iso_instant(span.end_ms) if span and span.end_ms is not None else None,
+            "live_deployments": list(self.live_deployments),
+            "poisoned_inputs": list(self.poisoned_inputs),
+        }
+
+
+_INF = float("inf")
+
+
+def _at(ms: int | None) -> str:
+    return iso_instant(ms) if ms is not None else "an unknown time"
+
+
+def _against(span: TrainingSpan, window: BlindWindow) -> Verdict:
+    """One training run against one window, both possibly with unknown ends."""
+    start, end = span.start_ms, span.end_ms
+    earliest_start = start if start is not None else -_INF
+    latest_start = start if start is not None else (end if end is not None else _INF)
+    earliest_end = end if end is not None else (start if start is not None else -_INF)
+    latest_end = end if end is not None else _INF
+    onset = window.onset_ms if window.onset_ms is not None else -_INF
+    close = window.end_ms if window.end_ms is not None else _INF
+    if earliest_start > close or latest_end < onset:
+        side = "after the data healed" if earliest_start > close else "before the corruption could have begun"
+        until = "still open" if window.open else _at(window.end_ms)
+        return Verdict(Status.CLEAN, f"trained {side} (blind window {_at(window.onset_ms)} – {until})")
+    # conservatively, the whole window counts as bad; with no pass bounding its onset only the failing runs do
+    bad_from = window.onset_ms if window.onset_ms is not None else window.began_by_ms
+    if bad_from is not None and latest_start <= close and earliest_end >= bad_from:
+        until = "while the test still fails" if window.open else f"before it healed at {_at(window.ended_by_ms)}"
+        return Verdict(
+            Status.CONTAMINATED,
+            f"training ran {_at(start)} – {_at(end)}, inside the blind window from {_at(bad_from)} {until}",
+        )
+    if window.onset_ms is None and window.began_by_ms is not None:
+        why = "no passing run before the failures bounds when the corruption began"
+    elif window.began_by_ms is None:
+        why = "the failing runs carry no time"
+    else:
+        why = "the training run's record lacks the time that would decide it"
+    return Verdict(Status.UNKNOWN, f"training ran {_at(start)} – {_at(end)}; {why}")
+
+
+def judge(span: TrainingSpan | None, windows: Sequence[BlindWindow], poisoned_inputs: Sequence[str]) -> Verdict:
+    """The verdict of one version: the worst over every window, CLEAN when it reads nothing poisoned."""
+    if not poisoned_inputs:
+        return Verdict(Status.CLEAN, "reads none of the poisoned columns")
+    if not windows:
+        return Verdict(Status.CLEAN, "no failing run recorded")
+    if span is None:
+        return Verdict(Status.UNKNOWN, "no training run is recorded for this version")
+    if span.start_ms is None and span.end_ms is None:
+        return Verdict(Status.UNKNOWN, "its training run records neither a start nor an end")
+    verdicts = [_against(span, w) for w in windows]
+    for status in (Status.CONTAMINATED, Status.UNKNOWN):
+        found = next((v for v in verdicts if v.status is status), None)
+        if found is not None:
+            return found
+    return verdicts[-1]
+
+
+def _number(version: VersionVerdict) -> tuple[int, int, str]:
+    """Newest first: numbered versions by number, then by training end, then by URN."""
+    digits = (version.version or "").strip()
+    number = int(digits) if digits.isdigit() else -1
+    ended = version.span.end_ms if version.span and version.span.end_ms is not None else -1
+    return (number, ended, version.model)
+
+
+def newest_first(versions: Sequence[VersionVerdict]) -> tuple[VersionVerdict, ...]:
+    return tuple(sorted(versions, key=_number, reverse=True))
+
+
+def rollback_target(versions: Sequence[VersionVerdict]) -> VersionVerdict | None:
+    """The newest CLEAN version; None when no version is provably clean."""
+    return next((v for v in newest_first(versions) if v.verdict.status is Status.CLEAN), None)

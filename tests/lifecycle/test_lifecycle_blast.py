@@ -1,0 +1,103 @@
+"""Column-precise blast radius, severity, and root causes on the hand-made price estate."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from lifecycle_estates import DEVICE, FCT, FCT_PG, RAW, STG, at, closure, estate, model_urn, record, span_for
+
+from recall_dagster.lifecycle.assess import root_causes
+from recall_dagster.lifecycle.blast import blast_radius, severity_of
+from recall_dagster.lifecycle.config import LifecycleConfig, load_lifecycle_config
+from recall_dagster.lifecycle.verdict import Status
+
+
+@pytest.fixture(scope="module")
+def lc() -> LifecycleConfig:
+    return load_lifecycle_config()
+
+
+def test_a_failing_column_is_rerooted_and_closed_downstream_through_twins(lc: LifecycleConfig) -> None:
+    world = estate([closure(1, live=True)])
+    radius = blast_radius([record([(0, "SUCCESS"), (10, "FAILURE")])], world.closures, world.columns, lc)
+    assert radius.origins == ((RAW, "unit_price"),), "re-rooted through the dbt node and its warehouse twin"
+    assert {(FCT, "unit_price"), (FCT, "amount_to_price_ratio"), (STG, "unit_price")} <= set(radius.poisoned_columns)
+    (impact,) = radius.models
+    assert impact.summary == "2 of 4 features poisoned"
+    evidence = {f.name: f.evidence for f in impact.poisoned}
+    assert evidence == {"order_unit_price": "column", "amount_to_price_ratio": "name"}
+    by_name = {f.name: f for f in impact.poisoned}
+    assert [c[1] for c in by_name["order_unit_price"].lineage] == ["unit_price", "unit_price", "unit_price"]
+    assert by_name["order_unit_price"].lineage[0] == (RAW, "unit_price")
+    assert impact.failed_rows == 223 and impact.observed_by == ("urn:li:assertion:fct-price",)
+    assert impact.live_deployments and impact.severity == "CRITICAL", "half its features, serving live traffic"
+
+
+def test_name_matching_can_be_turned_off(lc: LifecycleConfig) -> None:
+    world = estate([closure(1)])
+    radius = blast_radius([record([(10, "FAILURE")])], world.closures, world.columns, replace(lc, name_matching=False))
+    assert [f.name for f in radius.models[0].poisoned] == ["order_unit_price"]
+
+
+def test_an_unrelated_column_poisons_nothing(lc: LifecycleConfig) -> None:
+    world = estate([closure(1)])
+    device = record([(10, "FAILURE")], urn_="urn:li:assertion:device", dataset=DEVICE, column="ip_risk_score")
+    (impact,) = blast_radius([device], world.closures, world.columns, lc).models
+    assert [f.name for f in impact.poisoned] == ["device_ip_risk_score"]
+    untouched = record([(10, "FAILURE")], dataset=FCT, column="hour_of_day")
+    assert blast_radius([untouched], world.closures, world.columns, lc).models == ()
+
+
+def test_a_table_level_failure_poisons_its_own_columns_only_when_configured(lc: LifecycleConfig) -> None:
+    world = estate([closure(1)])
+    table = record([(10, "FAILURE")], dataset=FCT_PG, column=None)
+    (impact,) = blast_radius([table], world.closures, world.columns, lc).models
+    assert impact.summary == "3 of 4 features poisoned"
+    assert blast_radius([table], world.closures, world.columns, replace(lc, table_level=False)).models == ()
+
+
+def test_severity_scales_with_the_poisoned_share_not_high_on_everything(lc: LifecycleConfig) -> None:
+    bands = lc.severity
+    assert [severity_of(s, True, bands) for s in (0.6, 2 / 6, 0.2, 0.05)] == ["CRITICAL", "HIGH", "MEDIUM", "LOW"]
+    assert severity_of(2 / 6, False, bands) == "MEDIUM", "no live deployment: one level lower"
+    assert severity_of(0.0, False, bands) == "LOW", "never below the quietest"
+
+
+def test_root_causes_group_tests_with_one_origin_and_judge_every_version(lc: LifecycleConfig) -> None:
+    versions = [closure(1, live=True), closure(2, live=True), closure(3)]
+    world = estate(versions)
+    history = [(0, "SUCCESS"), (10, "FAILURE"), (12, "FAILURE")]
+    stg = record(history, urn_="urn:li:assertion:stg-price", dataset=STG, rows=130, writes=(9,))
+    fct = record(history, writes=(9,))
+    spans = {model_urn(1): span_for(2, 3), model_urn(2): span_for(11, 11.5), model_urn(3): None}
+    (cause,) = root_causes([stg, fct], world, spans, lc)
+    assert cause.active and set(cause.failing) == {stg.urn, fct.urn}
+    (fraud,) = cause.models
+    verdicts = {v.name: v.verdict.status for v in fraud.versions}
+    assert verdicts == {"fraud_detector_1": Status.CLEAN, "fraud_detector_2": Status.CONTAMINATED, "fraud_detector_3": Status.UNKNOWN}
+    assert [v.name for v in fraud.versions] == ["fraud_detector_3", "fraud_detector_2", "fraud_detector_1"]
+    assert fraud.rollback is not None and fraud.rollback.name == "fraud_detector_1"
+    assert "roll back to fraud_detector_1" in fraud.rollback_note
+
+
+def test_a_model_with_no_clean_version_names_no_rollback_and_says_so(lc: LifecycleConfig) -> None:
+    world = estate([closure(1), closure(2)])
+    spans = {model_urn(1): span_for(11, 12), model_urn(2): span_for(None, None)}
+    (cause,) = root_causes([record([(0, "SUCCESS"), (10, "FAILURE")])], world, spans, lc)
+    (fraud,) = cause.models
+    assert fraud.rollback is None
+    assert "no rollback target" in fraud.rollback_note
+    assert cause.to_json()["models"][0]["rollback"] is None
+
+
+def test_a_history_that_never_failed_is_no_cause(lc: LifecycleConfig) -> None:
+    world = estate([closure(1)])
+    assert root_causes([record([(0, "SUCCESS"), (1, "SUCCESS")])], world, {}, lc) == ()
+
+
+def test_a_healed_cause_is_inactive_and_keeps_its_window(lc: LifecycleConfig) -> None:
+    world = estate([closure(1)])
+    (cause,) = root_causes([record([(0, "SUCCESS"), (10, "FAILURE"), (20, "SUCCESS")])], world, {}, lc)
+    assert not cause.active and cause.window is not None and cause.window.ended_by_ms == at(20)
+    assert cause.failed_rows[cause.records[0].urn] == 223, "the rows of the newest failing run, not of the pass"

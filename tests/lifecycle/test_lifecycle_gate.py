@@ -1,0 +1,110 @@
+"""The retrain gate's checks on hand-made inputs, and the lifecycle config."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from lifecycle_estates import FCT, at, closure, datasets, estate, model_urn, record, span_for
+
+from recall_dagster.detect import Finding, RecallConfig, Severity
+from recall_dagster.errors import ConfigError
+from recall_dagster.estate import Assertion
+from recall_dagster.lifecycle.assess import root_causes
+from recall_dagster.lifecycle.config import CHECK_NAMES, LifecycleConfig, load_lifecycle_config, parse_lifecycle_config
+from recall_dagster.lifecycle.gate import CHECKS, GateInputs, run_gate
+from recall_dagster.lifecycle.records import OpenIncident, TrainingSpan
+from recall_dagster.scan import DEFAULT_CONFIG, _read_yaml, load_config
+
+
+@pytest.fixture(scope="module")
+def lc() -> LifecycleConfig:
+    return load_lifecycle_config()
+
+
+@pytest.fixture(scope="module")
+def scan_config() -> RecallConfig:
+    return load_config()
+
+
+def inputs(lc: LifecycleConfig, scan_config: RecallConfig, *history: tuple[float | None, str], **changes) -> GateInputs:
+    views = datasets()
+    latest = history[-1][1] if history else "SUCCESS"
+    views[FCT] = replace(
+        views[FCT],
+        assertions=(Assertion("urn:li:assertion:fct-price", "not_null_unit_price", "unit_price", latest, 223),),
+        operations_ms=((at(99), at(99)),),
+    )
+    version = closure(2, live=True, views=views)
+    world = estate([closure(1, live=True, views=views), version])
+    spans = {model_urn(1): span_for(2, 3), model_urn(2): span_for(11, 12)}
+    causes = root_causes([record(history, writes=(9,))], world, spans, lc) if history else ()
+    base = GateInputs(
+        closure=version,
+        findings=(),
+        causes=causes,
+        open_incidents=(),
+        span=TrainingSpan("run", at(11), at(12), {"marts.fct_transactions": 1000}),
+        current_rows={"marts.fct_transactions": 1000},
+        columns=world.columns,
+        scan=scan_config,
+        config=lc,
+        now_ms=at(100),
+    )
+    return replace(base, **changes)
+
+
+def statuses(result) -> dict[str, str]:
+    return {c.name: c.status for c in result.checks}
+
+
+def test_the_gate_runs_every_named_check_and_says_go_when_all_pass(lc, scan_config) -> None:
+    assert tuple(CHECKS) == CHECK_NAMES and len(CHECK_NAMES) >= 10
+    result = run_gate(inputs(lc, scan_config))
+    assert result.go and result.to_json()["verdict"] == "GO"
+    assert list(statuses(result)) == list(CHECK_NAMES)
+
+
+def test_poisoned_data_blocks_through_three_checks(lc, scan_config) -> None:
+    result = run_gate(inputs(lc, scan_config, (0, "SUCCESS"), (10, "FAILURE")))
+    assert not result.go
+    assert {c.name for c in result.failing} == {"active_incidents", "failing_assertions", "contaminated_version"}
+    assert "2 of 4 features poisoned" in " ".join(next(c for c in result.checks if c.name == "active_incidents").details)
+
+
+def test_after_the_heal_the_contaminated_version_still_blocks_until_replaced(lc, scan_config) -> None:
+    result = run_gate(inputs(lc, scan_config, (0, "SUCCESS"), (10, "FAILURE"), (20, "SUCCESS")))
+    assert [c.name for c in result.failing] == ["contaminated_version"]
+
+
+def test_row_count_drop_freshness_and_coverage(lc, scan_config) -> None:
+    shrunk = run_gate(inputs(lc, scan_config, current_rows={"marts.fct_transactions": 700}))
+    assert [c.name for c in shrunk.failing] == ["row_count_drop"]
+    unmeasured = run_gate(inputs(lc, scan_config, current_rows={}, span=None))
+    assert statuses(unmeasured)["row_count_drop"] == "SKIP" and unmeasured.go
+    stale = run_gate(inputs(lc, scan_config, now_ms=at(99 + 24 * 30)))
+    assert [c.name for c in stale.failing] == ["input_freshness"]
+    version = inputs(lc, scan_config).closure
+    orphan = replace(version, features=(*version.features, replace(version.features[0], name="gone", column="gone")))
+    covered = run_gate(inputs(lc, scan_config, closure=orphan))
+    assert [c.name for c in covered.failing] == ["feature_coverage"]
+
+
+def test_detector_findings_open_incidents_and_disabled_checks(lc, scan_config) -> None:
+    drift = Finding("training_source_schema_drift", Severity.CRITICAL, FCT, "amount changed type")
+    owner = Finding("ownership_vacuum", Severity.INFO, FCT, "below the gate's severity")
+    other = OpenIncident("urn:li:incident:x", "broken feed", (FCT,))
+    result = run_gate(inputs(lc, scan_config, findings=(drift, owner), open_incidents=(other,)))
+    assert {c.name for c in result.failing} == {"schema_drift", "active_incidents"}
+    quiet = replace(lc, gate=replace(lc.gate, disabled=frozenset({"schema_drift", "active_incidents"})))
+    assert run_gate(inputs(quiet, scan_config, findings=(drift,), open_incidents=(other,))).go
+
+
+def test_config_errors_name_the_key() -> None:
+    section = _read_yaml(DEFAULT_CONFIG)["lifecycle"]
+    with pytest.raises(ConfigError, match="gate.disabled"):
+        parse_lifecycle_config({**section, "gate": {**section["gate"], "disabled": ["no_such_check"]}})
+    with pytest.raises(ConfigError, match="share 0"):
+        parse_lifecycle_config({**section, "severity": {**section["severity"], "bands": {"HIGH": 0.5}}})
+    with pytest.raises(ConfigError, match="failing_results"):
+        parse_lifecycle_config({k: v for k, v in section.items() if k != "failing_results"})

@@ -1,0 +1,153 @@
+"""Raise, update, resolve: the ledger transition, its file, the postmortem and the aspects written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from datahub.metadata.schema_classes import DocumentStateClass, IncidentInfoClass, IncidentStateClass
+from lifecycle_estates import at, closure, estate, model_urn, record, span_for
+
+from recall_dagster.graph.port import WriteReport
+from recall_dagster.lifecycle.assess import RootCause, root_causes
+from recall_dagster.lifecycle.config import LifecycleConfig, load_lifecycle_config
+from recall_dagster.lifecycle.incidents import ACTIVE, INCIDENT_TYPE, RESOLVED, reconcile
+from recall_dagster.lifecycle.ledger import Ledger
+from recall_dagster.lifecycle.postmortem import postmortem
+from recall_dagster.lifecycle.publish import incident_info, postmortem_info, publish, write_evidence
+from recall_dagster.writeback.config import RetryPolicy
+
+
+@pytest.fixture(scope="module")
+def lc() -> LifecycleConfig:
+    return load_lifecycle_config()
+
+
+def causes(
+    lc: LifecycleConfig, *history: tuple[float | None, str], rows: int = 223, trained: tuple[float, float] = (2, 11)
+) -> tuple[RootCause, ...]:
+    """The hand-made estate with versions 1 and 2 trained for an hour from the given hours."""
+    world = estate([closure(1, live=True), closure(2, live=True)])
+    spans = {model_urn(1): span_for(trained[0], trained[0] + 1), model_urn(2): span_for(trained[1], trained[1] + 1)}
+    return root_causes([record(history, rows=rows, writes=(9, 19, 29, 39))], world, spans, lc)
+
+
+FAILING = ((0, "SUCCESS"), (10, "FAILURE"))
+
+
+def test_a_failing_cause_raises_one_incident_and_a_rerun_changes_nothing(lc: LifecycleConfig) -> None:
+    first = reconcile({}, causes(lc, *FAILING), at(10.5))
+    ((kind, entry),) = [(e.kind, e.entry) for e in first.events]
+    assert kind == "raised" and entry.state == ACTIVE and entry.started_at_ms == at(10)
+    assert entry.snapshot["blast_radius"]["models"][0]["summary"] == "2 of 4 features poisoned"
+    again = reconcile(first.entries, causes(lc, *FAILING), at(11))
+    assert again.events == () and again.entries == first.entries
+
+
+def test_a_changed_failure_updates_the_same_incident(lc: LifecycleConfig) -> None:
+    first = reconcile({}, causes(lc, *FAILING), at(10.5))
+    worse = reconcile(first.entries, causes(lc, *FAILING, (11, "FAILURE"), rows=400), at(11.5))
+    ((event),) = worse.events
+    assert event.kind == "updated" and event.entry.id in first.entries
+    assert [t["event"] for t in event.entry.timeline] == ["raised", "updated"]
+    assert not event.entry.published, "an update is written again"
+
+
+def test_passing_tests_resolve_it_and_a_new_failure_is_a_new_incident(lc: LifecycleConfig) -> None:
+    raised = reconcile({}, causes(lc, *FAILING), at(10.5))
+    healed_history = (*FAILING, (20, "SUCCESS"))
+    resolved = reconcile(raised.entries, causes(lc, *healed_history), at(21))
+    ((event),) = resolved.events
+    assert event.kind == "resolved" and event.entry.state == RESOLVED and event.entry.resolved_at_ms == at(21)
+    assert event.entry.snapshot["window"]["open"] is False
+    assert event.entry.snapshot["blast_radius"] == raised.entries[event.entry.id].snapshot["blast_radius"], (
+        "the blast radius is what was hit while failing"
+    )
+    assert reconcile(resolved.entries, causes(lc, *healed_history), at(22)).events == ()
+    relapse = reconcile(resolved.entries, causes(lc, *healed_history, (30, "FAILURE")), at(31))
+    ((new),) = relapse.events
+    assert new.kind == "raised" and new.entry.id not in resolved.entries
+
+
+def test_the_ledger_round_trips_per_graph(lc: LifecycleConfig, tmp_path: Path) -> None:
+    entries = reconcile({}, causes(lc, *FAILING), at(10.5)).entries
+    Ledger(tmp_path, "a.db").save(entries)
+    Ledger(tmp_path, "b.db").save({})
+    assert Ledger(tmp_path, "a.db").load() == entries
+    assert Ledger(tmp_path, "b.db").load() == {}
+
+
+def test_the_postmortem_has_timeline_durations_blast_radius_versions_and_class(lc: LifecycleConfig, tmp_path: Path) -> None:
+    raised = reconcile({}, causes(lc, *FAILING), at(10.5))
+    healed = causes(lc, *FAILING, (20, "SUCCESS"))
+    ((event),) = reconcile(raised.entries, healed, at(21)).events
+    pm = postmortem(event.entry, healed[0], lc)
+    assert pm.data["classification"] == {"failure_modes": ["completeness"], "impact": "contaminated-training"}
+    assert pm.data["durations_ms"] == {
+        "time_to_detect": at(10) - at(9),
+        "time_to_raise": at(10.5) - at(10),
+        "time_to_heal": at(20) - at(10),
+        "time_to_resolve": at(21) - at(10.5),
+    }
+    assert [v["name"] for v in pm.data["contaminated_versions"]] == ["fraud_detector_2"]
+    for heading in ("## Timeline", "## Durations", "## Blast radius", "## Contaminated versions"):
+        assert heading in pm.text
+    assert "roll back to fraud_detector_1" in pm.text and "2 of 4 features poisoned" in pm.text
+    files = write_evidence(tmp_path, event.entry, pm)
+    assert [Path(f).name for f in files] == [f"{event.entry.id}.md", f"{event.entry.id}.json"]
+    doc = postmortem_info(event.entry, pm)
+    assert doc.status.state == DocumentStateClass.PUBLISHED and (doc.customProperties or {})["recall.managedBy"] == "recall-lifecycle"
+
+
+def test_incident_aspects_name_models_and_fall_back_to_datasets(lc: LifecycleConfig) -> None:
+    entry = next(iter(reconcile({}, causes(lc, *FAILING), at(10.5)).entries.values()))
+    info = incident_info(entry, lc, None)
+    assert info.customType == INCIDENT_TYPE and not info.customType.startswith("recall:")
+    assert info.status.state == IncidentStateClass.ACTIVE and info.priority == 0
+    assert model_urn(2) in info.entities and "2 of 4 features poisoned" in (info.description or "")
+    assert all(e.startswith("urn:li:dataset:") for e in incident_info(entry, lc, None, on_models=False).entities)
+
+
+def test_a_postmortem_names_only_the_versions_its_own_streak_contaminated(lc: LifecycleConfig) -> None:
+    first = (*FAILING, (20, "SUCCESS"))
+    second = (*first, (30, "FAILURE"))
+    raised = reconcile({}, causes(lc, *second, trained=(11, 31)), at(30.5))
+    healed = causes(lc, *second, (40, "SUCCESS"), trained=(11, 31))
+    ((event),) = reconcile(raised.entries, healed, at(41)).events
+    versions = {v.name: v.verdict.status.value for m in healed[0].models for v in m.versions}
+    assert versions == {"fraud_detector_1": "CONTAMINATED", "fraud_detector_2": "CONTAMINATED"}, "both, over all time"
+    pm = postmortem(event.entry, healed[0], lc)
+    assert [v["name"] for v in pm.data["contaminated_versions"]] == ["fraud_detector_2"]
+
+
+class RefusesModelTargets:
+    """A graph that refuses incidents naming mlModels, as DataHub before PR #19112 does."""
+
+    location = "stand-in"
+
+    def __init__(self) -> None:
+        self.stored: dict[str, object] = {}
+
+    def get_aspects(self, urns, aspects=None):
+        return {u: {} for u in urns}
+
+    def emit_mcps(self, mcps):
+        report = WriteReport()
+        for mcp in mcps:
+            info = mcp.aspect
+            if isinstance(info, IncidentInfoClass) and any(e.startswith("urn:li:mlModel:") for e in info.entities):
+                report.failures.append((mcp.entityUrn, mcp.aspectName, "HTTP 422: unsupported entity type"))
+            else:
+                self.stored[mcp.entityUrn] = info
+                report.written += 1
+        return report
+
+
+def test_a_server_refusing_model_targets_gets_the_incident_on_the_datasets(lc: LifecycleConfig) -> None:
+    entry = next(iter(reconcile({}, causes(lc, *FAILING), at(10.5)).entries.values()))
+    graph = RefusesModelTargets()
+    outcome = publish(graph, [entry], {}, lc, RetryPolicy(attempts=1, backoff_seconds=0, max_backoff_seconds=0))  # type: ignore[arg-type]
+    assert outcome.landed == {entry.urn} and outcome.failures == []
+    stored = graph.stored[entry.urn]
+    assert isinstance(stored, IncidentInfoClass) and all(e.startswith("urn:li:dataset:") for e in stored.entities)
+    assert "fraud_detector_2" in (stored.description or ""), "the models are named in its text"

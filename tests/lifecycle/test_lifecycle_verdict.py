@@ -1,0 +1,106 @@
+"""CONTAMINATED / CLEAN / UNKNOWN, and the rollback target, on hand-made training runs and windows."""
+
+from __future__ import annotations
+
+from datahub.metadata.schema_classes import (
+    DataProcessInstanceRunEventClass,
+    DataProcessRunStatusClass,
+    MLMetricClass,
+    MLTrainingRunPropertiesClass,
+)
+from lifecycle_estates import at, span_for
+
+from recall_dagster.lifecycle.read import training_span
+from recall_dagster.lifecycle.records import AssertionRun
+from recall_dagster.lifecycle.verdict import Status, Verdict, VersionVerdict, judge, newest_first, rollback_target
+from recall_dagster.lifecycle.window import BlindWindow, blind_windows
+
+POISONED = ("warehouse.marts.fct_transactions.unit_price",)
+
+
+def window(*pairs: tuple[float | None, str], writes: tuple[float, ...] = ()) -> tuple[BlindWindow, ...]:
+    history = [AssertionRun(at(h) if h is not None else None, r) for h, r in reversed(pairs)]
+    return blind_windows(history, lambda r: r == "FAILURE", [at(w) for w in writes])
+
+
+HEALED = window((0, "SUCCESS"), (10, "FAILURE"), (20, "SUCCESS"), writes=(9, 19))
+OPEN = window((0, "SUCCESS"), (10, "FAILURE"), writes=(9,))
+
+
+def test_training_inside_the_window_is_contaminated() -> None:
+    assert judge(span_for(12, 13), HEALED, POISONED).status is Status.CONTAMINATED
+    assert judge(span_for(12, 13), OPEN, POISONED).status is Status.CONTAMINATED
+    assert "still fails" in judge(span_for(12, 13), OPEN, POISONED).reason
+
+
+def test_training_before_the_first_write_after_the_pass_is_clean() -> None:
+    verdict = judge(span_for(2, 5), HEALED, POISONED)
+    assert verdict.status is Status.CLEAN and "before" in verdict.reason
+
+
+def test_training_after_the_heal_is_clean_and_an_open_window_never_ends() -> None:
+    assert judge(span_for(21, 22), HEALED, POISONED).status is Status.CLEAN
+    assert judge(span_for(21, 22), OPEN, POISONED).status is Status.CONTAMINATED
+
+
+def test_training_between_the_last_write_and_the_passing_run_is_clean() -> None:
+    assert judge(span_for(19.5, 19.8), HEALED, POISONED).status is Status.CLEAN
+
+
+def test_a_version_that_reads_no_poisoned_column_is_clean_whenever_it_trained() -> None:
+    assert judge(span_for(12, 13), OPEN, ()).status is Status.CLEAN
+
+
+def test_missing_times_are_reasoned_about_not_guessed() -> None:
+    assert judge(None, OPEN, POISONED).status is Status.UNKNOWN
+    assert judge(span_for(None, None), OPEN, POISONED).status is Status.UNKNOWN
+    assert judge(span_for(5, None), HEALED, POISONED).status is Status.UNKNOWN, "may have run into the window"
+    assert judge(span_for(12, None), OPEN, POISONED).status is Status.CONTAMINATED, "started inside it"
+    assert judge(span_for(None, 5), HEALED, POISONED).status is Status.CLEAN, "ended before it could begin"
+    assert judge(span_for(None, 25), HEALED, POISONED).status is Status.UNKNOWN, "may have begun inside it"
+
+
+def test_no_pass_before_the_failures_makes_earlier_training_unknown() -> None:
+    unbounded = window((10, "FAILURE"), (20, "SUCCESS"))
+    verdict = judge(span_for(2, 3), unbounded, POISONED)
+    assert verdict.status is Status.UNKNOWN and "no passing run" in verdict.reason
+    assert judge(span_for(12, 13), unbounded, POISONED).status is Status.CONTAMINATED
+
+
+def test_untimed_failures_leave_every_version_unknown() -> None:
+    assert judge(span_for(2, 3), window((0, "SUCCESS"), (None, "FAILURE")), POISONED).status is Status.UNKNOWN
+
+
+def test_the_worst_window_wins() -> None:
+    two = window((0, "SUCCESS"), (1, "FAILURE"), (2, "SUCCESS"), (10, "FAILURE"), (20, "SUCCESS"), writes=(0.5, 1.8, 9, 19))
+    assert judge(span_for(1.2, 1.5), two, POISONED).status is Status.CONTAMINATED
+    assert judge(span_for(5, 6), two, POISONED).status is Status.CLEAN
+
+
+def _version(n: int, status: Status) -> VersionVerdict:
+    return VersionVerdict(f"urn:li:mlModel:m_{n}", f"m_{n}", str(n), Verdict(status, ""), span_for(n, n + 1))
+
+
+def test_rollback_is_the_newest_clean_version_and_none_without_one() -> None:
+    versions = [_version(1, Status.CLEAN), _version(3, Status.CONTAMINATED), _version(2, Status.CLEAN), _version(10, Status.UNKNOWN)]
+    assert [v.version for v in newest_first(versions)] == ["10", "3", "2", "1"], "numeric, not lexical, order"
+    target = rollback_target(versions)
+    assert target is not None and target.name == "m_2"
+    assert rollback_target([_version(1, Status.CONTAMINATED), _version(2, Status.UNKNOWN)]) is None
+
+
+def test_a_training_span_is_read_from_whatever_the_run_recorded() -> None:
+    complete = DataProcessInstanceRunEventClass(
+        timestampMillis=at(3), status=DataProcessRunStatusClass.COMPLETE, durationMillis=at(3) - at(1)
+    )
+    metrics = MLTrainingRunPropertiesClass(
+        trainingMetrics=[MLMetricClass("table_rows.marts.fct_transactions", value="1000.0"), MLMetricClass("roc_auc", value="0.9")]
+    )
+    span = training_span("run", {MLTrainingRunPropertiesClass.ASPECT_NAME: metrics}, [complete])
+    assert (span.start_ms, span.end_ms) == (at(1), at(3)), "no start recorded: end minus duration"
+    assert span.table_rows == {"marts.fct_transactions": 1000}
+    started = DataProcessInstanceRunEventClass(timestampMillis=at(2), status=DataProcessRunStatusClass.STARTED)
+    running = training_span("run", {}, [started])
+    assert (running.start_ms, running.end_ms) == (at(2), None)
+    empty = training_span("run", {}, [])
+    assert (empty.start_ms, empty.end_ms, empty.table_rows) == (None, None, {})
