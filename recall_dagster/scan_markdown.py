@@ -8,12 +8,15 @@ metadata and which any reviewer can open from the evidence folder.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from recall_dagster.detect import Finding, Severity
 from recall_dagster.detect.blast_radius import BlastRadius
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.scan import ScanResult, iso_instant
+
+if TYPE_CHECKING:
+    from recall_dagster.lifecycle.gate import GateResult
 
 
 def _cell(value: object) -> str:
@@ -84,6 +87,13 @@ def findings_table(findings: Iterable[Finding]) -> str:
         ("severity", "detector", "where", "message"),
         ((f.severity.value, f.detector, display_name(f.cause or f.subject), f.message) for f in findings),
     )
+
+
+def checks_table(gate: "GateResult") -> str:
+    """The retrain gate's named checks, failing ones first, each with what it saw."""
+    order = {"FAIL": 0, "PASS": 1, "SKIP": 2}
+    rows = sorted(gate.checks, key=lambda c: order[c.status])
+    return table(("check", "status", "summary"), [(c.name, c.status, c.summary) for c in rows])
 
 
 def scan_report(result: ScanResult) -> str:

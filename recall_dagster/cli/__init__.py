@@ -32,4 +32,4 @@ def main() -> None:
 
 
 # Subcommands register themselves on `cli`; imported last because they import it.
-from recall_dagster.cli import estate, lifecycle, scan, verify  # noqa: E402,F401
+from recall_dagster.cli import dagster_cmd, estate, lifecycle, scan, verify  # noqa: E402,F401

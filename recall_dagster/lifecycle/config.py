@@ -20,6 +20,7 @@ from recall_dagster.scan import DEFAULT_CONFIG, _read_yaml
 
 # Every check the retrain gate runs, in report order (recall_dagster/lifecycle/gate.py implements them).
 CHECK_NAMES: tuple[str, ...] = (
+    "risk_tier",
     "active_incidents",
     "failing_assertions",
     "contaminated_version",

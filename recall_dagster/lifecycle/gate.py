@@ -16,6 +16,7 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 from recall_dagster.detect import (
     Finding,
     RecallConfig,
+    Severity,
     deprecated_upstream,
     orphaned_feature,
     ownership_vacuum,
@@ -31,6 +32,7 @@ from recall_dagster.lifecycle.config import CHECK_NAMES, LifecycleConfig
 from recall_dagster.lifecycle.records import OpenIncident, TrainingSpan
 from recall_dagster.lifecycle.verdict import Status
 from recall_dagster.scan import iso_instant
+from recall_dagster.score import score_model
 
 CheckStatus = Literal["PASS", "FAIL", "SKIP"]
 _HOUR_MS = 3_600_000
@@ -89,6 +91,17 @@ def _detector_check(name: str, detectors: tuple[str, ...], ok: str) -> Callable[
         return _result(name, problems, ok, "{n} finding(s) at " + floor.value + " or above")
 
     return check
+
+
+def risk_tier(inputs: GateInputs) -> CheckResult:
+    """The scan's own verdict: a version the nightly scan reports at the fail tier is not retrained."""
+    scoring = inputs.scan.scoring
+    score = score_model(inputs.findings, len(inputs.closure.live_deployments), scoring)
+    summary = f"{score.tier} (score {score.value}); the gate tier is {scoring.fail_tier}"
+    if not scoring.at_or_above(score.tier, scoring.fail_tier):
+        return CheckResult("risk_tier", "PASS", summary)
+    critical = [f"[{f.detector}] {f.message}" for f in inputs.findings if f.severity is Severity.CRITICAL]
+    return CheckResult("risk_tier", "FAIL", summary, tuple(critical))
 
 
 def active_incidents(inputs: GateInputs) -> CheckResult:
@@ -193,6 +206,7 @@ def feature_coverage(inputs: GateInputs) -> CheckResult:
 
 
 CHECKS: Mapping[str, Callable[[GateInputs], CheckResult]] = {
+    "risk_tier": risk_tier,
     "active_incidents": active_incidents,
     "failing_assertions": failing_assertions,
     "contaminated_version": contaminated_version,
@@ -222,6 +236,7 @@ class GateResult:
     registered_model: str
     judged_at_ms: int
     checks: tuple[CheckResult, ...]
+    findings: tuple[Finding, ...] = ()  # the scan's findings on the version, for a reader who wants them all
 
     @property
     def go(self) -> bool:
@@ -256,5 +271,6 @@ def run_gate(inputs: GateInputs) -> GateResult:
         registered_model=display_name(group_of(inputs.closure)),
         judged_at_ms=inputs.now_ms,
         checks=checks,
+        findings=tuple(inputs.findings),
     )
 

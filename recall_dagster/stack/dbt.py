@@ -141,7 +141,7 @@ def _invoke(settings: Settings, warehouse: Warehouse, args: Sequence[str]) -> tu
         "--log-level", "none",  # stdout stays the caller's; details go to logs/dbt.log
     ]
     started = time.monotonic()
-    with _INVOKE_LOCK, _environment(dbt_env(warehouse)):
+    with _INVOKE_LOCK, dbt_environment(dbt_env(warehouse)):
         result = dbtRunner().invoke(full)
     if result.exception is not None:
         raise _cannot_run(args, warehouse, result.exception)
@@ -157,7 +157,7 @@ def _cannot_run(args: Sequence[str], warehouse: Warehouse, err: BaseException) -
 
 
 @contextmanager
-def _environment(values: Mapping[str, str]) -> Iterator[None]:
+def dbt_environment(values: Mapping[str, str]) -> Iterator[None]:
     """Set variables for one in-process dbt call and restore the caller's environment after."""
     saved = {key: os.environ.get(key) for key in values}
     os.environ.update(values)

@@ -108,3 +108,17 @@ def test_config_errors_name_the_key() -> None:
         parse_lifecycle_config({**section, "severity": {**section["severity"], "bands": {"HIGH": 0.5}}})
     with pytest.raises(ConfigError, match="failing_results"):
         parse_lifecycle_config({k: v for k, v in section.items() if k != "failing_results"})
+
+
+def test_a_version_the_scan_scores_at_the_fail_tier_is_refused_and_the_critical_findings_named(
+    lc, scan_config
+) -> None:
+    critical = Finding("training_serving_skew", Severity.CRITICAL, FCT, "serves from a table training never read")
+    info = Finding("blast_radius", Severity.INFO, FCT, "at risk")
+    one = run_gate(inputs(lc, scan_config, findings=(critical, info)))
+    assert statuses(one)["risk_tier"] == "PASS", "one CRITICAL on two live deployments scores 39: AT_RISK"
+    two = run_gate(inputs(lc, scan_config, findings=(critical, replace(critical, subject="other"), info)))
+    tier = next(c for c in two.checks if c.name == "risk_tier")
+    assert tier.status == "FAIL" and tier.summary.startswith("CRITICAL")
+    assert tier.details == ("[training_serving_skew] serves from a table training never read",) * 2
+    assert two.findings[-1] is info, "the result carries every finding for readers like the Dagster UI"

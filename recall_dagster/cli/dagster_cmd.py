@@ -1,0 +1,38 @@
+"""``recall dagster``: the Dagster webserver and daemon on this stack, with DAGSTER_HOME under RECALL_HOME."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from recall_dagster.cli import cli
+from recall_dagster.settings import REPO_ROOT, Settings
+
+# Dagster's instance settings for the embedded stack; a team's dagster.yaml (Postgres storage,
+# a K8s or Celery run launcher) replaces this file and nothing else.
+INSTANCE_YAML = "telemetry:\n  enabled: false\n"
+
+
+def dagster_home(settings: Settings) -> Path:
+    """RECALL_HOME/dagster, with an instance file written once and never overwritten."""
+    home = settings.ensure_home() / "dagster"
+    home.mkdir(exist_ok=True)
+    instance = home / "dagster.yaml"
+    if not instance.exists():
+        instance.write_text(INSTANCE_YAML)
+    return home
+
+
+@cli.command("dagster")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address the webserver listens on.")
+@click.option("--port", default=3000, show_default=True, help="Port the webserver listens on.")
+def dagster_command(host: str, port: int) -> None:
+    """Start `dagster dev` (webserver and daemon) on workspace.yaml: scans, reactions and gates in the UI."""
+    settings = Settings.from_env()
+    env = {**os.environ, "RECALL_HOME": str(settings.home), "DAGSTER_HOME": str(dagster_home(settings))}
+    executable = str(Path(sys.executable).with_name("dagster"))
+    workspace = str(REPO_ROOT / "workspace.yaml")
+    os.execve(executable, [executable, "dev", "-w", workspace, "-h", host, "-p", str(port)], env)

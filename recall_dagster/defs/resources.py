@@ -1,0 +1,129 @@
+"""Where Recall's state lives and which services it talks to, as Dagster resources.
+
+Each resource is configured from the environment variable the CLI reads
+(``RECALL_HOME``, ``RECALL_GRAPH``, ``RECALL_WAREHOUSE_URL``, ``MLFLOW_TRACKING_URI``...),
+bound with :class:`~dagster.EnvVar` so the UI shows where a value came from and
+a secret never appears in it. Pointing a deployment at production services is
+a change of environment, never of code. An empty value means the embedded
+stack's default under ``RECALL_HOME``, exactly as :meth:`Settings.from_env` decides.
+"""
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dagster import ConfigurableResource, EnvVar
+
+from recall_dagster.detect import RecallConfig
+from recall_dagster.graph import MetadataGraph, open_graph
+from recall_dagster.scan import load_config
+from recall_dagster.settings import Settings
+from recall_dagster.stack.warehouse import Warehouse, ensure_warehouse
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+
+class RecallHome(ConfigurableResource):
+    """``RECALL_HOME``: the warehouse's data, the graph file, dbt's target, state and evidence."""
+
+    path: str
+    config_path: str = ""  # RECALL_CONFIG: overrides laid over the shipped recall.yaml
+
+
+class MetadataGraphResource(ConfigurableResource):
+    """``RECALL_GRAPH``: a DataHub Lite file or a GMS URL (with ``DATAHUB_GMS_TOKEN``)."""
+
+    target: str = ""
+    token: str = ""
+
+
+class WarehouseResource(ConfigurableResource):
+    """``RECALL_WAREHOUSE_URL``: the team's Postgres; empty starts the embedded one on first use."""
+
+    url: str = ""
+
+
+class MlflowResource(ConfigurableResource):
+    """``MLFLOW_TRACKING_URI``: the tracking server and model registry."""
+
+    tracking_uri: str = ""
+
+
+class RecallResource(ConfigurableResource):
+    """The four above, resolved into the one :class:`Settings` every Recall function takes."""
+
+    home: RecallHome
+    graph: MetadataGraphResource
+    warehouse: WarehouseResource
+    mlflow: MlflowResource
+
+    @classmethod
+    def from_env(cls) -> "RecallResource":
+        """Bind every field to its environment variable, leaving unset ones to the embedded defaults."""
+        return cls(
+            home=RecallHome(path=_env("RECALL_HOME", str(Settings.from_env().home)), config_path=_env("RECALL_CONFIG")),
+            graph=MetadataGraphResource(target=_env("RECALL_GRAPH"), token=_env("DATAHUB_GMS_TOKEN")),
+            warehouse=WarehouseResource(url=_env("RECALL_WAREHOUSE_URL")),
+            mlflow=MlflowResource(tracking_uri=_env("MLFLOW_TRACKING_URI")),
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings, config_path: str = "") -> "RecallResource":
+        """Fixed values, for tests and embedding: nothing is read from the environment."""
+        return cls(
+            home=RecallHome(path=str(settings.home), config_path=config_path),
+            graph=MetadataGraphResource(target=settings.graph, token=settings.gms_token or ""),
+            warehouse=WarehouseResource(url=settings.warehouse_url or ""),
+            mlflow=MlflowResource(tracking_uri=settings.mlflow_tracking_uri or ""),
+        )
+
+    def settings(self) -> Settings:
+        home = Path(self.home.path).expanduser().resolve()
+        return Settings(
+            home=home,
+            graph=self.graph.target or str(home / "datahub.db"),
+            gms_token=self.graph.token or None,
+            warehouse_url=self.warehouse.url or None,
+            mlflow_tracking_uri=self.mlflow.tracking_uri or None,
+        )
+
+    def config(self) -> RecallConfig:
+        return load_config(self.home.config_path or None)
+
+    def ensure_warehouse(self) -> Warehouse:
+        """A reachable warehouse; the embedded server starts here, at run time, never at import."""
+        return ensure_warehouse(self.settings())
+
+    @contextmanager
+    def open_graph(self, read_only: bool = True) -> Iterator[MetadataGraph]:
+        graph = open_graph(self.settings(), read_only=read_only)
+        try:
+            yield graph
+        finally:
+            graph.close()
+
+    def mlflow_client(self) -> "MlflowClient":
+        from mlflow import MlflowClient  # imported on use: loading the definitions must stay fast
+
+        uri = self.settings().mlflow_uri
+        return MlflowClient(tracking_uri=uri, registry_uri=uri)
+
+    def aliased_version(self, registered_name: str, alias: str) -> int | None:
+        """The version ``alias`` points at; None while the model or the alias does not exist."""
+        from mlflow.exceptions import MlflowException
+
+        try:
+            aliases = self.mlflow_client().get_registered_model(registered_name).aliases
+        except MlflowException as err:
+            if err.error_code == "RESOURCE_DOES_NOT_EXIST":
+                return None
+            raise
+        return int(aliases[alias]) if alias in aliases else None
+
+
+def _env(name: str, default: str = "") -> str:
+    """An :class:`EnvVar` when the variable is set, so Dagster resolves it at run time; else the default."""
+    return EnvVar(name) if os.environ.get(name) else default  # type: ignore[return-value]

@@ -1,0 +1,210 @@
+"""The scan as four assets: ``model_closures → risk_findings → risk_scores → datahub_writeback``.
+
+Each asset calls the same function as one stage of ``recall scan``
+(:func:`resolve_closures`, :func:`run_detectors`, :func:`score_models`), so a
+person can rerun one stage from the UI and read what it produced in its
+metadata. ``datahub_metadata`` upstream re-ingests dbt and MLflow into the graph;
+``datahub_writeback`` writes the diagnosis back into it.
+"""
+
+import time
+from typing import Any, Iterator, NamedTuple
+
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetsDefinition,
+    Config,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    Output,
+    asset,
+)
+from pydantic import Field
+
+from ml_models.registry import load_registry
+from recall_dagster.defs.resources import RecallResource
+from recall_dagster.detect import Detection, Severity, run_detectors
+from recall_dagster.errors import ServiceUnreachable
+from recall_dagster.estate import ModelClosure, resolve_closures
+from recall_dagster.ingest.enrich import model_group_urn
+from recall_dagster.progress import Progress
+from recall_dagster.scan import JsonStateStore, ScanResult, iso_instant, record_baselines, score_models
+from recall_dagster.scan_markdown import (
+    blast_radius_table,
+    closures_table,
+    detector_counts,
+    models_table,
+    scan_report,
+    table,
+)
+from recall_dagster.writeback import load_writeback_config, write_back
+from seed import injuries, lifecycle
+
+GROUP = "recall"
+INGEST_KEY = "datahub_metadata"
+FAIL_TIER_CHECK = "no_model_at_fail_tier"
+COUNTS = ("planned", "landed", "refused", "pending")
+
+
+class ScanConfig(Config):
+    """Which models to scan; the same choices as ``recall scan``'s flags."""
+
+    models: list[str] = Field(default=[], description="Registered model names: scan only their production versions.")
+    model_urns: list[str] = Field(default=[], description="Scan exactly these model versions (recall scan --model).")
+    include_all: bool = Field(default=False, description="Every model, not only production ones (recall scan --all).")
+
+
+class FindingsConfig(Config):
+    rebaseline: bool = Field(default=False, description="Accept every current schema as the new baseline.")
+
+
+class Closures(NamedTuple):
+    """What ``model_closures`` hands on: the closures and where and when they were read."""
+
+    scanned_at_ms: int
+    graph: str
+    closures: tuple[ModelClosure, ...]
+    whole_estate: bool  # no model was picked out: what the scan did not see, it may stand down
+
+
+def scan_run_config(models: list[str] | None = None, model_urns: list[str] | None = None) -> dict[str, Any]:
+    """Run config that points a scan job at some models, for sensors and the launchpad alike."""
+    config = ScanConfig(models=models or [], model_urns=model_urns or [])
+    return {"ops": {"model_closures": {"config": config.model_dump()}}}
+
+
+def datahub_metadata_asset(dbt: AssetsDefinition, training: list[AssetsDefinition]) -> AssetsDefinition:
+    """Ingestion into the graph, downstream of what it describes: dbt's last models and the trained ones.
+
+    Only dbt's leaves are named: the rest of the project is upstream of them,
+    and the lineage stays readable.
+    """
+    upstream_in_dbt = {key for deps in dbt.asset_deps.values() for key in deps}
+
+    @asset(
+        name=INGEST_KEY,
+        group_name=GROUP,
+        deps=[*(key for key in dbt.keys if key not in upstream_in_dbt), *(t.key for t in training)],
+        kinds={"datahub"},
+    )
+    def datahub_metadata(recall: RecallResource) -> MaterializeResult:
+        """DataHub's dbt and mlflow sources into the graph, then the enrichment none of them write."""
+        settings = recall.settings()
+        versions = lifecycle.ingest(
+            settings, injuries.serving_registry(settings), lifecycle.EstateState(settings), Progress(quiet=True)
+        )
+        rows = ((name, version, ", ".join(aliases) or "-") for name, version, aliases in versions)
+        model_versions = MetadataValue.md(table(("model", "version", "aliases"), rows))
+        return MaterializeResult(metadata={"graph": settings.graph, "model_versions": model_versions})
+
+    return datahub_metadata
+
+
+@asset(group_name=GROUP, deps=[INGEST_KEY])
+def model_closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
+    """Each model's upstream world read from the graph: features, training runs, datasets, deployments."""
+    recall_config = recall.config()
+    scanned_at_ms = int(time.time() * 1000)
+    with recall.open_graph() as graph:
+        closures = resolve_closures(
+            graph, recall_config.resolve, scanned_at_ms=scanned_at_ms,
+            include_all=config.include_all, model_urns=config.model_urns or None,
+        )
+        location = graph.location
+    if config.models:
+        registry = load_registry()
+        groups = {model_group_urn(registry, name) for name in config.models}
+        closures = [c for c in closures if groups.intersection(c.model.groups)]
+    return Output(
+        Closures(scanned_at_ms, location, tuple(closures), whole_estate=not (config.models or config.model_urns)),
+        metadata={
+            "scanned_at": iso_instant(scanned_at_ms),
+            "models": len(closures),
+            "production_models": sum(1 for c in closures if c.production),
+            "closures": MetadataValue.md(closures_table(closures)),
+        },
+    )
+
+
+@asset(group_name=GROUP)
+def risk_findings(model_closures: Closures, config: FindingsConfig, recall: RecallResource) -> Output[Detection]:
+    """Every detector over every closure; schema baselines are kept in RECALL_HOME/state between scans."""
+    store = JsonStateStore(recall.settings().state_dir)
+    baselines = store.load_baselines()
+    detection = run_detectors(model_closures.closures, recall.config(), baselines)
+    updated = record_baselines(model_closures.closures, baselines, rebaseline=config.rebaseline)
+    if updated != baselines:
+        store.save_baselines(updated)
+    findings = [f for found in detection.findings.values() for f in found]
+    return Output(
+        detection,
+        metadata={
+            **{s.value.lower(): sum(1 for f in findings if f.severity is s) for s in Severity},
+            "by_detector": MetadataValue.md(detector_counts(findings)),
+            "blast_radius": MetadataValue.md(blast_radius_table(detection.blast_radius)),
+        },
+    )
+
+
+@asset(group_name=GROUP, check_specs=[AssetCheckSpec(FAIL_TIER_CHECK, asset="risk_scores")])
+def risk_scores(model_closures: Closures, risk_findings: Detection, recall: RecallResource) -> Iterator[Any]:
+    """A score and a tier per model, worst first; the check fails (WARN) when a model reaches the fail tier."""
+    config = recall.config()
+    result = ScanResult(
+        scanned_at_ms=model_closures.scanned_at_ms,
+        graph=model_closures.graph,
+        models=score_models(model_closures.closures, risk_findings, config),
+        blast_radius=risk_findings.blast_radius,
+        config=config,
+    )
+    failing = [m.closure.model.name for m in result.failing]
+    yield Output(
+        result,
+        metadata={
+            "models": MetadataValue.md(models_table(result)),
+            "blast_radius": MetadataValue.md(blast_radius_table(result.blast_radius)),
+            "max_score": max((m.score.value for m in result.models), default=0),
+            "at_fail_tier": len(failing),
+        },
+    )
+    yield AssetCheckResult(
+        check_name=FAIL_TIER_CHECK,
+        passed=not failing,
+        severity=AssetCheckSeverity.WARN,
+        metadata={"fail_tier": config.scoring.fail_tier, "models": ", ".join(failing) or "none"},
+    )
+
+
+@asset(group_name=GROUP, kinds={"datahub"})
+def datahub_writeback(model_closures: Closures, risk_scores: ScanResult, recall: RecallResource) -> MaterializeResult:
+    """The diagnosis into DataHub with ``write_back``, as ``recall scan --write`` does, its evidence on disk first.
+
+    Only a scan of the whole estate writes: one of chosen models would stand
+    down the incidents and tags of every model it did not look at, so a
+    sensor's rescan shows its report here and leaves DataHub to the next full scan.
+    """
+    report_md = MetadataValue.md(scan_report(risk_scores))
+    if not model_closures.whole_estate:
+        return MaterializeResult(
+            metadata={"written": False, "why": "a scan of chosen models never writes back", "report": report_md}
+        )
+    settings = recall.settings()
+    config = load_writeback_config(recall.home.config_path or None)
+    with recall.open_graph(read_only=False) as graph:
+        report = write_back(graph, risk_scores, settings, config, int(time.time() * 1000))
+    writes = ((path, *(counts[k] for k in COUNTS)) for path, counts in report.counts().items())
+    metadata = {
+        "written": report.ok,
+        "run_id": report.run_id,
+        "evidence": MetadataValue.path(str(report.evidence_dir)),
+        "writes": MetadataValue.md(table(("path", *COUNTS), writes)),
+        "report": report_md,
+    }
+    try:
+        report.raise_for_status()
+    except ServiceUnreachable as err:
+        raise Failure(str(err), metadata=metadata) from err
+    return MaterializeResult(metadata=metadata)

@@ -1,0 +1,119 @@
+"""The warehouse as assets: the raw layer's load, then the dbt project with its tests as asset checks.
+
+dagster-dbt needs a manifest when the definitions load; it is parsed once into
+``RECALL_HOME/dbt/dagster`` (again only when the project changed), without a
+database. The build itself runs with ``target_path`` = ``RECALL_HOME/dbt/target``,
+where the DataHub ingestion reads dbt's artifacts, and keeps the build's
+``run_results.json`` apart before ``docs generate`` overwrites it, as the CLI does.
+"""
+
+import os
+import shutil
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from dagster import AssetExecutionContext, AssetKey, AssetSpec, AssetsDefinition, MaterializeResult, multi_asset
+from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
+
+from recall_dagster.defs.resources import RecallResource
+from recall_dagster.settings import Settings
+from recall_dagster.stack.dbt import (
+    PROJECT_DIR,
+    dbt_environment,
+    dbt_artifacts,
+    dbt_docs_generate,
+    dbt_env,
+    dbt_source_freshness,
+    dbt_target_dir,
+)
+from recall_dagster.stack.warehouse import WAREHOUSE_DB, Warehouse
+from seed.generate import RAW_TABLES, load_raw
+from seed.lifecycle import EstateState
+
+GROUP = "warehouse"  # the dbt project
+RAW_GROUP = "raw"  # what the loaders write
+RAW_SOURCE = "raw"  # the dbt source whose tables the raw layer loads; dagster-dbt keys them raw/<table>
+# dbt parse renders profiles.yml but never connects: any address will do.
+_PARSE_WAREHOUSE = Warehouse(
+    host="localhost", port=5432, user="recall", password="", database=WAREHOUSE_DB, managed=False
+)
+
+
+def dbt_project(settings: Settings) -> DbtProject:
+    """The checked-in project, its manifest parsed under RECALL_HOME when missing or older than the project."""
+    project = DbtProject(PROJECT_DIR, target_path=settings.dbt_dir / "dagster", profiles_dir=PROJECT_DIR)
+    if _stale(project.manifest_path):
+        with dbt_environment(dbt_env(_PARSE_WAREHOUSE)):
+            dbt_cli().cli(["parse", "--quiet"], target_path=project.manifest_path.parent).wait()
+    return project
+
+
+def dbt_cli() -> DbtCliResource:
+    """dbt from this interpreter's environment, found even when the venv is not on PATH."""
+    executable = shutil.which("dbt") or str(Path(sys.executable).with_name("dbt"))
+    return DbtCliResource(project_dir=str(PROJECT_DIR), profiles_dir=str(PROJECT_DIR), dbt_executable=executable)
+
+
+def _stale(manifest: Path) -> bool:
+    if not manifest.exists():
+        return True
+    built = manifest.stat().st_mtime
+    return any(p.stat().st_mtime > built for p in PROJECT_DIR.rglob("*") if p.suffix in (".sql", ".yml", ".yaml"))
+
+
+class _Translator(DagsterDbtTranslator):
+    def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> str:
+        return GROUP
+
+
+def warehouse_dbt_assets(project: DbtProject) -> AssetsDefinition:
+    """Every dbt model as an asset and every dbt test as an asset check on the model it tests."""
+
+    @dbt_assets(
+        manifest=project.manifest_path, project=project, dagster_dbt_translator=_Translator(), name="dbt_warehouse"
+    )
+    def dbt_warehouse(context: AssetExecutionContext, dbt: DbtCliResource, recall: RecallResource) -> Iterator[Any]:
+        """``dbt build`` (models and tests), then source freshness and the catalog DataHub's dbt source reads.
+
+        dbt's non-zero exit on a failing test is not raised: the test arrives as a
+        failed blocking check, which stops what depends on its model in this run,
+        and the ``dbt_test_failures`` sensor and the scan (through DataHub) take it from there.
+        """
+        settings = recall.settings()
+        warehouse = recall.ensure_warehouse()
+        target = dbt_target_dir(settings)
+        with dbt_environment(dbt_env(warehouse)):
+            invocation = dbt.cli(["build"], context=context, target_path=target, raise_on_error=False)
+        yield from invocation.stream()
+        shutil.copyfile(target / "run_results.json", dbt_artifacts(settings).run_results)
+        dbt_source_freshness(settings, warehouse)
+        dbt_docs_generate(settings, warehouse)
+
+    return dbt_warehouse
+
+
+@multi_asset(
+    name="raw_layer",
+    group_name=RAW_GROUP,
+    specs=[AssetSpec(AssetKey([RAW_SOURCE, table]), kinds={"postgres"}) for table in RAW_TABLES],
+)
+def raw_layer(recall: RecallResource) -> Iterator[MaterializeResult]:
+    """Load the demo's raw layer (what the loaders write in production) at the estate's anchor time.
+
+    The load is deterministic for an anchor and a scale, so re-materializing
+    it restores the raw data exactly; an estate without an anchor gets one now.
+    """
+    settings = recall.settings()
+    state = EstateState(settings)
+    if "anchor" not in state.data:
+        state.data.update(
+            anchor=datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0).isoformat(),
+            scale=float(os.environ.get("RECALL_SCALE", "1.0")),
+        )
+        state.save()
+    anchor = datetime.fromisoformat(state.data["anchor"])
+    rows = load_raw(recall.ensure_warehouse().url, anchor, scale=state.data["scale"])
+    for table, count in rows.items():
+        yield MaterializeResult(asset_key=AssetKey([RAW_SOURCE, table]), metadata={"rows": count})

@@ -1,0 +1,60 @@
+"""On the broken demo estate the fraud detector's retrain is refused by its gate; after heal it runs."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+from conftest import settings_at
+from dagster import AssetKey, Definitions, instance_for_test
+
+from recall_dagster.defs import build_definitions
+from recall_dagster.progress import Progress
+from recall_dagster.settings import Settings
+from seed import lifecycle
+
+pytestmark = pytest.mark.stack
+
+FRAUD = AssetKey(["ml", "fraud_detector"])
+
+
+@pytest.fixture(scope="module")
+def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
+    settings = settings_at(tmp_path_factory.mktemp("estate"))
+    lifecycle.build(settings, Progress(quiet=True), scale=0.05)
+    yield settings
+    lifecycle.reset(settings, Progress(quiet=True))
+
+
+def retrain_fraud(defs: Definitions):
+    with instance_for_test() as instance:
+        return defs.resolve_job_def("retrain_models").execute_in_process(
+            instance=instance, asset_selection=[FRAUD], raise_on_error=False
+        )
+
+
+def test_broken_estate_refuses_the_retrain_and_heal_lets_it_run(estate: Settings) -> None:
+    defs = build_definitions(estate)
+    with instance_for_test() as instance:  # the nightly scan records the healthy schemas
+        assert defs.resolve_job_def("recall_scan").execute_in_process(instance=instance).success
+    lifecycle.break_estate(estate, Progress(quiet=True))
+
+    refused = retrain_fraud(defs)
+    assert not refused.success and refused.get_asset_materialization_events() == []
+    [gate] = refused.get_asset_check_evaluations()
+    why = {name: value.value for name, value in gate.metadata.items()}
+    assert not gate.passed and why["verdict"] == "NO-GO"
+    assert {"risk_tier", "failing_assertions", "training_serving_skew", "schema_drift"} <= set(
+        why["failing_checks"].split(", ")
+    )
+    critical = why["critical_findings"]
+    for detector in ("failing_assertion", "training_serving_skew", "training_source_schema_drift"):
+        assert f"| CRITICAL | {detector} |" in critical, critical
+    assert "| failing_assertions | FAIL |" in why["checks"]
+
+    lifecycle.heal(estate, Progress(quiet=True))
+    healed = retrain_fraud(defs)
+    assert healed.success
+    [gate] = healed.get_asset_check_evaluations()
+    assert gate.passed and gate.metadata["verdict"].value == "GO"
+    assert [e.asset_key for e in healed.get_asset_materialization_events()] == [FRAUD]

@@ -1,0 +1,116 @@
+"""The Definitions load fast, start nothing, and hold every asset, check, sensor, schedule and job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from dagster import AssetKey, Definitions, EnvVar
+
+from ml_models.query import build_training_query
+from ml_models.registry import load_registry
+from recall_dagster import defs as defs_module
+from recall_dagster.defs.resources import RecallResource
+from recall_dagster.settings import REPO_ROOT, Settings
+from recall_dagster.stack.dbt import PROJECT_DIR
+
+SCAN = ["model_closures", "risk_findings", "risk_scores", "datahub_writeback"]
+MODELS = ["churn_predictor", "demand_forecaster", "fraud_detector"]
+
+
+def keys(definitions: Definitions) -> set[str]:
+    return {k.to_user_string() for k in definitions.resolve_asset_graph().get_all_asset_keys()}
+
+
+def test_every_asset_is_present(definitions) -> None:
+    found = keys(definitions)
+    assert {f"raw/{t}" for t in ("orders", "transactions", "device_signals", "fraud_labels")} <= found
+    assert {"staging/stg_orders", "marts/fct_transactions", "marts/dim_customers"} <= found
+    assert {f"ml/{m}" for m in MODELS} <= found
+    assert {"datahub_metadata", *SCAN} <= found
+
+
+def test_the_scan_is_a_chain_downstream_of_ingestion_and_training(definitions) -> None:
+    graph = definitions.resolve_asset_graph()
+    parents = {k: {p.to_user_string() for p in graph.get(AssetKey(k)).parent_keys} for k in SCAN}
+    assert parents == {
+        "model_closures": {"datahub_metadata"},
+        "risk_findings": {"model_closures"},
+        "risk_scores": {"model_closures", "risk_findings"},
+        "datahub_writeback": {"model_closures", "risk_scores"},
+    }
+    ingest = {p.to_user_string() for p in graph.get(AssetKey("datahub_metadata")).parent_keys}
+    assert {f"ml/{m}" for m in MODELS} | {"marts/fct_transactions"} <= ingest
+
+
+def test_each_model_trains_downstream_of_the_tables_its_query_reads(definitions) -> None:
+    graph = definitions.resolve_asset_graph()
+    registry = load_registry()
+    for spec in registry.models:
+        reads = {read.table.name for read in build_training_query(spec, registry).reads}
+        assert {p.path[-1] for p in graph.get(AssetKey(["ml", spec.name])).parent_keys} == reads
+
+
+def test_dbt_tests_are_checks_and_every_retrain_has_a_blocking_gate(definitions) -> None:
+    checks = {c.key.to_user_string(): c for c in definitions.resolve_asset_graph().asset_check_nodes}
+    assert "marts/fct_transactions:not_null_fct_transactions_unit_price" in checks
+    assert sum(1 for c in checks.values() if c.key.asset_key.path[0] in ("staging", "marts")) >= 40
+    for model in MODELS:
+        assert checks[f"ml/{model}:retrain_gate"].blocking
+    assert not checks["risk_scores:no_model_at_fail_tier"].blocking
+
+
+def test_sensors_schedules_and_jobs(definitions) -> None:
+    repository = definitions.get_repository_def()
+    assert {s.name for s in repository.sensor_defs} == {"dbt_test_failures", "mlflow_new_versions"}
+    schedules = {s.name: (s.cron_schedule, s.job_name) for s in repository.schedule_defs}
+    assert schedules == {"nightly_scan": ("0 2 * * *", "recall_scan"), "daily_dbt_build": ("0 5 * * *", "dbt_build")}
+    jobs = {j.name for j in repository.get_all_jobs()}
+    assert {"recall_scan", "recall_rescan", "dbt_build", "retrain_models"} <= jobs
+    scan_job = definitions.resolve_job_def("recall_scan")
+    assert {k.to_user_string() for k in scan_job.asset_layer.selected_asset_keys} == set(SCAN)
+    rescan = definitions.resolve_job_def("recall_rescan")
+    assert {k.to_user_string() for k in rescan.asset_layer.selected_asset_keys} == {"datahub_metadata", *SCAN}
+
+
+def test_loading_parses_dbt_under_recall_home_and_starts_no_service(definitions, defs_settings: Settings) -> None:
+    assert (defs_settings.dbt_dir / "dagster" / "manifest.json").exists()
+    assert not (PROJECT_DIR / "target").exists(), "dbt artifacts never land in the checked-in project"
+    assert not defs_settings.pg_data.exists(), "the warehouse starts in a run, not at load time"
+    assert not Path(defs_settings.graph).exists() and not defs_settings.mlflow_dir.exists()
+
+
+def test_resources_are_bound_to_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("RECALL_HOME", str(tmp_path))
+    monkeypatch.setenv("RECALL_GRAPH", "https://datahub.example.com:8080")
+    monkeypatch.setenv("DATAHUB_GMS_TOKEN", "secret")
+    monkeypatch.setenv("RECALL_WAREHOUSE_URL", "postgresql://recall@db.example.com/warehouse")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "https://mlflow.example.com")
+    monkeypatch.delenv("RECALL_CONFIG", raising=False)
+    resource = RecallResource.from_env()
+    assert resource.graph.token == EnvVar("DATAHUB_GMS_TOKEN") and resource.home.path == EnvVar("RECALL_HOME")
+    assert resource.home.config_path == "", "an unset variable leaves the shipped default"
+    with resource.process_config_and_initialize_cm() as resolved:
+        assert resolved.settings() == Settings.from_env()
+
+
+def test_workspace_loads_the_lazy_definitions(monkeypatch: pytest.MonkeyPatch, defs_settings: Settings) -> None:
+    workspace = yaml.safe_load((REPO_ROOT / "workspace.yaml").read_text())
+    target = workspace["load_from"][0]["python_module"]
+    assert (target["module_name"], target["attribute"]) == ("recall_dagster.defs", "defs")
+    monkeypatch.setenv("RECALL_HOME", str(defs_settings.home))
+    loaded = defs_module.defs()
+    assert isinstance(loaded, Definitions) and keys(loaded) >= {"ml/fraud_detector", *SCAN}
+
+
+def test_the_mlflow_resource_finds_the_version_an_alias_serves(defs_settings: Settings) -> None:
+    recall = RecallResource.from_settings(defs_settings)
+    defs_settings.mlflow_dir.mkdir(parents=True, exist_ok=True)
+    assert recall.aliased_version("never_registered", "production") is None
+    client = recall.mlflow_client()
+    client.create_registered_model("aliased_model")
+    assert recall.aliased_version("aliased_model", "production") is None
+    version = client.create_model_version("aliased_model", source="file:///nowhere/model").version
+    client.set_registered_model_alias("aliased_model", "production", version)
+    assert recall.aliased_version("aliased_model", "production") == int(version)

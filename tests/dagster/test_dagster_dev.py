@@ -1,0 +1,41 @@
+"""`dagster dev -w workspace.yaml` starts on the embedded stack and its GraphQL endpoint serves Recall."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from recall_dagster.cli.dagster_cmd import INSTANCE_YAML, dagster_home
+from recall_dagster.settings import REPO_ROOT, Settings
+
+SCRIPT = REPO_ROOT / "scripts" / "dagster_ui_check.py"
+
+
+def test_dagster_home_lives_under_recall_home_and_keeps_a_teams_instance_file(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "recall", graph=str(tmp_path / "recall" / "datahub.db"))
+    home = dagster_home(settings)
+    assert home == settings.home / "dagster" and (home / "dagster.yaml").read_text() == INSTANCE_YAML
+    (home / "dagster.yaml").write_text("run_launcher: {}\n")
+    assert (dagster_home(settings) / "dagster.yaml").read_text() == "run_launcher: {}\n"
+
+
+@pytest.mark.stack
+def test_graphql_lists_the_assets_checks_sensors_and_schedules(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--recall-home", str(tmp_path)], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:] + (tmp_path / "dagster-dev.log").read_text()[-3000:]
+    served = json.loads(done.stdout)
+    assets = served["assets"]
+    assert {"model_closures", "risk_findings", "risk_scores", "datahub_writeback", "datahub_metadata"} <= set(assets)
+    for model in ("fraud_detector", "churn_predictor", "demand_forecaster"):
+        assert assets[f"ml/{model}"] == {"retrain_gate": True}
+    assert assets["marts/fct_transactions"]["not_null_fct_transactions_unit_price"] is True
+    assert assets["risk_scores"] == {"no_model_at_fail_tier": False}
+    assert served["sensors"] == {"dbt_test_failures": "RUNNING", "mlflow_new_versions": "RUNNING"}
+    assert served["schedules"] == {"daily_dbt_build": "0 5 * * *", "nightly_scan": "0 2 * * *"}
+    assert (tmp_path / "dagster" / "dagster.yaml").exists(), "DAGSTER_HOME is under RECALL_HOME"

@@ -1,0 +1,70 @@
+"""The reactions' choice of models and the Markdown the UI shows: pure functions."""
+
+from __future__ import annotations
+
+import pytest
+
+from recall_dagster.detect import Finding, RecallConfig, Severity
+from recall_dagster.detect.blast_radius import BlastRadius
+from recall_dagster.estate import Dataset, Deployment, Feature, Model, ModelClosure, TrainingRun, assemble_closure
+from recall_dagster.reactions import affected_models
+from recall_dagster.scan import ModelReport, ScanResult, load_config
+from recall_dagster.scan_markdown import blast_radius_table, detector_counts, findings_table, models_table, scan_report
+from recall_dagster.score import score_model
+
+MART = "urn:li:dataset:(urn:li:dataPlatform:postgres,warehouse.marts.fct_transactions,PROD)"
+LABELS = "urn:li:dataset:(urn:li:dataPlatform:postgres,warehouse.staging.stg_fraud_labels,PROD)"
+MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,fraud_detector_2,PROD)"
+LIVE = Deployment("urn:li:mlModelDeployment:(urn:li:dataPlatform:recall,fraud-api-eu,PROD)", "fraud-api-eu", live=True)
+
+
+@pytest.fixture(scope="module")
+def config() -> RecallConfig:
+    return load_config()
+
+
+def closure() -> ModelClosure:
+    feature = Feature("urn:li:mlFeature:(fraud,txn_amount)", "txn_amount", sources=(MART,))
+    run = TrainingRun("urn:li:dataProcessInstance:run1", "run1", inputs=(MART, LABELS))
+    model = Model(MODEL, "fraud_detector_2", features=(feature.urn,), training_runs=(run.urn,), deployments=(LIVE.urn,))
+    return assemble_closure(
+        model, production=True, scanned_at_ms=0, features={feature.urn: feature}, feature_tables={},
+        training_runs={run.urn: run}, deployments={LIVE.urn: LIVE},
+        datasets={MART: Dataset(MART, "warehouse.marts.fct_transactions"), LABELS: Dataset(LABELS, "labels")},
+        production_versions=(), max_depth=5,
+    )
+
+
+def finding(detector: str, severity: Severity, message: str, cause: str | None = MART) -> Finding:
+    return Finding(detector, severity, subject=cause or MODEL, message=message, cause=cause)
+
+
+def report(config: RecallConfig, *findings: Finding) -> ModelReport:
+    c = closure()
+    return ModelReport(c, findings, score_model(findings, len(c.live_deployments), config.scoring))
+
+
+def test_affected_models_are_those_reading_a_failed_dataset() -> None:
+    upstream = {"fraud_detector": {"marts/fct_transactions", "staging/stg_orders"}, "churn": {"marts/dim_customers"}}
+    assert affected_models(["staging/stg_orders"], upstream) == ("fraud_detector",)
+    assert affected_models(["marts/dim_customers", "marts/fct_transactions"], upstream) == ("churn", "fraud_detector")
+    assert affected_models(["marts/fct_device_features_v2"], upstream) == ()
+    assert affected_models([], upstream) == ()
+
+
+def test_markdown_tables_read_well_and_escape_pipes(config) -> None:
+    found = (
+        finding("failing_assertion", Severity.CRITICAL, "rows | with a pipe"),
+        finding("blast_radius", Severity.INFO, "at risk"),
+    )
+    radius = BlastRadius(MART, (MODEL,), 1, ("failing_assertion",))
+    result = ScanResult(0, "datahub.db", (report(config, *found),), (radius,), config)
+    assert models_table(result).splitlines()[2] == "| fraud_detector_2 | yes | AT_RISK | 36 | 1 | 1 / 0 / 1 |"
+    assert "| failing_assertion | 1 | 0 | 0 | 1 |" in detector_counts(found)
+    assert "rows \\| with a pipe" in findings_table(found)
+    radius_row = "| warehouse.marts.fct_transactions | failing_assertion | fraud_detector_2 | 1 |"
+    assert radius_row in blast_radius_table(result.blast_radius)
+    assert blast_radius_table(()) == "No dataset is at risk."
+    document = scan_report(result)
+    assert document.startswith("# Recall scan at 1970-01-01T00:00:00+00:00")
+    assert "### fraud_detector_2 (AT_RISK, 36)" in document and "No model reaches the fail tier CRITICAL." in document

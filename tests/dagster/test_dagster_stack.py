@@ -1,0 +1,176 @@
+"""Recall's Dagster objects run in-process on the real demo estate, as one story told in order.
+
+The scan materializes on the healthy estate; a bad load fails a real dbt test,
+whose failed check the sensor turns into a rescan; the fraud detector's retrain
+is refused by its gate in the same run; once the raw layer is reloaded the
+retrain runs, and the MLflow sensor scans the version it registered.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from conftest import settings_at
+from dagster import (
+    AssetCheckKey,
+    AssetKey,
+    AssetSelection,
+    DagsterInstance,
+    Definitions,
+    ExecuteInProcessResult,
+    build_sensor_context,
+    instance_for_test,
+    materialize,
+)
+from mlflow import MlflowClient
+
+from recall_dagster.defs import build_definitions
+from recall_dagster.progress import Progress
+from recall_dagster.settings import Settings
+from recall_dagster.stack.warehouse import ensure_warehouse
+from seed import lifecycle
+
+pytestmark = pytest.mark.stack
+
+FRAUD = AssetKey(["ml", "fraud_detector"])
+GATE = AssetCheckKey(FRAUD, "retrain_gate")
+SCAN = ["model_closures", "risk_findings", "risk_scores", "datahub_writeback"]
+
+
+@pytest.fixture(scope="module")
+def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
+    settings = settings_at(tmp_path_factory.mktemp("estate"))
+    lifecycle.build(settings, Progress(quiet=True), scale=0.05)
+    yield settings
+    lifecycle.reset(settings, Progress(quiet=True))
+
+
+@pytest.fixture(scope="module")
+def defs(estate: Settings) -> Definitions:
+    return build_definitions(estate)
+
+
+@pytest.fixture(scope="module")
+def instance() -> Iterator[DagsterInstance]:
+    with instance_for_test() as instance:
+        yield instance
+
+
+def run(defs: Definitions, instance: DagsterInstance, job: str, **kwargs: Any) -> ExecuteInProcessResult:
+    return defs.resolve_job_def(job).execute_in_process(instance=instance, raise_on_error=False, **kwargs)
+
+
+def metadata(result: ExecuteInProcessResult, key: str) -> dict[str, Any]:
+    [event] = [e for e in result.get_asset_materialization_events() if e.asset_key == AssetKey(key.split("/"))]
+    return {name: value.value for name, value in event.materialization.metadata.items()}
+
+
+def sense(defs: Definitions, instance: DagsterInstance, name: str, cursor: str | None = None):
+    with build_sensor_context(instance=instance, cursor=cursor, definitions=defs, resources=defs.resources) as context:
+        return defs.resolve_sensor_def(name)(context)
+
+
+def fraud_versions(settings: Settings) -> list[int]:
+    client = MlflowClient(tracking_uri=settings.mlflow_uri, registry_uri=settings.mlflow_uri)
+    return sorted(int(v.version) for v in client.search_model_versions("name = 'fraud_detector'"))
+
+
+def test_the_scan_materializes_with_metadata_and_evidence(defs, instance, estate: Settings) -> None:
+    result = run(defs, instance, "recall_scan")
+    assert result.success
+    assert {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()} == set(SCAN)
+    assert "| fraud_detector_1 | yes | 2 | 6 | 1 |" in metadata(result, "model_closures")["closures"]
+    scores = metadata(result, "risk_scores")
+    assert "| fraud_detector_1 | yes | HEALTHY | 0 | 2 |" in scores["models"] and scores["at_fail_tier"] == 0
+    assert metadata(result, "risk_findings")["critical"] == 0
+    [check] = result.get_asset_check_evaluations()
+    assert check.check_name == "no_model_at_fail_tier" and check.passed
+
+    writeback = metadata(result, "datahub_writeback")
+    assert writeback["written"] is True and "| property |" in writeback["writes"]
+    evidence = Path(writeback["evidence"])
+    assert evidence.parent == estate.evidence_dir
+    scan = json.loads((evidence / "findings.json").read_text())
+    assert {m["name"] for m in scan["models"]} == {"fraud_detector_1", "churn_predictor_1"}
+    assert "No model reaches the fail tier CRITICAL." in (evidence / "report.md").read_text()
+
+
+def test_a_failed_dbt_test_is_a_failed_check_the_sensor_turns_into_a_scan(defs, instance, estate: Settings) -> None:
+    baseline = sense(defs, instance, "dbt_test_failures").cursor
+    bad_load(estate)
+    build = run(defs, instance, "dbt_build")
+    failed = {(c.asset_key.to_user_string(), c.check_name) for c in build.get_asset_check_evaluations() if not c.passed}
+    assert ("marts/fct_transactions", "not_null_fct_transactions_unit_price") in failed
+
+    [request] = sense(defs, instance, "dbt_test_failures", baseline).run_requests
+    assert request.run_config["ops"]["model_closures"]["config"]["models"] == ["demand_forecaster", "fraud_detector"]
+    rescan = run(defs, instance, "recall_rescan", run_config=request.run_config)
+    assert rescan.success
+    scores = metadata(rescan, "risk_scores")
+    assert "fraud_detector_1" in scores["models"] and "churn_predictor_1" not in scores["models"]
+    assert "| failing_assertion | 1 |" in metadata(rescan, "risk_findings")["by_detector"]
+    assert "warehouse.marts.fct_transactions" in scores["blast_radius"]
+    assert metadata(rescan, "datahub_writeback")["written"] is False, "only a whole-estate scan writes back"
+
+
+def test_the_gate_refuses_the_retrain_in_the_same_run(defs, instance, estate: Settings) -> None:
+    result = run(defs, instance, "retrain_models", asset_selection=[FRAUD])
+    assert not result.success
+    [gate] = result.get_asset_check_evaluations()
+    assert (gate.asset_check_key, gate.passed, gate.severity.value) == (GATE, False, "ERROR")
+    why = {name: value.value for name, value in gate.metadata.items()}
+    assert why["verdict"] == "NO-GO" and why["model_version"].endswith("fraud_detector_1,PROD)")
+    assert "failing_assertions" in why["failing_checks"].split(", ")
+    assert "| CRITICAL | failing_assertion | warehouse.marts.fct_transactions |" in why["critical_findings"]
+    assert result.get_asset_materialization_events() == [], "the retrain did not run"
+
+    only_the_gate = materialize(
+        [defs.resolve_assets_def(FRAUD)], selection=AssetSelection.checks(GATE), instance=instance, raise_on_error=False
+    )
+    assert [(c.check_name, c.passed) for c in only_the_gate.get_asset_check_evaluations()] == [("retrain_gate", False)]
+    without_the_gate = materialize(
+        [defs.resolve_assets_def(FRAUD)], selection=AssetSelection.assets(FRAUD).without_checks(),
+        instance=instance, raise_on_error=False,
+    )
+    [failure] = [e for e in without_the_gate.all_events if e.is_step_failure]
+    assert "retrain of fraud_detector refused" in failure.step_failure_data.error.message, "no gate, no retrain"
+    assert fraud_versions(estate) == [1]
+
+
+def test_after_the_repair_the_retrain_runs_and_its_version_is_scanned(defs, instance, estate: Settings) -> None:
+    watching = sense(defs, instance, "mlflow_new_versions").cursor
+    raw = [key for key in defs.resolve_asset_graph().get_all_asset_keys() if key.path[0] == "raw"]
+    repair = defs.resolve_implicit_global_asset_job_def().execute_in_process(instance=instance, asset_selection=raw)
+    assert repair.success
+    assert run(defs, instance, "dbt_build").success, "the reloaded raw layer passes every dbt test"
+
+    retrain = run(defs, instance, "retrain_models", asset_selection=[FRAUD])
+    assert retrain.success
+    [gate] = retrain.get_asset_check_evaluations()
+    assert gate.passed and gate.metadata["verdict"].value == "GO"
+    trained = metadata(retrain, "ml/fraud_detector")
+    assert trained["version"] == 2 and trained["metric.roc_auc"] > 0.8
+    assert fraud_versions(estate) == [1, 2]
+
+    [request] = sense(defs, instance, "mlflow_new_versions", watching).run_requests
+    assert request.run_key == "mlflow-fraud_detector-2"
+    rescan = run(defs, instance, "recall_rescan", run_config=request.run_config)
+    assert rescan.success
+    scores = metadata(rescan, "risk_scores")
+    assert "| fraud_detector_2 | yes | HEALTHY |" in scores["models"] and "fraud_detector_1" not in scores["models"]
+
+
+def bad_load(settings: Settings) -> None:
+    """A loader writes NULL prices for the last days of orders: dbt's not_null tests on price fail."""
+    conn = ensure_warehouse(settings).connect()
+    try:
+        with conn, conn.cursor() as cur:
+            cur.execute(
+                "UPDATE raw.orders SET unit_price = NULL"
+                " WHERE ordered_at > (SELECT max(ordered_at) FROM raw.orders) - interval '3 days'"
+            )
+    finally:
+        conn.close()
