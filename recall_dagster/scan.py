@@ -8,7 +8,6 @@ scan is reproducible in tests and the detectors never touch a file.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -20,6 +19,7 @@ import yaml
 from recall_dagster.detect import Detection, Finding, RecallConfig, check_config, parse_config, run_detectors
 from recall_dagster.detect.blast_radius import BlastRadius
 from recall_dagster.detect.config import merge
+from recall_dagster.files import read_json_object, write_json
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure, resolve_closures
 from recall_dagster.graph.port import MetadataGraph
@@ -71,26 +71,11 @@ class JsonStateStore:
         self.path = Path(state_dir) / "schema_baselines.json"
 
     def load_baselines(self) -> Baselines:
-        if not self.path.exists():
-            return {}
-        try:
-            data = json.loads(self.path.read_text())
-        except (OSError, ValueError) as err:
-            raise ConfigError(
-                f"schema baselines {self.path} are unreadable ({err}); delete the file to record new ones"
-            ) from err
-        if not isinstance(data, dict):
-            raise ConfigError(f"schema baselines {self.path} are not a JSON object; delete the file")
+        data = read_json_object(self.path, "schema baselines")
         return {str(u): {str(c): str(t) for c, t in cols.items()} for u, cols in data.items()}
 
     def save_baselines(self, baselines: Baselines) -> None:
-        tmp = self.path.with_suffix(".json.tmp")
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(baselines, indent=1, sort_keys=True))
-            os.replace(tmp, self.path)
-        except OSError as err:
-            raise ConfigError(f"cannot write schema baselines {self.path}: {err.strerror}") from err
+        write_json(self.path, baselines, "schema baselines")
 
 
 class MemoryStateStore:

@@ -8,12 +8,12 @@ atomically so a reader never sees half a ledger.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Mapping
 
 from recall_dagster.errors import ConfigError
+from recall_dagster.files import read_json_object, write_json
 from recall_dagster.lifecycle.incidents import IncidentEntry
 
 
@@ -23,15 +23,7 @@ class Ledger:
         self.location = location
 
     def _read(self) -> dict[str, Any]:
-        if not self.path.exists():
-            return {}
-        try:
-            data = json.loads(self.path.read_text())
-        except (OSError, ValueError) as err:
-            raise ConfigError(f"incident ledger {self.path} is unreadable ({err}); delete it to start afresh") from err
-        if not isinstance(data, dict):
-            raise ConfigError(f"incident ledger {self.path} is not a JSON object; delete it to start afresh")
-        return data
+        return read_json_object(self.path, "incident ledger")
 
     def load(self) -> dict[str, IncidentEntry]:
         section = self._read().get(self.location) or {}
@@ -43,10 +35,4 @@ class Ledger:
     def save(self, entries: Mapping[str, IncidentEntry]) -> None:
         data = self._read()
         data[self.location] = {ident: e.to_json() for ident, e in sorted(entries.items())}
-        tmp = self.path.with_suffix(".json.tmp")
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-            os.replace(tmp, self.path)
-        except OSError as err:
-            raise ConfigError(f"cannot write incident ledger {self.path}: {err.strerror}") from err
+        write_json(self.path, data, "incident ledger")

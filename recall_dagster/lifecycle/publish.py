@@ -13,7 +13,6 @@ incident on the failing datasets alone, with the models named in its text.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -38,7 +37,6 @@ from datahub.metadata.schema_classes import (
 )
 from datahub.metadata.urns import DocumentUrn
 
-from recall_dagster.errors import ConfigError
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.lifecycle.blast import describe
 from recall_dagster.lifecycle.config import LifecycleConfig
@@ -48,6 +46,7 @@ from recall_dagster.writeback.config import RetryPolicy
 from recall_dagster.writeback.emit import emit
 from recall_dagster.writeback.keys import stamp
 from recall_dagster.writeback.writes import Write
+from recall_dagster.files import write_atomically
 
 MANAGED_BY = {"recall.managedBy": "recall-lifecycle"}
 
@@ -151,13 +150,7 @@ def write_evidence(evidence_dir: Path, entry: IncidentEntry, pm: Postmortem) -> 
         (folder / f"{entry.id}.md", pm.text),
         (folder / f"{entry.id}.json", json.dumps({**pm.data, "ledger": entry.to_json()}, indent=1) + "\n"),
     ):
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(text)
-            os.replace(tmp, path)
-        except OSError as err:
-            raise ConfigError(f"cannot write evidence {path}: {err.strerror}; check RECALL_HOME") from err
+        write_atomically(path, text, "evidence")
         written.append(str(path))
     return written
 

@@ -10,16 +10,15 @@ after the writes.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-from recall_dagster.errors import ConfigError
 from recall_dagster.scan import ScanResult
 from recall_dagster.scan_markdown import scan_report, table
 from recall_dagster.writeback.plan import Plan
 from recall_dagster.writeback.report import WritebackReport
 from recall_dagster.writeback.writes import PATHS, Write
+from recall_dagster.files import write_atomically
 
 
 class Evidence:
@@ -27,14 +26,7 @@ class Evidence:
         self.dir = evidence_dir / run_id
 
     def _write(self, name: str, text: str) -> None:
-        path = self.dir / name
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        try:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(text)
-            os.replace(tmp, path)
-        except OSError as err:
-            raise ConfigError(f"cannot write evidence {path}: {err.strerror}; check RECALL_HOME") from err
+        write_atomically(self.dir / name, text, "evidence")
 
     def _json(self, name: str, data: Any) -> None:
         self._write(name, json.dumps(data, indent=1) + "\n")

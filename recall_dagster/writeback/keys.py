@@ -9,13 +9,12 @@ graph itself: stand-down needs no local memory of earlier scans.
 
 from __future__ import annotations
 
-from typing import Mapping
 
 from datahub.emitter.mce_builder import datahub_guid, make_assertion_urn, make_tag_urn
 from datahub.metadata.schema_classes import AuditStampClass
 from datahub.metadata.urns import DocumentUrn, IncidentUrn, StructuredPropertyUrn
 
-from recall_dagster.estate.marks import MANAGED_BY, MANAGED_BY_KEY, is_managed  # noqa: F401  (re-exported)
+from recall_dagster.estate.marks import MANAGED_BY, MANAGED_BY_KEY
 
 ACTOR = "urn:li:corpuser:recall"  # who Recall's audit stamps name
 INCIDENT_TYPE_PREFIX = "recall:"  # incidentInfo.customType of Recall's incidents ("recall:<detector>")

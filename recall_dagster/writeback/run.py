@@ -24,7 +24,6 @@ from recall_dagster.writeback.plan import Plan, build_plan, run_id_of
 from recall_dagster.writeback.report import WritebackReport
 from recall_dagster.writeback.retry import RetryingReads
 from recall_dagster.writeback.store import WritebackStore
-from recall_dagster.writeback.writes import Write
 
 INCIDENTS_ON_MODELS = "incident_on_mlModel"  # capability: the server accepts incidents targeting mlModels
 

@@ -27,7 +27,8 @@ from datahub.metadata.schema_classes import (
 )
 
 from recall_dagster.graph.port import AspectMap, MetadataGraph
-from recall_dagster.writeback.keys import INCIDENT_TYPE_PREFIX, is_managed
+from recall_dagster.estate.marks import is_managed
+from recall_dagster.writeback.keys import INCIDENT_TYPE_PREFIX
 
 # Every aspect a write path replaces; each is read before it is written.
 WRITTEN_ASPECTS: tuple[type[_Aspect], ...] = (

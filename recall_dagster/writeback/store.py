@@ -14,12 +14,11 @@ GMS server never share entries:
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from recall_dagster.errors import ConfigError
+from recall_dagster.files import read_json_object, write_json
 from recall_dagster.writeback.writes import Write
 
 
@@ -29,16 +28,7 @@ class WritebackStore:
         self.location = location
 
     def _read(self, name: str) -> dict[str, Any]:
-        path = self.root / name
-        if not path.exists():
-            return {}
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError) as err:
-            raise ConfigError(f"{path} is unreadable ({err}); delete it to start afresh") from err
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path} is not a JSON object; delete it to start afresh")
-        return data
+        return read_json_object(self.root / name, "write-back state")
 
     def _section(self, name: str) -> Any:
         return self._read(name).get(self.location)
@@ -51,13 +41,7 @@ class WritebackStore:
             data[self.location] = value
         else:
             data.pop(self.location, None)
-        tmp = path.with_suffix(".tmp")
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-            os.replace(tmp, path)
-        except OSError as err:
-            raise ConfigError(f"cannot write {path}: {err.strerror}") from err
+        write_json(path, data, "write-back state")
 
     def pending(self) -> list[Write]:
         return [Write.from_json(item) for item in self._section("pending.json") or []]

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator
 
 TESTS = Path(__file__).resolve().parent.parent
 for folder in ("scan", "graph"):
@@ -30,13 +30,13 @@ for folder in ("scan", "graph"):
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper  # noqa: E402
 from datahub.ingestion.graph.client import entity_type_to_graphql  # noqa: E402
-from datahub.metadata.schema_classes import ASPECT_NAME_MAP, AssertionInfoClass  # noqa: E402
+from datahub.metadata.schema_classes import ASPECT_NAME_MAP  # noqa: E402
 from datahub.utilities.urns.urn import guess_entity_type  # noqa: E402
 from scan_estates import SCAN_AT_MS, ingest  # noqa: E402
 from test_graph_gms import FakeGms, Seen, _handler  # noqa: E402
 
 from recall_dagster.detect import RecallConfig  # noqa: E402
-from recall_dagster.graph import Direction, MetadataGraph  # noqa: E402
+from recall_dagster.graph import MetadataGraph  # noqa: E402
 from recall_dagster.graph.relationships import carrying_aspects, extract_targets  # noqa: E402
 from recall_dagster.scan import MemoryStateStore, ScanResult, run_scan  # noqa: E402
 
