@@ -9,7 +9,6 @@ Dagster assets, checks and sensor call.  Exit codes: ``gate`` 0 GO / 1 NO-GO;
 from __future__ import annotations
 
 import json
-import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +18,7 @@ import click
 from rich.console import Console
 
 from recall_dagster.cli import cli
+from recall_dagster.cli.options import config_option, graph_option, json_option
 from recall_dagster.errors import EXIT_FINDINGS, ServiceUnreachable
 from recall_dagster.estate import display_name
 from recall_dagster.graph import MetadataGraph, open_graph
@@ -39,17 +39,6 @@ from recall_dagster.scan import JsonStateStore, load_config
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import load_writeback_config
 
-_graph_option = click.option(
-    "--graph", "graph_target", metavar="FILE|URL", help="DataHub Lite file or GMS URL [env RECALL_GRAPH]."
-)
-_config_option = click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False),
-    default=lambda: os.environ.get("RECALL_CONFIG"),
-    help="Overrides laid over the shipped recall.yaml [env RECALL_CONFIG].",
-)
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print the JSON contract instead of text.")
 
 
 def _now_ms() -> int:
@@ -76,9 +65,9 @@ def _echo_json(data: Any) -> None:
 
 @cli.command("blind-window")
 @click.argument("target", required=False)
-@_graph_option
-@_config_option
-@_json_option
+@graph_option
+@config_option
+@json_option
 @click.pass_context
 def blind_window_command(
     ctx: click.Context, target: str | None, graph_target: str | None, config_path: str | None, as_json: bool
@@ -129,9 +118,9 @@ def _render_window(report: BlindWindowReport, console: Console) -> None:
 
 @cli.command("gate")
 @click.argument("model")
-@_graph_option
-@_config_option
-@_json_option
+@graph_option
+@config_option
+@json_option
 @click.pass_context
 def gate_command(
     ctx: click.Context, model: str, graph_target: str | None, config_path: str | None, as_json: bool
@@ -168,9 +157,9 @@ def incidents() -> None:
 
 
 @incidents.command("sync")
-@_graph_option
-@_config_option
-@_json_option
+@graph_option
+@config_option
+@json_option
 def sync_command(graph_target: str | None, config_path: str | None, as_json: bool) -> None:
     """Raise, update and resolve incidents to match the tests now; what the dbt-failure sensor runs."""
     config, lc = load_config(config_path), load_lifecycle_config(config_path)
@@ -202,8 +191,8 @@ def _render_sync(result: SyncResult, console: Console) -> None:
 
 
 @incidents.command("list")
-@_graph_option
-@_json_option
+@graph_option
+@json_option
 def list_command(graph_target: str | None, as_json: bool) -> None:
     """The incidents the ledger holds for this graph, open ones first."""
     settings = Settings.from_env(graph=graph_target)

@@ -8,7 +8,6 @@ pending after retries; the evidence is on disk either way).
 from __future__ import annotations
 
 import json
-import os
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,6 +16,7 @@ import click
 from rich.console import Console
 
 from recall_dagster.cli import cli
+from recall_dagster.cli.options import config_option, graph_option, json_option
 from recall_dagster.errors import EXIT_FINDINGS, ConfigError, ServiceUnreachable
 from recall_dagster.graph import open_graph
 from recall_dagster.report import render_report
@@ -37,18 +37,12 @@ def _instant_ms(value: str) -> int:
 
 
 @cli.command("scan")
-@click.option("--graph", "graph_target", metavar="FILE|URL", help="DataHub Lite file or GMS URL [env RECALL_GRAPH].")
+@graph_option
 @click.option("--all", "include_all", is_flag=True, help="Scan every model, not only production ones.")
 @click.option("--model", "model_urns", multiple=True, metavar="URN", help="Scan only this model (repeatable).")
-@click.option("--json", "as_json", is_flag=True, help="Print the JSON contract instead of the report.")
+@json_option
 @click.option("--as-of", "as_of", metavar="ISO-8601", help="Judge freshness at this instant instead of now.")
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False),
-    default=lambda: os.environ.get("RECALL_CONFIG"),
-    help="Overrides laid over the shipped recall.yaml [env RECALL_CONFIG].",
-)
+@config_option
 @click.option("--rebaseline", is_flag=True, help="Accept every current schema as the new baseline.")
 @click.option("--write", is_flag=True, help="Write the diagnosis back into the graph (evidence first).")
 @click.option("--dry-run", "dry", is_flag=True, help="Print what --write would write, and write nothing.")

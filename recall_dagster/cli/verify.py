@@ -7,12 +7,12 @@ config, 3 the graph is unreachable.
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import click
 
 from recall_dagster.cli import cli
+from recall_dagster.cli.options import config_option, graph_option, json_option
 from recall_dagster.errors import EXIT_FINDINGS
 from recall_dagster.graph import open_graph
 from recall_dagster.scan import load_config
@@ -22,15 +22,9 @@ from recall_dagster.writeback.verify import verify
 
 
 @cli.command("verify")
-@click.option("--graph", "graph_target", metavar="URL|FILE", help="GMS URL or Lite file [env RECALL_GRAPH].")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False),
-    default=lambda: os.environ.get("RECALL_CONFIG"),
-    help="Overrides laid over the shipped recall.yaml [env RECALL_CONFIG].",
-)
+@graph_option
+@json_option
+@config_option
 @click.pass_context
 def verify_command(
     ctx: click.Context, graph_target: str | None, as_json: bool, config_path: str | None
