@@ -168,6 +168,18 @@ def score_models(
     return tuple(sorted(reports, key=lambda r: (-r.score.value, r.closure.model.name, r.closure.urn)))
 
 
+def detect_and_record(
+    closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, *, rebaseline: bool = False
+) -> Detection:
+    """Run every detector against the stored baselines, then record the schemas first seen now."""
+    baselines = store.load_baselines()
+    detection = run_detectors(closures, config, baselines)
+    updated = record_baselines(closures, baselines, rebaseline=rebaseline)
+    if updated != baselines:
+        store.save_baselines(updated)
+    return detection
+
+
 def run_scan(
     graph: MetadataGraph,
     config: RecallConfig,
@@ -187,11 +199,7 @@ def run_scan(
     closures = resolve_closures(
         graph, config.resolve, scanned_at_ms=scanned_at_ms, include_all=include_all, model_urns=model_urns
     )
-    baselines = store.load_baselines()
-    detection = run_detectors(closures, config, baselines)
-    updated = record_baselines(closures, baselines, rebaseline=rebaseline)
-    if updated != baselines:
-        store.save_baselines(updated)
+    detection = detect_and_record(closures, config, store, rebaseline=rebaseline)
     return ScanResult(
         scanned_at_ms=scanned_at_ms,
         graph=graph.location,

@@ -44,6 +44,11 @@ class Settings:
         settings = replace(settings, **{k: v for k, v in overrides.items() if v is not None})
         return settings
 
+    @classmethod
+    def under(cls, home: Path) -> "Settings":
+        """Every service embedded under ``home``; nothing is read from the environment (tests, tools)."""
+        return cls(home=home, graph=str(home / "datahub.db"))
+
     @property
     def graph_is_remote(self) -> bool:
         return self.graph.startswith(("http://", "https://"))

@@ -71,13 +71,9 @@ def build(settings: Settings, progress: Progress, scale: float | None = None) ->
         warehouse = ensure_warehouse(settings)
         progress.note(warehouse.where)
     if "anchor" not in state.data:
-        anchor = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
-        chosen = scale if scale is not None else float(os.environ.get("RECALL_SCALE", "1.0"))
-        with progress.step(f"raw layer: deterministic load (scale {chosen})"):
-            summary.raw_rows = load_raw(warehouse.url, anchor, scale=chosen)
-            progress.note(", ".join(f"{t} {n:,}" for t, n in summary.raw_rows.items()))
-        state.data.update(anchor=anchor.isoformat(), scale=chosen)
-        state.save()
+        with progress.step("raw layer: deterministic load"):
+            summary.raw_rows = load_raw_layer(state, warehouse, scale)
+            progress.note(f"scale {state.data['scale']}: " + ", ".join(f"{t} {n:,}" for t, n in summary.raw_rows.items()))
     result = run_dbt(settings, warehouse, progress)
     summary.dbt, summary.failing_tests = result.counts, result.failing_tests
     if not state.deployed:
@@ -120,7 +116,7 @@ def heal(settings: Settings, progress: Progress) -> EstateSummary:
     warehouse = ensure_warehouse(settings)
     registry = load_registry()
     with progress.step("warehouse: reload the raw layer as it was"):
-        load_raw(warehouse.url, datetime.fromisoformat(state.data["anchor"]), scale=state.data["scale"])
+        load_raw_layer(state, warehouse)
     result = run_dbt(settings, warehouse, progress)
     train_and_deploy(settings, warehouse, registry, state, progress, models=("fraud_detector",))
     with progress.step("feature store: migration rolled back"):
@@ -145,6 +141,20 @@ def _summary(
     settings: Settings, state: EstateState, versions: list[tuple[str, int, tuple[str, ...]]] | None = None
 ) -> EstateSummary:
     return EstateSummary(versions=versions or [], entities=entity_counts(settings))
+
+
+def load_raw_layer(state: EstateState, warehouse: Warehouse, scale: float | None = None) -> dict[str, int]:
+    """Load the raw layer at the estate's anchor, fixed by the first load, so a reload restores it exactly.
+
+    The first load takes the current hour as the anchor and ``scale`` (else
+    ``RECALL_SCALE``, else 1.0); later loads ignore ``scale`` and repeat it.
+    """
+    if "anchor" not in state.data:
+        anchor = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
+        chosen = scale if scale is not None else float(os.environ.get("RECALL_SCALE", "1.0"))
+        state.data.update(anchor=anchor.isoformat(), scale=chosen)
+        state.save()
+    return load_raw(warehouse.url, datetime.fromisoformat(state.data["anchor"]), scale=state.data["scale"])
 
 
 def run_dbt(settings: Settings, warehouse: Warehouse, progress: Progress) -> DbtRunSummary:

@@ -26,12 +26,12 @@ from pydantic import Field
 
 from ml_models.registry import load_registry
 from recall_dagster.defs.resources import RecallResource
-from recall_dagster.detect import Detection, Severity, run_detectors
+from recall_dagster.detect import Detection, Severity
 from recall_dagster.errors import ServiceUnreachable
 from recall_dagster.estate import ModelClosure, resolve_closures
 from recall_dagster.ingest.enrich import model_group_urn
 from recall_dagster.progress import Progress
-from recall_dagster.scan import JsonStateStore, ScanResult, iso_instant, record_baselines, score_models
+from recall_dagster.scan import JsonStateStore, ScanResult, detect_and_record, iso_instant, score_models
 from recall_dagster.scan_markdown import (
     blast_radius_table,
     closures_table,
@@ -133,11 +133,7 @@ def model_closures(config: ScanConfig, recall: RecallResource) -> Output[Closure
 def risk_findings(model_closures: Closures, config: FindingsConfig, recall: RecallResource) -> Output[Detection]:
     """Every detector over every closure; schema baselines are kept in RECALL_HOME/state between scans."""
     store = JsonStateStore(recall.settings().state_dir)
-    baselines = store.load_baselines()
-    detection = run_detectors(model_closures.closures, recall.config(), baselines)
-    updated = record_baselines(model_closures.closures, baselines, rebaseline=config.rebaseline)
-    if updated != baselines:
-        store.save_baselines(updated)
+    detection = detect_and_record(model_closures.closures, recall.config(), store, rebaseline=config.rebaseline)
     findings = [f for found in detection.findings.values() for f in found]
     return Output(
         detection,

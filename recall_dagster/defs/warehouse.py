@@ -7,10 +7,8 @@ where the DataHub ingestion reads dbt's artifacts, and keeps the build's
 ``run_results.json`` apart before ``docs generate`` overwrites it, as the CLI does.
 """
 
-import os
 import shutil
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -29,8 +27,8 @@ from recall_dagster.stack.dbt import (
     dbt_target_dir,
 )
 from recall_dagster.stack.warehouse import WAREHOUSE_DB, Warehouse
-from seed.generate import RAW_TABLES, load_raw
-from seed.lifecycle import EstateState
+from seed.generate import RAW_TABLES
+from seed.lifecycle import EstateState, load_raw_layer
 
 GROUP = "warehouse"  # the dbt project
 RAW_GROUP = "raw"  # what the loaders write
@@ -105,15 +103,6 @@ def raw_layer(recall: RecallResource) -> Iterator[MaterializeResult]:
     The load is deterministic for an anchor and a scale, so re-materializing
     it restores the raw data exactly; an estate without an anchor gets one now.
     """
-    settings = recall.settings()
-    state = EstateState(settings)
-    if "anchor" not in state.data:
-        state.data.update(
-            anchor=datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0).isoformat(),
-            scale=float(os.environ.get("RECALL_SCALE", "1.0")),
-        )
-        state.save()
-    anchor = datetime.fromisoformat(state.data["anchor"])
-    rows = load_raw(recall.ensure_warehouse().url, anchor, scale=state.data["scale"])
+    rows = load_raw_layer(EstateState(recall.settings()), recall.ensure_warehouse())
     for table, count in rows.items():
         yield MaterializeResult(asset_key=AssetKey([RAW_SOURCE, table]), metadata={"rows": count})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from dagster import Definitions
@@ -11,14 +10,9 @@ from recall_dagster.defs import build_definitions
 from recall_dagster.settings import Settings
 
 
-def settings_at(home: Path) -> Settings:
-    """Every service under ``home``; nothing is read from the environment."""
-    return Settings(home=home, graph=str(home / "datahub.db"))
-
-
 @pytest.fixture(scope="session")
 def defs_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    return settings_at(tmp_path_factory.mktemp("recall_home"))
+    return Settings.under(tmp_path_factory.mktemp("recall_home"))
 
 
 @pytest.fixture(scope="session")

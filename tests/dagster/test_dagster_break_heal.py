@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Iterator
 
 import pytest
-from conftest import settings_at
 from dagster import AssetKey, Definitions, instance_for_test
 
 from recall_dagster.defs import build_definitions
@@ -20,7 +19,7 @@ FRAUD = AssetKey(["ml", "fraud_detector"])
 
 @pytest.fixture(scope="module")
 def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
-    settings = settings_at(tmp_path_factory.mktemp("estate"))
+    settings = Settings.under(tmp_path_factory.mktemp("estate"))
     lifecycle.build(settings, Progress(quiet=True), scale=0.05)
     yield settings
     lifecycle.reset(settings, Progress(quiet=True))

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from conftest import settings_at
 from dagster import (
     AssetCheckKey,
     AssetKey,
@@ -42,7 +41,7 @@ SCAN = ["model_closures", "risk_findings", "risk_scores", "datahub_writeback"]
 
 @pytest.fixture(scope="module")
 def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
-    settings = settings_at(tmp_path_factory.mktemp("estate"))
+    settings = Settings.under(tmp_path_factory.mktemp("estate"))
     lifecycle.build(settings, Progress(quiet=True), scale=0.05)
     yield settings
     lifecycle.reset(settings, Progress(quiet=True))
