@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
 
 import click
 
 from recall_dagster.cli import cli
+from recall_dagster.errors import ConfigError
 from recall_dagster.settings import REPO_ROOT, Settings
 
 # Dagster's instance settings for the embedded stack; a team's dagster.yaml (Postgres storage,
@@ -26,11 +28,24 @@ def dagster_home(settings: Settings) -> Path:
     return home
 
 
+def ensure_port_free(host: str, port: int) -> None:
+    """Fail before Dagster starts, with the fix, rather than after it printed a bind traceback."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as err:
+            raise ConfigError(
+                f"port {port} on {host} is already in use ({err.strerror}); "
+                "stop what holds it or pass --port to `recall dagster`"
+            ) from err
+
+
 @cli.command("dagster")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address the webserver listens on.")
 @click.option("--port", default=3000, show_default=True, help="Port the webserver listens on.")
 def dagster_command(host: str, port: int) -> None:
     """Start `dagster dev` (webserver and daemon) on workspace.yaml: scans, reactions and gates in the UI."""
+    ensure_port_free(host, port)
     settings = Settings.from_env()
     env = {**os.environ, "RECALL_HOME": str(settings.home), "DAGSTER_HOME": str(dagster_home(settings))}
     executable = str(Path(sys.executable).with_name("dagster"))

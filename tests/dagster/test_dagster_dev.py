@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from recall_dagster.cli import cli
 from recall_dagster.cli.dagster_cmd import INSTANCE_YAML, dagster_home
 from recall_dagster.settings import REPO_ROOT, Settings
 
@@ -39,3 +42,14 @@ def test_graphql_lists_the_assets_checks_sensors_and_schedules(tmp_path: Path) -
     assert served["sensors"] == {"dbt_test_failures": "RUNNING", "mlflow_new_versions": "RUNNING"}
     assert served["schedules"] == {"daily_dbt_build": "0 5 * * *", "nightly_scan": "0 2 * * *"}
     assert (tmp_path / "dagster" / "dagster.yaml").exists(), "DAGSTER_HOME is under RECALL_HOME"
+
+
+def test_a_taken_port_is_a_clear_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RECALL_HOME", str(tmp_path))
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        result = CliRunner().invoke(cli, ["dagster", "--port", str(port)])
+    assert result.exit_code == 2
+    assert f"port {port} on 127.0.0.1 is already in use" in result.output and "Traceback" not in result.output
