@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
 from click.testing import CliRunner
@@ -74,6 +75,11 @@ def test_usage_errors_exit_2(run, estate, tmp_path):
 
 def test_unreachable_graph_exits_3(run, tmp_path):
     assert run("--graph", str(tmp_path / "nowhere.db")).exit_code == 3
+    with socket.socket() as probe:  # a port nothing listens on once the probe is closed
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    result = run("--graph", url)
+    assert result.exit_code == 3 and url in result.output and "Traceback" not in result.output
 
 
 def test_empty_graph_is_a_clean_scan(run, tmp_path):
