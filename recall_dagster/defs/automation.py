@@ -6,16 +6,19 @@ along: dbt tests run with ``dbt_build`` and each retrain gate with its retrain.
 
 from dagster import AssetSelection, ScheduleDefinition, define_asset_job
 
-from recall_dagster.defs import scan, training, warehouse
+from recall_dagster.defs import incidents, scan, training, warehouse
 
 SCAN = AssetSelection.assets(scan.model_closures, scan.risk_findings, scan.risk_scores, scan.datahub_writeback)
 INGEST = AssetSelection.assets(scan.INGEST_KEY)
+INCIDENTS = AssetSelection.assets(incidents.data_incidents, incidents.blind_window)
 
-scan_job = define_asset_job("recall_scan", SCAN, description="Scan every production model and keep the evidence.")
+scan_job = define_asset_job(
+    "recall_scan", SCAN | INCIDENTS, description="Scan every production model, sync data incidents, keep the evidence."
+)
 rescan_job = define_asset_job(
     "recall_rescan",
-    INGEST | SCAN,
-    description="Re-ingest dbt and MLflow into the graph, then scan the models the run config names.",
+    INGEST | SCAN | INCIDENTS,
+    description="Re-ingest dbt and MLflow, scan the models the run config names, and sync data incidents.",
 )
 dbt_build_job = define_asset_job(
     "dbt_build", AssetSelection.groups(warehouse.GROUP) | INGEST,

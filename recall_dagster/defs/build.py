@@ -9,6 +9,7 @@ from dagster import Definitions, in_process_executor
 
 from ml_models.registry import load_registry
 from recall_dagster.defs import automation
+from recall_dagster.defs.incidents import blind_window, data_incidents
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.defs.scan import (
     datahub_metadata_asset,
@@ -37,7 +38,7 @@ def build_definitions(settings: Settings | None = None) -> Definitions:
     return Definitions(
         assets=[
             raw_layer, dbt, *training, datahub_metadata_asset(dbt, training),
-            model_closures, risk_findings, risk_scores, datahub_writeback,
+            model_closures, risk_findings, risk_scores, datahub_writeback, data_incidents, blind_window,
         ],
         jobs=automation.JOBS,
         schedules=automation.SCHEDULES,

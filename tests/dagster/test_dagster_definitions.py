@@ -28,7 +28,13 @@ def test_every_asset_is_present(definitions) -> None:
     assert {f"raw/{t}" for t in ("orders", "transactions", "device_signals", "fraud_labels")} <= found
     assert {"staging/stg_orders", "marts/fct_transactions", "marts/dim_customers"} <= found
     assert {f"ml/{m}" for m in MODELS} <= found
-    assert {"datahub_metadata", *SCAN} <= found
+    assert {"datahub_metadata", *SCAN, "data_incidents", "blind_window"} <= found
+
+
+def test_the_incident_lifecycle_runs_after_ingestion(definitions) -> None:
+    graph = definitions.resolve_asset_graph()
+    assert {p.to_user_string() for p in graph.get(AssetKey("data_incidents")).parent_keys} == {"datahub_metadata"}
+    assert {p.to_user_string() for p in graph.get(AssetKey("blind_window")).parent_keys} == {"data_incidents"}
 
 
 def test_the_scan_is_a_chain_downstream_of_ingestion_and_training(definitions) -> None:
@@ -69,9 +75,10 @@ def test_sensors_schedules_and_jobs(definitions) -> None:
     jobs = {j.name for j in repository.get_all_jobs()}
     assert {"recall_scan", "recall_rescan", "dbt_build", "retrain_models"} <= jobs
     scan_job = definitions.resolve_job_def("recall_scan")
-    assert {k.to_user_string() for k in scan_job.asset_layer.selected_asset_keys} == set(SCAN)
+    lifecycle = {"data_incidents", "blind_window"}
+    assert {k.to_user_string() for k in scan_job.asset_layer.selected_asset_keys} == {*SCAN, *lifecycle}
     rescan = definitions.resolve_job_def("recall_rescan")
-    assert {k.to_user_string() for k in rescan.asset_layer.selected_asset_keys} == {"datahub_metadata", *SCAN}
+    assert {k.to_user_string() for k in rescan.asset_layer.selected_asset_keys} == {"datahub_metadata", *SCAN, *lifecycle}
 
 
 def test_loading_parses_dbt_under_recall_home_and_starts_no_service(definitions, defs_settings: Settings) -> None:

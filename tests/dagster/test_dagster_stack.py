@@ -80,7 +80,9 @@ def fraud_versions(settings: Settings) -> list[int]:
 def test_the_scan_materializes_with_metadata_and_evidence(defs, instance, estate: Settings) -> None:
     result = run(defs, instance, "recall_scan")
     assert result.success
-    assert {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()} == set(SCAN)
+    materialized = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+    assert materialized == {*SCAN, "data_incidents", "blind_window"}
+    assert metadata(result, "data_incidents")["active"] == 0
     assert "| fraud_detector_1 | yes | 2 | 6 | 1 |" in metadata(result, "model_closures")["closures"]
     scores = metadata(result, "risk_scores")
     assert "| fraud_detector_1 | yes | HEALTHY | 0 | 2 |" in scores["models"] and scores["at_fail_tier"] == 0
@@ -113,6 +115,10 @@ def test_a_failed_dbt_test_is_a_failed_check_the_sensor_turns_into_a_scan(defs, 
     assert "| failing_assertion | 1 |" in metadata(rescan, "risk_findings")["by_detector"]
     assert "warehouse.marts.fct_transactions" in scores["blast_radius"]
     assert metadata(rescan, "datahub_writeback")["written"] is False, "only a whole-estate scan writes back"
+    incidents = metadata(rescan, "data_incidents")
+    assert incidents["raised"] == 1, "the sensor's rescan turns the failing test into an incident"
+    assert "not_null_fct_transactions_unit_price" in incidents["incidents"]
+    assert "2 of 6 features poisoned" in incidents["incidents"]
 
 
 def test_the_gate_refuses_the_retrain_in_the_same_run(defs, instance, estate: Settings) -> None:
