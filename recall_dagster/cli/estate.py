@@ -13,7 +13,7 @@ from recall_dagster.settings import Settings
 
 @cli.group()
 def estate() -> None:
-    """Build or reset the demo estate on the embedded stack."""
+    """Build, break, heal or reset the demo estate on the embedded stack."""
 
 
 @estate.command("build")

@@ -7,6 +7,8 @@ mlflow sources into a DataHub Lite file) at a small data scale.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -189,3 +191,9 @@ def test_write_back_stands_down_after_heal(estate, monkeypatch: pytest.MonkeyPat
         assert ours and all(run.result.type == "SUCCESS" for run in latest)
     finally:
         graph.close()
+
+
+def test_the_lifecycle_is_reachable_from_seed() -> None:
+    done = subprocess.run([sys.executable, "-m", "seed", "--help"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0
+    assert all(command in done.stdout for command in ("build", "break", "heal", "reset"))
