@@ -67,7 +67,7 @@ def build(settings: Settings, progress: Progress, scale: float | None = None) ->
     state = EstateState(settings)
     registry = load_registry()
     summary = EstateSummary()
-    with progress.step("warehouse: PostgreSQL 16 (pgserver)"):
+    with progress.step("warehouse (embedded PostgreSQL 16, or RECALL_WAREHOUSE_URL)"):
         warehouse = ensure_warehouse(settings)
         progress.note(warehouse.where)
     if "anchor" not in state.data:
