@@ -7,7 +7,6 @@ warehouse, the data and the registered models and only refreshes metadata.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from ml_models.registry import FeatureRegistry, load_registry
 from recall_dagster.graph import open_graph
 from recall_dagster.ingest.run import ingest_all
 from recall_dagster.errors import StackError
+from recall_dagster.files import read_json_object, write_json
 from recall_dagster.progress import Progress
 from recall_dagster.settings import Settings
 from recall_dagster.stack.dbt import DbtRunSummary, dbt_artifacts, dbt_build, dbt_docs_generate, dbt_source_freshness
@@ -49,11 +49,10 @@ class EstateState:
 
     def __init__(self, settings: Settings) -> None:
         self.path = settings.home / "estate" / "state.json"
-        self.data: dict = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self.data: dict = read_json_object(self.path, "estate state")
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(json.dumps(self.data, indent=2, sort_keys=True))
+        write_json(self.path, self.data, "estate state")
 
     @property
     def deployed(self) -> dict[str, int]:
