@@ -27,7 +27,6 @@ class TableRead:
 class TrainingQuery:
     sql: str
     reads: tuple[TableRead, ...]  # the label table first, then feature sources in feature order
-    key_columns: tuple[str, ...]  # frame columns holding the entity keys
     feature_columns: tuple[str, ...]  # frame column of each of model.features, same order
     label_column: str
 
@@ -83,7 +82,6 @@ def build_training_query(model: ModelSpec, registry: FeatureRegistry) -> Trainin
             TableRead(table=registry.table(name), columns=MappingProxyType(_unique_sources(columns)))
             for name, columns in contributed.items()
         ),
-        key_columns=tuple(key_column(k) for k in model.keys),
         feature_columns=tuple(feature_column(f.name) for f in model.features),
         label_column=label,
     )

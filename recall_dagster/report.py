@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from recall_dagster.detect import Severity
+from recall_dagster.detect import Severity, count_by_severity
 from recall_dagster.estate import display_name
 from recall_dagster.scan import ScanResult, iso_instant
 
@@ -50,7 +50,7 @@ def render_report(result: ScanResult, console: Console) -> None:
     table.add_column("crit/warn/info", justify="right", no_wrap=True)
     for report in result.models:
         style = _TIER_STYLE.get(report.score.tier, "white")
-        counts = [sum(1 for f in report.findings if f.severity is s) for s in Severity]
+        counts = list(count_by_severity(report.findings).values())
         table.add_row(
             report.closure.model.name,
             "yes" if report.closure.production else "no",

@@ -44,14 +44,17 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def load_config(path: str | os.PathLike[str] | None = None) -> RecallConfig:
-    """The shipped ``recall.yaml``, with ``path`` (when given) laid over it key by key."""
+def load_yaml_config(path: str | os.PathLike[str] | None = None) -> tuple[dict[str, Any], str]:
+    """The shipped ``recall.yaml`` with ``path`` (when given) laid over it key by key, and whose file speaks."""
     data = _read_yaml(DEFAULT_CONFIG)
-    source = str(DEFAULT_CONFIG)
-    if path is not None and Path(path).resolve() != DEFAULT_CONFIG.resolve():
-        data = merge(data, _read_yaml(Path(path)))
-        source = str(path)
-    config = parse_config(data, source)
+    if path is None or Path(path).resolve() == DEFAULT_CONFIG.resolve():
+        return data, str(DEFAULT_CONFIG)
+    return merge(data, _read_yaml(Path(path))), str(path)
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> RecallConfig:
+    """The scan's configuration (see :func:`load_yaml_config`)."""
+    config = parse_config(*load_yaml_config(path))
     check_config(config)
     return config
 
@@ -72,6 +75,10 @@ class JsonStateStore:
 
     def load_baselines(self) -> Baselines:
         data = read_json_object(self.path, "schema baselines")
+        if not all(isinstance(cols, dict) for cols in data.values()):
+            raise ConfigError(
+                f"schema baselines {self.path} do not map datasets to column types; delete the file to start afresh"
+            )
         return {str(u): {str(c): str(t) for c, t in cols.items()} for u, cols in data.items()}
 
     def save_baselines(self, baselines: Baselines) -> None:

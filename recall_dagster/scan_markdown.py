@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from recall_dagster.detect import Finding, Severity
+from recall_dagster.detect import Finding, Severity, count_by_severity
 from recall_dagster.detect.blast_radius import BlastRadius
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.scan import ScanResult, iso_instant
@@ -47,7 +47,7 @@ def models_table(result: ScanResult) -> str:
         ("model", "production", "tier", "score", "live deployments", "critical / warn / info"),
         (
             (m.closure.model.name, "yes" if m.closure.production else "no", m.score.tier, m.score.value,
-             len(m.closure.live_deployments), " / ".join(str(_count(m.findings, s)) for s in Severity))
+             len(m.closure.live_deployments), " / ".join(str(n) for n in count_by_severity(m.findings).values()))
             for m in result.models
         ),
     )
@@ -118,7 +118,3 @@ def scan_report(result: ScanResult) -> str:
         if failing else f"No model reaches the fail tier {scoring.fail_tier}."
     )
     return "\n\n".join(parts) + "\n"
-
-
-def _count(findings: Iterable[Finding], severity: Severity) -> int:
-    return sum(1 for f in findings if f.severity is severity)

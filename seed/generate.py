@@ -25,6 +25,9 @@ import numpy as np
 import pandas as pd
 import psycopg2
 
+from recall_dagster.errors import StackError
+from recall_dagster.stack.warehouse import Warehouse
+
 DAY = 86_400
 HOUR = 3_600
 WINDOW_DAYS = 180
@@ -124,7 +127,7 @@ LAST_NAMES = np.array([
 EMAIL_DOMAINS = np.array(["example.com", "mail.example", "inbox.example", "corp.example"])
 
 
-def load_raw(conn_url: str, now: datetime, seed: int = 7, scale: float = 1.0) -> dict[str, int]:
+def load_raw(warehouse: Warehouse, now: datetime, seed: int = 7, scale: float = 1.0) -> dict[str, int]:
     """Replace schema ``raw`` with a freshly generated layer; returns row counts per table.
 
     Idempotent by construction: the schema is dropped (CASCADE, so dbt's staging
@@ -132,7 +135,7 @@ def load_raw(conn_url: str, now: datetime, seed: int = 7, scale: float = 1.0) ->
     so readers never see half a raw layer and a heal undoes any injury.
     """
     frames = generate_raw(now, seed=seed, scale=scale)
-    conn = psycopg2.connect(conn_url)
+    conn = warehouse.connect()
     try:
         with conn, conn.cursor() as cur:
             cur.execute("DROP SCHEMA IF EXISTS raw CASCADE")
@@ -145,6 +148,8 @@ def load_raw(conn_url: str, now: datetime, seed: int = 7, scale: float = 1.0) ->
                 names = ", ".join(c for c, _ in columns)
                 cur.copy_expert(f"COPY raw.{table} ({names}) FROM STDIN WITH (FORMAT csv)", buffer)
                 cur.execute(f"ANALYZE raw.{table}")
+    except psycopg2.Error as err:
+        raise StackError(f"could not load the raw layer at {warehouse.where}: {err}".strip()) from err
     finally:
         conn.close()
     return {table: len(frame) for table, frame in frames.items()}

@@ -87,7 +87,7 @@ def break_estate(settings: Settings, progress: Progress) -> EstateSummary:
     state = _built_state(settings)
     if state.data.get("broken"):
         progress.note("the estate is already broken")
-        return _summary(settings, state)
+        return _summary(settings)
     warehouse = ensure_warehouse(settings)
     registry = load_registry()
     with progress.step("warehouse: retype a column, add a card-number column, stop a feed, load NULL prices"):
@@ -97,7 +97,7 @@ def break_estate(settings: Settings, progress: Progress) -> EstateSummary:
     state.deployed["fraud-api-eu"] = versions["fraud_detector"]  # the EU endpoint auto-rolls; US lags behind
     with progress.step("feature store: half-finished device_signals → v2 migration"):
         injuries.migrate_serving_registry(settings)
-    summary = _summary(settings, state, ingest(settings, injuries.serving_registry(settings), state, progress))
+    summary = _summary(settings, ingest(settings, injuries.serving_registry(settings), state, progress))
     with progress.step("DataHub edits: v1 retired, an owner suspended, a column classified as PII"):
         injuries.write_metadata(settings, injuries.metadata_injuries(registry, hurt=True))
     state.data["broken"] = True
@@ -111,7 +111,7 @@ def heal(settings: Settings, progress: Progress) -> EstateSummary:
     state = _built_state(settings)
     if not state.data.get("broken"):
         progress.note("the estate is healthy")
-        return _summary(settings, state)
+        return _summary(settings)
     warehouse = ensure_warehouse(settings)
     registry = load_registry()
     with progress.step("warehouse: reload the raw layer as it was"):
@@ -120,7 +120,7 @@ def heal(settings: Settings, progress: Progress) -> EstateSummary:
     train_and_deploy(settings, warehouse, registry, state, progress, models=("fraud_detector",))
     with progress.step("feature store: migration rolled back"):
         injuries.restore_serving_registry(settings)
-    summary = _summary(settings, state, ingest(settings, registry, state, progress))
+    summary = _summary(settings, ingest(settings, registry, state, progress))
     with progress.step("DataHub edits undone"):
         injuries.write_metadata(settings, injuries.metadata_injuries(registry, hurt=False))
     state.data["broken"] = False
@@ -136,9 +136,7 @@ def _built_state(settings: Settings) -> EstateState:
     return state
 
 
-def _summary(
-    settings: Settings, state: EstateState, versions: list[tuple[str, int, tuple[str, ...]]] | None = None
-) -> EstateSummary:
+def _summary(settings: Settings, versions: list[tuple[str, int, tuple[str, ...]]] | None = None) -> EstateSummary:
     return EstateSummary(versions=versions or [], entities=entity_counts(settings))
 
 
@@ -153,7 +151,7 @@ def load_raw_layer(state: EstateState, warehouse: Warehouse, scale: float | None
         chosen = scale if scale is not None else float(os.environ.get("RECALL_SCALE", "1.0"))
         state.data.update(anchor=anchor.isoformat(), scale=chosen)
         state.save()
-    return load_raw(warehouse.url, datetime.fromisoformat(state.data["anchor"]), scale=state.data["scale"])
+    return load_raw(warehouse, datetime.fromisoformat(state.data["anchor"]), scale=state.data["scale"])
 
 
 def run_dbt(settings: Settings, warehouse: Warehouse, progress: Progress) -> DbtRunSummary:

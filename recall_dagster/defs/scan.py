@@ -26,7 +26,7 @@ from pydantic import Field
 
 from ml_models.registry import load_registry
 from recall_dagster.defs.resources import RecallResource
-from recall_dagster.detect import Detection, Severity
+from recall_dagster.detect import Detection, count_by_severity
 from recall_dagster.errors import ServiceUnreachable
 from recall_dagster.estate import ModelClosure, resolve_closures
 from recall_dagster.ingest.enrich import model_group_urn
@@ -138,7 +138,7 @@ def risk_findings(model_closures: Closures, config: FindingsConfig, recall: Reca
     return Output(
         detection,
         metadata={
-            **{s.value.lower(): sum(1 for f in findings if f.severity is s) for s in Severity},
+            **{s.value.lower(): n for s, n in count_by_severity(findings).items()},
             "by_detector": MetadataValue.md(detector_counts(findings)),
             "blast_radius": MetadataValue.md(blast_radius_table(detection.blast_radius)),
         },

@@ -20,7 +20,7 @@ from recall_dagster.settings import Settings
 from recall_dagster.stack.dbt import (
     PROJECT_DIR,
     dbt_environment,
-    dbt_artifacts,
+    keep_build_results,
     dbt_docs_generate,
     dbt_env,
     dbt_source_freshness,
@@ -85,7 +85,7 @@ def warehouse_dbt_assets(project: DbtProject) -> AssetsDefinition:
         with dbt_environment(dbt_env(warehouse)):
             invocation = dbt.cli(["build"], context=context, target_path=target, raise_on_error=False)
         yield from invocation.stream()
-        shutil.copyfile(target / "run_results.json", dbt_artifacts(settings).run_results)
+        keep_build_results(settings)
         dbt_source_freshness(settings, warehouse)
         dbt_docs_generate(settings, warehouse)
 

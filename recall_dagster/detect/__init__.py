@@ -1,7 +1,7 @@
 """Pure detectors: ``(closure, config, state) -> list[Finding]``, one module each."""
 
 from recall_dagster.detect.config import RecallConfig, parse_config
-from recall_dagster.detect.finding import Finding, Severity
+from recall_dagster.detect.finding import Finding, Severity, count_by_severity
 from recall_dagster.detect.registry import DETECTORS, Detection, check_config, run_detectors
 from recall_dagster.detect.state import DetectorState, Exposure
 
@@ -14,6 +14,7 @@ __all__ = [
     "RecallConfig",
     "Severity",
     "check_config",
+    "count_by_severity",
     "parse_config",
     "run_detectors",
 ]

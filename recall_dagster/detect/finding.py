@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from recall_dagster.estate import ModelClosure
 
@@ -75,3 +75,9 @@ def finding(
         evidence={"path": list(route), **evidence},
         cause=cause,
     )
+
+
+def count_by_severity(findings: Iterable[Finding]) -> dict[Severity, int]:
+    """How many findings of each severity, every severity present (most severe first)."""
+    found = [f.severity for f in findings]
+    return {s: found.count(s) for s in Severity}

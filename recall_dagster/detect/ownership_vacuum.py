@@ -37,12 +37,13 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
                 former_owners=[o.urn for o in model.owners],
             )
         )
-    on_path = sorted({*closure.feature_sources, *closure.training_inputs})
-    for urn in on_path:
+    serving = set(closure.feature_sources)
+    for urn in sorted(serving | set(closure.training_inputs)):
         dataset = closure.dataset(urn)
-        if dataset.missing or any(d.has_active_owner for d in closure.same_table(urn)):
+        same = closure.same_table(urn)
+        if dataset.missing or any(d.has_active_owner for d in same):
             continue
-        owners = tuple(o for d in closure.same_table(urn) for o in d.owners)
+        owners = tuple(o for d in same for o in d.owners)
         findings.append(
             finding(
                 closure,
@@ -50,7 +51,7 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
                 config.severity(NAME, "dataset"),
                 urn,
                 f"{dataset.name} {_why(owners)} but {model.name} "
-                f"{'serves from' if urn in closure.feature_sources else 'trains on'} it",
+                f"{'serves from' if urn in serving else 'trains on'} it",
                 cause=urn,
                 former_owners=[o.urn for o in owners],
             )

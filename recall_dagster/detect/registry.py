@@ -83,7 +83,6 @@ def sort_findings(findings: Sequence[Finding]) -> tuple[Finding, ...]:
 class Detection:
     findings: Mapping[str, tuple[Finding, ...]]  # model URN -> its findings, sorted
     blast_radius: tuple[blast_radius.BlastRadius, ...]  # estate-wide, ranked
-    state: DetectorState  # as the second pass saw it
 
 
 def run_detectors(
@@ -106,5 +105,4 @@ def run_detectors(
     return Detection(
         findings={urn: sort_findings(fs) for urn, fs in found.items()},
         blast_radius=tuple(blast_radius.rank(state)) if config.enabled(_SECOND_PASS) else (),
-        state=state,
     )

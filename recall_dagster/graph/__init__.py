@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from recall_dagster.graph.gms import GmsGraph
 from recall_dagster.graph.lite import LiteGraph
-from recall_dagster.graph.port import AspectMap, Direction, MetadataGraph, WriteReport, aspects_of
+from recall_dagster.graph.port import AspectMap, Direction, MetadataGraph, WriteReport
 from recall_dagster.settings import Settings
 
 __all__ = [
@@ -18,7 +18,6 @@ __all__ = [
     "LiteGraph",
     "MetadataGraph",
     "WriteReport",
-    "aspects_of",
     "open_graph",
 ]
 

@@ -9,7 +9,7 @@ hop, not one per entity.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Literal, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Iterable, Literal, Protocol, Sequence, runtime_checkable
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import ASPECT_NAME_MAP, KEY_ASPECT_NAMES, _Aspect
@@ -91,11 +91,6 @@ class MetadataGraph(Protocol):
 
     def close(self) -> None:
         """Release files and connections."""
-
-
-def aspects_of(amap: Mapping[str, Mapping[str, _Aspect]], urn: str) -> Mapping[str, _Aspect]:
-    """The aspects of one URN, empty when the graph has none."""
-    return amap.get(urn, {})
 
 
 def requested_names(aspects: Sequence[type[_Aspect]] | None) -> list[str] | None:

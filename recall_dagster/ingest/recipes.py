@@ -8,7 +8,6 @@ the same graph; running them in-process only saves a Python start-up.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +19,6 @@ from recall_dagster.settings import Settings
 os.environ.setdefault("DATAHUB_TELEMETRY_ENABLED", "false")
 
 LITE_SINK = "recall_dagster.graph.lite_sink.RecallLiteSink"
-
-
-@dataclass(frozen=True)
-class IngestionReport:
-    """What one recipe run wrote, for progress lines and the demo summary."""
-
-    recipe: Path
-    records_written: int
-    warnings: int
 
 
 def sink_config(settings: Settings) -> dict[str, Any]:
@@ -84,8 +74,8 @@ def write_recipe(settings: Settings, name: str, recipe: dict[str, Any]) -> Path:
     return path
 
 
-def run_recipe(settings: Settings, name: str, recipe: dict[str, Any]) -> IngestionReport:
-    """Write the recipe, run it in-process, and turn pipeline failures into a precise error."""
+def run_recipe(settings: Settings, name: str, recipe: dict[str, Any]) -> int:
+    """Write the recipe, run it in-process, and turn pipeline failures into a precise error; records written."""
     from datahub.ingestion.run.pipeline import Pipeline
 
     path = write_recipe(settings, name, recipe)
@@ -103,11 +93,7 @@ def run_recipe(settings: Settings, name: str, recipe: dict[str, Any]) -> Ingesti
         raise StackError(
             f"ingestion recipe {path} reported {len(failures)} failure(s); first: {first}"
         )
-    return IngestionReport(
-        recipe=path,
-        records_written=sink_report.total_records_written,
-        warnings=len(source_report.warnings) + len(sink_report.warnings),
-    )
+    return sink_report.total_records_written
 
 
 def _resolve_env(recipe: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:

@@ -49,4 +49,4 @@ def ingest_all(
     finally:
         graph.close()
     report.raise_if_failed("enrichment")
-    return IngestSummary(written.records_written + written_ml.records_written, report.written, tuple(versions))
+    return IngestSummary(written + written_ml, report.written, tuple(versions))

@@ -10,13 +10,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from pathlib import Path
 from typing import Any, Mapping
 
 from recall_dagster.detect import Severity
-from recall_dagster.detect.config import _Section, merge
+from recall_dagster.detect.config import _Section
 from recall_dagster.errors import ConfigError
-from recall_dagster.scan import DEFAULT_CONFIG, _read_yaml
+from recall_dagster.scan import load_yaml_config
 
 # Every check the retrain gate runs, in report order (recall_dagster/lifecycle/gate.py implements them).
 CHECK_NAMES: tuple[str, ...] = (
@@ -138,11 +137,7 @@ def parse_lifecycle_config(data: Mapping[str, Any], source: str = "recall.yaml")
 
 def load_lifecycle_config(path: str | os.PathLike[str] | None = None) -> LifecycleConfig:
     """The shipped ``recall.yaml``'s section, with ``path``'s (when given) laid over it key by key."""
-    data = _read_yaml(DEFAULT_CONFIG)
-    source = str(DEFAULT_CONFIG)
-    if path is not None and Path(path).resolve() != DEFAULT_CONFIG.resolve():
-        data = merge(data, _read_yaml(Path(path)))
-        source = str(path)
+    data, source = load_yaml_config(path)
     if "lifecycle" not in data:
         raise ConfigError(f"{source}: the lifecycle section is missing")
     return parse_lifecycle_config(data["lifecycle"], source)

@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import threading
-import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -43,13 +42,10 @@ _INVOKE_LOCK = threading.Lock()
 class DbtRunSummary:
     """Outcome of one dbt command, node by node."""
 
-    command: str
     success: bool  # dbt's own verdict: False when any node failed, errored or went stale
     statuses: dict[str, str]  # unique_id -> status (success, pass, fail, warn, error, skipped, ...)
     counts: dict[str, dict[str, int]]  # resource type -> status -> number of nodes
     failing_tests: tuple[str, ...]  # names of tests that failed or errored
-    run_results: Path | None  # this command's own copy of its results artifact
-    elapsed_s: float
 
     def with_status(self, *statuses: str) -> list[str]:
         """unique_ids whose status is one of ``statuses``, e.g. ``with_status("skipped")``."""
@@ -104,22 +100,21 @@ def dbt_build(
     args = ["build", *_vars_args(vars)]
     args += ["--select", select] if select else []
     args += ["--exclude", exclude] if exclude else []
-    result, elapsed = _invoke(settings, warehouse, args)
-    return _summarise("build", result, elapsed, _keep_run_results(settings, "build"))
+    result = _invoke(settings, warehouse, args)
+    keep_build_results(settings)
+    return _summarise(result)
 
 
 def dbt_source_freshness(settings: Settings, warehouse: Warehouse) -> DbtRunSummary:
     """``dbt source freshness`` against the real clock; statuses are pass / warn / error per source."""
-    result, elapsed = _invoke(settings, warehouse, ["source", "freshness"])
-    return _summarise("source freshness", result, elapsed, dbt_artifacts(settings).sources)
+    return _summarise(_invoke(settings, warehouse, ["source", "freshness"]))
 
 
 def dbt_docs_generate(settings: Settings, warehouse: Warehouse, vars: Mapping[str, Any] | None = None) -> DbtArtifacts:
     """``dbt docs generate`` for catalog.json (column types for DataHub); keeps the build's results apart."""
-    result, _ = _invoke(settings, warehouse, ["docs", "generate", *_vars_args(vars)])
+    result = _invoke(settings, warehouse, ["docs", "generate", *_vars_args(vars)])
     if not result.success:
         raise StackError(f"dbt docs generate failed; see {settings.dbt_dir / 'logs' / 'dbt.log'}")
-    _keep_run_results(settings, "docs")
     return dbt_artifacts(settings)
 
 
@@ -127,7 +122,7 @@ def _vars_args(vars: Mapping[str, Any] | None) -> list[str]:
     return ["--vars", json.dumps(dict(vars))] if vars else []
 
 
-def _invoke(settings: Settings, warehouse: Warehouse, args: Sequence[str]) -> tuple[dbtRunnerResult, float]:
+def _invoke(settings: Settings, warehouse: Warehouse, args: Sequence[str]) -> dbtRunnerResult:
     settings.dbt_dir.mkdir(parents=True, exist_ok=True)
     full = [
         *args,
@@ -140,12 +135,11 @@ def _invoke(settings: Settings, warehouse: Warehouse, args: Sequence[str]) -> tu
         "--no-version-check",
         "--log-level", "none",  # stdout stays the caller's; details go to logs/dbt.log
     ]
-    started = time.monotonic()
     with _INVOKE_LOCK, dbt_environment(dbt_env(warehouse)):
         result = dbtRunner().invoke(full)
     if result.exception is not None:
         raise _cannot_run(args, warehouse, result.exception)
-    return result, time.monotonic() - started
+    return result
 
 
 def _cannot_run(args: Sequence[str], warehouse: Warehouse, err: BaseException) -> Exception:
@@ -171,16 +165,14 @@ def dbt_environment(values: Mapping[str, str]) -> Iterator[None]:
                 os.environ[key] = old
 
 
-def _keep_run_results(settings: Settings, label: str) -> Path | None:
+def keep_build_results(settings: Settings) -> None:
+    """Copy the build's run_results.json aside: ``docs generate`` overwrites it, DataHub needs the tests'."""
     source = dbt_target_dir(settings) / "run_results.json"
-    if not source.exists():
-        return None
-    kept = source.with_name(f"run_results.{label}.json")
-    shutil.copyfile(source, kept)
-    return kept
+    if source.exists():
+        shutil.copyfile(source, dbt_artifacts(settings).run_results)
 
 
-def _summarise(command: str, result: dbtRunnerResult, elapsed: float, artifact: Path | None) -> DbtRunSummary:
+def _summarise(result: dbtRunnerResult) -> DbtRunSummary:
     statuses: dict[str, str] = {}
     by_type: dict[str, Counter[str]] = defaultdict(Counter)
     failing: list[str] = []
@@ -193,11 +185,8 @@ def _summarise(command: str, result: dbtRunnerResult, elapsed: float, artifact: 
         if resource_type == "test" and status in FAILED_TEST_STATUSES:
             failing.append(node.name)
     return DbtRunSummary(
-        command=command,
         success=bool(result.success),
         statuses=statuses,
         counts={kind: dict(counter) for kind, counter in by_type.items()},
         failing_tests=tuple(sorted(failing)),
-        run_results=artifact,
-        elapsed_s=round(elapsed, 2),
     )

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping
 
 from recall_dagster.detect import Severity
-from recall_dagster.detect.config import ScoringConfig, _Section, merge
+from recall_dagster.detect.config import ScoringConfig, _Section
 from recall_dagster.errors import ConfigError
-from recall_dagster.scan import DEFAULT_CONFIG, _read_yaml
+from recall_dagster.scan import load_yaml_config
 from recall_dagster.writeback.keys import TAG_PREFIX
 
 
@@ -100,9 +99,4 @@ def parse_writeback_config(data: Mapping[str, Any], source: str = "recall.yaml")
 
 def load_writeback_config(path: str | os.PathLike[str] | None = None) -> WritebackConfig:
     """The shipped ``recall.yaml``'s section, with ``path``'s (when given) laid over it key by key."""
-    data = _read_yaml(DEFAULT_CONFIG)
-    source = str(DEFAULT_CONFIG)
-    if path is not None and Path(path).resolve() != DEFAULT_CONFIG.resolve():
-        data = merge(data, _read_yaml(Path(path)))
-        source = str(path)
-    return parse_writeback_config(data, source)
+    return parse_writeback_config(*load_yaml_config(path))

@@ -14,7 +14,7 @@ from recall_dagster.lifecycle.assess import root_causes
 from recall_dagster.lifecycle.config import CHECK_NAMES, LifecycleConfig, load_lifecycle_config, parse_lifecycle_config
 from recall_dagster.lifecycle.gate import CHECKS, GateInputs, run_gate
 from recall_dagster.lifecycle.records import OpenIncident, TrainingSpan
-from recall_dagster.scan import DEFAULT_CONFIG, _read_yaml, load_config
+from recall_dagster.scan import load_config, load_yaml_config
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +101,7 @@ def test_detector_findings_open_incidents_and_disabled_checks(lc, scan_config) -
 
 
 def test_config_errors_name_the_key() -> None:
-    section = _read_yaml(DEFAULT_CONFIG)["lifecycle"]
+    section = load_yaml_config()[0]["lifecycle"]
     with pytest.raises(ConfigError, match="gate.disabled"):
         parse_lifecycle_config({**section, "gate": {**section["gate"], "disabled": ["no_such_check"]}})
     with pytest.raises(ConfigError, match="share 0"):

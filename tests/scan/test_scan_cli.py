@@ -94,5 +94,8 @@ def test_corrupt_state_is_reported_not_crashed(tmp_path):
     store.path.write_text("{not json")
     with pytest.raises(ConfigError, match="delete the file"):
         store.load_baselines()
+    store.path.write_text('{"urn:li:dataset:x": ["a"]}')
+    with pytest.raises(ConfigError, match="do not map datasets to column types"):
+        store.load_baselines()
     store.save_baselines({"urn:li:dataset:x": {"a": "int"}})
     assert store.load_baselines() == {"urn:li:dataset:x": {"a": "int"}}

@@ -38,9 +38,9 @@ STAGING = ["stg_churn_labels", "stg_customers", "stg_device_signals", "stg_devic
 @pytest.fixture()
 def healthy_raw(warehouse: Warehouse) -> Iterator[Warehouse]:
     """A small healthy raw layer, reloaded afterwards so an injury never leaks into the next test."""
-    load_raw(warehouse.url, NOW, scale=0.05)
+    load_raw(warehouse, NOW, scale=0.05)
     yield warehouse
-    load_raw(warehouse.url, NOW, scale=0.05)
+    load_raw(warehouse, NOW, scale=0.05)
 
 
 def execute(warehouse: Warehouse, statement: str) -> list[tuple]:

@@ -44,16 +44,16 @@ def checksums(wh: Warehouse) -> dict[str, str]:
 
 
 def test_same_seed_and_now_load_identical_tables(scratch: Warehouse) -> None:
-    first = load_raw(scratch.url, NOW, seed=7, scale=0.02)
+    first = load_raw(scratch, NOW, seed=7, scale=0.02)
     first_sums = checksums(scratch)
-    assert load_raw(scratch.url, NOW, seed=7, scale=0.02) == first
+    assert load_raw(scratch, NOW, seed=7, scale=0.02) == first
     assert checksums(scratch) == first_sums
-    load_raw(scratch.url, NOW, seed=8, scale=0.02)
+    load_raw(scratch, NOW, seed=8, scale=0.02)
     assert checksums(scratch)["orders"] != first_sums["orders"]
 
 
 def test_scale_one_meets_the_floors_and_is_fresh(scratch: Warehouse) -> None:
-    counts = load_raw(scratch.url, NOW)
+    counts = load_raw(scratch, NOW)
     assert counts["customers"] == 20_000 and counts["products"] == 500
     assert 100_000 <= counts["orders"] <= 140_000
     assert counts["transactions"] >= 200_000
@@ -70,7 +70,7 @@ def test_scale_one_meets_the_floors_and_is_fresh(scratch: Warehouse) -> None:
 
 
 def test_fraud_and_churn_labels_carry_learnable_signal(scratch: Warehouse) -> None:
-    load_raw(scratch.url, NOW, scale=0.2)
+    load_raw(scratch, NOW, scale=0.2)
     with scratch.connect() as conn, conn.cursor() as cur:
         cur.execute("""
             SELECT l.is_fraud, avg(d.ip_risk_score), avg(d.is_emulator::int), count(*)

@@ -11,7 +11,7 @@ from datahub.metadata.schema_classes import AssertionResultClass, AssertionRunEv
 from recall_dagster.detect.config import merge
 from recall_dagster.errors import ConfigError, ServiceUnreachable
 from recall_dagster.graph.port import WriteReport
-from recall_dagster.scan import DEFAULT_CONFIG, _read_yaml
+from recall_dagster.scan import load_yaml_config
 from recall_dagster.writeback import parse_writeback_config
 from recall_dagster.writeback.config import RetryPolicy
 from recall_dagster.writeback.emit import emit
@@ -33,7 +33,7 @@ def test_urns_depend_only_on_what_they_are_about() -> None:
 
 def _section(**override: object) -> dict:
     """The shipped recall.yaml with ``override`` laid over its writeback section."""
-    return merge(_read_yaml(DEFAULT_CONFIG), {"writeback": override})
+    return merge(load_yaml_config()[0], {"writeback": override})
 
 
 def test_the_shipped_section_is_all_off_and_typed() -> None:
