@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import json
 import time
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import click
 from rich.console import Console
 
 from recall_dagster.cli import cli
-from recall_dagster.cli.options import config_option, graph_option, json_option
-from recall_dagster.errors import EXIT_FINDINGS, ServiceUnreachable
+from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
+from recall_dagster.errors import EXIT_FINDINGS
 from recall_dagster.estate import display_name
-from recall_dagster.graph import MetadataGraph, open_graph
+from recall_dagster.graph.port import location_of
 from recall_dagster.lifecycle.blast import describe
 from recall_dagster.lifecycle.columns import column_name
 from recall_dagster.lifecycle.config import load_lifecycle_config
@@ -45,20 +43,6 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-@contextmanager
-def _graph(settings: Settings, read_only: bool) -> Iterator[MetadataGraph]:
-    if not settings.graph_is_remote and not Path(settings.graph).expanduser().exists():
-        raise ServiceUnreachable(
-            f"no metadata graph at {settings.graph}: build the estate first, or point "
-            "--graph / RECALL_GRAPH at a DataHub Lite file or a GMS URL"
-        )
-    graph = open_graph(settings, read_only=read_only)
-    try:
-        yield graph
-    finally:
-        graph.close()
-
-
 def _echo_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2))
 
@@ -79,7 +63,7 @@ def blind_window_command(
     """
     config, lc = load_config(config_path), load_lifecycle_config(config_path)
     settings = Settings.from_env(graph=graph_target)
-    with _graph(settings, read_only=True) as graph:
+    with opened_graph(settings, read_only=True) as graph:
         report = blind_window_report(graph, config, lc, target, _now_ms())
     if as_json:
         _echo_json(report.to_json())
@@ -129,7 +113,7 @@ def gate_command(
     config, lc = load_config(config_path), load_lifecycle_config(config_path)
     settings = Settings.from_env(graph=graph_target)
     baselines = JsonStateStore(settings.state_dir).load_baselines()
-    with _graph(settings, read_only=True) as graph:
+    with opened_graph(settings, read_only=True) as graph:
         result = evaluate_gate(
             graph, config, lc, model, _now_ms(), baselines=baselines, row_counter=warehouse_counter(settings)
         )
@@ -166,7 +150,7 @@ def sync_command(graph_target: str | None, config_path: str | None, as_json: boo
     policy = load_writeback_config(config_path).retry
     settings = Settings.from_env(graph=graph_target)
     settings.ensure_home()
-    with _graph(settings, read_only=False) as graph:
+    with opened_graph(settings, read_only=False) as graph:
         result = sync_incidents(graph, settings, config, lc, _now_ms(), policy)
     if as_json:
         _echo_json(result.to_json())
@@ -196,11 +180,8 @@ def _render_sync(result: SyncResult, console: Console) -> None:
 def list_command(graph_target: str | None, as_json: bool) -> None:
     """The incidents the ledger holds for this graph, open ones first."""
     settings = Settings.from_env(graph=graph_target)
-    with _graph(settings, read_only=True) as graph:
-        location = graph.location
-    entries = sorted(
-        Ledger(settings.state_dir, location).load().values(), key=lambda e: (not e.active, -e.raised_at_ms)
-    )
+    ledger = Ledger(settings.state_dir, location_of(settings.graph))  # the ledger is local: no graph is opened
+    entries = sorted(ledger.load().values(), key=lambda e: (not e.active, -e.raised_at_ms))
     if as_json:
         _echo_json([e.to_json() for e in entries])
         return

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
 
 import click
+
+from recall_dagster.errors import ServiceUnreachable
+from recall_dagster.graph import MetadataGraph, open_graph
+from recall_dagster.settings import Settings
 
 graph_option = click.option(
     "--graph", "graph_target", metavar="FILE|URL", help="DataHub Lite file or GMS URL [env RECALL_GRAPH]."
@@ -17,3 +24,22 @@ config_option = click.option(
     help="Overrides laid over the shipped recall.yaml [env RECALL_CONFIG].",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the JSON contract instead of text.")
+
+
+@contextmanager
+def opened_graph(settings: Settings, read_only: bool) -> Iterator[MetadataGraph]:
+    """The graph a command works on, closed after; a Lite file that is not there is never created.
+
+    A mistyped ``--graph`` path must exit 3, not leave an empty store behind
+    that a write would then fill.
+    """
+    if not settings.graph_is_remote and not Path(settings.graph).expanduser().exists():
+        raise ServiceUnreachable(
+            f"no metadata graph at {settings.graph}: build the estate first, or point "
+            "--graph / RECALL_GRAPH at a DataHub Lite file or a GMS URL"
+        )
+    graph = open_graph(settings, read_only=read_only)
+    try:
+        yield graph
+    finally:
+        graph.close()

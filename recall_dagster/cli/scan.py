@@ -10,15 +10,12 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime, timezone
-from pathlib import Path
-
 import click
 from rich.console import Console
 
 from recall_dagster.cli import cli
-from recall_dagster.cli.options import config_option, graph_option, json_option
-from recall_dagster.errors import EXIT_FINDINGS, ConfigError, ServiceUnreachable
-from recall_dagster.graph import open_graph
+from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
+from recall_dagster.errors import EXIT_FINDINGS, ConfigError
 from recall_dagster.report import render_report
 from recall_dagster.scan import JsonStateStore, load_config, run_scan
 from recall_dagster.settings import Settings
@@ -70,13 +67,7 @@ def scan(
     writeback_config = load_writeback_config(config_path) if writing else None
     scanned_at_ms = _instant_ms(as_of) if as_of else int(time.time() * 1000)
     settings = Settings.from_env(graph=graph_target)
-    if not settings.graph_is_remote and not Path(settings.graph).expanduser().exists():
-        raise ServiceUnreachable(
-            f"no metadata graph at {settings.graph}: build the estate first, or point "
-            "--graph / RECALL_GRAPH at a DataHub Lite file or a GMS URL"
-        )
-    graph = open_graph(settings, read_only=not write or dry)
-    try:
+    with opened_graph(settings, read_only=not write or dry) as graph:
         result = run_scan(
             graph,
             config,
@@ -94,8 +85,6 @@ def scan(
             now_ms = int(time.time() * 1000)
             run = dry_run if dry else write_back
             report = run(graph, result, settings, writeback_config, now_ms)
-    finally:
-        graph.close()
     if as_json:
         body = result.to_json()
         if report is not None:

@@ -32,6 +32,7 @@ from recall_dagster.graph.port import (
     Direction,
     WriteReport,
     listed_by_default,
+    location_of,
     requested_names,
 )
 from recall_dagster.graph.relationships import carrying_aspects, entity_type, fields_for, outgoing
@@ -93,7 +94,7 @@ class GmsGraph:
         timeout_sec: float = 30.0,
         retries: int = 2,
     ) -> None:
-        self._url = url.rstrip("/")
+        self._url = location_of(url)
         try:
             self._client = DataHubGraph(
                 DatahubClientConfig(

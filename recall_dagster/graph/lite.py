@@ -41,6 +41,7 @@ from recall_dagster.graph.port import (
     Direction,
     WriteReport,
     listed_by_default,
+    location_of,
     requested_names,
 )
 from recall_dagster.graph.relationships import carrying_aspects, extract_targets, outgoing
@@ -104,7 +105,7 @@ class LiteGraph:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False) -> None:
-        self._path = Path(path).expanduser()
+        self._path = Path(location_of(str(path)))
         self._read_only = read_only
         self._dirty = False
         _check_file(self._path, read_only)

@@ -9,6 +9,7 @@ hop, not one per entity.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterable, Literal, Protocol, Sequence, runtime_checkable
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
@@ -91,6 +92,13 @@ class MetadataGraph(Protocol):
 
     def close(self) -> None:
         """Release files and connections."""
+
+
+def location_of(target: str) -> str:
+    """How an adapter names the store it opens; local records (ledgers, pending writes) are keyed by it."""
+    if target.startswith(("http://", "https://")):
+        return target.rstrip("/")
+    return str(Path(target).expanduser())
 
 
 def requested_names(aspects: Sequence[type[_Aspect]] | None) -> list[str] | None:

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from datahub.emitter.mce_builder import datahub_guid
-from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import (
     DocumentContentsClass,
     DocumentInfoClass,
@@ -37,6 +36,7 @@ from datahub.metadata.schema_classes import (
 )
 from datahub.metadata.urns import DocumentUrn
 
+from recall_dagster.estate.marks import MANAGED_BY_KEY
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.lifecycle.blast import describe
 from recall_dagster.lifecycle.config import LifecycleConfig
@@ -44,11 +44,14 @@ from recall_dagster.lifecycle.incidents import INCIDENT_TYPE, IncidentEntry
 from recall_dagster.lifecycle.postmortem import Postmortem
 from recall_dagster.writeback.config import RetryPolicy
 from recall_dagster.writeback.emit import emit
+from recall_dagster.writeback.incidents import targets_models
+from recall_dagster.writeback.run import INCIDENTS_ON_MODELS
+from recall_dagster.writeback.store import WritebackStore
 from recall_dagster.writeback.keys import stamp
 from recall_dagster.writeback.writes import Write
 from recall_dagster.files import write_atomically
 
-MANAGED_BY = {"recall.managedBy": "recall-lifecycle"}
+MANAGED_BY = {MANAGED_BY_KEY: "recall-lifecycle"}
 
 
 def _datasets(entry: IncidentEntry) -> list[str]:
@@ -167,8 +170,14 @@ def publish(
     postmortems: Mapping[str, Postmortem],
     config: LifecycleConfig,
     policy: RetryPolicy,
+    store: WritebackStore,
 ) -> Published:
-    """Write each entry's incident (and its postmortem document, when given by entry id)."""
+    """Write each entry's incident (and its postmortem document, when given by entry id).
+
+    A server known (or found now) to refuse incidents on mlModels gets them on
+    the datasets alone, remembered in the same capability record the scan's
+    write-back keeps, so neither path asks twice.
+    """
     current = graph.get_aspects([e.urn for e in entries], [IncidentInfoClass]) if entries else {}
 
     def writes(on_models: bool) -> list[Write]:
@@ -176,22 +185,18 @@ def publish(
         for entry in entries:
             now = current.get(entry.urn, {}).get(IncidentInfoClass.ASPECT_NAME)
             info = incident_info(entry, config, now, on_models=on_models)  # type: ignore[arg-type]
-            mcp = MetadataChangeProposalWrapper(entityUrn=entry.urn, aspect=info)
-            out.append(Write("incident", mcp, info.title or ""))
+            out.append(Write.of("incident", entry.urn, info, info.title or ""))
             if entry.id in postmortems:
                 doc = postmortem_info(entry, postmortems[entry.id])
-                mcp = MetadataChangeProposalWrapper(entityUrn=postmortem_urn(entry), aspect=doc)
-                out.append(Write("document", mcp, doc.title or ""))
+                out.append(Write.of("document", postmortem_urn(entry), doc, doc.title or ""))
         return out
 
-    outcome = emit(graph, writes(on_models=True), policy)
-    if any(w.path == "incident" for w, _ in outcome.refused):  # probably refused model targets: datasets only
-        refused = {w.urn for w, _ in outcome.refused}
-        retry = [w for w in writes(on_models=False) if w.urn in refused]
-        again = emit(graph, retry, policy)
-        outcome.refused = [(w, r) for w, r in outcome.refused if w.urn not in refused] + again.refused
-        outcome.pending += again.pending
-        outcome.landed += again.landed
+    outcome = emit(graph, writes(on_models=store.capability(INCIDENTS_ON_MODELS) is not False), policy)
+    refused = {w.urn for w, _ in outcome.refused if w.path == "incident" and targets_models(w)}
+    if refused:
+        store.save_capabilities({INCIDENTS_ON_MODELS: False})
+        outcome.refused = [(w, r) for w, r in outcome.refused if w.urn not in refused]
+        outcome.merge(emit(graph, [w for w in writes(on_models=False) if w.urn in refused], policy))
     failed = [(w, reason) for w, reason in (*outcome.refused, *outcome.pending)]
     failed_urns = {w.urn for w, _ in failed}
     return Published(

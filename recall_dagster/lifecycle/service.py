@@ -36,6 +36,7 @@ from recall_dagster.lifecycle.verdict import Status
 from recall_dagster.scan import iso_instant
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import RetryPolicy
+from recall_dagster.writeback.store import WritebackStore
 
 RowCounter = Callable[[Sequence[str]], Mapping[str, int]]  # "schema.table" names -> rows now
 
@@ -247,7 +248,7 @@ def sync_incidents(
         postmortems[entry.id] = pm
     ledger.save(entries)
     unpublished = [e for e in entries.values() if not e.published]
-    outcome = publish(graph, unpublished, postmortems, lc, policy)
+    outcome = publish(graph, unpublished, postmortems, lc, policy, WritebackStore(settings.state_dir, graph.location))
     for entry in unpublished:
         document = postmortem_urn(entry) if entry.id in postmortems else None
         if entry.urn in outcome.landed and (document is None or document in outcome.landed):

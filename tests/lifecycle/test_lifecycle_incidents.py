@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,11 +12,13 @@ from lifecycle_estates import at, closure, estate, model_urn, record, span_for
 from recall_dagster.graph.port import WriteReport
 from recall_dagster.lifecycle.assess import RootCause, root_causes
 from recall_dagster.lifecycle.config import LifecycleConfig, load_lifecycle_config
-from recall_dagster.lifecycle.incidents import ACTIVE, INCIDENT_TYPE, RESOLVED, reconcile
+from recall_dagster.lifecycle.incidents import ACTIVE, INCIDENT_TYPE, RESOLVED, incident_id, reconcile
 from recall_dagster.lifecycle.ledger import Ledger
 from recall_dagster.lifecycle.postmortem import postmortem
 from recall_dagster.lifecycle.publish import incident_info, postmortem_info, publish, write_evidence
 from recall_dagster.writeback.config import RetryPolicy
+from recall_dagster.writeback.run import INCIDENTS_ON_MODELS
+from recall_dagster.writeback.store import WritebackStore
 
 
 @pytest.fixture(scope="module")
@@ -127,6 +130,7 @@ class RefusesModelTargets:
 
     def __init__(self) -> None:
         self.stored: dict[str, object] = {}
+        self.refusals = 0
 
     def get_aspects(self, urns, aspects=None):
         return {u: {} for u in urns}
@@ -136,6 +140,7 @@ class RefusesModelTargets:
         for mcp in mcps:
             info = mcp.aspect
             if isinstance(info, IncidentInfoClass) and any(e.startswith("urn:li:mlModel:") for e in info.entities):
+                self.refusals += 1
                 report.failures.append((mcp.entityUrn, mcp.aspectName, "HTTP 422: unsupported entity type"))
             else:
                 self.stored[mcp.entityUrn] = info
@@ -143,11 +148,26 @@ class RefusesModelTargets:
         return report
 
 
-def test_a_server_refusing_model_targets_gets_the_incident_on_the_datasets(lc: LifecycleConfig) -> None:
+def test_a_server_refusing_model_targets_gets_the_incident_on_the_datasets(lc: LifecycleConfig, tmp_path) -> None:
     entry = next(iter(reconcile({}, causes(lc, *FAILING), at(10.5)).entries.values()))
     graph = RefusesModelTargets()
-    outcome = publish(graph, [entry], {}, lc, RetryPolicy(attempts=1, backoff_seconds=0, max_backoff_seconds=0))  # type: ignore[arg-type]
+    store = WritebackStore(tmp_path, graph.location)
+    policy = RetryPolicy(attempts=1, backoff_seconds=0, max_backoff_seconds=0)
+    outcome = publish(graph, [entry], {}, lc, policy, store)  # type: ignore[arg-type]
     assert outcome.landed == {entry.urn} and outcome.failures == []
+    assert store.capability(INCIDENTS_ON_MODELS) is False, "the refusal is remembered with the scan's write-back"
+    asked = RefusesModelTargets()
+    publish(asked, [entry], {}, lc, policy, store)  # type: ignore[arg-type]
+    assert asked.refusals == 0 and entry.urn in asked.stored, "a known refusal is not asked again"
     stored = graph.stored[entry.urn]
     assert isinstance(stored, IncidentInfoClass) and all(e.startswith("urn:li:dataset:") for e in stored.entities)
     assert "fraud_detector_2" in (stored.description or ""), "the models are named in its text"
+
+
+def test_causes_without_origin_columns_keep_distinct_incident_ids(lc: LifecycleConfig) -> None:
+    """Two table-level tests on tables with no known columns, failing at the same instant, are two incidents."""
+    (cause,) = causes(lc, *FAILING)
+    first = replace(cause, origins=())
+    second = replace(first, records=(replace(cause.records[0], urn="urn:li:assertion:another-table"),))
+    assert incident_id(first, at(10.5)) != incident_id(second, at(10.5))
+    assert incident_id(first, at(10.5)) == incident_id(first, at(10.5)), "ids stay deterministic"

@@ -9,7 +9,6 @@ import pytest
 from click.testing import CliRunner
 from scan_estates import ingest
 
-import recall_dagster.cli.scan  # noqa: F401  (registers the command)
 from recall_dagster.cli import cli
 from recall_dagster.scan import JsonStateStore
 from recall_dagster.errors import ConfigError

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import recall_dagster.cli.scan  # noqa: F401  (registers the command)
 from recall_dagster.cli import cli
 
 AS_OF = "2025-06-01T00:00:00Z"

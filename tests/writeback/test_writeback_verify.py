@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from contextlib import closing
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from wb_support import MODEL, scan
 
-import recall_dagster.cli.verify  # noqa: F401  (registers the command)
 from recall_dagster.cli import cli
 from recall_dagster.graph import LiteGraph
 from recall_dagster.writeback import write_back
@@ -65,3 +65,10 @@ def test_verify_reports_what_an_older_gms_refuses(fake, gms, recall_config, sett
     assert not result.ok
     removed = {u for u, aspects in fake.aspects.items() if aspects.get("status", {}).get("removed")}
     assert removed == set(result.removed) and len(removed) == 3  # model, dataset, assertion
+
+
+def test_verify_never_creates_a_graph_at_a_mistyped_path(tmp_path: Path) -> None:
+    missing = tmp_path / "typo.db"
+    result = CliRunner().invoke(cli, ["verify", "--graph", str(missing)])
+    assert result.exit_code == 3 and "no metadata graph at" in result.output
+    assert not missing.exists()
