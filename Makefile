@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/recall demo
+	$(BIN)/python -m seed demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest --basetemp=.pytest-tmp

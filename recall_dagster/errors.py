@@ -10,6 +10,7 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
+EXIT_UNVERIFIED = 4
 
 
 class RecallError(Exception):
@@ -22,6 +23,10 @@ class ConfigError(RecallError):
     """Malformed configuration, environment or arguments."""
 
     exit_code = EXIT_USAGE
+
+
+class ModelNotFound(ConfigError):
+    """No model or version in the graph answers to the name asked for."""
 
 
 class GraphError(RecallError):

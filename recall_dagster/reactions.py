@@ -1,19 +1,51 @@
-"""Which models a reaction (a failed dbt test, a new registry version) must rescan, as a pure function.
+"""Which models a reaction (a failed test, a new registry version) must rescan, as pure functions.
 
-Dagster's sensors only wire it in (``recall_dagster/defs/sensors.py``), so a
+Dagster's sensors only wire them in (``recall_dagster/defs/sensors.py``), so a
 test or another orchestrator chooses the same models from the same inputs.
+Models are always found in the graph's closures: what a failed table feeds is
+lineage's answer, not a list kept beside it.
 """
 
 from __future__ import annotations
 
-from typing import Collection, Hashable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from recall_dagster.estate import ModelClosure, display_name
 
 
-def affected_models(failed: Iterable[Hashable], upstream: Mapping[str, Collection[Hashable]]) -> tuple[str, ...]:
-    """The models (keys of ``upstream``) whose upstream holds any of the ``failed`` datasets, sorted.
+def _names(urn: str) -> tuple[str, str]:
+    return urn, display_name(urn).casefold()
 
-    ``upstream`` maps a model to everything it reads, directly or not; the
-    datasets only have to be named alike in both arguments (asset keys, URNs...).
-    """
-    broken = set(failed)
-    return tuple(sorted(model for model, reads in upstream.items() if broken.intersection(reads)))
+
+def reads(closure: ModelClosure, dataset: str) -> bool:
+    """True when the closure holds ``dataset``: a URN, a full name, or a name's trailing parts (``marts.fct_orders``)."""
+    wanted = dataset.casefold()
+    return any(
+        dataset == urn or name == wanted or name.endswith("." + wanted)
+        for urn, name in map(_names, closure.datasets)
+    )
+
+
+def models_reading(closures: Iterable[ModelClosure], datasets: Iterable[str]) -> tuple[str, ...]:
+    """Registered names of the models whose closures hold any of ``datasets``, sorted."""
+    wanted = tuple(datasets)
+    return tuple(sorted({c.registered_name for c in closures if any(reads(c, d) for d in wanted)}))
+
+
+@dataclass(frozen=True)
+class AssertionResult:
+    """One assertion's newest result, as DataHub holds it, whoever reported it."""
+
+    assertion: str
+    dataset: str | None
+    at_ms: int
+    result: str | None
+
+
+def new_failures(
+    results: Sequence[AssertionResult], after_ms: int, failing: Iterable[str]
+) -> tuple[AssertionResult, ...]:
+    """Results newer than ``after_ms`` whose outcome counts as failing, oldest first."""
+    bad = set(failing)
+    return tuple(sorted((r for r in results if r.at_ms > after_ms and r.result in bad), key=lambda r: r.at_ms))

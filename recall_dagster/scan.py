@@ -24,9 +24,8 @@ from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure, resolve_closures
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.score import Score, score_model
-from recall_dagster.settings import REPO_ROOT
 
-DEFAULT_CONFIG = REPO_ROOT / "recall.yaml"
+DEFAULT_CONFIG = Path(__file__).with_name("recall.yaml")  # the defaults, shipped in the package
 Baselines = dict[str, dict[str, str]]  # dataset URN -> {simple field path: type}
 
 

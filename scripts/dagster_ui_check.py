@@ -29,18 +29,25 @@ from recall_dagster.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 STARTUP_TIMEOUT_S = 180
-REPOSITORY = {"repositoryLocationName": "recall", "repositoryName": "__repository__"}  # workspace.yaml's location
+LOCATIONS = ("recall", "demo_estate")  # workspace.yaml's code locations
 QUERY = """
-query Recall($repository: RepositorySelector!) {
+query Recall($recall: RepositorySelector!, $demo_estate: RepositorySelector!) {
   assetNodes {
     assetKey { path }
     groupName
     assetChecksOrError { ... on AssetChecks { checks { name blocking } } }
   }
-  sensorsOrError(repositorySelector: $repository) { ... on Sensors { results { name sensorState { status } } } }
-  schedulesOrError(repositorySelector: $repository) { ... on Schedules { results { name cronSchedule } } }
+  recall_sensors: sensorsOrError(repositorySelector: $recall) { ... on Sensors { results { name sensorState { status } } } }
+  recall_schedules: schedulesOrError(repositorySelector: $recall) { ... on Schedules { results { name cronSchedule } } }
+  demo_estate_sensors: sensorsOrError(repositorySelector: $demo_estate) {
+    ... on Sensors { results { name sensorState { status } } }
+  }
+  demo_estate_schedules: schedulesOrError(repositorySelector: $demo_estate) {
+    ... on Schedules { results { name cronSchedule } }
+  }
 }
 """
+VARIABLES = {name: {"repositoryLocationName": name, "repositoryName": "__repository__"} for name in LOCATIONS}
 
 
 def free_port() -> int:
@@ -72,7 +79,7 @@ def dagster_dev(recall_home: Path, port: int) -> Iterator[str]:
 
 
 def graphql(url: str, query: str = QUERY) -> dict[str, Any]:
-    body = {"query": query, "variables": {"repository": REPOSITORY} if query is QUERY else {}}
+    body = {"query": query, "variables": VARIABLES if query is QUERY else {}}
     request = urllib.request.Request(
         f"{url}/graphql", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
     )
@@ -84,15 +91,20 @@ def graphql(url: str, query: str = QUERY) -> dict[str, Any]:
 
 
 def summary(data: dict[str, Any]) -> dict[str, Any]:
-    """Asset keys with their checks, sensors and schedules, flattened for reading and asserting."""
+    """Asset keys with their checks, and each location's sensors and schedules, flattened for asserting."""
     assets = {}
     for node in data["assetNodes"]:
         checks = (node.get("assetChecksOrError") or {}).get("checks", [])
         assets["/".join(node["assetKey"]["path"])] = {c["name"]: c["blocking"] for c in checks}
     return {
         "assets": assets,
-        "sensors": {s["name"]: s["sensorState"]["status"] for s in data["sensorsOrError"]["results"]},
-        "schedules": {s["name"]: s["cronSchedule"] for s in data["schedulesOrError"]["results"]},
+        "sensors": {
+            where: {s["name"]: s["sensorState"]["status"] for s in data[f"{where}_sensors"]["results"]}
+            for where in LOCATIONS
+        },
+        "schedules": {
+            where: {s["name"]: s["cronSchedule"] for s in data[f"{where}_schedules"]["results"]} for where in LOCATIONS
+        },
     }
 
 

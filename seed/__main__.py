@@ -1,7 +1,5 @@
-"""``python -m seed build|break|heal|reset``: the estate lifecycle, the same commands as ``recall estate``."""
+"""``python -m seed build|break|heal|reset|demo``: the demo estate's lifecycle."""
 
-import sys
+from seed.cli import estate
 
-from recall_dagster.cli import cli
-
-cli(["estate", *sys.argv[1:]], prog_name="python -m seed")
+estate(prog_name="python -m seed")

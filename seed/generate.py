@@ -26,7 +26,7 @@ import pandas as pd
 import psycopg2
 
 from recall_dagster.errors import StackError
-from recall_dagster.stack.warehouse import Warehouse
+from seed.stack.warehouse import Warehouse
 
 DAY = 86_400
 HOUR = 3_600

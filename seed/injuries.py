@@ -19,9 +19,9 @@ from datahub.metadata import schema_classes as m
 from ml_models.registry import DEFAULT_REGISTRY_PATH, FeatureRegistry, load_registry
 from recall_dagster.errors import StackError
 from recall_dagster.graph import open_graph
-from recall_dagster.ingest.enrich import table_urn
+from seed.ingest.enrich import table_urn
 from recall_dagster.settings import Settings
-from recall_dagster.stack.warehouse import Warehouse
+from seed.stack.warehouse import Warehouse
 
 RETYPED = ("transactions", "occurred_at", "timestamp without time zone")  # the loader dropped the time zone
 PII_COLUMN = ("transactions", "card_number")

@@ -17,13 +17,13 @@ import sqlalchemy
 
 from ml_models.registry import FeatureRegistry, load_registry
 from recall_dagster.graph import open_graph
-from recall_dagster.ingest.run import ingest_all
+from seed.ingest.run import ingest_all
 from recall_dagster.errors import StackError
 from recall_dagster.files import read_json_object, write_json
 from recall_dagster.progress import Progress
 from recall_dagster.settings import Settings
-from recall_dagster.stack.dbt import DbtRunSummary, dbt_artifacts, dbt_build, dbt_docs_generate, dbt_source_freshness
-from recall_dagster.stack.warehouse import Warehouse, ensure_warehouse, stop_warehouse
+from seed.stack.dbt import DbtRunSummary, dbt_artifacts, dbt_build, dbt_docs_generate, dbt_source_freshness
+from seed.stack.warehouse import Warehouse, ensure_warehouse, stop_warehouse
 from seed import injuries
 from seed.generate import load_raw
 
@@ -132,7 +132,7 @@ def heal(settings: Settings, progress: Progress) -> EstateSummary:
 def _built_state(settings: Settings) -> EstateState:
     state = EstateState(settings)
     if not state.deployed:
-        raise StackError(f"no demo estate under {settings.home}: run `recall estate build` first")
+        raise StackError(f"no demo estate under {settings.home}: run `python -m seed build` first")
     return state
 
 

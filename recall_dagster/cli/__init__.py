@@ -1,7 +1,8 @@
 """The ``recall`` command: thin wiring over the same functions the Dagster assets call.
 
 Exit codes: 0 healthy / GO, 1 findings at or above the fail level / NO-GO,
-2 bad usage or config, 3 a required service is unreachable.
+2 bad usage or config, 3 a required service is unreachable, 4 UNVERIFIED (evidence a
+required check needs is missing).
 """
 
 from __future__ import annotations
@@ -32,4 +33,4 @@ def main() -> None:
 
 
 # Subcommands register themselves on `cli`; imported last because they import it.
-from recall_dagster.cli import dagster_cmd, estate, lifecycle, scan, verify  # noqa: E402,F401
+from recall_dagster.cli import dagster_cmd, lifecycle, scan, verify  # noqa: E402,F401

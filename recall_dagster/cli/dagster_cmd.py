@@ -11,7 +11,7 @@ import click
 
 from recall_dagster.cli import cli
 from recall_dagster.errors import ConfigError
-from recall_dagster.settings import REPO_ROOT, Settings
+from recall_dagster.settings import Settings
 
 # Dagster's instance settings for the embedded stack; a team's dagster.yaml (Postgres storage,
 # a K8s or Celery run launcher) replaces this file and nothing else.
@@ -43,11 +43,16 @@ def ensure_port_free(host: str, port: int) -> None:
 @cli.command("dagster")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address the webserver listens on.")
 @click.option("--port", default=3000, show_default=True, help="Port the webserver listens on.")
-def dagster_command(host: str, port: int) -> None:
-    """Start `dagster dev` (webserver and daemon) on workspace.yaml: scans, reactions and gates in the UI."""
+@click.option(
+    "--workspace", "-w", type=click.Path(dir_okay=False, exists=True), default=None,
+    help="A Dagster workspace file [default: ./workspace.yaml when present, else Recall's own code location].",
+)
+def dagster_command(host: str, port: int, workspace: str | None) -> None:
+    """Start `dagster dev` (webserver and daemon): scans, reactions and gates in the UI."""
     ensure_port_free(host, port)
     settings = Settings.from_env()
     env = {**os.environ, "RECALL_HOME": str(settings.home), "DAGSTER_HOME": str(dagster_home(settings))}
     executable = str(Path(sys.executable).with_name("dagster"))
-    workspace = str(REPO_ROOT / "workspace.yaml")
-    os.execve(executable, [executable, "dev", "-w", workspace, "-h", host, "-p", str(port)], env)
+    chosen = workspace or ("workspace.yaml" if Path("workspace.yaml").is_file() else None)
+    target = ["-w", chosen] if chosen else ["-m", "recall_dagster.definitions"]
+    os.execve(executable, [executable, "dev", *target, "-h", host, "-p", str(port)], env)

@@ -17,7 +17,7 @@ from rich.console import Console
 
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
-from recall_dagster.errors import EXIT_FINDINGS
+from recall_dagster.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNVERIFIED
 from recall_dagster.estate import display_name
 from recall_dagster.graph.port import location_of
 from recall_dagster.lifecycle.blast import describe
@@ -25,15 +25,14 @@ from recall_dagster.lifecycle.columns import column_name
 from recall_dagster.lifecycle.config import load_lifecycle_config
 from recall_dagster.lifecycle.gate import GateResult
 from recall_dagster.lifecycle.ledger import Ledger
-from recall_dagster.lifecycle.rows import warehouse_counter
 from recall_dagster.lifecycle.service import (
     BlindWindowReport,
     SyncResult,
     blind_window_report,
-    evaluate_gate,
+    judge_retrain,
     sync_incidents,
 )
-from recall_dagster.scan import JsonStateStore, load_config
+from recall_dagster.scan import load_config
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import load_writeback_config
 
@@ -109,25 +108,29 @@ def _render_window(report: BlindWindowReport, console: Console) -> None:
 def gate_command(
     ctx: click.Context, model: str, graph_target: str | None, config_path: str | None, as_json: bool
 ) -> None:
-    """GO / NO-GO for retraining MODEL (a registered model name means its newest version, or an mlModel URN)."""
+    """GO (0) / NO-GO (1) / UNVERIFIED (4) for retraining MODEL: a registered model name (the version its
+    production alias serves, else its newest), NAME/VERSION, or an mlModel URN."""
     config, lc = load_config(config_path), load_lifecycle_config(config_path)
     settings = Settings.from_env(graph=graph_target)
-    baselines = JsonStateStore(settings.state_dir).load_baselines()
     with opened_graph(settings, read_only=True) as graph:
-        result = evaluate_gate(
-            graph, config, lc, model, _now_ms(), baselines=baselines, row_counter=warehouse_counter(settings)
-        )
+        result = judge_retrain(graph, settings, config, lc, model, _now_ms())
     if as_json:
         _echo_json(result.to_json())
     else:
         _render_gate(result, Console())
-    if not result.go:
-        ctx.exit(EXIT_FINDINGS)
+    ctx.exit(GATE_EXIT[result.verdict])
+
+
+GATE_EXIT = {"GO": EXIT_OK, "NO-GO": EXIT_FINDINGS, "UNVERIFIED": EXIT_UNVERIFIED}
 
 
 def _render_gate(result: GateResult, console: Console) -> None:
-    verdict = "[green]GO[/green]" if result.go else "[red]NO-GO[/red]"
-    console.print(f"Retrain {result.registered_model} (judged on {result.name}): {verdict}")
+    colour = {"GO": "green", "NO-GO": "red", "UNVERIFIED": "yellow"}[result.verdict]
+    console.print(f"Retrain {result.registered_model} (judged on {result.name}): [{colour}]{result.verdict}[/{colour}]")
+    if result.reason:
+        console.print(f"  {result.reason}")
+    for check in result.unverified_checks:
+        console.print(f"  [yellow]required check {check.name} could not measure[/yellow]: {check.summary}")
     for check in result.checks:
         colour = {"PASS": "green", "FAIL": "red", "SKIP": "yellow"}[check.status]
         console.print(f"  [{colour}]{check.status:<4}[/{colour}] {check.name}: {check.summary}")

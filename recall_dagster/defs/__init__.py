@@ -1,18 +1,83 @@
-"""Dagster definitions only: assets, asset checks, sensors, schedules, jobs and resources.
+"""Recall's Dagster integration: the public API a code location builds on.
 
-``workspace.yaml`` loads :data:`defs`; the logic lives in the rest of
-``recall_dagster`` and is shared with the ``recall`` CLI.
+In the style of ``dagster_dbt``: factories that return assets, sensors, jobs
+and schedules, one resource, and a translator where naming must be decided.
+Either run the ``recall`` code location as it is (:mod:`recall_dagster.definitions`,
+configured by ``recall.yaml`` and the environment), or merge these pieces into
+a team's own location next to its dbt and training assets::
+
+    from dagster import Definitions
+    from recall_dagster.defs import RecallResource, recall_definitions, retrain_gate
+
+    defs = Definitions.merge(
+        Definitions(assets=[*retrain_gate(train_churn, "churn_model")], resources={"recall": RecallResource.from_env()}),
+        recall_definitions(),
+    )
+
+Nothing here holds logic: each definition calls the same function as the ``recall`` CLI.
 """
 
-from dagster import Definitions, definitions
 
-from recall_dagster.defs.build import build_definitions
+from typing import Sequence
+
+from dagster import AssetKey, AssetsDefinition, Definitions, in_process_executor
+
+from recall_dagster.defs.automation import nightly_scan, rescan_job, scan_job
+from recall_dagster.defs.config import DagsterConfig, load_dagster_config
+from recall_dagster.defs.gate import retrain_gate
+from recall_dagster.defs.incidents import recall_incident_assets
+from recall_dagster.defs.resources import RecallResource
+from recall_dagster.defs.scan import ScanConfig, recall_scan_assets, scan_run_config
+from recall_dagster.defs.sensors import datahub_assertion_sensor, dbt_test_failure_sensor, mlflow_sensor
+from recall_dagster.defs.translator import RecallTranslator
 
 
-@definitions
-def defs() -> Definitions:
-    """Loaded lazily by Dagster's tools, configured from the environment."""
-    return build_definitions()
+def recall_definitions(
+    recall: RecallResource | None = None,
+    config: DagsterConfig | None = None,
+    dbt: AssetsDefinition | None = None,
+    translator: RecallTranslator | None = None,
+) -> Definitions:
+    """Recall's assets, jobs, schedule and sensors, configured from ``recall.yaml`` and the environment.
+
+    ``recall`` and ``config`` default to the environment (``RECALL_*``) and the
+    ``dagster:`` section of ``recall.yaml``. Given the team's ``dbt`` assets (in
+    the same code location), their failing tests launch a rescan straight from
+    Dagster's event log as well as through DataHub.
+    """
+    resource = recall or RecallResource.from_env()
+    chosen = config or load_dagster_config(resource.config_file())
+    after = [AssetKey.from_user_string(k) for k in chosen.scan_after]
+    scan, rescan = scan_job(), rescan_job()
+    interval = chosen.sensor_interval_seconds
+    sensors = [datahub_assertion_sensor(rescan, interval), mlflow_sensor(rescan, chosen.mlflow_models, interval)]
+    if dbt is not None:
+        sensors.append(dbt_test_failure_sensor(dbt, rescan, translator, interval))
+    return Definitions(
+        assets=[*recall_scan_assets(after), *recall_incident_assets(after)],
+        jobs=[scan, rescan],
+        schedules=[nightly_scan(scan, chosen.nightly_scan_cron)],
+        sensors=sensors,
+        resources={"recall": resource},
+        executor=in_process_executor,
+    )
 
 
-__all__ = ["build_definitions", "defs"]
+__all__ = [
+    "DagsterConfig",
+    "RecallResource",
+    "RecallTranslator",
+    "ScanConfig",
+    "datahub_assertion_sensor",
+    "dbt_test_failure_sensor",
+    "load_dagster_config",
+    "mlflow_sensor",
+    "nightly_scan",
+    "recall_definitions",
+    "recall_incident_assets",
+    "recall_scan_assets",
+    "rescan_job",
+    "retrain_gate",
+    "scan_job",
+    "scan_run_config",
+]

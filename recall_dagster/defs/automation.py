@@ -1,39 +1,30 @@
-"""Jobs and schedules: the nightly full scan, the daily dbt build, the reactions' rescan, the gated retrain.
+"""Jobs and the nightly schedule over Recall's own assets: the full scan and the reactions' rescan.
 
-Each job selects assets, and an asset selection brings the assets' checks
-along: dbt tests run with ``dbt_build`` and each retrain gate with its retrain.
+Each job selects assets by key, so it works in the ``recall`` code location and
+in a team's own location that merged Recall's assets in alike.
 """
 
+
 from dagster import AssetSelection, ScheduleDefinition, define_asset_job
+from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition  # what define_asset_job returns
 
-from recall_dagster.defs import incidents, scan, training, warehouse
+SCAN_KEYS = ("model_closures", "risk_findings", "risk_scores", "datahub_writeback", "data_incidents", "blind_window")
 
-SCAN = AssetSelection.assets(scan.model_closures, scan.risk_findings, scan.risk_scores, scan.datahub_writeback)
-INGEST = AssetSelection.assets(scan.INGEST_KEY)
-INCIDENTS = AssetSelection.assets(incidents.data_incidents, incidents.blind_window)
 
-scan_job = define_asset_job(
-    "recall_scan", SCAN | INCIDENTS, description="Scan every production model, sync data incidents, keep the evidence."
-)
-rescan_job = define_asset_job(
-    "recall_rescan",
-    INGEST | SCAN | INCIDENTS,
-    description="Re-ingest dbt and MLflow, scan the models the run config names, and sync data incidents.",
-)
-dbt_build_job = define_asset_job(
-    "dbt_build", AssetSelection.groups(warehouse.GROUP) | INGEST,
-    description="dbt build with its tests, source freshness and catalog, then the DataHub ingestion.",
-)
-retrain_job = define_asset_job(
-    "retrain_models", AssetSelection.groups(training.GROUP), description="Retrain every model, each behind its gate."
-)
+def scan_job() -> UnresolvedAssetJobDefinition:
+    return define_asset_job(
+        "recall_scan", AssetSelection.assets(*SCAN_KEYS),
+        description="Scan every production model, write the diagnosis to DataHub, sync data incidents.",
+    )
 
-nightly_scan = ScheduleDefinition(
-    name="nightly_scan", job=scan_job, cron_schedule="0 2 * * *", execution_timezone="UTC"
-)
-daily_dbt_build = ScheduleDefinition(
-    name="daily_dbt_build", job=dbt_build_job, cron_schedule="0 5 * * *", execution_timezone="UTC"
-)
 
-JOBS = (scan_job, rescan_job, dbt_build_job, retrain_job)
-SCHEDULES = (nightly_scan, daily_dbt_build)
+def rescan_job() -> UnresolvedAssetJobDefinition:
+    """What the sensors launch, with run config naming the models to scan."""
+    return define_asset_job(
+        "recall_rescan", AssetSelection.assets(*SCAN_KEYS),
+        description="Scan the models the run config names (a sensor's choice) and sync data incidents.",
+    )
+
+
+def nightly_scan(job: UnresolvedAssetJobDefinition, cron: str = "0 2 * * *") -> ScheduleDefinition:
+    return ScheduleDefinition(name="nightly_scan", job=job, cron_schedule=cron, execution_timezone="UTC")

@@ -1,54 +1,53 @@
 """The incident lifecycle as assets: data incidents raised and resolved, and the blind window.
 
-They run in the scan and rescan jobs, after the ingestion, so the dbt-failure
-sensor's rescan drives a failing test all the way to an incident naming the
-poisoned features, and a passing one to its postmortem.
+They run in the scan and rescan jobs, so a failing test that a sensor notices
+(in Dagster or in DataHub) becomes an incident naming the poisoned features,
+and a passing one its postmortem.
 """
 
 import time
-from typing import Any
+from typing import Any, Sequence
 
-from dagster import Failure, MaterializeResult, MetadataValue, asset
+from dagster import AssetKey, AssetsDefinition, Failure, MaterializeResult, MetadataValue, asset
 
 from recall_dagster.defs.resources import RecallResource
-from recall_dagster.defs.scan import INGEST_KEY
-from recall_dagster.lifecycle import blind_window_report, load_lifecycle_config, sync_incidents
+from recall_dagster.lifecycle import blind_window_report, sync_incidents
 from recall_dagster.lifecycle.markdown import blind_window_table, incidents_table
-from recall_dagster.writeback import load_writeback_config
 
 GROUP = "incidents"
 
 
-@asset(group_name=GROUP, deps=[INGEST_KEY], kinds={"datahub"})
-def data_incidents(recall: RecallResource) -> MaterializeResult:
-    """``recall incidents sync``: raise, update and resolve incidents to match the tests now."""
-    config_path = recall.home.config_path or None
-    with recall.open_graph(read_only=False) as graph:
-        synced = sync_incidents(
-            graph,
-            recall.settings(),
-            recall.config(),
-            load_lifecycle_config(config_path),
-            int(time.time() * 1000),
-            load_writeback_config(config_path).retry,
-        ).to_json()
-    metadata: dict[str, Any] = {
-        **{what: len(synced[what]) for what in ("raised", "updated", "resolved", "active")},
-        "incidents": MetadataValue.md(incidents_table(synced)),
-    }
-    if synced["failures"]:
-        raise Failure(f"{len(synced['failures'])} incident write(s) did not land; the next run retries them",
-                      metadata=metadata)
-    return MaterializeResult(metadata=metadata)
+def _data_incidents(deps: Sequence[AssetKey | str]) -> AssetsDefinition:
+    @asset(name="data_incidents", group_name=GROUP, deps=list(deps), kinds={"datahub"})
+    def data_incidents(recall: RecallResource) -> MaterializeResult:
+        """``recall incidents sync``: raise, update and resolve incidents to match the tests now."""
+        with recall.open_graph(read_only=False) as graph:
+            synced = sync_incidents(
+                graph,
+                recall.settings(),
+                recall.config(),
+                recall.lifecycle_config(),
+                int(time.time() * 1000),
+                recall.writeback_config().retry,
+            ).to_json()
+        metadata: dict[str, Any] = {
+            **{what: len(synced[what]) for what in ("raised", "updated", "resolved", "active")},
+            "incidents": MetadataValue.md(incidents_table(synced)),
+        }
+        if synced["failures"]:
+            raise Failure(f"{len(synced['failures'])} incident write(s) did not land; the next run retries them",
+                          metadata=metadata)
+        return MaterializeResult(metadata=metadata)
+
+    return data_incidents
 
 
-@asset(group_name=GROUP, deps=[data_incidents])
+@asset(group_name=GROUP, deps=["data_incidents"])
 def blind_window(recall: RecallResource) -> MaterializeResult:
     """``recall blind-window``: which model versions trained while the data was bad, and where to roll back."""
-    config_path = recall.home.config_path or None
     with recall.open_graph() as graph:
         report = blind_window_report(
-            graph, recall.config(), load_lifecycle_config(config_path), None, int(time.time() * 1000)
+            graph, recall.config(), recall.lifecycle_config(), None, int(time.time() * 1000)
         ).to_json()
     return MaterializeResult(
         metadata={
@@ -56,3 +55,8 @@ def blind_window(recall: RecallResource) -> MaterializeResult:
             "versions": MetadataValue.md(blind_window_table(report)),
         }
     )
+
+
+def recall_incident_assets(deps: Sequence[AssetKey | str] = ()) -> list[AssetsDefinition]:
+    """``data_incidents → blind_window``, after ``deps`` (the team's DataHub ingestion, say)."""
+    return [_data_incidents(deps), blind_window]

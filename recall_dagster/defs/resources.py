@@ -18,9 +18,10 @@ from dagster import ConfigurableResource, EnvVar
 
 from recall_dagster.detect import RecallConfig
 from recall_dagster.graph import MetadataGraph, open_graph
+from recall_dagster.lifecycle.config import LifecycleConfig, load_lifecycle_config
 from recall_dagster.scan import load_config
+from recall_dagster.writeback.config import WritebackConfig, load_writeback_config
 from recall_dagster.settings import Settings
-from recall_dagster.stack.warehouse import Warehouse, ensure_warehouse
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -80,6 +81,11 @@ class RecallResource(ConfigurableResource):
             mlflow=MlflowResource(tracking_uri=settings.mlflow_tracking_uri or ""),
         )
 
+    def config_file(self) -> str | None:
+        """``RECALL_CONFIG`` as configured, readable while definitions load (before Dagster resolves an EnvVar)."""
+        value = self.home.config_path
+        return (value.get_value() if isinstance(value, EnvVar) else value) or None  # type: ignore[union-attr]
+
     def settings(self) -> Settings:
         home = Path(self.home.path).expanduser().resolve()
         return Settings(
@@ -93,9 +99,11 @@ class RecallResource(ConfigurableResource):
     def config(self) -> RecallConfig:
         return load_config(self.home.config_path or None)
 
-    def ensure_warehouse(self) -> Warehouse:
-        """A reachable warehouse; the embedded server starts here, at run time, never at import."""
-        return ensure_warehouse(self.settings())
+    def lifecycle_config(self) -> LifecycleConfig:
+        return load_lifecycle_config(self.home.config_path or None)
+
+    def writeback_config(self) -> WritebackConfig:
+        return load_writeback_config(self.home.config_path or None)
 
     @contextmanager
     def open_graph(self, read_only: bool = True) -> Iterator[MetadataGraph]:
@@ -110,18 +118,6 @@ class RecallResource(ConfigurableResource):
 
         uri = self.settings().mlflow_uri
         return MlflowClient(tracking_uri=uri, registry_uri=uri)
-
-    def aliased_version(self, registered_name: str, alias: str) -> int | None:
-        """The version ``alias`` points at; None while the model or the alias does not exist."""
-        from mlflow.exceptions import MlflowException
-
-        try:
-            aliases = self.mlflow_client().get_registered_model(registered_name).aliases
-        except MlflowException as err:
-            if err.error_code == "RESOURCE_DOES_NOT_EXIST":
-                return None
-            raise
-        return int(aliases[alias]) if alias in aliases else None
 
 
 def _env(name: str, default: str = "") -> str:

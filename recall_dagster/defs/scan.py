@@ -3,17 +3,19 @@
 Each asset calls the same function as one stage of ``recall scan``
 (:func:`resolve_closures`, :func:`run_detectors`, :func:`score_models`), so a
 person can rerun one stage from the UI and read what it produced in its
-metadata. ``datahub_metadata`` upstream re-ingests dbt and MLflow into the graph;
-``datahub_writeback`` writes the diagnosis back into it.
+metadata. :func:`recall_scan_assets` builds them, after whatever assets a team
+names (its DataHub ingestion, say); ``datahub_writeback`` writes the diagnosis
+back into the graph.
 """
 
 import time
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Iterator, NamedTuple, Sequence
 
 from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
     AssetCheckSpec,
+    AssetKey,
     AssetsDefinition,
     Config,
     Failure,
@@ -24,13 +26,10 @@ from dagster import (
 )
 from pydantic import Field
 
-from ml_models.registry import load_registry
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.detect import Detection, count_by_severity
 from recall_dagster.errors import ServiceUnreachable
 from recall_dagster.estate import ModelClosure, resolve_closures
-from recall_dagster.ingest.enrich import model_group_urn
-from recall_dagster.progress import Progress
 from recall_dagster.scan import JsonStateStore, ScanResult, detect_and_record, iso_instant, score_models
 from recall_dagster.scan_markdown import (
     blast_radius_table,
@@ -40,11 +39,10 @@ from recall_dagster.scan_markdown import (
     scan_report,
     table,
 )
-from recall_dagster.writeback import load_writeback_config, write_back
-from seed import injuries, lifecycle
+from recall_dagster.estate.select import select
+from recall_dagster.writeback import write_back
 
 GROUP = "recall"
-INGEST_KEY = "datahub_metadata"
 FAIL_TIER_CHECK = "no_model_at_fail_tier"
 COUNTS = ("planned", "landed", "refused", "pending")
 
@@ -53,7 +51,7 @@ class ScanConfig(Config):
     """Which models to scan; the same choices as ``recall scan``'s flags."""
 
     models: list[str] = Field(default=[], description="Registered model names: scan only their production versions.")
-    model_urns: list[str] = Field(default=[], description="Scan exactly these model versions (recall scan --model).")
+    versions: list[str] = Field(default=[], description="Scan exactly these versions, as name/version or URN.")
     include_all: bool = Field(default=False, description="Every model, not only production ones (recall scan --all).")
 
 
@@ -70,56 +68,39 @@ class Closures(NamedTuple):
     whole_estate: bool  # no model was picked out: what the scan did not see, it may stand down
 
 
-def scan_run_config(models: list[str] | None = None, model_urns: list[str] | None = None) -> dict[str, Any]:
+def scan_run_config(models: Sequence[str] = (), versions: Sequence[str] = ()) -> dict[str, Any]:
     """Run config that points a scan job at some models, for sensors and the launchpad alike."""
-    config = ScanConfig(models=models or [], model_urns=model_urns or [])
+    config = ScanConfig(models=list(models), versions=list(versions))
     return {"ops": {"model_closures": {"config": config.model_dump()}}}
 
 
-def datahub_metadata_asset(dbt: AssetsDefinition, training: list[AssetsDefinition]) -> AssetsDefinition:
-    """Ingestion into the graph, downstream of what it describes: dbt's last models and the trained ones.
+def _model_closures(deps: Sequence[AssetKey | str]) -> AssetsDefinition:
+    @asset(name="model_closures", group_name=GROUP, deps=list(deps))
+    def model_closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
+        """Each model's upstream world read from the graph: features, training runs, datasets, deployments."""
+        return _closures(config, recall)
 
-    Only dbt's leaves are named: the rest of the project is upstream of them,
-    and the lineage stays readable.
-    """
-    upstream_in_dbt = {key for deps in dbt.asset_deps.values() for key in deps}
-
-    @asset(
-        name=INGEST_KEY,
-        group_name=GROUP,
-        deps=[*(key for key in dbt.keys if key not in upstream_in_dbt), *(t.key for t in training)],
-        kinds={"datahub"},
-    )
-    def datahub_metadata(recall: RecallResource) -> MaterializeResult:
-        """DataHub's dbt and mlflow sources into the graph, then the enrichment none of them write."""
-        settings = recall.settings()
-        versions = lifecycle.ingest(
-            settings, injuries.serving_registry(settings), lifecycle.EstateState(settings), Progress(quiet=True)
-        )
-        rows = ((name, version, ", ".join(aliases) or "-") for name, version, aliases in versions)
-        model_versions = MetadataValue.md(table(("model", "version", "aliases"), rows))
-        return MaterializeResult(metadata={"graph": settings.graph, "model_versions": model_versions})
-
-    return datahub_metadata
+    return model_closures
 
 
-@asset(group_name=GROUP, deps=[INGEST_KEY])
-def model_closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
-    """Each model's upstream world read from the graph: features, training runs, datasets, deployments."""
+def _closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
+    """The closures a scan config picks; a named model the graph does not know fails the step by name."""
     recall_config = recall.config()
     scanned_at_ms = int(time.time() * 1000)
     with recall.open_graph() as graph:
         closures = resolve_closures(
             graph, recall_config.resolve, scanned_at_ms=scanned_at_ms,
-            include_all=config.include_all, model_urns=config.model_urns or None,
+            include_all=config.include_all or bool(config.versions),
         )
         location = graph.location
-    if config.models:
-        registry = load_registry()
-        groups = {model_group_urn(registry, name) for name in config.models}
-        closures = [c for c in closures if groups.intersection(c.model.groups)]
+    if config.models or config.versions:
+        closures = select(closures, config.models, config.versions)
+        unknown = [n for n in config.models if not select(closures, [n])]
+        unknown += [v for v in config.versions if not select(closures, versions=[v])]
+        if unknown:
+            raise Failure(f"not in the metadata graph at {location}: {', '.join(unknown)}")
     return Output(
-        Closures(scanned_at_ms, location, tuple(closures), whole_estate=not (config.models or config.model_urns)),
+        Closures(scanned_at_ms, location, tuple(closures), whole_estate=not (config.models or config.versions)),
         metadata={
             "scanned_at": iso_instant(scanned_at_ms),
             "models": len(closures),
@@ -187,10 +168,8 @@ def datahub_writeback(model_closures: Closures, risk_scores: ScanResult, recall:
         return MaterializeResult(
             metadata={"written": False, "why": "a scan of chosen models never writes back", "report": report_md}
         )
-    settings = recall.settings()
-    config = load_writeback_config(recall.home.config_path or None)
     with recall.open_graph(read_only=False) as graph:
-        report = write_back(graph, risk_scores, settings, config, int(time.time() * 1000))
+        report = write_back(graph, risk_scores, recall.settings(), recall.writeback_config(), int(time.time() * 1000))
     writes = ((path, *(counts[k] for k in COUNTS)) for path, counts in report.counts().items())
     metadata = {
         "written": report.ok,
@@ -204,3 +183,8 @@ def datahub_writeback(model_closures: Closures, risk_scores: ScanResult, recall:
     except ServiceUnreachable as err:
         raise Failure(str(err), metadata=metadata) from err
     return MaterializeResult(metadata=metadata)
+
+
+def recall_scan_assets(deps: Sequence[AssetKey | str] = ()) -> list[AssetsDefinition]:
+    """The scan's four assets, ``model_closures`` downstream of ``deps`` (say, the team's DataHub ingestion)."""
+    return [_model_closures(deps), risk_findings, risk_scores, datahub_writeback]

@@ -1,49 +1,166 @@
-"""The reactions: a failed dbt test and a new model version each launch a scan of the models they touch.
+"""The reactions: a failed test and a new model version each launch a scan of the models they touch.
 
-A failed asset check does not always fail its run (a warn-severity test never
-does) and a failed run does not say which test failed, so the dbt sensor reads
-the dbt tests' latest check executions from the instance instead of watching
-runs. The MLflow sensor polls the registry, with the newest version creation
-time it has seen as its cursor.
+Three sensors, one rule: which models to rescan is read from the graph's
+closures (:mod:`recall_dagster.reactions`), never from a list kept beside it.
+
+- ``datahub_assertion_results`` watches DataHub itself for new failing
+  assertion results, whoever reported them (dbt in Dagster, dbt Cloud, Airflow,
+  cron, a data-quality tool): the reaction for every team.
+- ``mlflow_new_versions`` polls the registry and waits until DataHub holds a
+  new version before scanning it by name, so a scan never misses it.
+- :func:`dbt_test_failure_sensor` reads a dbt project's test executions from
+  the Dagster instance, for a code location that holds both the team's dbt
+  assets and Recall's scan job: it reacts before the results reach DataHub.
 """
 
+
 import json
-from typing import Mapping
+import time
+from typing import Sequence
 
 from dagster import (
-    AssetKey,
     AssetsDefinition,
     DefaultSensorStatus,
+    JobDefinition,
     RunRequest,
     SensorDefinition,
     SensorEvaluationContext,
     SensorResult,
     sensor,
 )
+from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition  # what define_asset_job returns
+from datahub.metadata.schema_classes import AssertionInfoClass, AssertionRunEventClass
 
-from ml_models.registry import load_registry
-from recall_dagster.defs.automation import rescan_job
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.defs.scan import scan_run_config
-from recall_dagster.reactions import affected_models
-from recall_dagster.ingest.enrich import model_version_urn
+from recall_dagster.defs.translator import RecallTranslator
+from recall_dagster.estate import ModelClosure, resolve_closures
+from recall_dagster.estate.marks import is_managed
+from recall_dagster.estate.parse import asserted_entity
+from recall_dagster.estate.select import select
+from recall_dagster.graph.port import MetadataGraph
+from recall_dagster.reactions import AssertionResult, models_reading, new_failures
 
-INTERVAL_S = 60
 RUNNING = DefaultSensorStatus.RUNNING  # reactions are on from the first `dagster dev`; the UI can stop them
+Job = JobDefinition | UnresolvedAssetJobDefinition
 
 
-def dbt_test_failure_sensor(dbt: AssetsDefinition, models: Mapping[AssetKey, str]) -> SensorDefinition:
-    """Scan the production versions of every model downstream of a dbt test that just failed.
+def _closures(recall: RecallResource, graph: MetadataGraph, include_all: bool = False) -> list[ModelClosure]:
+    return resolve_closures(
+        graph, recall.config().resolve, scanned_at_ms=int(time.time() * 1000), include_all=include_all
+    )
 
-    The cursor holds, per dbt test, the last execution already handled, so each
-    evaluation is seen once, however runs interleave, on any event log storage.
-    ``models`` maps each training asset to its registered model name; which of
-    them a failed test touches is read from Dagster's own asset graph.
+
+def _rescan(run_key: str, models: Sequence[str], trigger: str) -> RunRequest:
+    return RunRequest(
+        run_key=run_key,
+        run_config=scan_run_config(models=models),
+        tags={"recall/trigger": trigger, "recall/models": ",".join(models)},
+    )
+
+
+def assertion_results(graph: MetadataGraph) -> list[AssertionResult]:
+    """Every assertion's newest result in the graph, leaving out the assertions Recall writes itself."""
+    urns = graph.list_urns("assertion")
+    infos = graph.get_aspects(urns, [AssertionInfoClass]) if urns else {}
+    results = []
+    for urn in urns:
+        info = infos.get(urn, {}).get(AssertionInfoClass.ASPECT_NAME)
+        if isinstance(info, AssertionInfoClass) and is_managed(info.customProperties):
+            continue
+        newest = graph.timeseries(urn, AssertionRunEventClass, limit=1)
+        if not newest:
+            continue
+        event = newest[0]
+        result = event.result.type if event.result else None  # type: ignore[attr-defined]
+        entity = asserted_entity(info) if isinstance(info, AssertionInfoClass) else None
+        results.append(AssertionResult(urn, entity or event.asserteeUrn, event.timestampMillis, result))  # type: ignore[attr-defined]
+    return results
+
+
+def datahub_assertion_sensor(job: Job, interval_s: int = 60) -> SensorDefinition:
+    """Rescan the production models downstream of every assertion that newly failed in DataHub.
+
+    The cursor is the newest result time handled. The first tick only records
+    where the graph stands: results older than the sensor are the nightly scan's.
     """
+
+    @sensor(name="datahub_assertion_results", job=job, minimum_interval_seconds=interval_s, default_status=RUNNING)
+    def datahub_assertion_results(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
+        with recall.open_graph() as graph:
+            results = assertion_results(graph)
+            newest = max((r.at_ms for r in results), default=0)
+            if context.cursor is None:
+                return SensorResult(skip_reason=f"watching {len(results)} assertion(s) from now on", cursor=str(newest))
+            after = int(context.cursor)
+            failed = new_failures(results, after, recall.lifecycle_config().failing_results)
+            cursor = str(max(newest, after))
+            if not failed:
+                return SensorResult(skip_reason="no new failing assertion result", cursor=cursor)
+            models = models_reading(_closures(recall, graph), [r.dataset for r in failed if r.dataset])
+        if not models:
+            return SensorResult(skip_reason=f"{len(failed)} new failure(s), none upstream of a production model",
+                                cursor=cursor)
+        return SensorResult(run_requests=[_rescan(f"datahub-assertions-{cursor}", models, "datahub_assertion")],
+                            cursor=cursor)
+
+    return datahub_assertion_results
+
+
+def mlflow_sensor(job: Job, models: Sequence[str] = (), interval_s: int = 60) -> SensorDefinition:
+    """Scan each version registered in MLflow since the last tick, once DataHub holds it.
+
+    ``models`` narrows the watch to some registered models; empty watches the
+    whole registry. A version DataHub has not ingested yet holds the cursor
+    back, so it is scanned on a later tick rather than skipped.
+    """
+    watched = frozenset(models)
+
+    @sensor(name="mlflow_new_versions", job=job, minimum_interval_seconds=interval_s, default_status=RUNNING)
+    def mlflow_new_versions(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
+        versions = [v for v in recall.mlflow_client().search_model_versions() if not watched or v.name in watched]
+        newest = max((v.creation_timestamp for v in versions), default=0)
+        if context.cursor is None:
+            return SensorResult(skip_reason=f"watching from now on ({len(versions)} version(s) exist)",
+                                cursor=str(newest))
+        after = int(context.cursor)
+        new = sorted((v for v in versions if v.creation_timestamp > after), key=lambda v: v.creation_timestamp)
+        if not new:
+            return SensorResult(skip_reason="no new model version")
+        with recall.open_graph() as graph:
+            known = _closures(recall, graph, include_all=True)
+        requests, cursor = [], after
+        for v in new:
+            selector = f"{v.name}/{v.version}"
+            if not select(known, versions=[selector]):
+                waiting = f"waiting for DataHub to ingest {selector}"
+                return SensorResult(run_requests=requests, cursor=str(cursor), skip_reason=None if requests else waiting)
+            requests.append(RunRequest(
+                run_key=f"mlflow-{v.name}-{v.version}",
+                run_config=scan_run_config(versions=[selector]),
+                tags={"recall/trigger": "mlflow_new_version", "recall/models": selector},
+            ))
+            cursor = v.creation_timestamp
+        return SensorResult(run_requests=requests, cursor=str(cursor))
+
+    return mlflow_new_versions
+
+
+def dbt_test_failure_sensor(
+    dbt: AssetsDefinition, job: Job, translator: RecallTranslator | None = None, interval_s: int = 60
+) -> SensorDefinition:
+    """Rescan the production models downstream of a dbt test of ``dbt`` that just failed in Dagster.
+
+    The cursor holds, per test, the last execution handled, so each evaluation
+    is seen once, however runs interleave, on any event log storage. The failed
+    tables reach models through the graph: ``translator`` names each dbt asset's
+    table as the graph knows it.
+    """
+    names = translator or RecallTranslator()
     dbt_checks = sorted(dbt.check_keys, key=lambda key: key.to_user_string())
 
-    @sensor(name="dbt_test_failures", job=rescan_job, minimum_interval_seconds=INTERVAL_S, default_status=RUNNING)
-    def dbt_test_failures(context: SensorEvaluationContext) -> SensorResult:
+    @sensor(name="dbt_test_failures", job=job, minimum_interval_seconds=interval_s, default_status=RUNNING)
+    def dbt_test_failures(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
         handled: dict[str, int] = json.loads(context.cursor) if context.cursor else {}
         latest = context.instance.event_log_storage.get_latest_asset_check_execution_by_key(dbt_checks)
         new = {  # completed executions not handled yet; a planned one has no evaluation until it runs
@@ -57,50 +174,16 @@ def dbt_test_failure_sensor(dbt: AssetsDefinition, models: Mapping[AssetKey, str
             return SensorResult(skip_reason="no new dbt test results")
         handled.update({key.to_user_string(): rid for key, (rid, _) in new.items()})
         cursor = json.dumps(handled, sort_keys=True)
-        failed = {key.asset_key for key, (_, evaluation) in new.items() if not evaluation.passed}
-        graph = context.repository_def.asset_graph
-        names = affected_models(failed, {name: graph.get_ancestor_asset_keys(key) for key, name in models.items()})
-        if not names:
-            reason = f"{len(new)} new dbt test result(s), no failure upstream of a model"
-            return SensorResult(skip_reason=reason, cursor=cursor)
-        return SensorResult(
-            run_requests=[
-                RunRequest(
-                    run_key=f"dbt-tests-{max(rid for rid, _ in new.values())}",
-                    run_config=scan_run_config(models=list(names)),
-                    tags={"recall/trigger": "dbt_test_failure", "recall/models": ",".join(names)},
-                )
-            ],
-            cursor=cursor,
-        )
+        failed = sorted({names.dataset_name(key.asset_key) for key, (_, evaluation) in new.items()
+                         if not evaluation.passed})
+        if not failed:
+            return SensorResult(skip_reason=f"{len(new)} new dbt test result(s), none failed", cursor=cursor)
+        with recall.open_graph() as graph:
+            models = models_reading(_closures(recall, graph), failed)
+        if not models:
+            return SensorResult(skip_reason=f"{len(failed)} failed table(s), none upstream of a production model",
+                                cursor=cursor)
+        run_key = f"dbt-tests-{max(rid for rid, _ in new.values())}"
+        return SensorResult(run_requests=[_rescan(run_key, models, "dbt_test_failure")], cursor=cursor)
 
     return dbt_test_failures
-
-
-@sensor(name="mlflow_new_versions", job=rescan_job, minimum_interval_seconds=INTERVAL_S, default_status=RUNNING)
-def mlflow_new_versions(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
-    """Re-ingest MLflow's metadata and scan each model version registered since the last tick.
-
-    The first tick only records where the registry stands: versions that
-    existed before the sensor was switched on are not news.
-    """
-    versions = recall.mlflow_client().search_model_versions()
-    newest = max((v.creation_timestamp for v in versions), default=0)
-    if context.cursor is None:
-        return SensorResult(skip_reason=f"watching from now on ({len(versions)} version(s) exist)", cursor=str(newest))
-    after = int(context.cursor)
-    new = sorted((v for v in versions if v.creation_timestamp > after), key=lambda v: v.creation_timestamp)
-    if not new:
-        return SensorResult(skip_reason="no new model version")
-    registry = load_registry()
-    return SensorResult(
-        run_requests=[
-            RunRequest(
-                run_key=f"mlflow-{v.name}-{v.version}",
-                run_config=scan_run_config(model_urns=[model_version_urn(registry, v.name, int(v.version))]),
-                tags={"recall/trigger": "mlflow_new_version", "recall/models": f"{v.name}/{v.version}"},
-            )
-            for v in new
-        ],
-        cursor=str(newest),
-    )

@@ -1,8 +1,8 @@
-"""A feature whose source dataset is gone from the catalog, soft-deleted or deprecated.
+"""A feature the model consumes that is gone from the catalog, or whose source dataset is gone or deprecated.
 
-The feature still exists and the model still consumes it, but the data behind
-it no longer does (or soon will not): the next materialisation serves nulls or
-fails.
+Either the model lists a feature URN nobody describes any more (a renamed or
+dropped feature view), or the feature still exists but the data behind it no
+longer does (or soon will not): the next materialisation serves nulls or fails.
 """
 
 from __future__ import annotations
@@ -30,6 +30,21 @@ def _condition(source: Dataset) -> tuple[str, str] | None:
 def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
     findings: list[Finding] = []
     for feature in closure.features:
+        if feature.missing or feature.removed:
+            case = "missing" if feature.missing else "removed"
+            findings.append(
+                finding(
+                    closure,
+                    NAME,
+                    config.severity(NAME, case),
+                    feature.urn,
+                    f"{closure.model.name} consumes feature {display_name(feature.urn)}, "
+                    f"which {'is not in the catalog' if feature.missing else 'was removed from the catalog'}",
+                    path=closure.path_to(feature.urn),
+                    condition=f"feature_{case}",
+                )
+            )
+            continue
         for urn in feature.sources:
             source = closure.dataset(urn)
             condition = _condition(source)

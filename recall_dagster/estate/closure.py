@@ -39,6 +39,17 @@ class ModelClosure:
         return self.model.urn
 
     @property
+    def registered_model(self) -> str:
+        """The registered model (model group) this version belongs to; the version itself when it has none."""
+        groups = self.model.groups
+        return next((g for g in groups if g.startswith("urn:li:mlModelGroup:")), groups[0] if groups else self.urn)
+
+    @property
+    def registered_name(self) -> str:
+        """The registry's name for the model (``fraud_detector``), as teams and CLIs call it."""
+        return display_name(self.registered_model)
+
+    @property
     def live_deployments(self) -> tuple[Deployment, ...]:
         return tuple(d for d in self.deployments if d.live)
 
@@ -170,7 +181,9 @@ def assemble_closure(
         features=closure_features,
         feature_tables=tuple(feature_tables[t] for t in table_urns if t in feature_tables),
         training_runs=tuple(training_runs[u] for u in model.training_runs if u in training_runs),
-        deployments=tuple(deployments[u] for u in model.deployments if u in deployments),
+        deployments=tuple(
+            deployments[u] for u in model.deployments if u in deployments and deployments[u].serves(model.version)
+        ),
         datasets={u: datasets.get(u) or _missing(u) for u in depth},
         production_versions=production_versions,
         paths=paths,

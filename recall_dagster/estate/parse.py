@@ -320,12 +320,14 @@ def parse_training_run(urn: str, aspects: Aspects) -> TrainingRun:
 def parse_deployment(urn: str, aspects: Aspects, live_statuses: frozenset[str]) -> Deployment:
     props = _get(aspects, MLModelDeploymentPropertiesClass)
     status = str(props.status) if props and props.status else None
+    recorded = props.version.versionTag if props and props.version and props.version.versionTag else None
     return Deployment(
         urn=urn,
         name=display_name(urn),
         missing=not aspects,
         status=status,
         live=bool(status in live_statuses and not is_removed(aspects)),
+        version=_text(recorded),
     )
 
 
@@ -457,4 +459,20 @@ def _copy_source(lineage: UpstreamLineageClass | None) -> str | None:
     ups = list(lineage.upstreams) if lineage else []
     if len(ups) == 1 and ups[0].type == DatasetLineageTypeClass.COPY:
         return ups[0].dataset
+    return None
+
+
+def asserted_entity(info: AssertionInfoClass | None) -> str | None:
+    """The entity (usually a dataset) an assertion checks, whichever kind of assertion it is."""
+    if info is None:
+        return None
+    if info.entityUrn:
+        return info.entityUrn
+    if info.datasetAssertion and info.datasetAssertion.dataset:
+        return info.datasetAssertion.dataset
+    for part in (info.customAssertion, info.freshnessAssertion, info.volumeAssertion, info.sqlAssertion,
+                 info.fieldAssertion, info.schemaAssertion):
+        entity = getattr(part, "entity", None) if part is not None else None
+        if entity:
+            return entity
     return None

@@ -49,9 +49,15 @@ def _people(graph: MetadataGraph, *aspect_maps: AspectMap) -> dict[str, bool]:
     return {u: parse.person_active(found.get(u, {})) for u in urns}
 
 
+def _served_by(model: Model, deployments: Mapping[str, Deployment]) -> Mapping[str, Deployment]:
+    """The deployments listed under the version that really serve it: an endpoint the mlflow or Vertex
+    source lists under every version of a model serves only the version it records."""
+    return {d: deployments[d] for d in model.deployments if d in deployments and deployments[d].serves(model.version)}
+
+
 def _is_production(model: Model, deployments: Mapping[str, Deployment]) -> bool:
     """Production: serving live traffic somewhere, or marked production by the registry."""
-    return model.registry_production or any(deployments[d].live for d in model.deployments if d in deployments)
+    return model.registry_production or any(d.live for d in _served_by(model, deployments).values())
 
 
 def _read_models(

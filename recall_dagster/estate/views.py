@@ -156,6 +156,11 @@ class Deployment:
     missing: bool = False
     status: str | None = None
     live: bool = False
+    version: str | None = None  # the model version it records serving (Vertex, SageMaker), when it says
+
+    def serves(self, model_version: str | None) -> bool:
+        """Whether it serves that version: its recorded version decides when present, else being listed does."""
+        return self.version is None or model_version is None or self.version == model_version
 
 
 @dataclass(frozen=True)

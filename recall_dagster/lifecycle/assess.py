@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from recall_dagster.estate import display_name
-from recall_dagster.lifecycle.blast import BlastRadius, blast_radius, group_of, origins_of
+from recall_dagster.lifecycle.blast import BlastRadius, blast_radius, origins_of
 from recall_dagster.lifecycle.columns import Col, column_name
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.records import AssertionRecord, Estate, TrainingSpan
@@ -126,7 +126,7 @@ def _versions(
     for group in hit_groups:
         versions = []
         for closure in estate.closures:
-            if group_of(closure) != group:
+            if closure.registered_model != group:
                 continue
             impact = blast.impact_on(closure.urn)
             poisoned = impact.poisoned_inputs if impact else ()

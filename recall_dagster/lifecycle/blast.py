@@ -125,11 +125,6 @@ def severity_of(share: float, live: bool, config: SeverityConfig) -> str:
     return names[level]
 
 
-def group_of(closure: ModelClosure) -> str:
-    groups = closure.model.groups
-    return next((g for g in groups if g.startswith("urn:li:mlModelGroup:")), groups[0] if groups else closure.urn)
-
-
 def _features(
     closure: ModelClosure, parents: Mapping[Col, Col | None], graph: ColumnGraph, config: LifecycleConfig
 ) -> list[PoisonedFeature]:
@@ -182,7 +177,7 @@ def _impact(
         model=closure.urn,
         name=closure.model.name,
         version=closure.model.version,
-        group=group_of(closure),
+        group=closure.registered_model,
         poisoned=tuple(poisoned),
         total_features=len(closure.features),
         poisoned_inputs=tuple(column_name(c) for c in sorted(cols)),

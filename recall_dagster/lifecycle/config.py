@@ -56,6 +56,8 @@ class GateConfig:
     max_row_drop: float
     min_feature_coverage: float
     block_unknown: bool
+    required: frozenset[str]  # checks whose SKIP makes the verdict UNVERIFIED
+    block_unverified: bool  # whether the Dagster gate blocks a retrain on UNVERIFIED
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,8 @@ class LifecycleConfig:
     classification: tuple[tuple[str, str], ...]  # (glob over the test's kind, class), first match wins
     default_classification: str
     gate: GateConfig
+    training_rows_metric: str  # prefix of the metrics a training run logs per table read: <prefix><schema>.<table>
+    row_counts: tuple[tuple[str, str], ...]  # (glob over "platform:name", SQLAlchemy URL or env:VARIABLE)
 
     def failing(self, result: str | None) -> bool:
         return result is not None and result in self.failing_results
@@ -100,13 +104,14 @@ def _severity(s: _Section) -> SeverityConfig:
 
 
 def _gate(s: _Section) -> GateConfig:
-    disabled = frozenset(s.texts("disabled"))
-    unknown = sorted(disabled - set(CHECK_NAMES))
-    if unknown:
-        raise ConfigError(
-            f"{s.source}: lifecycle.gate.disabled names unknown check(s) {', '.join(unknown)}; "
-            f"known: {', '.join(CHECK_NAMES)}"
-        )
+    disabled, required = frozenset(s.texts("disabled")), frozenset(s.texts("required"))
+    for key, names in (("disabled", disabled), ("required", required)):
+        unknown = sorted(names - set(CHECK_NAMES))
+        if unknown:
+            raise ConfigError(
+                f"{s.source}: lifecycle.gate.{key} names unknown check(s) {', '.join(unknown)}; "
+                f"known: {', '.join(CHECK_NAMES)}"
+            )
     drop, coverage = s.number("max_row_drop"), s.number("min_feature_coverage")
     if drop > 1 or coverage > 1:
         raise ConfigError(f"{s.source}: lifecycle.gate.max_row_drop and min_feature_coverage are shares in [0, 1]")
@@ -116,6 +121,8 @@ def _gate(s: _Section) -> GateConfig:
         max_row_drop=drop,
         min_feature_coverage=coverage,
         block_unknown=s.boolean("block_unknown"),
+        required=required,
+        block_unverified=s.boolean("block_unverified"),
     )
 
 
@@ -132,7 +139,13 @@ def parse_lifecycle_config(data: Mapping[str, Any], source: str = "recall.yaml")
         classification=tuple((str(p), classes.text(str(p)) or "") for p in classes.data),
         default_classification=root.text("default_classification") or "",
         gate=_gate(root.section("gate")),
+        training_rows_metric=root.text("training_rows_metric") or "",
+        row_counts=_row_counts(root.section("row_counts")),
     )
+
+
+def _row_counts(s: _Section) -> tuple[tuple[str, str], ...]:
+    return tuple((str(glob), s.text(str(glob)) or "") for glob in s.data)
 
 
 def load_lifecycle_config(path: str | os.PathLike[str] | None = None) -> LifecycleConfig:

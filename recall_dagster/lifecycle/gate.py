@@ -5,7 +5,9 @@ the scan detectors' findings on it, the root causes, the incidents open on its
 training data, its last training run, the row counts now, the instant), so the
 CLI, the Dagster blocking check and a test reach the same verdict from the same
 inputs.  A check that cannot measure (no row counts recorded, no freshness
-record) passes or is skipped and says why: unknown is reported, never silent.
+record, no test on the training data) is SKIP with its reason, never PASS; when
+a check ``recall.yaml`` marks required is skipped the verdict is UNVERIFIED,
+not GO: a gate that could not look must not say the way is clear.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from recall_dagster.detect import (
 )
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.lifecycle.assess import RootCause
-from recall_dagster.lifecycle.blast import group_of
 from recall_dagster.lifecycle.columns import ColumnGraph
 from recall_dagster.lifecycle.config import CHECK_NAMES, LifecycleConfig
 from recall_dagster.lifecycle.records import OpenIncident, TrainingSpan
@@ -35,6 +36,7 @@ from recall_dagster.scan import iso_instant
 from recall_dagster.score import score_model
 
 CheckStatus = Literal["PASS", "FAIL", "SKIP"]
+Verdict = Literal["GO", "NO-GO", "UNVERIFIED"]
 _HOUR_MS = 3_600_000
 
 
@@ -57,6 +59,7 @@ class GateInputs:
     open_incidents: Sequence[OpenIncident]  # ACTIVE DataHub incidents on its training data, raised by others
     span: TrainingSpan | None  # its training run
     current_rows: Mapping[str, int]  # "schema.table" -> rows now, where measured
+    unmeasured_rows: Mapping[str, str]  # "schema.table" -> why its rows could not be counted now
     columns: ColumnGraph
     scan: RecallConfig
     config: LifecycleConfig
@@ -118,6 +121,9 @@ def active_incidents(inputs: GateInputs) -> CheckResult:
 
 
 def failing_assertions(inputs: GateInputs) -> CheckResult:
+    tested = [urn for urn in training_data(inputs.closure) if inputs.closure.dataset(urn).assertions]
+    if not tested:
+        return CheckResult("failing_assertions", "SKIP", "no test or assertion covers its training data")
     problems = [
         f"{a.name} on {dataset.name}{'.' + a.column if a.column else ''}: {a.result}"
         + (f" ({a.failed_rows:,} failing rows)" if a.failed_rows is not None else "")
@@ -162,6 +168,9 @@ def input_freshness(inputs: GateInputs) -> CheckResult:
         age = (inputs.now_ms - newest.updated_ms) / _HOUR_MS
         if age > hours:
             problems.append(f"{dataset.name} last changed {age:.1f} h ago, past its {hours:g} h window")
+    if not problems and len(unknown) == len(inputs.direct_inputs):
+        summary = "no training input records when it changes" if unknown else "no training input is known"
+        return CheckResult("input_freshness", "SKIP", summary, tuple(unknown))
     return _result("input_freshness", problems, "every training input is within its freshness window",
                    "{n} stale training input(s)", unknown)
 
@@ -172,10 +181,14 @@ def row_count_drop(inputs: GateInputs) -> CheckResult:
         return CheckResult("row_count_drop", "SKIP", "its training run recorded no row counts")
     problems, notes = [], []
     limit = inputs.config.gate.max_row_drop
+    if not any(table in inputs.current_rows for table in trained):
+        return CheckResult("row_count_drop", "SKIP", "no training input could be counted now", tuple(
+            f"{table}: {inputs.unmeasured_rows.get(table, 'no count')}" for table in sorted(trained)
+        ))
     for table, then in sorted(trained.items()):
         now = inputs.current_rows.get(table)
         if now is None:
-            notes.append(f"{table}: not measured now")
+            notes.append(f"{table}: not measured now ({inputs.unmeasured_rows.get(table, 'no count')})")
             continue
         drop = (then - now) / then if then else 0.0
         line = f"{table}: {then:,} rows at training, {now:,} now"
@@ -231,20 +244,41 @@ CHECKS: Mapping[str, Callable[[GateInputs], CheckResult]] = {
 
 @dataclass(frozen=True)
 class GateResult:
-    model: str  # the version judged
+    model: str  # the version judged, or what was asked for when no version was found
     name: str
     registered_model: str
     judged_at_ms: int
     checks: tuple[CheckResult, ...]
     findings: tuple[Finding, ...] = ()  # the scan's findings on the version, for a reader who wants them all
+    required: frozenset[str] = frozenset()  # checks whose SKIP makes the verdict UNVERIFIED
+    reason: str | None = None  # why no version could be judged at all
 
-    @property
-    def go(self) -> bool:
-        return not self.failing
+    @classmethod
+    def unverified(cls, model: str, reason: str, judged_at_ms: int) -> "GateResult":
+        """The verdict when there is no version to judge: never GO for want of evidence."""
+        return cls(model=model, name=model, registered_model=model, judged_at_ms=judged_at_ms, checks=(),
+                   reason=reason)
 
     @property
     def failing(self) -> tuple[CheckResult, ...]:
         return tuple(c for c in self.checks if c.status == "FAIL")
+
+    @property
+    def unverified_checks(self) -> tuple[CheckResult, ...]:
+        """Required checks that could not measure."""
+        return tuple(c for c in self.checks if c.status == "SKIP" and c.name in self.required)
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.failing:
+            return "NO-GO"
+        if self.reason is not None or self.unverified_checks:
+            return "UNVERIFIED"
+        return "GO"
+
+    @property
+    def go(self) -> bool:
+        return self.verdict == "GO"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -252,14 +286,16 @@ class GateResult:
             "name": self.name,
             "registered_model": self.registered_model,
             "judged_at": iso_instant(self.judged_at_ms),
-            "verdict": "GO" if self.go else "NO-GO",
+            "verdict": self.verdict,
+            "reason": self.reason,
             "failing_checks": [c.name for c in self.failing],
+            "unverified_checks": [c.name for c in self.unverified_checks],
             "checks": [c.to_json() for c in self.checks],
         }
 
 
 def run_gate(inputs: GateInputs) -> GateResult:
-    """Every enabled check, in report order; GO when none fails."""
+    """Every enabled check, in report order; GO when none fails and no required one was skipped."""
     skipped = inputs.config.gate.disabled
     checks = tuple(
         CHECKS[name](inputs) if name not in skipped else CheckResult(name, "SKIP", "disabled in recall.yaml")
@@ -268,9 +304,9 @@ def run_gate(inputs: GateInputs) -> GateResult:
     return GateResult(
         model=inputs.closure.urn,
         name=inputs.closure.model.name,
-        registered_model=display_name(group_of(inputs.closure)),
+        registered_model=inputs.closure.registered_name,
         judged_at_ms=inputs.now_ms,
         checks=checks,
         findings=tuple(inputs.findings),
+        required=inputs.config.gate.required - skipped,
     )
-

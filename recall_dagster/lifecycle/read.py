@@ -30,9 +30,6 @@ from recall_dagster.lifecycle.columns import column_graph
 from recall_dagster.lifecycle.incidents import INCIDENT_TYPE
 from recall_dagster.lifecycle.records import AssertionRecord, AssertionRun, Estate, OpenIncident, TrainingSpan
 
-ROWS_METRIC = "table_rows."  # training logs rows per table read as "table_rows.<schema>.<table>"
-
-
 def read_estate(graph: MetadataGraph, config: RecallConfig, now_ms: int) -> Estate:
     """All model versions, not only production ones: a rollback target is rarely in production."""
     closures = tuple(resolve_closures(graph, config.resolve, scanned_at_ms=now_ms, include_all=True))
@@ -100,12 +97,16 @@ def read_assertions(graph: MetadataGraph, estate: Estate, history_limit: int) ->
 
 
 def training_span(
-    run: str, aspects: Mapping[str, object], events: Sequence[DataProcessInstanceRunEventClass]
+    run: str,
+    aspects: Mapping[str, object],
+    events: Sequence[DataProcessInstanceRunEventClass],
+    rows_metric: str = "table_rows.",
 ) -> TrainingSpan:
     """Start from the STARTED event, else the run's creation, else end minus duration; end from the COMPLETE event.
 
     ``aspects`` are the run's ``dataProcessInstanceProperties`` and
-    ``mlTrainingRunProperties``; the row counts are the ``table_rows.*`` metrics.
+    ``mlTrainingRunProperties``; the row counts are the metrics named ``<rows_metric><schema>.<table>``
+    (``lifecycle.training_rows_metric``).
     """
     props = aspects.get(DataProcessInstancePropertiesClass.ASPECT_NAME)
     training = aspects.get(MLTrainingRunPropertiesClass.ASPECT_NAME)
@@ -121,21 +122,23 @@ def training_span(
     rows: dict[str, int] = {}
     if isinstance(training, MLTrainingRunPropertiesClass):
         for metric in training.trainingMetrics or ():
-            if metric.name.startswith(ROWS_METRIC) and metric.value:
+            if rows_metric and metric.name.startswith(rows_metric) and metric.value:
                 try:
-                    rows[metric.name[len(ROWS_METRIC) :]] = int(float(metric.value))
+                    rows[metric.name[len(rows_metric) :]] = int(float(metric.value))
                 except ValueError:
                     continue
     return TrainingSpan(run=run, start_ms=start, end_ms=end, table_rows=rows)
 
 
-def read_training_spans(graph: MetadataGraph, closures: Sequence[ModelClosure]) -> dict[str, TrainingSpan | None]:
+def read_training_spans(
+    graph: MetadataGraph, closures: Sequence[ModelClosure], rows_metric: str
+) -> dict[str, TrainingSpan | None]:
     """Each version's (first recorded) training run as a span; None for a version with no run."""
     runs = sorted({c.model.training_runs[0] for c in closures if c.model.training_runs})
     wanted = [DataProcessInstancePropertiesClass, MLTrainingRunPropertiesClass]
     aspects = graph.get_aspects(runs, wanted) if runs else {}
     events = {r: graph.timeseries(r, DataProcessInstanceRunEventClass) for r in runs}
-    spans = {r: training_span(r, aspects.get(r, {}), events[r]) for r in runs}  # type: ignore[arg-type]
+    spans = {r: training_span(r, aspects.get(r, {}), events[r], rows_metric) for r in runs}  # type: ignore[arg-type]
     return {c.urn: spans.get(c.model.training_runs[0]) if c.model.training_runs else None for c in closures}
 
 

@@ -1,56 +1,95 @@
-"""Row counts now, straight from the warehouse, for tables no DataHub profile covers.
+"""Row counts now, from the team's own databases, for tables no DataHub profile covers.
 
-The gate compares them with the counts the last training run logged; this is
-the one place the lifecycle asks the warehouse anything, and it only counts.
+The gate compares them with the counts the last training run logged. Which
+database holds a table is configuration (``lifecycle.row_counts`` in
+``recall.yaml``): a glob over the dataset's full identity, ``platform:name``
+as DataHub names it, maps to any SQLAlchemy URL or to an environment variable
+holding one. A table with no connection, or one that cannot be reached, is
+left out with the reason, never guessed.
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+import os
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Callable, Mapping, Sequence
 
-import psycopg2
-from psycopg2 import sql
+from datahub.utilities.urns.dataset_urn import DatasetUrn
 
-from recall_dagster.errors import RecallError
-from recall_dagster.lifecycle.service import RowCounter
-from recall_dagster.settings import Settings
-from recall_dagster.stack.warehouse import Warehouse, ensure_warehouse
+ENV_PREFIX = "env:"
 
 
-def count_rows(warehouse: Warehouse, tables: Sequence[str]) -> dict[str, int]:
-    """``schema.table`` -> ``count(*)``; a table that cannot be counted is left out, not guessed."""
-    counts: dict[str, int] = {}
-    conn = warehouse.connect()
+@dataclass(frozen=True)
+class RowCounts:
+    counts: dict[str, int] = field(default_factory=dict)  # table key -> rows now
+    skipped: dict[str, str] = field(default_factory=dict)  # table key -> why it was not counted
+
+
+# table key ("schema.table", as training logged it) -> the dataset URNs that may hold it
+RowCounter = Callable[[Mapping[str, Sequence[str]]], RowCounts]
+
+
+def identity(urn: str) -> str | None:
+    """``platform:name`` of a dataset URN, the key ``lifecycle.row_counts`` globs match."""
     try:
-        for table in tables:
-            schema, _, name = table.partition(".")
-            if not schema or not name:
-                continue
-            try:
-                with conn.cursor() as cur:
-                    query = sql.SQL("SELECT count(*) FROM {}.{}").format(sql.Identifier(schema), sql.Identifier(name))
-                    cur.execute(query)
-                    counts[table] = int(cur.fetchone()[0])
-            except psycopg2.Error:
-                conn.rollback()
-    finally:
-        conn.close()
-    return counts
-
-
-def warehouse_counter(settings: Settings) -> RowCounter | None:
-    """A counter over the configured warehouse, or None when there is none to ask.
-
-    The embedded warehouse is only used when it already exists under RECALL_HOME:
-    judging a retrain never creates one.
-    """
-    if not settings.warehouse_url and not settings.pg_data.exists():
+        parsed = DatasetUrn.from_string(urn)
+    except Exception:  # noqa: BLE001 - a URN some tool wrote oddly is simply not countable
         return None
+    return f"{parsed.platform.split(':')[-1]}:{parsed.name}"
 
-    def counter(tables: Sequence[str]) -> Mapping[str, int]:
-        try:
-            return count_rows(ensure_warehouse(settings), tables)
-        except RecallError:
-            return {}
+
+def _url(value: str, environ: Mapping[str, str]) -> tuple[str | None, str]:
+    """The URL a connection entry names, or None with the reason."""
+    if not value.startswith(ENV_PREFIX):
+        return value, ""
+    variable = value[len(ENV_PREFIX) :]
+    url = environ.get(variable, "").strip()
+    return (url, "") if url else (None, f"{variable} is not set")
+
+
+def _count(url: str, name: str) -> int:
+    import sqlalchemy
+
+    parts = name.split(".")
+    schema, table = (parts[-2] if len(parts) > 1 else None), parts[-1]
+    connect_args = {"connect_timeout": 5} if url.startswith(("postgresql", "postgres")) else {}
+    engine = sqlalchemy.create_engine(url, connect_args=connect_args, poolclass=sqlalchemy.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            query = sqlalchemy.select(sqlalchemy.func.count()).select_from(sqlalchemy.table(table, schema=schema))
+            return int(conn.execute(query).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def sql_row_counter(
+    connections: Sequence[tuple[str, str]], environ: Mapping[str, str] | None = None
+) -> RowCounter:
+    """A counter over the configured connections; the first glob matching a dataset's identity wins."""
+    env = os.environ if environ is None else environ
+
+    def counter(tables: Mapping[str, Sequence[str]]) -> RowCounts:
+        result = RowCounts()
+        for key, urns in sorted(tables.items()):
+            reasons: list[str] = []
+            for urn in urns:
+                ident = identity(urn)
+                entry = next((value for glob, value in connections if ident and fnmatchcase(ident, glob)), None)
+                if entry is None:
+                    reasons.append(f"no connection in lifecycle.row_counts matches {ident or urn}")
+                    continue
+                url, why = _url(entry, env)
+                if url is None:
+                    reasons.append(f"{ident}: {why}")
+                    continue
+                try:
+                    result.counts[key] = _count(url, ident.partition(":")[2])  # type: ignore[union-attr]
+                    break
+                except Exception as err:  # noqa: BLE001 - any driver's failure is a reason to skip, not a crash
+                    reasons.append(f"{ident}: {type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else 'failed'}")
+            else:
+                result.skipped[key] = "; ".join(dict.fromkeys(reasons)) or "no dataset in the graph holds it"
+        return result
 
     return counter

@@ -9,15 +9,15 @@ functions; time always comes in as ``now_ms``.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
 from recall_dagster.detect import RecallConfig, run_detectors
 from recall_dagster.detect.state import SchemaBaseline
-from recall_dagster.errors import ConfigError
+from recall_dagster.errors import ConfigError, ModelNotFound
 from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.estate.select import serving_version
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.lifecycle.assess import RootCause, root_causes
-from recall_dagster.lifecycle.blast import group_of
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.gate import GateInputs, GateResult, run_gate, training_data
 from recall_dagster.lifecycle.incidents import IncidentEntry, matches, reconcile
@@ -30,15 +30,16 @@ from recall_dagster.lifecycle.read import (
     read_open_incidents,
     read_profile_rows,
     read_training_spans,
+    relation,
 )
 from recall_dagster.lifecycle.records import AssertionRecord, Estate, TrainingSpan
+from recall_dagster.lifecycle.rows import RowCounter, sql_row_counter
 from recall_dagster.lifecycle.verdict import Status
-from recall_dagster.scan import iso_instant
+from recall_dagster.scan import JsonStateStore, iso_instant
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import RetryPolicy
 from recall_dagster.writeback.store import WritebackStore
 
-RowCounter = Callable[[Sequence[str]], Mapping[str, int]]  # "schema.table" names -> rows now
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ def assess(graph: MetadataGraph, config: RecallConfig, lc: LifecycleConfig, now_
     """Every model version, every assertion's history, every training run, grouped into root causes."""
     estate = read_estate(graph, config, now_ms)
     records = read_assertions(graph, estate, config.resolve.history_limit)
-    spans = read_training_spans(graph, estate.closures)
+    spans = read_training_spans(graph, estate.closures, lc.training_rows_metric)
     return Assessment(estate, records, spans, root_causes(records, estate, spans, lc))
 
 
@@ -127,19 +128,12 @@ def blind_window_report(
 
 
 def select_version(estate: Estate, model: str) -> ModelClosure:
-    """One version by URN, a registered model's newest version by its name, else a version by its own name."""
-    by_urn = [c for c in estate.closures if c.urn == model]
-    versions = by_urn or [c for c in estate.closures if display_name(group_of(c)) == model]
-    versions = versions or [c for c in estate.closures if c.model.name == model]
-    if not versions:
-        known = sorted({display_name(group_of(c)) for c in estate.closures})
-        raise ConfigError(f"no registered model or version {model!r}; known: {', '.join(known) or 'none'}")
-
-    def number(c: ModelClosure) -> tuple[int, str]:
-        version = (c.model.version or "").strip()
-        return (int(version) if version.isdigit() else -1, c.urn)
-
-    return max(versions, key=number)
+    """The version a retrain of ``model`` replaces (:func:`serving_version`): a URN, ``name/version`` or a name."""
+    found = serving_version(estate.closures, model)
+    if found is None:
+        known = sorted({c.registered_name for c in estate.closures})
+        raise ModelNotFound(f"no registered model or version {model!r} in the graph; known: {', '.join(known) or 'none'}")
+    return found
 
 
 def _twins_of(closure: ModelClosure, urns: Iterable[str]) -> list[str]:
@@ -157,20 +151,24 @@ def evaluate_gate(
     baselines: Mapping[str, SchemaBaseline],
     row_counter: RowCounter | None = None,
 ) -> GateResult:
-    """GO / NO-GO for retraining ``model`` (a registered model name means its newest version).
+    """GO / NO-GO / UNVERIFIED for retraining ``model`` (a name means the version its production alias serves).
 
     Row counts now come from DataHub's dataset profiles, then from ``row_counter``
-    (the warehouse) for tables nobody profiles.  Schema baselines are read, not
-    recorded: judging a retrain never accepts a schema change.
+    (the team's databases) for tables nobody profiles.  Schema baselines are read,
+    not recorded: judging a retrain never accepts a schema change.
     """
     assessment = assess(graph, config, lc, now_ms)
     closure = select_version(assessment.estate, model)
     span = assessment.spans.get(closure.urn)
     findings = run_detectors([closure], config, baselines).findings.get(closure.urn, ())
-    rows = read_profile_rows(graph, _twins_of(closure, closure.training_inputs))
-    missing = [t for t in (span.table_rows if span else {}) if t not in rows]
+    twins = _twins_of(closure, closure.training_inputs)
+    rows = read_profile_rows(graph, twins)
+    missing = {t: [u for u in twins if relation(u) == t] for t in (span.table_rows if span else {}) if t not in rows}
+    unmeasured = {t: "no DataHub profile and no row counter" for t in missing}
     if missing and row_counter is not None:
-        rows.update({t: n for t, n in row_counter(missing).items() if t in missing})
+        counted = row_counter(missing)
+        rows.update({t: n for t, n in counted.counts.items() if t in missing})
+        unmeasured = {t: counted.skipped.get(t, "not counted") for t in missing if t not in rows}
     inputs = GateInputs(
         closure=closure,
         findings=findings,
@@ -178,12 +176,25 @@ def evaluate_gate(
         open_incidents=read_open_incidents(graph, _twins_of(closure, training_data(closure))),
         span=span,
         current_rows=rows,
+        unmeasured_rows=unmeasured,
         columns=assessment.estate.columns,
         scan=config,
         config=lc,
         now_ms=now_ms,
     )
     return run_gate(inputs)
+
+
+def judge_retrain(
+    graph: MetadataGraph, settings: Settings, config: RecallConfig, lc: LifecycleConfig, model: str, now_ms: int
+) -> GateResult:
+    """:func:`evaluate_gate` as ``recall gate`` and the Dagster gate run it: the scans' schema baselines, read
+    and never recorded (a retrain refused on a broken estate must not make the broken schema the norm), and
+    row counts from the connections in ``lifecycle.row_counts``."""
+    baselines = JsonStateStore(settings.state_dir).load_baselines()
+    return evaluate_gate(
+        graph, config, lc, model, now_ms, baselines=baselines, row_counter=sql_row_counter(lc.row_counts)
+    )
 
 
 # -- incident lifecycle -----------------------------------------------------------------------------

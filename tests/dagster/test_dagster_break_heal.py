@@ -7,14 +7,15 @@ from typing import Iterator
 import pytest
 from dagster import AssetKey, Definitions, instance_for_test
 
-from recall_dagster.defs import build_definitions
 from recall_dagster.progress import Progress
 from recall_dagster.settings import Settings
 from seed import lifecycle
+from seed.dagster.definitions import build_definitions
 
 pytestmark = pytest.mark.stack
 
 FRAUD = AssetKey(["ml", "fraud_detector"])
+GATE = AssetKey(["ml", "fraud_detector_retrain_gate"])
 
 
 @pytest.fixture(scope="module")
@@ -28,18 +29,18 @@ def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
 def retrain_fraud(defs: Definitions):
     with instance_for_test() as instance:
         return defs.resolve_job_def("retrain_models").execute_in_process(
-            instance=instance, asset_selection=[FRAUD], raise_on_error=False
+            instance=instance, asset_selection=[GATE, FRAUD], raise_on_error=False
         )
 
 
 def test_broken_estate_refuses_the_retrain_and_heal_lets_it_run(estate: Settings) -> None:
-    defs = build_definitions(estate)
+    defs = build_definitions(estate, with_recall=True)
     with instance_for_test() as instance:  # the nightly scan records the healthy schemas
         assert defs.resolve_job_def("recall_scan").execute_in_process(instance=instance).success
     lifecycle.break_estate(estate, Progress(quiet=True))
 
     refused = retrain_fraud(defs)
-    assert not refused.success and refused.get_asset_materialization_events() == []
+    assert not refused.success and [e.asset_key for e in refused.get_asset_materialization_events()] == [GATE]
     [gate] = refused.get_asset_check_evaluations()
     why = {name: value.value for name, value in gate.metadata.items()}
     assert not gate.passed and why["verdict"] == "NO-GO"
@@ -56,4 +57,4 @@ def test_broken_estate_refuses_the_retrain_and_heal_lets_it_run(estate: Settings
     assert healed.success
     [gate] = healed.get_asset_check_evaluations()
     assert gate.passed and gate.metadata["verdict"].value == "GO"
-    assert [e.asset_key for e in healed.get_asset_materialization_events()] == [FRAUD]
+    assert [e.asset_key for e in healed.get_asset_materialization_events()] == [GATE, FRAUD]

@@ -1,4 +1,7 @@
-"""The Definitions load fast, start nothing, and hold every asset, check, sensor, schedule and job."""
+"""The Definitions load fast, start nothing, and hold every asset, check, sensor, schedule and job.
+
+Two code locations: Recall's own (the product) and the demo estate's, built on Recall's public API.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +13,12 @@ from dagster import AssetKey, Definitions, EnvVar
 
 from ml_models.query import build_training_query
 from ml_models.registry import load_registry
-from recall_dagster import defs as defs_module
+from recall_dagster import definitions as recall_location
+from recall_dagster.defs import recall_definitions
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.settings import REPO_ROOT, Settings
-from recall_dagster.stack.dbt import PROJECT_DIR
+from seed.dagster import definitions as demo_location
+from seed.stack.dbt import PROJECT_DIR
 
 SCAN = ["model_closures", "risk_findings", "risk_scores", "datahub_writeback"]
 MODELS = ["churn_predictor", "demand_forecaster", "fraud_detector"]
@@ -31,31 +36,45 @@ def test_every_asset_is_present(definitions) -> None:
     assert {"datahub_metadata", *SCAN, "data_incidents", "blind_window"} <= found
 
 
-def test_the_incident_lifecycle_runs_after_ingestion(definitions) -> None:
-    graph = definitions.resolve_asset_graph()
-    assert {p.to_user_string() for p in graph.get(AssetKey("data_incidents")).parent_keys} == {"datahub_metadata"}
+def test_recall_alone_holds_the_scan_the_incidents_and_no_demo_asset(recall_defs) -> None:
+    assert keys(recall_defs) == {*SCAN, "data_incidents", "blind_window"}
+    repository = recall_defs.get_repository_def()
+    assert {s.name for s in repository.sensor_defs} == {"datahub_assertion_results", "mlflow_new_versions"}
+    assert {s.name: s.cron_schedule for s in repository.schedule_defs} == {"nightly_scan": "0 2 * * *"}
+
+
+def test_the_scan_and_incidents_run_after_what_recall_yaml_names(tmp_path: Path, defs_settings: Settings) -> None:
+    overlay = tmp_path / "recall.yaml"
+    overlay.write_text("dagster:\n  scan_after: [datahub/ingest]\n")
+    resource = RecallResource.from_settings(defs_settings, config_path=str(overlay))
+    graph = recall_definitions(resource).resolve_asset_graph()
+    for key in ("model_closures", "data_incidents"):
+        assert {p.to_user_string() for p in graph.get(AssetKey(key)).parent_keys} == {"datahub/ingest"}
     assert {p.to_user_string() for p in graph.get(AssetKey("blind_window")).parent_keys} == {"data_incidents"}
 
 
-def test_the_scan_is_a_chain_downstream_of_ingestion_and_training(definitions) -> None:
+def test_the_scan_is_a_chain(definitions) -> None:
     graph = definitions.resolve_asset_graph()
     parents = {k: {p.to_user_string() for p in graph.get(AssetKey(k)).parent_keys} for k in SCAN}
     assert parents == {
-        "model_closures": {"datahub_metadata"},
+        "model_closures": set(),
         "risk_findings": {"model_closures"},
         "risk_scores": {"model_closures", "risk_findings"},
         "datahub_writeback": {"model_closures", "risk_scores"},
     }
     ingest = {p.to_user_string() for p in graph.get(AssetKey("datahub_metadata")).parent_keys}
-    assert {f"ml/{m}" for m in MODELS} | {"marts/fct_transactions"} <= ingest
+    assert {f"ml/{m}" for m in MODELS} == ingest, "dbt ingests in its own step; this asset carries the retrains"
 
 
-def test_each_model_trains_downstream_of_the_tables_its_query_reads(definitions) -> None:
+def test_each_model_trains_behind_its_gate_after_the_tables_its_query_reads(definitions) -> None:
     graph = definitions.resolve_asset_graph()
     registry = load_registry()
     for spec in registry.models:
         reads = {read.table.name for read in build_training_query(spec, registry).reads}
-        assert {p.path[-1] for p in graph.get(AssetKey(["ml", spec.name])).parent_keys} == reads
+        gate = AssetKey(["ml", f"{spec.name}_retrain_gate"])
+        parents = graph.get(AssetKey(["ml", spec.name])).parent_keys
+        assert {p.path[-1] for p in parents - {gate}} == reads and gate in parents
+        assert {p.path[-1] for p in graph.get(gate).parent_keys} == reads, "the gate judges after what training reads"
 
 
 def test_dbt_tests_are_checks_and_every_retrain_has_a_blocking_gate(definitions) -> None:
@@ -63,13 +82,18 @@ def test_dbt_tests_are_checks_and_every_retrain_has_a_blocking_gate(definitions)
     assert "marts/fct_transactions:not_null_fct_transactions_unit_price" in checks
     assert sum(1 for c in checks.values() if c.key.asset_key.path[0] in ("staging", "marts")) >= 40
     for model in MODELS:
-        assert checks[f"ml/{model}:retrain_gate"].blocking
+        assert checks[f"ml/{model}_retrain_gate:retrain_gate"].blocking
     assert not checks["risk_scores:no_model_at_fail_tier"].blocking
+    assert not any(c.blocking for k, c in checks.items() if k.startswith(("staging/", "marts/"))), (
+        "the demo's dbt tests never stop a run; Recall's gates read every upstream test's result"
+    )
 
 
 def test_sensors_schedules_and_jobs(definitions) -> None:
     repository = definitions.get_repository_def()
-    assert {s.name for s in repository.sensor_defs} == {"dbt_test_failures", "mlflow_new_versions"}
+    assert {s.name for s in repository.sensor_defs} == {
+        "dbt_test_failures", "mlflow_new_versions", "datahub_assertion_results"
+    }
     schedules = {s.name: (s.cron_schedule, s.job_name) for s in repository.schedule_defs}
     assert schedules == {"nightly_scan": ("0 2 * * *", "recall_scan"), "daily_dbt_build": ("0 5 * * *", "dbt_build")}
     jobs = {j.name for j in repository.get_all_jobs()}
@@ -78,7 +102,10 @@ def test_sensors_schedules_and_jobs(definitions) -> None:
     lifecycle = {"data_incidents", "blind_window"}
     assert {k.to_user_string() for k in scan_job.asset_layer.selected_asset_keys} == {*SCAN, *lifecycle}
     rescan = definitions.resolve_job_def("recall_rescan")
-    assert {k.to_user_string() for k in rescan.asset_layer.selected_asset_keys} == {"datahub_metadata", *SCAN, *lifecycle}
+    assert {k.to_user_string() for k in rescan.asset_layer.selected_asset_keys} == {*SCAN, *lifecycle}
+    retrain = definitions.resolve_job_def("retrain_models")
+    selected = {k.to_user_string() for k in retrain.asset_layer.selected_asset_keys}
+    assert {f"ml/{m}" for m in MODELS} | {f"ml/{m}_retrain_gate" for m in MODELS} | {"datahub_metadata"} == selected
 
 
 def test_loading_parses_dbt_under_recall_home_and_starts_no_service(definitions, defs_settings: Settings) -> None:
@@ -102,22 +129,16 @@ def test_resources_are_bound_to_the_environment(monkeypatch: pytest.MonkeyPatch,
         assert resolved.settings() == Settings.from_env()
 
 
-def test_workspace_loads_the_lazy_definitions(monkeypatch: pytest.MonkeyPatch, defs_settings: Settings) -> None:
+def test_the_workspace_serves_recall_and_the_demo_as_two_locations(
+    monkeypatch: pytest.MonkeyPatch, defs_settings: Settings
+) -> None:
     workspace = yaml.safe_load((REPO_ROOT / "workspace.yaml").read_text())
-    target = workspace["load_from"][0]["python_module"]
-    assert (target["module_name"], target["attribute"]) == ("recall_dagster.defs", "defs")
+    targets = {t["python_module"]["location_name"]: t["python_module"] for t in workspace["load_from"]}
+    assert targets["recall"]["module_name"] == "recall_dagster.definitions"
+    assert targets["demo_estate"]["module_name"] == "seed.dagster.definitions"
     monkeypatch.setenv("RECALL_HOME", str(defs_settings.home))
-    loaded = defs_module.defs()
-    assert isinstance(loaded, Definitions) and keys(loaded) >= {"ml/fraud_detector", *SCAN}
-
-
-def test_the_mlflow_resource_finds_the_version_an_alias_serves(defs_settings: Settings) -> None:
-    recall = RecallResource.from_settings(defs_settings)
-    defs_settings.mlflow_dir.mkdir(parents=True, exist_ok=True)
-    assert recall.aliased_version("never_registered", "production") is None
-    client = recall.mlflow_client()
-    client.create_registered_model("aliased_model")
-    assert recall.aliased_version("aliased_model", "production") is None
-    version = client.create_model_version("aliased_model", source="file:///nowhere/model").version
-    client.set_registered_model_alias("aliased_model", "production", version)
-    assert recall.aliased_version("aliased_model", "production") == int(version)
+    monkeypatch.delenv("RECALL_CONFIG", raising=False)
+    recall, demo = recall_location.defs(), demo_location.defs()
+    assert keys(recall) == {*SCAN, "data_incidents", "blind_window"}
+    assert {"ml/fraud_detector", "ml/fraud_detector_retrain_gate", "datahub_metadata"} <= keys(demo)
+    assert not keys(recall) & keys(demo), "no asset is defined in both locations"

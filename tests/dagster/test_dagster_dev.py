@@ -36,11 +36,14 @@ def test_graphql_lists_the_assets_checks_sensors_and_schedules(tmp_path: Path) -
     assets = served["assets"]
     assert {"model_closures", "risk_findings", "risk_scores", "datahub_writeback", "datahub_metadata"} <= set(assets)
     for model in ("fraud_detector", "churn_predictor", "demand_forecaster"):
-        assert assets[f"ml/{model}"] == {"retrain_gate": True}
-    assert assets["marts/fct_transactions"]["not_null_fct_transactions_unit_price"] is True
+        assert assets[f"ml/{model}_retrain_gate"] == {"retrain_gate": True}
+        assert f"ml/{model}" in assets
+    assert assets["marts/fct_transactions"]["not_null_fct_transactions_unit_price"] is False
     assert assets["risk_scores"] == {"no_model_at_fail_tier": False}
-    assert served["sensors"] == {"dbt_test_failures": "RUNNING", "mlflow_new_versions": "RUNNING"}
-    assert served["schedules"] == {"daily_dbt_build": "0 5 * * *", "nightly_scan": "0 2 * * *"}
+    assert served["sensors"] == {
+        "recall": {"datahub_assertion_results": "RUNNING", "mlflow_new_versions": "RUNNING"}, "demo_estate": {}
+    }
+    assert served["schedules"] == {"recall": {"nightly_scan": "0 2 * * *"}, "demo_estate": {"daily_dbt_build": "0 5 * * *"}}
     assert (tmp_path / "dagster" / "dagster.yaml").exists(), "DAGSTER_HOME is under RECALL_HOME"
 
 

@@ -7,7 +7,7 @@ import pytest
 from recall_dagster.detect import Finding, RecallConfig, Severity
 from recall_dagster.detect.blast_radius import BlastRadius
 from recall_dagster.estate import Dataset, Deployment, Feature, Model, ModelClosure, TrainingRun, assemble_closure
-from recall_dagster.reactions import affected_models
+from recall_dagster.reactions import AssertionResult, models_reading, new_failures
 from recall_dagster.scan import ModelReport, ScanResult, load_config
 from recall_dagster.scan_markdown import blast_radius_table, detector_counts, findings_table, models_table, scan_report
 from recall_dagster.score import score_model
@@ -44,12 +44,26 @@ def report(config: RecallConfig, *findings: Finding) -> ModelReport:
     return ModelReport(c, findings, score_model(findings, len(c.live_deployments), config.scoring))
 
 
-def test_affected_models_are_those_reading_a_failed_dataset() -> None:
-    upstream = {"fraud_detector": {"marts/fct_transactions", "staging/stg_orders"}, "churn": {"marts/dim_customers"}}
-    assert affected_models(["staging/stg_orders"], upstream) == ("fraud_detector",)
-    assert affected_models(["marts/dim_customers", "marts/fct_transactions"], upstream) == ("churn", "fraud_detector")
-    assert affected_models(["marts/fct_device_features_v2"], upstream) == ()
-    assert affected_models([], upstream) == ()
+def test_the_models_to_rescan_are_those_whose_closure_holds_a_failed_table() -> None:
+    assert models_reading([closure()], [MART]) == ("fraud_detector_2",), "a version with no group is its own model"
+    assert models_reading([closure()], ["marts.fct_transactions"]) == ("fraud_detector_2",), "trailing parts match"
+    assert models_reading([closure()], ["MARTS.FCT_TRANSACTIONS"]) == ("fraud_detector_2",)
+    assert models_reading([closure()], ["transactions"]) == (), "a partial table name is not a match"
+    assert models_reading([closure()], ["marts.fct_device_features_v2"]) == ()
+    assert models_reading([closure()], []) == ()
+
+
+def test_new_failures_are_failing_results_after_the_cursor_oldest_first() -> None:
+    results = [
+        AssertionResult("a", MART, 30, "FAILURE"),
+        AssertionResult("b", MART, 20, "FAILURE"),
+        AssertionResult("c", MART, 40, "SUCCESS"),
+        AssertionResult("d", MART, 10, "FAILURE"),
+        AssertionResult("e", None, 50, "ERROR"),
+    ]
+    assert [r.assertion for r in new_failures(results, 10, {"FAILURE"})] == ["b", "a"]
+    assert [r.assertion for r in new_failures(results, 10, {"FAILURE", "ERROR"})] == ["b", "a", "e"]
+    assert new_failures(results, 50, {"FAILURE"}) == ()
 
 
 def test_markdown_tables_read_well_and_escape_pipes(config) -> None:

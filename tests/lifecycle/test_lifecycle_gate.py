@@ -12,7 +12,7 @@ from recall_dagster.errors import ConfigError
 from recall_dagster.estate import Assertion
 from recall_dagster.lifecycle.assess import root_causes
 from recall_dagster.lifecycle.config import CHECK_NAMES, LifecycleConfig, load_lifecycle_config, parse_lifecycle_config
-from recall_dagster.lifecycle.gate import CHECKS, GateInputs, run_gate
+from recall_dagster.lifecycle.gate import CHECKS, GateInputs, GateResult, run_gate
 from recall_dagster.lifecycle.records import OpenIncident, TrainingSpan
 from recall_dagster.scan import load_config, load_yaml_config
 
@@ -46,6 +46,7 @@ def inputs(lc: LifecycleConfig, scan_config: RecallConfig, *history: tuple[float
         open_incidents=(),
         span=TrainingSpan("run", at(11), at(12), {"marts.fct_transactions": 1000}),
         current_rows={"marts.fct_transactions": 1000},
+        unmeasured_rows={},
         columns=world.columns,
         scan=scan_config,
         config=lc,
@@ -82,6 +83,9 @@ def test_row_count_drop_freshness_and_coverage(lc, scan_config) -> None:
     assert [c.name for c in shrunk.failing] == ["row_count_drop"]
     unmeasured = run_gate(inputs(lc, scan_config, current_rows={}, span=None))
     assert statuses(unmeasured)["row_count_drop"] == "SKIP" and unmeasured.go
+    uncounted = run_gate(inputs(lc, scan_config, current_rows={}, unmeasured_rows={"marts.fct_transactions": "why"}))
+    row_check = next(c for c in uncounted.checks if c.name == "row_count_drop")
+    assert row_check.status == "SKIP" and row_check.details == ("marts.fct_transactions: why",)
     stale = run_gate(inputs(lc, scan_config, now_ms=at(99 + 24 * 30)))
     assert [c.name for c in stale.failing] == ["input_freshness"]
     version = inputs(lc, scan_config).closure
@@ -122,3 +126,22 @@ def test_a_version_the_scan_scores_at_the_fail_tier_is_refused_and_the_critical_
     assert tier.status == "FAIL" and tier.summary.startswith("CRITICAL")
     assert tier.details == ("[training_serving_skew] serves from a table training never read",) * 2
     assert two.findings[-1] is info, "the result carries every finding for readers like the Dagster UI"
+
+
+def test_a_required_check_that_cannot_measure_makes_the_verdict_unverified_never_go(lc, scan_config) -> None:
+    untested = inputs(lc, scan_config)
+    views = {u: replace(d, assertions=()) for u, d in untested.closure.datasets.items()}
+    result = run_gate(replace(untested, closure=replace(untested.closure, datasets=views)))
+    assert statuses(result)["failing_assertions"] == "SKIP"
+    assert result.verdict == "UNVERIFIED" and not result.go
+    assert result.to_json()["unverified_checks"] == ["failing_assertions"]
+    relaxed = replace(lc, gate=replace(lc.gate, required=frozenset({"input_freshness"})))
+    assert run_gate(replace(untested, config=relaxed, closure=replace(untested.closure, datasets=views))).go
+    missing = GateResult.unverified("churn", "no registered model 'churn' in the graph", at(1))
+    assert missing.verdict == "UNVERIFIED" and missing.to_json()["reason"].startswith("no registered model")
+
+
+def test_required_checks_must_be_known_checks() -> None:
+    section = load_yaml_config()[0]["lifecycle"]
+    with pytest.raises(ConfigError, match="gate.required"):
+        parse_lifecycle_config({**section, "gate": {**section["gate"], "required": ["no_such_check"]}})

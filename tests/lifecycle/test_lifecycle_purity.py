@@ -10,7 +10,7 @@ import recall_dagster.lifecycle as lifecycle_package
 PURE = ("columns", "blast", "window", "verdict", "assess", "incidents", "postmortem", "gate", "records")
 IMPURE = (
     "time", "os", "pathlib", "shutil", "subprocess", "socket", "requests", "sqlite3", "psycopg2",
-    "recall_dagster.graph", "recall_dagster.writeback", "recall_dagster.stack",
+    "recall_dagster.graph", "recall_dagster.writeback", "seed.stack",
     "recall_dagster.lifecycle.read", "recall_dagster.lifecycle.service", "recall_dagster.lifecycle.publish",
     "recall_dagster.lifecycle.ledger", "recall_dagster.lifecycle.rows",
 )

@@ -18,7 +18,7 @@ from recall_dagster.cli import cli
 from recall_dagster.graph import open_graph
 from recall_dagster.progress import Progress
 from recall_dagster.settings import Settings
-from recall_dagster.stack.warehouse import ensure_warehouse
+from seed.stack.warehouse import ensure_warehouse
 from seed import lifecycle
 
 pytestmark = pytest.mark.stack

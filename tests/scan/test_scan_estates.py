@@ -217,12 +217,15 @@ def test_healthy_estate_has_no_findings_at_all(estate, config):
     assert {d.name for d in DETECTORS} <= set(config.detectors)  # every detector ran
 
 
-def test_sparse_estate_gives_a_clean_report(estate, config):
+def test_sparse_estate_reports_only_the_dangling_feature(estate, config):
     result = scan(estate("sparse"), config)
     assert {m.closure.model.name for m in result.models} == {"rules_engine", "hinter"}
     assert [
         (m.closure.model.name, f.detector, f.severity.value) for m in result.models for f in m.findings
-    ] == [("hinter", "training_serving_skew", "INFO")]  # its run was never recorded
+    ] == [
+        ("hinter", "orphaned_feature", "CRITICAL"),  # it consumes never_registered, which nobody catalogued
+        ("hinter", "training_serving_skew", "INFO"),  # its run was never recorded
+    ]
     hinter = next(m for m in result.models if m.closure.model.name == "hinter")
     assert [f.missing for f in hinter.closure.features] == [False, True]  # never_registered dangles
     assert hinter.closure.training_runs[0].missing

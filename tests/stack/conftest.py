@@ -9,7 +9,7 @@ import pytest
 from stack_homes import fresh_settings
 
 from recall_dagster.settings import Settings
-from recall_dagster.stack.warehouse import Warehouse, ensure_warehouse, stop_warehouse
+from seed.stack.warehouse import Warehouse, ensure_warehouse, stop_warehouse
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,8 @@ import pytest
 
 from recall_dagster.errors import ServiceUnreachable
 from recall_dagster.settings import Settings
-from recall_dagster.stack.dbt import PROJECT_DIR, dbt_build, dbt_docs_generate, dbt_source_freshness
-from recall_dagster.stack.warehouse import Warehouse
+from seed.stack.dbt import PROJECT_DIR, dbt_build, dbt_docs_generate, dbt_source_freshness
+from seed.stack.warehouse import Warehouse
 from seed.generate import load_raw
 
 pytestmark = pytest.mark.stack

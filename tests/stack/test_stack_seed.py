@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from psycopg2 import sql
 
-from recall_dagster.stack.warehouse import Warehouse
+from seed.stack.warehouse import Warehouse
 from seed.generate import RAW_TABLES, load_raw
 
 pytestmark = pytest.mark.stack

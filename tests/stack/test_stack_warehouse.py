@@ -12,7 +12,7 @@ from stack_homes import fresh_settings
 
 from recall_dagster.errors import EXIT_UNREACHABLE, ServiceUnreachable
 from recall_dagster.settings import Settings
-from recall_dagster.stack.warehouse import Warehouse, ensure_warehouse, stop_warehouse
+from seed.stack.warehouse import Warehouse, ensure_warehouse, stop_warehouse
 
 pytestmark = pytest.mark.stack
 

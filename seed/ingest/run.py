@@ -11,11 +11,11 @@ from typing import Mapping
 
 from ml_models.registry import FeatureRegistry
 from recall_dagster.graph import open_graph
-from recall_dagster.ingest import enrich
-from recall_dagster.ingest.mlflow_state import VersionState, read_mlflow_state
-from recall_dagster.ingest.recipes import dbt_recipe, mlflow_recipe, run_recipe
+from seed.ingest import enrich
+from seed.ingest.mlflow_state import VersionState, read_mlflow_state
+from seed.ingest.recipes import dbt_recipe, mlflow_recipe, run_recipe
 from recall_dagster.settings import Settings
-from recall_dagster.stack.dbt import DbtArtifacts
+from seed.stack.dbt import DbtArtifacts
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from dagster import AssetExecutionContext, AssetKey, AssetSpec, AssetsDefinition, MaterializeResult, multi_asset
+from dagster import AssetCheckSpec, AssetExecutionContext, AssetKey, AssetSpec, AssetsDefinition, MaterializeResult, multi_asset
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
 
-from recall_dagster.defs.resources import RecallResource
+from recall_dagster.defs import RecallResource
 from recall_dagster.settings import Settings
-from recall_dagster.stack.dbt import (
+from seed.stack.dbt import (
     PROJECT_DIR,
     dbt_environment,
     keep_build_results,
@@ -26,7 +26,8 @@ from recall_dagster.stack.dbt import (
     dbt_source_freshness,
     dbt_target_dir,
 )
-from recall_dagster.stack.warehouse import WAREHOUSE_DB, Warehouse
+from seed.dagster.ingest import ingest_estate
+from seed.stack.warehouse import WAREHOUSE_DB, Warehouse, ensure_warehouse
 from seed.generate import RAW_TABLES
 from seed.lifecycle import EstateState, load_raw_layer
 
@@ -65,6 +66,14 @@ class _Translator(DagsterDbtTranslator):
     def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> str:
         return GROUP
 
+    def get_asset_check_spec(
+        self, asset_spec: AssetSpec, manifest: Mapping[str, Any], unique_id: str, project: DbtProject | None
+    ) -> AssetCheckSpec | None:
+        """dbt's tests as checks, none blocking: a failing test must not fail the build step before its result
+        is ingested, and Recall's retrain gates read every upstream test's result."""
+        spec = super().get_asset_check_spec(asset_spec, manifest, unique_id, project)
+        return spec._replace(blocking=False) if spec is not None else None
+
 
 def warehouse_dbt_assets(project: DbtProject) -> AssetsDefinition:
     """Every dbt model as an asset and every dbt test as an asset check on the model it tests."""
@@ -76,11 +85,11 @@ def warehouse_dbt_assets(project: DbtProject) -> AssetsDefinition:
         """``dbt build`` (models and tests), then source freshness and the catalog DataHub's dbt source reads.
 
         dbt's non-zero exit on a failing test is not raised: the test arrives as a
-        failed blocking check, which stops what depends on its model in this run,
-        and the ``dbt_test_failures`` sensor and the scan (through DataHub) take it from there.
+        failed check, the ingestion carries it into DataHub, and Recall's sensors and
+        retrain gates take it from there.
         """
         settings = recall.settings()
-        warehouse = recall.ensure_warehouse()
+        warehouse = ensure_warehouse(recall.settings())
         target = dbt_target_dir(settings)
         with dbt_environment(dbt_env(warehouse)):
             invocation = dbt.cli(["build"], context=context, target_path=target, raise_on_error=False)
@@ -88,6 +97,9 @@ def warehouse_dbt_assets(project: DbtProject) -> AssetsDefinition:
         keep_build_results(settings)
         dbt_source_freshness(settings, warehouse)
         dbt_docs_generate(settings, warehouse)
+        # dbt skips the models after a failing test, and Dagster the assets after those: the ingestion that
+        # carries the failure into DataHub therefore runs here, in the step that produced it.
+        ingest_estate(settings)
 
     return dbt_warehouse
 
@@ -103,6 +115,6 @@ def raw_layer(recall: RecallResource) -> Iterator[MaterializeResult]:
     The load is deterministic for an anchor and a scale, so re-materializing
     it restores the raw data exactly; an estate without an anchor gets one now.
     """
-    rows = load_raw_layer(EstateState(recall.settings()), recall.ensure_warehouse())
+    rows = load_raw_layer(EstateState(recall.settings()), ensure_warehouse(recall.settings()))
     for table, count in rows.items():
         yield MaterializeResult(asset_key=AssetKey([RAW_SOURCE, table]), metadata={"rows": count})

@@ -25,10 +25,10 @@ from typing import Any
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
 from recall_dagster.errors import ServiceUnreachable, StackError
-from recall_dagster.settings import REPO_ROOT, Settings
-from recall_dagster.stack.warehouse import Warehouse
+from recall_dagster.settings import Settings
+from seed.stack.warehouse import Warehouse
 
-PROJECT_DIR = REPO_ROOT / "dbt_project"
+PROJECT_DIR = Path(__file__).resolve().parents[2] / "dbt_project"
 FAILED_TEST_STATUSES = ("fail", "error")
 _UNREACHABLE_HINTS = (
     "could not connect", "connection refused", "no such file or directory", "timeout expired",

@@ -1,4 +1,8 @@
-"""``recall estate build|reset`` and ``recall demo``: the embedded stack, end to end."""
+"""``python -m seed build|break|heal|reset|demo``: the demo estate on the embedded stack, end to end.
+
+The demo is one user of Recall: it builds real systems, injures and heals them,
+and hands the scan to the product's own ``recall`` command.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from recall_dagster.cli import cli
+from recall_dagster.cli import RecallGroup
+from recall_dagster.cli.scan import scan
 from recall_dagster.progress import Progress
 from recall_dagster.settings import Settings
+from seed import lifecycle
 
 
-@cli.group()
+@click.group(cls=RecallGroup)
 def estate() -> None:
     """Build, break, heal or reset the demo estate on the embedded stack."""
 
@@ -20,8 +26,6 @@ def estate() -> None:
 @click.option("--scale", type=float, default=None, help="Data volume (1.0 = 200k+ transactions; env RECALL_SCALE).")
 def build_command(scale: float | None) -> None:
     """Warehouse, data, dbt, training and ingestion; reuses whatever already exists."""
-    from seed import lifecycle
-
     summary = lifecycle.build(Settings.from_env(), Progress(), scale=scale)
     _print_summary(summary)
 
@@ -29,18 +33,13 @@ def build_command(scale: float | None) -> None:
 @estate.command("reset")
 def reset_command() -> None:
     """Stop the embedded warehouse and empty RECALL_HOME."""
-    from seed import lifecycle
-
     lifecycle.reset(Settings.from_env(), Progress())
 
 
-@cli.command("demo")
+@estate.command("demo")
 @click.pass_context
 def demo_command(ctx: click.Context) -> None:
-    """The main job: build the demo estate, print what the graph holds, then scan it."""
-    from recall_dagster.cli.scan import scan
-    from seed import lifecycle
-
+    """The main job: build the demo estate, print what the graph holds, then `recall scan` it."""
     summary = lifecycle.build(Settings.from_env(), Progress())
     _print_summary(summary)
     ctx.invoke(scan)
@@ -71,14 +70,10 @@ def _print_summary(summary) -> None:
 @estate.command("break")
 def break_command() -> None:
     """Inflict a normal Tuesday on the estate (DESIGN §6); idempotent."""
-    from seed import lifecycle
-
     _print_summary(lifecycle.break_estate(Settings.from_env(), Progress()))
 
 
 @estate.command("heal")
 def heal_command() -> None:
     """Repair every injury; the next scan stands down by itself."""
-    from seed import lifecycle
-
     _print_summary(lifecycle.heal(Settings.from_env(), Progress()))

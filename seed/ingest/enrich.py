@@ -21,7 +21,7 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata import schema_classes as m
 
 from ml_models.registry import FeatureRegistry, ModelSpec, Owner
-from recall_dagster.ingest.mlflow_state import VersionState
+from seed.ingest.mlflow_state import VersionState
 
 MLFLOW = "mlflow"
 

@@ -1,1 +1,0 @@
-"""The embedded systems of record: Postgres warehouse and the dbt runner."""

@@ -1,0 +1,1 @@
+"""The demo estate's Dagster code location, built on Recall's public API."""

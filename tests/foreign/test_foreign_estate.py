@@ -1,0 +1,147 @@
+"""Recall's own code location on an estate written only in the shapes of DataHub's sources.
+
+No demo module is imported here: the team's location is their training asset,
+Recall's gate in front of it, and Recall's definitions, all through the public API.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from conftest import fail_the_test
+from dagster import (
+    AssetKey,
+    AssetSelection,
+    DagsterInstance,
+    Definitions,
+    MaterializeResult,
+    SensorResult,
+    asset,
+    build_sensor_context,
+    define_asset_job,
+    instance_for_test,
+)
+from mlflow import MlflowClient
+
+from recall_dagster.cli import cli
+from recall_dagster.defs import RecallResource, recall_definitions, retrain_gate, scan_run_config
+from recall_dagster.settings import Settings
+
+CHURN = AssetKey(["shop", "churn_model"])
+GATE = AssetKey(["shop", "churn_model_retrain_gate"])
+
+
+@asset(key=CHURN, deps=[AssetKey(["marts", "customer_orders"])])
+def train_churn() -> MaterializeResult:
+    """The team's own training asset, as they wrote it."""
+    return MaterializeResult(metadata={"trained": True})
+
+
+def team_location(shop: Settings, overlay: str, model: str = "churn_model") -> Definitions:
+    resource = RecallResource.from_settings(shop, config_path=overlay)
+    retrain = define_asset_job("retrain", AssetSelection.assets(CHURN, GATE))
+    mine = Definitions(assets=retrain_gate(train_churn, model), jobs=[retrain], resources={"recall": resource})
+    return Definitions.merge(mine, recall_definitions(resource))
+
+
+@pytest.fixture
+def instance():
+    with instance_for_test() as instance:
+        yield instance
+
+
+def retrain(defs: Definitions, instance: DagsterInstance) -> tuple[dict[str, Any], bool]:
+    """Run the team's retrain job: the gate's metadata, and whether the training ran."""
+    result = defs.resolve_job_def("retrain").execute_in_process(instance=instance, raise_on_error=False)
+    events = {e.asset_key: e for e in result.get_asset_materialization_events()}
+    gate = {k: v.value for k, v in events[GATE].materialization.metadata.items()}
+    return gate, CHURN in events
+
+
+def sense(defs: Definitions, instance: DagsterInstance, name: str, cursor: str | None) -> SensorResult:
+    with build_sensor_context(instance=instance, cursor=cursor, definitions=defs, resources=defs.resources) as ctx:
+        result = defs.resolve_sensor_def(name)(ctx)
+    assert isinstance(result, SensorResult)
+    return result
+
+
+def scan_json(shop: Settings, overlay: str) -> dict[str, Any]:
+    args = ["scan", "--json", "--graph", shop.graph, "--config", overlay, "--as-of", "2025-06-01T00:00:00Z"]
+    done = CliRunner().invoke(cli, args, env={"RECALL_HOME": str(shop.home)})
+    assert done.exit_code in (0, 1), done.output
+    return json.loads(done.output)
+
+
+def test_the_scan_reads_stock_shapes(shop: Settings, overlay: str) -> None:
+    models = {m["name"]: m for m in scan_json(shop, overlay)["models"]}
+    assert set(models) == {"churn_model_1", "churn_model_2", "ltv_model_1"}
+    endpoint = "urn:li:mlModelDeployment:(urn:li:dataPlatform:vertexai,churn-endpoint,PROD)"
+    assert models["churn_model_1"]["live_deployments"] == [endpoint], "the endpoint records serving version 1"
+    assert models["churn_model_2"]["live_deployments"] == [], "listed under v2 too, but it serves v1"
+    lagging = [f for f in models["churn_model_1"]["findings"] if f["detector"] == "version_mismatch"]
+    assert lagging and "production version is churn_model_2" in lagging[0]["message"]
+    orphan = [(f["detector"], f["severity"]) for f in models["ltv_model_1"]["findings"]]
+    assert ("orphaned_feature", "CRITICAL") in orphan, "a feature URN nobody catalogued"
+
+
+def test_the_recall_location_scans_and_the_gate_passes_then_blocks(shop: Settings, overlay: str, instance) -> None:
+    defs = team_location(shop, overlay)
+    scanned = defs.resolve_job_def("recall_scan").execute_in_process(instance=instance, raise_on_error=False)
+    assert scanned.success
+    closures = next(e for e in scanned.get_asset_materialization_events() if e.asset_key == AssetKey("model_closures"))
+    assert closures.materialization.metadata["production_models"].value == 3
+
+    gate, trained = retrain(defs, instance)
+    assert gate["verdict"] == "GO" and gate["model_version"].endswith("churn_model_2,PROD)") and trained
+
+    fail_the_test(shop)
+    gate, trained = retrain(defs, instance)
+    assert gate["verdict"] == "NO-GO" and not trained
+    assert {"failing_assertions", "contaminated_version"} <= set(gate["failing_checks"].split(", "))
+
+    rescanned = defs.resolve_job_def("recall_scan").execute_in_process(instance=instance, raise_on_error=False)
+    window = next(e for e in rescanned.get_asset_materialization_events() if e.asset_key == AssetKey("blind_window"))
+    versions = window.materialization.metadata["versions"].value
+    assert "churn_model_2" in versions and "CONTAMINATED" in versions and "CLEAN" in versions
+
+
+def test_a_model_the_graph_does_not_know_is_unverified_and_blocks(shop: Settings, overlay: str, instance) -> None:
+    gate, trained = retrain(team_location(shop, overlay, model="never_registered"), instance)
+    assert gate["verdict"] == "UNVERIFIED" and not trained
+    assert "no registered model or version 'never_registered'" in gate["reason"]
+
+
+def test_the_datahub_sensor_rescans_what_a_new_failure_reaches(shop: Settings, overlay: str, instance) -> None:
+    defs = team_location(shop, overlay)
+    first = sense(defs, instance, "datahub_assertion_results", None)
+    assert first.run_requests == [] and first.cursor, "results older than the sensor are the nightly scan's"
+    quiet = sense(defs, instance, "datahub_assertion_results", first.cursor)
+    assert quiet.run_requests == []
+    fail_the_test(shop)
+    result = sense(defs, instance, "datahub_assertion_results", first.cursor)
+    [request] = result.run_requests
+    assert request.run_config == scan_run_config(models=["churn_model", "ltv_model"])
+    assert request.tags["recall/trigger"] == "datahub_assertion" and int(result.cursor) > int(first.cursor)
+    assert sense(defs, instance, "datahub_assertion_results", result.cursor).run_requests == []
+
+
+def test_the_mlflow_sensor_scans_a_new_version_once_datahub_holds_it(shop: Settings, overlay: str, instance) -> None:
+    client = MlflowClient(tracking_uri=shop.mlflow_uri, registry_uri=shop.mlflow_uri)
+    client.create_registered_model("churn_model")
+    client.create_model_version("churn_model", source="file:///nowhere/1")
+    defs = team_location(shop, overlay)
+    first = sense(defs, instance, "mlflow_new_versions", None)
+    assert first.run_requests == [] and first.cursor
+
+    client.create_model_version("churn_model", source="file:///nowhere/2")
+    result = sense(defs, instance, "mlflow_new_versions", first.cursor)
+    [request] = result.run_requests
+    assert request.run_config == scan_run_config(versions=["churn_model/2"]) and request.run_key == "mlflow-churn_model-2"
+
+    client.create_model_version("churn_model", source="file:///nowhere/3")
+    waiting = sense(defs, instance, "mlflow_new_versions", result.cursor)
+    assert waiting.run_requests == [] and waiting.cursor == result.cursor
+    assert "waiting for DataHub to ingest churn_model/3" in (waiting.skip_reason or "")
