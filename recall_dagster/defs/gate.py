@@ -9,8 +9,10 @@ NO-GO, or UNVERIFIED while ``lifecycle.gate.block_unverified`` holds, Dagster
 skips the training step and everything after it in the same run.
 
 The team's own tests gate too: the latest executions of every asset check
-upstream of the training asset in this code location (dbt tests among them,
-whichever job ran them) are one more check of the verdict.
+upstream of the training asset (dbt tests among them, whichever job ran them)
+are one more check of the verdict. A launched run (``dagster dev``, the daemon)
+knows the whole code location; ``execute_in_process`` knows only its job, so
+there the check sees the checks the job itself selects.
 """
 
 
@@ -27,13 +29,14 @@ from dagster import (
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
+    AssetSpec,
     MaterializeResult,
     MetadataValue,
     multi_asset,
-    AssetSpec,
 )
-
 from dagster._core.definitions.assets.definition.assets_definition import stringify_asset_key_to_input_name
+from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
+from dagster_shared.check import CheckError
 
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.defs.translator import RecallTranslator
@@ -133,12 +136,12 @@ def _judge(recall: RecallResource, model: str) -> GateResult:
 
 def _with_upstream_checks(context: AssetExecutionContext, trained: AssetKey, verdict: GateResult) -> GateResult:
     """The verdict with one more check: the newest execution of every asset check upstream of the training."""
-    graph = context.job_def.asset_layer.asset_graph
+    graph = _asset_graph(context)
     upstream = graph.get_ancestor_asset_keys(trained) - {trained}
     keys = sorted((k for k in graph.asset_check_keys if k.asset_key in upstream and k.name != GATE_CHECK),
                   key=AssetCheckKey.to_user_string)
     if not keys:
-        check = CheckResult(UPSTREAM_CHECKS, "SKIP", "no asset check upstream of the training in this code location")
+        check = CheckResult(UPSTREAM_CHECKS, "SKIP", "no asset check upstream of the training is known to this run")
         return replace(verdict, checks=(*verdict.checks, check))
     latest = context.instance.event_log_storage.get_latest_asset_check_execution_by_key(keys)
     failing, unknown = [], []
@@ -158,6 +161,14 @@ def _with_upstream_checks(context: AssetExecutionContext, trained: AssetKey, ver
     else:
         check = CheckResult(UPSTREAM_CHECKS, "SKIP", f"none of {len(keys)} upstream check(s) has run", tuple(unknown))
     return replace(verdict, checks=(*verdict.checks, check))
+
+
+def _asset_graph(context: AssetExecutionContext) -> BaseAssetGraph:
+    """The code location's asset graph in a launched run; the job's own in an in-process one, which has none."""
+    try:
+        return context.repository_def.asset_graph
+    except CheckError:
+        return context.job_def.asset_layer.asset_graph
 
 
 def verdict_metadata(verdict: GateResult) -> dict[str, Any]:

@@ -82,7 +82,7 @@ class RecallResource(ConfigurableResource):
         )
 
     def config_file(self) -> str | None:
-        """``RECALL_CONFIG`` as configured, readable while definitions load (before Dagster resolves an EnvVar)."""
+        """``RECALL_CONFIG`` as configured, at run time and while definitions load (before Dagster resolves an EnvVar)."""
         value = self.home.config_path
         return (value.get_value() if isinstance(value, EnvVar) else value) or None  # type: ignore[union-attr]
 
@@ -97,13 +97,13 @@ class RecallResource(ConfigurableResource):
         )
 
     def config(self) -> RecallConfig:
-        return load_config(self.home.config_path or None)
+        return load_config(self.config_file())
 
     def lifecycle_config(self) -> LifecycleConfig:
-        return load_lifecycle_config(self.home.config_path or None)
+        return load_lifecycle_config(self.config_file())
 
     def writeback_config(self) -> WritebackConfig:
-        return load_writeback_config(self.home.config_path or None)
+        return load_writeback_config(self.config_file())
 
     @contextmanager
     def open_graph(self, read_only: bool = True) -> Iterator[MetadataGraph]:

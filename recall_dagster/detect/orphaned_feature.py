@@ -7,62 +7,50 @@ longer does (or soon will not): the next materialisation serves nulls or fails.
 
 from __future__ import annotations
 
+from typing import Any, Iterator
+
 from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
-from recall_dagster.estate import Dataset, ModelClosure, display_name
+from recall_dagster.estate import Dataset, Feature, ModelClosure, display_name
 
 NAME = "orphaned_feature"
 CASES = ("missing", "removed", "deprecated")
 
 
-def _condition(source: Dataset) -> tuple[str, str] | None:
-    if source.missing:
+def _condition(entity: Dataset | Feature) -> tuple[str, str] | None:
+    if entity.missing:
         return "missing", "which is not in the catalog"
-    if source.removed:
+    if entity.removed:
         return "removed", "which was removed from the catalog"
-    if source.deprecated:
-        replacement = f"; move it to {display_name(source.replacement)}" if source.replacement else ""
+    if isinstance(entity, Dataset) and entity.deprecated:
+        replacement = f"; move it to {display_name(entity.replacement)}" if entity.replacement else ""
         return "deprecated", f"which is deprecated{replacement}"
     return None
 
 
-def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
-    findings: list[Finding] = []
-    for feature in closure.features:
-        if feature.missing or feature.removed:
-            case = "missing" if feature.missing else "removed"
-            findings.append(
-                finding(
-                    closure,
-                    NAME,
-                    config.severity(NAME, case),
-                    feature.urn,
-                    f"{closure.model.name} consumes feature {display_name(feature.urn)}, "
-                    f"which {'is not in the catalog' if feature.missing else 'was removed from the catalog'}",
-                    path=closure.path_to(feature.urn),
-                    condition=f"feature_{case}",
-                )
-            )
-            continue
-        for urn in feature.sources:
-            source = closure.dataset(urn)
-            condition = _condition(source)
-            if condition is None:
-                continue
+def _problems(closure: ModelClosure, feature: Feature) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(case, message, evidence) for the feature itself, else for each of its sources."""
+    gone = _condition(feature)
+    if gone is not None:
+        case, why = gone
+        message = f"{closure.model.name} consumes feature {display_name(feature.urn)}, {why}"
+        yield case, message, {"path": closure.path_to(feature.urn), "condition": f"feature_{case}"}
+        return
+    for urn in feature.sources:
+        source = closure.dataset(urn)
+        condition = _condition(source)
+        if condition is not None:
             case, why = condition
-            findings.append(
-                finding(
-                    closure,
-                    NAME,
-                    config.severity(NAME, case),
-                    feature.urn,
-                    f"feature {display_name(feature.urn)} is computed from {source.name}, {why}",
-                    cause=urn,
-                    path=(*closure.path_to(feature.urn), urn),
-                    source=urn,
-                    condition=case,
-                    replacement=source.replacement,
-                )
-            )
-    return findings
+            message = f"feature {display_name(feature.urn)} is computed from {source.name}, {why}"
+            evidence = {"cause": urn, "path": (*closure.path_to(feature.urn), urn), "source": urn,
+                        "condition": case, "replacement": source.replacement}
+            yield case, message, evidence
+
+
+def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
+    return [
+        finding(closure, NAME, config.severity(NAME, case), feature.urn, message, **evidence)
+        for feature in closure.features
+        for case, message, evidence in _problems(closure, feature)
+    ]

@@ -100,7 +100,7 @@ def training_span(
     run: str,
     aspects: Mapping[str, object],
     events: Sequence[DataProcessInstanceRunEventClass],
-    rows_metric: str = "table_rows.",
+    rows_metric: str,
 ) -> TrainingSpan:
     """Start from the STARTED event, else the run's creation, else end minus duration; end from the COMPLETE event.
 

@@ -15,13 +15,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from foreign_estate import FIXTURES, OVERLAY
 
 from recall_dagster.settings import Settings
 from tests.scan.scan_estates import ingest
-
-FIXTURES = Path(__file__).parent / "fixtures"
-# The fixtures are dated around 2025-06-01; a window this wide keeps them fresh whenever the tests run.
-OVERLAY = {"freshness": {"default_window_hours": 10_000_000}}
 
 
 @pytest.fixture
@@ -35,8 +32,3 @@ def overlay(tmp_path: Path) -> str:
     path = tmp_path / "recall.yaml"
     path.write_text(yaml.safe_dump(OVERLAY))
     return str(path)
-
-
-def fail_the_test(shop: Settings) -> None:
-    """The team's next dbt run fails its not_null test, and DataHub's dbt source reports it."""
-    ingest(Path(shop.graph), str(FIXTURES / "failing_run.json"))

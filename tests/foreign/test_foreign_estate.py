@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import fail_the_test
 from dagster import (
     AssetKey,
     AssetSelection,
@@ -24,6 +23,7 @@ from dagster import (
     define_asset_job,
     instance_for_test,
 )
+from foreign_estate import fail_the_test
 from mlflow import MlflowClient
 
 from recall_dagster.cli import cli

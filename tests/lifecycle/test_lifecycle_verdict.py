@@ -96,11 +96,11 @@ def test_a_training_span_is_read_from_whatever_the_run_recorded() -> None:
     metrics = MLTrainingRunPropertiesClass(
         trainingMetrics=[MLMetricClass("table_rows.marts.fct_transactions", value="1000.0"), MLMetricClass("roc_auc", value="0.9")]
     )
-    span = training_span("run", {MLTrainingRunPropertiesClass.ASPECT_NAME: metrics}, [complete])
+    span = training_span("run", {MLTrainingRunPropertiesClass.ASPECT_NAME: metrics}, [complete], "table_rows.")
     assert (span.start_ms, span.end_ms) == (at(1), at(3)), "no start recorded: end minus duration"
     assert span.table_rows == {"marts.fct_transactions": 1000}
     started = DataProcessInstanceRunEventClass(timestampMillis=at(2), status=DataProcessRunStatusClass.STARTED)
-    running = training_span("run", {}, [started])
+    running = training_span("run", {}, [started], "table_rows.")
     assert (running.start_ms, running.end_ms) == (at(2), None)
-    empty = training_span("run", {}, [])
+    empty = training_span("run", {}, [], "table_rows.")
     assert (empty.start_ms, empty.end_ms, empty.table_rows) == (None, None, {})
