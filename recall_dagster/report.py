@@ -61,6 +61,7 @@ def render_report(result: ScanResult, console: Console) -> None:
             "/".join(map(str, counts)),
         )
     console.print(table)
+    console.print("[dim]Coverage: " + "; ".join(result.coverage.lines()) + "[/]", highlight=False)
 
     for severity in Severity:
         entries = [(r, f) for r in result.models for f in r.findings if f.severity is severity]

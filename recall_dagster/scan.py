@@ -22,6 +22,7 @@ from recall_dagster.detect.config import merge
 from recall_dagster.files import read_json_object, write_json
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure, resolve_closures
+from recall_dagster.estate.coverage import Coverage, coverage
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.score import Score, score_model
 
@@ -150,6 +151,11 @@ class ScanResult:
         scoring = self.config.scoring
         return tuple(m for m in self.models if scoring.at_or_above(m.score.tier, scoring.fail_tier))
 
+    @property
+    def coverage(self) -> Coverage:
+        """What the graph let this scan verify about the models it scanned and the tables they reach."""
+        return coverage([m.closure for m in self.models], self.scanned_at_ms)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "scanned_at": iso_instant(self.scanned_at_ms),
@@ -157,6 +163,7 @@ class ScanResult:
             "fail_tier": self.config.scoring.fail_tier,
             "models": [m.to_json() for m in self.models],
             "blast_radius": [b.to_json() for b in self.blast_radius],
+            "coverage": self.coverage.to_json(),
         }
 
 

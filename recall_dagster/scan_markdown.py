@@ -96,6 +96,11 @@ def checks_table(gate: "GateResult") -> str:
     return table(("check", "status", "summary"), [(c.name, c.status, c.summary) for c in rows])
 
 
+def coverage_list(result: ScanResult) -> str:
+    """What the scan could verify, one line per signal: an empty finding list means little where this is thin."""
+    return "\n".join(f"- {line}" for line in result.coverage.lines())
+
+
 def scan_report(result: ScanResult) -> str:
     """The whole scan as one Markdown document: models, findings by model, blast radius, verdict."""
     scoring = result.config.scoring
@@ -112,7 +117,8 @@ def scan_report(result: ScanResult) -> str:
         if report.findings:
             parts += [f"### {report.closure.model.name} ({report.score.tier}, {report.score.value})",
                       findings_table(report.findings)]
-    parts += ["## Blast radius", blast_radius_table(result.blast_radius), "## Verdict"]
+    parts += ["## Blast radius", blast_radius_table(result.blast_radius), "## Coverage", coverage_list(result)]
+    parts.append("## Verdict")
     parts.append(
         f"{len(failing)} model(s) at or above {scoring.fail_tier}: " + ", ".join(m.closure.model.name for m in failing)
         if failing else f"No model reaches the fail tier {scoring.fail_tier}."

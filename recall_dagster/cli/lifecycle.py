@@ -1,8 +1,9 @@
 """``recall blind-window``, ``recall gate`` and ``recall incidents``: the data-incident lifecycle.
 
 Thin wiring over :mod:`recall_dagster.lifecycle.service`, the functions the
-Dagster assets, checks and sensor call.  Exit codes: ``gate`` 0 GO / 1 NO-GO;
-``blind-window`` 1 when a live deployment serves a CONTAMINATED version;
+Dagster assets, checks and sensor call.  Exit codes: ``gate`` 0 GO / 1 NO-GO /
+4 UNVERIFIED; ``blind-window`` 1 when a live deployment serves a CONTAMINATED
+version, else 4 when one serves a version whose training time is unknown;
 2 bad usage or config, 3 the graph is unreachable.
 """
 
@@ -70,12 +71,17 @@ def blind_window_command(
         _render_window(report, Console())
     if report.contaminated_live:
         ctx.exit(EXIT_FINDINGS)
+    if report.unknown_live:
+        ctx.exit(EXIT_UNVERIFIED)
 
 
 def _render_window(report: BlindWindowReport, console: Console) -> None:
     if not report.causes:
         console.print(f"No failing run recorded for {report.target or 'any assertion'}: there is no blind window.")
         return
+    coverage = report.coverage
+    console.print(f"[dim]Coverage: training times known for {coverage['judged']} of {coverage['versions']} "
+                  "version(s) the failures reach[/]", highlight=False)
     for cause in report.causes:
         window = cause.window
         state = "still failing" if cause.active else "healed"

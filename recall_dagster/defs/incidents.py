@@ -52,6 +52,8 @@ def blind_window(recall: RecallResource) -> MaterializeResult:
     return MaterializeResult(
         metadata={
             "contaminated_live": ", ".join(report["contaminated_live"]) or "none",
+            "unknown_live": ", ".join(report["unknown_live"]) or "none",
+            "versions_judged": f"{report['coverage']['judged']} of {report['coverage']['versions']}",
             "versions": MetadataValue.md(blind_window_table(report)),
         }
     )

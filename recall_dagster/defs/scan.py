@@ -34,6 +34,7 @@ from recall_dagster.scan import JsonStateStore, ScanResult, detect_and_record, i
 from recall_dagster.scan_markdown import (
     blast_radius_table,
     closures_table,
+    coverage_list,
     detector_counts,
     models_table,
     scan_report,
@@ -143,6 +144,7 @@ def risk_scores(model_closures: Closures, risk_findings: Detection, recall: Reca
         metadata={
             "models": MetadataValue.md(models_table(result)),
             "blast_radius": MetadataValue.md(blast_radius_table(result.blast_radius)),
+            "coverage": MetadataValue.md(coverage_list(result)),
             "max_score": max((m.score.value for m in result.models), default=0),
             "at_fail_tier": len(failing),
         },

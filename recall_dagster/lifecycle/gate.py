@@ -290,6 +290,11 @@ class GateResult:
             "reason": self.reason,
             "failing_checks": [c.name for c in self.failing],
             "unverified_checks": [c.name for c in self.unverified_checks],
+            "coverage": {
+                "checks": len(self.checks),
+                "measured": sum(1 for c in self.checks if c.status != "SKIP"),
+                "skipped": {c.name: c.summary for c in self.checks if c.status == "SKIP"},
+            },
             "checks": [c.to_json() for c in self.checks],
         }
 

@@ -70,16 +70,28 @@ class BlindWindowReport:
     assertions: tuple[str, ...]  # the target's assertions with a failing run
     causes: tuple[RootCause, ...]
 
+    def _live(self, status: Status) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(
+            v.name for c in self.causes for m in c.models for v in m.versions
+            if v.verdict.status is status and v.live_deployments
+        ))
+
     @property
     def contaminated_live(self) -> tuple[str, ...]:
         """Names of CONTAMINATED versions that a live deployment serves right now."""
-        return tuple(
-            v.name
-            for c in self.causes
-            for m in c.models
-            for v in m.versions
-            if v.verdict.status is Status.CONTAMINATED and v.live_deployments
-        )
+        return self._live(Status.CONTAMINATED)
+
+    @property
+    def unknown_live(self) -> tuple[str, ...]:
+        """Names of live versions whose training time is unknown: neither cleared nor convicted."""
+        return self._live(Status.UNKNOWN)
+
+    @property
+    def coverage(self) -> dict[str, Any]:
+        """How many judged versions had the training times a verdict needs, and why the others did not."""
+        versions = {v.model: v for c in self.causes for m in c.models for v in m.versions}
+        unknown = {v.name: v.verdict.reason for v in versions.values() if v.verdict.status is Status.UNKNOWN}
+        return {"versions": len(versions), "judged": len(versions) - len(unknown), "unknown": unknown}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -87,6 +99,8 @@ class BlindWindowReport:
             "judged_at": iso_instant(self.judged_at_ms),
             "assertions": list(self.assertions),
             "contaminated_live": list(self.contaminated_live),
+            "unknown_live": list(self.unknown_live),
+            "coverage": self.coverage,
             "causes": [c.to_json() for c in self.causes],
         }
 

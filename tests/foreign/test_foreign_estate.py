@@ -87,6 +87,17 @@ def test_the_scan_reads_stock_shapes(shop: Settings, overlay: str) -> None:
     assert ("orphaned_feature", "CRITICAL") in orphan, "a feature URN nobody catalogued"
 
 
+def test_the_scan_says_what_it_could_verify(shop: Settings, overlay: str) -> None:
+    coverage = scan_json(shop, overlay)["coverage"]
+    assert coverage["models"] == {
+        "total": 3, "with_features": 1, "with_training_inputs": 2, "with_serving_path": 1, "with_live_deployments": 2,
+    }, "the mlflow source records no features; only the feast-fed ltv model has a serving path"
+    assert coverage["datasets"] == {
+        "total": 2, "with_schema": 2, "with_freshness": 2, "with_owners": 2, "with_assertions": 1,
+        "with_column_lineage": 1,
+    }
+
+
 def test_the_recall_location_scans_and_the_gate_passes_then_blocks(shop: Settings, overlay: str, instance) -> None:
     defs = team_location(shop, overlay)
     scanned = defs.resolve_job_def("recall_scan").execute_in_process(instance=instance, raise_on_error=False)
@@ -145,3 +156,19 @@ def test_the_mlflow_sensor_scans_a_new_version_once_datahub_holds_it(shop: Setti
     waiting = sense(defs, instance, "mlflow_new_versions", result.cursor)
     assert waiting.run_requests == [] and waiting.cursor == result.cursor
     assert "waiting for DataHub to ingest churn_model/3" in (waiting.skip_reason or "")
+
+
+def test_the_cli_blind_window_and_gate_say_what_they_could_not_verify(shop: Settings, overlay: str) -> None:
+    fail_the_test(shop)
+    env = {"RECALL_HOME": str(shop.home)}
+    done = CliRunner().invoke(cli, ["blind-window", "--json", "--graph", shop.graph, "--config", overlay], env=env)
+    window = json.loads(done.output)
+    assert done.exit_code == 4, "no live version is contaminated, but ltv_model_1's training is unknown"
+    assert window["contaminated_live"] == [] and window["unknown_live"] == ["ltv_model_1"]
+    assert window["coverage"] == {
+        "versions": 3, "judged": 2, "unknown": {"ltv_model_1": "no training run is recorded for this version"}
+    }
+    done = CliRunner().invoke(cli, ["gate", "ltv_model", "--json", "--graph", shop.graph, "--config", overlay], env=env)
+    gate = json.loads(done.output)
+    assert gate["coverage"]["skipped"]["row_count_drop"] == "its training run recorded no row counts"
+    assert gate["coverage"]["measured"] + len(gate["coverage"]["skipped"]) == gate["coverage"]["checks"]

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from recall_dagster.detect import DETECTORS, RecallConfig, Severity
 from recall_dagster.estate import resolve_closures
+from recall_dagster.estate.coverage import DATASET_SIGNALS
 from recall_dagster.graph import LiteGraph
 from recall_dagster.report import render_report
 from recall_dagster.scan import MemoryStateStore, ScanResult, run_scan
@@ -240,6 +241,7 @@ def test_empty_graph_scans_clean(tmp_path, config):
         graph.close()
     assert result.models == () and result.blast_radius == () and result.failing == ()
     assert result.to_json()["models"] == []
+    assert result.to_json()["coverage"]["datasets"] == {"total": 0, **dict.fromkeys(DATASET_SIGNALS, 0)}
 
 
 def test_report_renders_every_section(estate, config):

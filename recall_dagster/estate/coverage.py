@@ -1,0 +1,95 @@
+"""What the graph let a scan verify, and what it did not: coverage, not a silent PASS.
+
+A detector that finds nothing because the evidence is absent looks exactly like
+one that found nothing wrong; coverage tells the two apart. One table counts
+once, whichever of its URNs (warehouse table, dbt model, a source's reference)
+the closures hold, and a table counts as covered when any of its twins is.
+Pure: closures and the instant in, counts out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from recall_dagster.estate.closure import ModelClosure
+from recall_dagster.estate.views import Dataset
+
+# what each dataset count means, in report order
+DATASET_SIGNALS: Mapping[str, str] = {
+    "with_schema": "schema known",
+    "with_freshness": "freshness known",
+    "with_owners": "an active owner",
+    "with_assertions": "a test or assertion",
+    "with_column_lineage": "column-level lineage",
+}
+MODEL_SIGNALS: Mapping[str, str] = {
+    "with_features": "features recorded",
+    "with_training_inputs": "training inputs recorded",
+    "with_serving_path": "a serving path (feature tables)",
+    "with_live_deployments": "a live deployment",
+}
+
+
+@dataclass(frozen=True)
+class Coverage:
+    models: int
+    datasets: int
+    model_counts: Mapping[str, int]
+    dataset_counts: Mapping[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "models": {"total": self.models, **self.model_counts},
+            "datasets": {"total": self.datasets, **self.dataset_counts},
+        }
+
+    def lines(self) -> list[str]:
+        """One line per signal a person reads: ``freshness known for 5 of 9 datasets``."""
+        return [
+            *(f"{what} for {self.dataset_counts[key]} of {self.datasets} datasets"
+              for key, what in DATASET_SIGNALS.items()),
+            *(f"{what} for {self.model_counts[key]} of {self.models} models" for key, what in MODEL_SIGNALS.items()),
+        ]
+
+
+def _model_signals(closure: ModelClosure) -> dict[str, bool]:
+    return {
+        "with_features": bool(closure.features),
+        "with_training_inputs": closure.has_training_record,
+        "with_serving_path": any(f.tables for f in closure.features),
+        "with_live_deployments": bool(closure.live_deployments),
+    }
+
+
+def _dataset_signals(twins: Sequence[Dataset], now_ms: int) -> dict[str, bool]:
+    def some(test: Callable[[Dataset], object]) -> bool:
+        return any(test(d) for d in twins)
+
+    return {
+        "with_schema": some(lambda d: d.fields is not None),
+        "with_freshness": some(lambda d: d.freshness_at(now_ms)),
+        "with_owners": some(lambda d: d.has_active_owner),
+        "with_assertions": some(lambda d: d.assertions),
+        "with_column_lineage": some(lambda d: d.column_lineage),
+    }
+
+
+def _count(flags: Iterable[Mapping[str, bool]], keys: Iterable[str]) -> dict[str, int]:
+    rows = list(flags)
+    return {key: sum(1 for row in rows if row[key]) for key in keys}
+
+
+def coverage(closures: Sequence[ModelClosure], now_ms: int) -> Coverage:
+    """Coverage of the models scanned and of every table their closures reach (dangling ones excluded)."""
+    tables: dict[str, list[Dataset]] = {}
+    for closure in closures:
+        for urn, dataset in closure.datasets.items():
+            if not dataset.missing:
+                tables.setdefault(closure.canonical(urn), []).append(dataset)
+    return Coverage(
+        models=len(closures),
+        datasets=len(tables),
+        model_counts=_count(map(_model_signals, closures), MODEL_SIGNALS),
+        dataset_counts=_count((_dataset_signals(t, now_ms) for t in tables.values()), DATASET_SIGNALS),
+    )
