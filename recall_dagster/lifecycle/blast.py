@@ -56,12 +56,16 @@ class ModelImpact:
     production: bool
     failed_rows: int | None  # rows failing on the tests that watch its path (every test when none does)
     observed_by: tuple[str, ...]  # assertions whose own failing column reaches its features
-    share: float  # poisoned features over all its features
+    share: float  # poisoned features over all its features; without features, poisoned over read training columns
     severity: str
+    training_columns: int = 0  # columns its training runs read, the measure when it records no feature
 
     @property
     def summary(self) -> str:
-        return f"{len(self.poisoned)} of {self.total_features} features poisoned"
+        if self.total_features:
+            return f"{len(self.poisoned)} of {self.total_features} features poisoned"
+        read = len(self.poisoned_inputs)
+        return f"{read} of {self.training_columns} training columns poisoned (it records no features)"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -73,6 +77,7 @@ class ModelImpact:
             "poisoned_features": len(self.poisoned),
             "total_features": self.total_features,
             "summary": self.summary,
+            "training_columns": self.training_columns,
             "features": [f.to_json() for f in self.poisoned],
             "poisoned_inputs": list(self.poisoned_inputs),
             "live_deployments": list(self.live_deployments),
@@ -164,7 +169,8 @@ def _impact(
     config: LifecycleConfig,
 ) -> ModelImpact | None:
     poisoned = _features(closure, parents, graph, config)
-    read = sorted(c for c in _read_columns(closure, graph) if c in parents)
+    training_columns = _read_columns(closure, graph)
+    read = sorted(c for c in training_columns if c in parents)
     if not poisoned and not read:
         return None
     cols = {f.column for f in poisoned} | set(read)
@@ -172,7 +178,8 @@ def _impact(
     weighed = watching or tuple(failed_rows)  # no test on its own path: the failure as a whole
     counts = [n for a in weighed if (n := failed_rows[a]) is not None]
     live = closure.live_deployments
-    share = len(poisoned) / len(closure.features) if closure.features else 0.0
+    # a model that records no features (the mlflow source writes none) is judged through what its training read
+    share = len(poisoned) / len(closure.features) if closure.features else len(read) / len(training_columns)
     return ModelImpact(
         model=closure.urn,
         name=closure.model.name,
@@ -187,6 +194,7 @@ def _impact(
         observed_by=watching,
         share=share,
         severity=severity_of(share, bool(live), config.severity),
+        training_columns=len(training_columns),
     )
 
 
@@ -222,6 +230,6 @@ def describe(radius: Mapping[str, Any]) -> list[str]:
             where = "" if m["observed_by"] else " on tests off its path"
             rows = f"; {m['failed_rows']:,} failing rows{where}"
         named = ", ".join(f["name"] + (" (by name)" if f["evidence"] == "name" else "") for f in m["features"])
-        named = named or "training inputs only"
+        named = named or ", ".join(m["poisoned_inputs"])
         lines.append(f"{m['name']} [{m['severity']}]: {m['summary']} ({named}); {serving}{rows}")
     return lines

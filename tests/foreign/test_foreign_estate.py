@@ -168,6 +168,12 @@ def test_the_cli_blind_window_and_gate_say_what_they_could_not_verify(shop: Sett
     assert window["coverage"] == {
         "versions": 3, "judged": 2, "unknown": {"ltv_model_1": "no training run is recorded for this version"}
     }
+    hit = {m["name"]: (m["severity"], m["summary"]) for m in window["causes"][0]["blast_radius"]["models"]}
+    assert hit == {
+        "churn_model_1": ("HIGH", "1 of 3 training columns poisoned (it records no features)"),
+        "churn_model_2": ("MEDIUM", "1 of 3 training columns poisoned (it records no features)"),  # serves nothing
+        "ltv_model_1": ("HIGH", "1 of 3 features poisoned"),
+    }, "a model with no features is weighed by the training columns it read"
     done = CliRunner().invoke(cli, ["gate", "ltv_model", "--json", "--graph", shop.graph, "--config", overlay], env=env)
     gate = json.loads(done.output)
     assert gate["coverage"]["skipped"]["row_count_drop"] == "its training run recorded no row counts"
