@@ -148,7 +148,7 @@ def contaminated_version(inputs: GateInputs) -> CheckResult:
     blocks = worst.verdict.status is Status.CONTAMINATED or inputs.config.gate.block_unknown
     return CheckResult(
         "contaminated_version",
-        "FAIL" if blocks else "PASS",
+        "FAIL" if blocks else "SKIP",  # UNKNOWN is a verdict nobody could reach, never a pass
         f"{name} is {worst.verdict.status.value}",
         (worst.verdict.reason,),
     )

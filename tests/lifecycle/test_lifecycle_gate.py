@@ -27,7 +27,10 @@ def scan_config() -> RecallConfig:
     return load_config()
 
 
-def inputs(lc: LifecycleConfig, scan_config: RecallConfig, *history: tuple[float | None, str], **changes) -> GateInputs:
+def inputs(
+    lc: LifecycleConfig, scan_config: RecallConfig, *history: tuple[float | None, str],
+    trained: TrainingSpan | None = None, **changes,
+) -> GateInputs:
     views = datasets()
     latest = history[-1][1] if history else "SUCCESS"
     views[FCT] = replace(
@@ -37,7 +40,7 @@ def inputs(lc: LifecycleConfig, scan_config: RecallConfig, *history: tuple[float
     )
     version = closure(2, live=True, views=views)
     world = estate([closure(1, live=True, views=views), version])
-    spans = {model_urn(1): span_for(2, 3), model_urn(2): span_for(11, 12)}
+    spans = {model_urn(1): span_for(2, 3), model_urn(2): trained or span_for(11, 12)}
     causes = root_causes([record(history, writes=(9,))], world, spans, lc) if history else ()
     base = GateInputs(
         closure=version,
@@ -71,6 +74,16 @@ def test_poisoned_data_blocks_through_three_checks(lc, scan_config) -> None:
     assert not result.go
     assert {c.name for c in result.failing} == {"active_incidents", "failing_assertions", "contaminated_version"}
     assert "2 of 4 features poisoned" in " ".join(next(c for c in result.checks if c.name == "active_incidents").details)
+
+
+def test_a_version_whose_training_time_is_unknown_is_skipped_not_passed(lc, scan_config) -> None:
+    unknown = TrainingSpan("run", None, None)
+    result = run_gate(inputs(lc, scan_config, (0, "SUCCESS"), (10, "FAILURE"), (20, "SUCCESS"), trained=unknown))
+    check = next(c for c in result.checks if c.name == "contaminated_version")
+    assert check.status == "SKIP" and check.summary.endswith("is UNKNOWN")
+    strict = replace(lc, gate=replace(lc.gate, block_unknown=True))
+    blocked = run_gate(inputs(strict, scan_config, (0, "SUCCESS"), (10, "FAILURE"), (20, "SUCCESS"), trained=unknown))
+    assert "contaminated_version" in {c.name for c in blocked.failing}
 
 
 def test_after_the_heal_the_contaminated_version_still_blocks_until_replaced(lc, scan_config) -> None:
