@@ -20,13 +20,15 @@ from recall_dagster.detect import Detection, Finding, RecallConfig, check_config
 from recall_dagster.detect.blast_radius import BlastRadius
 from recall_dagster.detect.config import merge
 from recall_dagster.files import read_json_object, write_json
-from recall_dagster.errors import ConfigError
+from recall_dagster.errors import ConfigError, ModelNotFound
 from recall_dagster.estate import ModelClosure, resolve_closures
 from recall_dagster.estate.coverage import Coverage, coverage
+from recall_dagster.estate.select import select
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.score import Score, score_model
 
 DEFAULT_CONFIG = Path(__file__).with_name("recall.yaml")  # the defaults, shipped in the package
+MODEL_URN = "urn:li:mlModel:"
 Baselines = dict[str, dict[str, str]]  # dataset URN -> {simple field path: type}
 
 
@@ -193,6 +195,42 @@ def detect_and_record(
     return detection
 
 
+def select_closures(
+    graph: MetadataGraph,
+    config: RecallConfig,
+    *,
+    scanned_at_ms: int,
+    include_all: bool = False,
+    models: Sequence[str] = (),
+) -> list[ModelClosure]:
+    """Closures of the production models (every model with ``include_all``), or of those ``models`` names.
+
+    A selector is a registered model's name (its production versions, every
+    version with ``include_all``), ``name/version``, or a version's URN (exactly
+    that version, production or not). One the graph does not know is a
+    :class:`ModelNotFound` naming it; the graph answers, no URN is built.
+    """
+    if not models:
+        return resolve_closures(graph, config.resolve, scanned_at_ms=scanned_at_ms, include_all=include_all)
+    urns = [m for m in models if m.startswith(MODEL_URN)]
+    named = [m for m in models if not m.startswith(MODEL_URN)]
+    picked = resolve_closures(graph, config.resolve, scanned_at_ms=scanned_at_ms, model_urns=urns) if urns else []
+    unknown = [c.urn for c in picked if c.model.missing]
+    if named:
+        pool = resolve_closures(graph, config.resolve, scanned_at_ms=scanned_at_ms, include_all=True)
+        for selector in named:
+            found = select(pool, versions=[selector]) or [
+                c for c in select(pool, [selector]) if include_all or c.production
+            ]
+            picked += found
+            unknown += [] if found else [selector]
+    if unknown:
+        raise ModelNotFound(f"no model {', '.join(unknown)} in {graph.location}" + (
+            "" if include_all else " (a registered name means its production versions; --all for every version)"
+        ))
+    return sorted({c.urn: c for c in picked}.values(), key=lambda c: c.urn)
+
+
 def run_scan(
     graph: MetadataGraph,
     config: RecallConfig,
@@ -200,18 +238,17 @@ def run_scan(
     *,
     scanned_at_ms: int,
     include_all: bool = False,
-    model_urns: Sequence[str] | None = None,
+    models: Sequence[str] = (),
     rebaseline: bool = False,
 ) -> ScanResult:
-    """Scan production models (every model with ``include_all``, or exactly ``model_urns``).
+    """Scan production models, every model with ``include_all``, or the ones ``models`` selects
+    (:func:`select_closures`).
 
     ``scanned_at_ms`` is the instant freshness is judged at (now, or ``--as-of``).
     New schema baselines are saved to ``store`` after detection, so the scan
     that first sees a dataset reports no drift for it.
     """
-    closures = resolve_closures(
-        graph, config.resolve, scanned_at_ms=scanned_at_ms, include_all=include_all, model_urns=model_urns
-    )
+    closures = select_closures(graph, config, scanned_at_ms=scanned_at_ms, include_all=include_all, models=models)
     detection = detect_and_record(closures, config, store, rebaseline=rebaseline)
     return ScanResult(
         scanned_at_ms=scanned_at_ms,

@@ -36,7 +36,10 @@ def _instant_ms(value: str) -> int:
 @cli.command("scan")
 @graph_option
 @click.option("--all", "include_all", is_flag=True, help="Scan every model, not only production ones.")
-@click.option("--model", "model_urns", multiple=True, metavar="URN", help="Scan only this model (repeatable).")
+@click.option(
+    "--model", "models", multiple=True, metavar="NAME|NAME/VERSION|URN",
+    help="Scan only this model: a registered name (its production versions), a version, or a URN (repeatable).",
+)
 @json_option
 @click.option("--as-of", "as_of", metavar="ISO-8601", help="Judge freshness at this instant instead of now.")
 @config_option
@@ -48,7 +51,7 @@ def scan(
     ctx: click.Context,
     graph_target: str | None,
     include_all: bool,
-    model_urns: tuple[str, ...],
+    models: tuple[str, ...],
     as_json: bool,
     as_of: str | None,
     config_path: str | None,
@@ -59,7 +62,7 @@ def scan(
     """Read every production model's upstream closure, find what is about to break, and score it."""
     config = load_config(config_path)
     writing = write or dry
-    if writing and model_urns:
+    if writing and models:
         raise ConfigError(
             "--write and --dry-run need the whole estate: a scan of chosen models would stand down "
             "the incidents and tags of every model it did not look at (drop --model)"
@@ -74,12 +77,9 @@ def scan(
             JsonStateStore(settings.state_dir),
             scanned_at_ms=scanned_at_ms,
             include_all=include_all,
-            model_urns=list(model_urns) or None,
+            models=models,
             rebaseline=rebaseline,
         )
-        unknown = [m.closure.urn for m in result.models if m.closure.model.missing]
-        if unknown:
-            raise ConfigError(f"no model {', '.join(unknown)} in {result.graph}")
         report = None
         if writeback_config is not None:
             now_ms = int(time.time() * 1000)

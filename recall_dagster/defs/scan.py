@@ -28,9 +28,16 @@ from pydantic import Field
 
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.detect import Detection, count_by_severity
-from recall_dagster.errors import ServiceUnreachable
-from recall_dagster.estate import ModelClosure, resolve_closures
-from recall_dagster.scan import JsonStateStore, ScanResult, detect_and_record, iso_instant, score_models
+from recall_dagster.errors import ModelNotFound, ServiceUnreachable
+from recall_dagster.estate import ModelClosure
+from recall_dagster.scan import (
+    JsonStateStore,
+    ScanResult,
+    detect_and_record,
+    iso_instant,
+    score_models,
+    select_closures,
+)
 from recall_dagster.scan_markdown import (
     blast_radius_table,
     closures_table,
@@ -40,7 +47,6 @@ from recall_dagster.scan_markdown import (
     scan_report,
     table,
 )
-from recall_dagster.estate.select import select
 from recall_dagster.writeback import write_back
 
 GROUP = "recall"
@@ -51,8 +57,10 @@ COUNTS = ("planned", "landed", "refused", "pending")
 class ScanConfig(Config):
     """Which models to scan; the same choices as ``recall scan``'s flags."""
 
-    models: list[str] = Field(default=[], description="Registered model names: scan only their production versions.")
-    versions: list[str] = Field(default=[], description="Scan exactly these versions, as name/version or URN.")
+    models: list[str] = Field(
+        default=[],
+        description="Scan only these: registered names (their production versions), name/version, or URNs.",
+    )
     include_all: bool = Field(default=False, description="Every model, not only production ones (recall scan --all).")
 
 
@@ -69,9 +77,10 @@ class Closures(NamedTuple):
     whole_estate: bool  # no model was picked out: what the scan did not see, it may stand down
 
 
-def scan_run_config(models: Sequence[str] = (), versions: Sequence[str] = ()) -> dict[str, Any]:
-    """Run config that points a scan job at some models, for sensors and the launchpad alike."""
-    config = ScanConfig(models=list(models), versions=list(versions))
+def scan_run_config(models: Sequence[str] = ()) -> dict[str, Any]:
+    """Run config that points a scan job at some models (:func:`select_closures` selectors), for sensors and
+    the launchpad alike."""
+    config = ScanConfig(models=list(models))
     return {"ops": {"model_closures": {"config": config.model_dump()}}}
 
 
@@ -86,22 +95,18 @@ def _model_closures(deps: Sequence[AssetKey | str]) -> AssetsDefinition:
 
 def _closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
     """The closures a scan config picks; a named model the graph does not know fails the step by name."""
-    recall_config = recall.config()
     scanned_at_ms = int(time.time() * 1000)
     with recall.open_graph() as graph:
-        closures = resolve_closures(
-            graph, recall_config.resolve, scanned_at_ms=scanned_at_ms,
-            include_all=config.include_all or bool(config.versions),
-        )
+        try:
+            closures = select_closures(
+                graph, recall.config(), scanned_at_ms=scanned_at_ms, include_all=config.include_all,
+                models=config.models,
+            )
+        except ModelNotFound as err:
+            raise Failure(str(err)) from err
         location = graph.location
-    if config.models or config.versions:
-        closures = select(closures, config.models, config.versions)
-        unknown = [n for n in config.models if not select(closures, [n])]
-        unknown += [v for v in config.versions if not select(closures, versions=[v])]
-        if unknown:
-            raise Failure(f"not in the metadata graph at {location}: {', '.join(unknown)}")
     return Output(
-        Closures(scanned_at_ms, location, tuple(closures), whole_estate=not (config.models or config.versions)),
+        Closures(scanned_at_ms, location, tuple(closures), whole_estate=not config.models),
         metadata={
             "scanned_at": iso_instant(scanned_at_ms),
             "models": len(closures),

@@ -137,7 +137,7 @@ def mlflow_sensor(job: Job, models: Sequence[str] = (), interval_s: int = 60) ->
                 return SensorResult(run_requests=requests, cursor=str(cursor), skip_reason=None if requests else waiting)
             requests.append(RunRequest(
                 run_key=f"mlflow-{v.name}-{v.version}",
-                run_config=scan_run_config(versions=[selector]),
+                run_config=scan_run_config(models=[selector]),
                 tags={"recall/trigger": "mlflow_new_version", "recall/models": selector},
             ))
             cursor = v.creation_timestamp

@@ -68,11 +68,24 @@ def sense(defs: Definitions, instance: DagsterInstance, name: str, cursor: str |
     return result
 
 
-def scan_json(shop: Settings, overlay: str) -> dict[str, Any]:
-    args = ["scan", "--json", "--graph", shop.graph, "--config", overlay, "--as-of", "2025-06-01T00:00:00Z"]
+def scan_json(shop: Settings, overlay: str, *flags: str) -> dict[str, Any]:
+    args = ["scan", "--json", "--graph", shop.graph, "--config", overlay, "--as-of", "2025-06-01T00:00:00Z", *flags]
     done = CliRunner().invoke(cli, args, env={"RECALL_HOME": str(shop.home)})
     assert done.exit_code in (0, 1), done.output
     return json.loads(done.output)
+
+
+def test_a_scan_picks_models_by_the_registry_s_names(shop: Settings, overlay: str) -> None:
+    def names(*flags: str) -> set[str]:
+        return {m["name"] for m in scan_json(shop, overlay, *flags)["models"]}
+
+    assert names("--model", "churn_model") == {"churn_model_1", "churn_model_2"}, "both serve or are aliased"
+    assert names("--model", "churn_model/1", "--model", "ltv_model") == {"churn_model_1", "ltv_model_1"}
+    urn = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn_model_2,PROD)"
+    assert names("--model", urn) == {"churn_model_2"}
+    args = ["scan", "--graph", shop.graph, "--model", "churn_model/9"]
+    unknown = CliRunner().invoke(cli, args, env={"RECALL_HOME": str(shop.home)})
+    assert unknown.exit_code == 2 and "no model churn_model/9" in unknown.output
 
 
 def test_the_scan_reads_stock_shapes(shop: Settings, overlay: str) -> None:
@@ -150,7 +163,7 @@ def test_the_mlflow_sensor_scans_a_new_version_once_datahub_holds_it(shop: Setti
     client.create_model_version("churn_model", source="file:///nowhere/2")
     result = sense(defs, instance, "mlflow_new_versions", first.cursor)
     [request] = result.run_requests
-    assert request.run_config == scan_run_config(versions=["churn_model/2"]) and request.run_key == "mlflow-churn_model-2"
+    assert request.run_config == scan_run_config(models=["churn_model/2"]) and request.run_key == "mlflow-churn_model-2"
 
     client.create_model_version("churn_model", source="file:///nowhere/3")
     waiting = sense(defs, instance, "mlflow_new_versions", result.cursor)
