@@ -108,8 +108,8 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def screenshot(url: str, target: Path) -> None:
-    """Everything upstream of the scan's last asset, rendered by headless Chromium, groups expanded."""
+def screenshot(url: str, target: Path, asset: str = "datahub_writeback", depth: int = 10) -> None:
+    """Everything upstream of ``asset`` (``a/b`` key), rendered by headless Chromium, groups expanded."""
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
         raise RuntimeError("chromium is not installed (apt-get install -y chromium)")
@@ -119,7 +119,7 @@ def screenshot(url: str, target: Path) -> None:
         [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
          "--window-size=2400,1350", "--virtual-time-budget=30000", f"--screenshot={target}",
-         f"{url}/assets/datahub_writeback?view=lineage&lineageScope=upstream&lineageDepth=10"],
+         f"{url}/assets/{asset}?view=lineage&lineageScope=upstream&lineageDepth={depth}"],
         check=True, capture_output=True, timeout=180,
     )
 
@@ -142,11 +142,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--recall-home", type=Path, default=Path(os.environ.get("RECALL_HOME", REPO / ".recall")))
     parser.add_argument("--screenshot", type=Path, help="save a PNG of the asset graph here")
+    parser.add_argument("--asset", default="datahub_writeback", help="the asset (a/b) whose upstream is pictured")
+    parser.add_argument("--depth", type=int, default=10, help="how many levels upstream of --asset to show")
     args = parser.parse_args()
     with dagster_dev(args.recall_home.resolve(), free_port()) as url:
         print(json.dumps(summary(graphql(url)), indent=2))
         if args.screenshot:
-            screenshot(url, args.screenshot)
+            screenshot(url, args.screenshot, args.asset, args.depth)
             print(f"asset graph saved to {args.screenshot}")
 
 
