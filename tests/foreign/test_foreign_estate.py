@@ -7,6 +7,9 @@ Recall's gate in front of it, and Recall's definitions, all through the public A
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -191,3 +194,26 @@ def test_the_cli_blind_window_and_gate_say_what_they_could_not_verify(shop: Sett
     gate = json.loads(done.output)
     assert gate["coverage"]["skipped"]["row_count_drop"] == "its training run recorded no row counts"
     assert gate["coverage"]["measured"] + len(gate["coverage"]["skipped"]) == gate["coverage"]["checks"]
+
+
+RUN_WITHOUT_THE_DEMO = """
+import sys
+from dagster import instance_for_test
+from recall_dagster.defs import RecallResource, recall_definitions
+from recall_dagster.settings import Settings
+settings = Settings(home=__import__("pathlib").Path(sys.argv[1]), graph=sys.argv[2])
+defs = recall_definitions(RecallResource.from_settings(settings, config_path=sys.argv[3]))
+with instance_for_test() as instance:
+    assert defs.resolve_job_def("recall_scan").execute_in_process(instance=instance).success
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("seed", "ml_models")))
+"""
+
+
+def test_the_recall_location_runs_with_no_demo_module_imported(shop: Settings, overlay: str, tmp_path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_WITHOUT_THE_DEMO, str(shop.home), shop.graph, overlay],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
