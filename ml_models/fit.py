@@ -53,6 +53,8 @@ class FitResult:
     pipeline: Pipeline
     metrics: dict[str, float]
     train_features: pd.DataFrame  # for the model signature
+    test_features: pd.DataFrame  # the held-out rows the metrics score, logged for impact tests
+    test_label: pd.Series
 
 
 def prepare(frame: pd.DataFrame, query: TrainingQuery, model: ModelSpec) -> PreparedData:
@@ -105,7 +107,9 @@ def fit_and_evaluate(data: PreparedData, model: ModelSpec) -> FitResult:
     metrics.update({k: float(v) for k, v in data.counts.items()})
     metrics["rows_train"] = float(len(x_train))
     metrics["rows_test"] = float(len(x_test))
-    return FitResult(pipeline=pipeline, metrics=metrics, train_features=x_train)
+    return FitResult(
+        pipeline=pipeline, metrics=metrics, train_features=x_train, test_features=x_test, test_label=y_test
+    )
 
 
 def build_estimator(model: ModelSpec) -> Any:

@@ -43,6 +43,9 @@ from sqlalchemy.engine import make_url
 from ml_models.registry import ModelSpec
 
 MODEL_ARTIFACT_PATH = "model"
+# Where impact tests look for the held-out rows (recall.yaml impact.evaluation: artifact, label_column).
+EVALUATION_ARTIFACT = "evaluation/holdout.parquet"
+EVALUATION_LABEL = "label"
 STAGE_TAG = "stage"
 ALIAS_TAG_PREFIX = "alias."
 # Aliases that have an MLflow stage of the same name; DataHub tags versions by stage only.
@@ -146,6 +149,20 @@ def log_sklearn_model(client: MlflowClient, run_id: str, pipeline: Any, example:
         )
         client.log_artifacts(run_id, str(path), MODEL_ARTIFACT_PATH)
     return f"{client.get_run(run_id).info.artifact_uri}/{MODEL_ARTIFACT_PATH}"
+
+
+def log_evaluation(client: MlflowClient, run_id: str, features: pd.DataFrame, label: pd.Series) -> None:
+    """The held-out rows the run's metrics were scored on, inputs and label side by side.
+
+    Recall's impact tests replay upstream changes on exactly these rows
+    against the registered model, so the file holds the model's inputs under
+    the names its signature gives them.
+    """
+    folder, _, name = EVALUATION_ARTIFACT.rpartition("/")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / name
+        features.assign(**{EVALUATION_LABEL: label.to_numpy()}).reset_index(drop=True).to_parquet(path, index=False)
+        client.log_artifact(run_id, str(path), folder)
 
 
 def register_version(

@@ -18,7 +18,7 @@ from mlflow.entities import DatasetInput, Metric, Param, RunStatus
 from ml_models.fit import fit_and_evaluate, prepare
 from ml_models.query import TrainingQuery, build_training_query, count_query
 from ml_models.registry import FeatureRegistry, ModelSpec, WarehouseTable
-from ml_models.tracking import ensure_experiment, log_sklearn_model, register_version, table_input
+from ml_models.tracking import ensure_experiment, log_evaluation, log_sklearn_model, register_version, table_input
 
 ReadSql = Callable[[str], pd.DataFrame]
 
@@ -74,6 +74,7 @@ def train_model(
         stamp = now_ms if now_ms is not None else int(time.time() * 1000)
         client.log_batch(run_id, metrics=[Metric(k, v, stamp, 0) for k, v in metrics.items()])
         source = log_sklearn_model(client, run_id, fitted.pipeline, fitted.train_features.head(5))
+        log_evaluation(client, run_id, fitted.test_features, fitted.test_label)
     except BaseException:
         client.set_terminated(run_id, RunStatus.to_string(RunStatus.FAILED))
         raise

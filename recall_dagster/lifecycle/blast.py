@@ -130,7 +130,7 @@ def severity_of(share: float, live: bool, config: SeverityConfig) -> str:
     return names[level]
 
 
-def _features(
+def poisoned_features(
     closure: ModelClosure, parents: Mapping[Col, Col | None], graph: ColumnGraph, config: LifecycleConfig
 ) -> list[PoisonedFeature]:
     hits: list[PoisonedFeature] = []
@@ -150,7 +150,7 @@ def _features(
     return hits
 
 
-def _read_columns(closure: ModelClosure, graph: ColumnGraph) -> set[Col]:
+def read_columns(closure: ModelClosure, graph: ColumnGraph) -> set[Col]:
     """Columns the version's training runs recorded reading (the schema of each run input)."""
     return {
         (graph.canonical.get(urn, urn), f.path)
@@ -168,8 +168,8 @@ def _impact(
     graph: ColumnGraph,
     config: LifecycleConfig,
 ) -> ModelImpact | None:
-    poisoned = _features(closure, parents, graph, config)
-    training_columns = _read_columns(closure, graph)
+    poisoned = poisoned_features(closure, parents, graph, config)
+    training_columns = read_columns(closure, graph)
     read = sorted(c for c in training_columns if c in parents)
     if not poisoned and not read:
         return None

@@ -14,6 +14,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
+from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.estate.views import FieldRef
 
@@ -34,6 +35,24 @@ class ColumnGraph:
     def col(self, ref: FieldRef) -> Col:
         urn, path = ref
         return (self.canonical.get(urn, urn), path)
+
+    def tables_named(self, target: str) -> set[str]:
+        """Canonical tables ``target`` may name: a URN of any twin, a full name, or a suffix (``marts.fct_orders``)."""
+        return {
+            canonical
+            for urn, canonical in self.canonical.items()
+            if target == urn or display_name(urn) == target or display_name(urn).endswith("." + target)
+        }
+
+    def table_named(self, target: str) -> str:
+        """The one canonical table ``target`` names; several or none is a :class:`ConfigError`."""
+        tables = self.tables_named(target)
+        if len(tables) > 1:
+            names = ", ".join(sorted(display_name(t) for t in tables))
+            raise ConfigError(f"{target!r} names several tables ({names}): give the full name or URN")
+        if not tables:
+            raise ConfigError(f"no dataset named {target!r} in the graph's model closures")
+        return tables.pop()
 
     def origins(self, col: Col) -> tuple[Col, ...]:
         """The columns with no upstream that ``col`` derives from; itself when lineage stops there."""

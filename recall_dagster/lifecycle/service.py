@@ -111,17 +111,10 @@ def _target_assertions(assessment: Assessment, target: str) -> tuple[AssertionRe
     if by_assertion:
         return tuple(by_assertion)
     columns = assessment.estate.columns
-    tables = {
-        columns.canonical.get(u, u)
-        for u in assessment.estate.datasets
-        if target == u or display_name(u) == target or display_name(u).endswith("." + target)
-    }
-    if len(tables) > 1:
-        names = ", ".join(sorted(display_name(t) for t in tables))
-        raise ConfigError(f"{target!r} names several tables ({names}): give the full name or URN")
-    if not tables:
+    if not columns.tables_named(target):
         raise ConfigError(f"no assertion or dataset named {target!r} in the graph's model closures")
-    return tuple(r for r in assessment.records if columns.canonical.get(r.dataset, r.dataset) in tables)
+    table = columns.table_named(target)
+    return tuple(r for r in assessment.records if columns.canonical.get(r.dataset, r.dataset) == table)
 
 
 def blind_window_report(

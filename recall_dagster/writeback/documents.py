@@ -91,13 +91,20 @@ def _info(report: ModelReport, current: DocumentInfoClass | None, now_ms: int) -
         ),
         relatedAssets=[RelatedAssetClass(asset=u) for u in related],
         customProperties=managed(**{"recall.model": closure.urn}),
-        created=current.created if current is not None else stamp(now_ms),
+        created=stamp(now_ms),
         lastModified=stamp(now_ms),
     )
-    if current is not None:
-        info.lastModified = current.lastModified
-        if info.to_obj() != current.to_obj():
-            info.lastModified = stamp(now_ms)
+    return restamped(info, current, now_ms)
+
+
+def restamped(info: DocumentInfoClass, current: DocumentInfoClass | None, now_ms: int) -> DocumentInfoClass:
+    """``info`` keeping the current document's creation, and its lastModified unless the text changed,
+    so writing the same document again is no write at all."""
+    if current is None:
+        return info
+    info.created, info.lastModified = current.created, current.lastModified
+    if info.to_obj() != current.to_obj():
+        info.lastModified = stamp(now_ms)
     return info
 
 

@@ -50,7 +50,8 @@ def run_id_of(now_ms: int) -> str:
     return f"recall-{instant:%Y%m%dT%H%M%S}{now_ms % 1000:03d}Z"
 
 
-def _changed(write: Write, state: GraphState) -> bool:
+def changed(write: Write, state: GraphState) -> bool:
+    """Whether the graph does not hold ``write`` yet (events always add)."""
     if write.is_event or write.mcp.aspect is None:
         return True
     current = state.aspect(write.urn, type(write.mcp.aspect))
@@ -97,5 +98,5 @@ def build_plan(
     )
     incidents, notes = plan_incidents(ctx)
     desired = [*plan_properties(ctx), *plan_tags(ctx), *plan_assertions(ctx), *incidents, *plan_documents(ctx)]
-    writes = sorted((w for w in desired if _changed(w, state)), key=_vocabulary_first)
+    writes = sorted((w for w in desired if changed(w, state)), key=_vocabulary_first)
     return Plan(run_id=ctx.run_id, desired=tuple(desired), writes=tuple(writes), notes=tuple(notes))

@@ -25,7 +25,7 @@ _ML_MODEL = "urn:li:entityType:datahub.mlModel"
 RECALL_PROPERTIES = (RISK_SCORE, RISK_TIER, LAST_SCANNED)
 
 
-def _definition(urn: str, value_type: str, display: str, description: str, **extra: object) -> Write:
+def definition(urn: str, value_type: str, display: str, description: str, **extra: object) -> Write:
     qualified = urn.removeprefix("urn:li:structuredProperty:")
     definition = StructuredPropertyDefinitionClass(
         qualifiedName=qualified,
@@ -41,21 +41,21 @@ def _definition(urn: str, value_type: str, display: str, description: str, **ext
 def definitions(scoring: ScoringConfig) -> list[Write]:
     """The three definitions; values are refused by GMS until these exist, so they are written first."""
     return [
-        _definition(
+        definition(
             RISK_SCORE,
             "number",
             "Recall risk score",
             f"0 (healthy) to {scoring.max_score}: how likely upstream data problems are to break this model, "
             "weighted by its live deployments.",
         ),
-        _definition(
+        definition(
             RISK_TIER,
             "string",
             "Recall risk tier",
             "The tier the risk score falls in, most serious first: " + ", ".join(scoring.tier_names()) + ".",
             allowedValues=[PropertyValueClass(value=tier) for tier in scoring.tier_names()],
         ),
-        _definition(
+        definition(
             LAST_SCANNED,
             "string",
             "Recall last scanned (UTC)",

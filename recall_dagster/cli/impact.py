@@ -1,0 +1,138 @@
+"""``recall impact``: replay an upstream change on the production models it reaches, and judge it.
+
+Exit codes: 0 PASS or WARN (or nothing affected), 1 BLOCK, 4 INCOMPLETE (a
+model or its evaluation rows could not be had), 2 bad usage or config, 3 the
+graph is unreachable or the write-back is still pending (the evidence is on
+disk either way).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from recall_dagster.cli import cli
+from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
+from recall_dagster.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREACHABLE, EXIT_UNVERIFIED
+from recall_dagster.impact.config import load_impact_config
+from recall_dagster.impact.experiment import ImpactReport, describe_change
+from recall_dagster.impact.models import MlflowModels
+from recall_dagster.impact.mutations import OPERATORS
+from recall_dagster.impact.policy import Verdict
+from recall_dagster.impact.publish import ImpactPublished
+from recall_dagster.impact.service import ImpactRequest, impact_test, record_impact
+from recall_dagster.lifecycle.config import load_lifecycle_config
+from recall_dagster.progress import Progress
+from recall_dagster.scan import load_config
+from recall_dagster.settings import Settings
+from recall_dagster.writeback.config import load_writeback_config
+
+IMPACT_EXIT = {
+    Verdict.PASS: EXIT_OK,
+    Verdict.WARN: EXIT_OK,
+    Verdict.BLOCK: EXIT_FINDINGS,
+    Verdict.INCOMPLETE: EXIT_UNVERIFIED,
+}
+COLOURS = {Verdict.PASS: "green", Verdict.WARN: "yellow", Verdict.BLOCK: "red", Verdict.INCOMPLETE: "magenta"}
+
+
+@cli.command("impact")
+@click.argument("dataset")
+@click.option("--column", required=True, help="The column the change happens to.")
+@click.option(
+    "--mutation", required=True, metavar="OP[:ARG]", help=f"The change to replay: {', '.join(OPERATORS)}."
+)
+@click.option("--fraction", type=float, help="Share of rows the mutation touches (default all).")
+@click.option("--model", "models", multiple=True, metavar="NAME|NAME/VERSION|URN", help="Measure only this model.")
+@click.option("--no-write", is_flag=True, help="Keep the evidence local: write nothing to the graph.")
+@graph_option
+@config_option
+@json_option
+@click.pass_context
+def impact_command(
+    ctx: click.Context,
+    dataset: str,
+    column: str,
+    mutation: str,
+    fraction: float | None,
+    models: tuple[str, ...],
+    no_write: bool,
+    graph_target: str | None,
+    config_path: str | None,
+    as_json: bool,
+) -> None:
+    """Measure what changing DATASET's COLUMN would do to the production models it reaches.
+
+    DATASET is a URN or an unambiguous table name; the models and their
+    features come from column-level lineage, and each is measured on the rows
+    its training held out, against the version its production alias serves.
+    """
+    config, lc, ic = load_config(config_path), load_lifecycle_config(config_path), load_impact_config(config_path)
+    policy = load_writeback_config(config_path).retry
+    settings = Settings.from_env(graph=graph_target)
+    progress = Progress(quiet=as_json)
+    now_ms = int(time.time() * 1000)
+    request = ImpactRequest(dataset, column, mutation, fraction, models)
+    with opened_graph(settings, read_only=no_write) as graph:
+        report = impact_test(graph, config, lc, ic, request, MlflowModels(settings.mlflow_uri, ic), now_ms, progress.note)
+        published = record_impact(None if no_write else graph, settings, report, policy, now_ms)
+    if as_json:
+        click.echo(json.dumps({**report.to_json(), "record": published.to_json()}, indent=2))
+    else:
+        render_impact(report, Console())
+        _render_record(published)
+    if published.failures:
+        ctx.exit(EXIT_UNREACHABLE)
+    ctx.exit(IMPACT_EXIT[report.verdict])
+
+
+def _num(value: object, digits: int = 4) -> str:
+    return "–" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def render_impact(report: ImpactReport, console: Console) -> None:
+    verdict = report.verdict
+    colour = COLOURS[verdict]
+    change = describe_change((report.dataset, report.column), report.mutation)
+    console.print(f"Impact of {change}: [{colour}]{verdict.value}[/{colour}]", highlight=False)
+    if not report.results:
+        console.print(f"No production model reads {report.target}: nothing is affected.", highlight=False)
+        return
+    table = Table(show_edge=False, pad_edge=False)
+    for name, justify in (
+        ("model", "left"), ("input", "left"), ("verdict", "left"), ("metric", "left"),
+        ("flips", "right"), ("failed", "right"), ("rows", "right"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for r in report.results:
+        j = r.to_json()
+        c = COLOURS[r.verdict]
+        metric = f"{j['metric']} {_num(j['baseline'])}→{_num(j['mutated'])}" if j["metric"] else "–"
+        table.add_row(
+            f"{j['model']}/{_num(j['version'])}",
+            j["feature"],
+            f"[{c}]{r.verdict.value}[/{c}]",
+            metric,
+            "–" if j["flip_rate"] is None else f"{j['flip_rate']:.1%}",
+            _num(j["failures"]),
+            "–" if j["rows"] is None else f"{j['rows']:,}",
+        )
+    console.print(table)
+    for r in report.results:
+        j = r.to_json()
+        ci = f"; delta {_num(j['delta'])} [{_num(j['ci'][0])}, {_num(j['ci'][1])}]" if j["ci"] else ""
+        console.print(f"  {r.closure.model.name} / {r.feature}: {r.reason}{ci}", highlight=False)
+
+
+def _render_record(published: ImpactPublished) -> None:
+    click.echo(f"\nEvidence: {', '.join(str(p) for p in published.evidence)}")
+    if published.failures:
+        click.echo(f"Write-back incomplete ({len(published.failures)} write(s)); the evidence holds the experiment:")
+        for line in published.failures:
+            click.echo(f"  {line}")
+    elif published.writes:
+        click.echo(f"Wrote {published.writes} aspect(s) to the graph: the verdict property and a document per model.")

@@ -1,0 +1,123 @@
+"""The ``impact:`` section of ``recall.yaml``: where evaluation data lives, and the verdict's thresholds.
+
+Every mistake is a :class:`~recall_dagster.errors.ConfigError` naming the key,
+raised before a model is loaded; mutations named in the file are parsed
+against the allowlist here too, so a typo fails the scan, not the measurement.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from recall_dagster.detect import Severity
+from recall_dagster.detect.config import _Section
+from recall_dagster.errors import ConfigError
+from recall_dagster.impact.mutations import parse_mutation
+from recall_dagster.scan import load_yaml_config
+
+DRIFT_CHANGES = ("retyped", "retyped_time", "removed")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    metric_loss: float  # relative degradation of the primary metric
+    flip_rate: float
+    failure_rate: float | None = None  # only the block line has one: more than this share failing blocks
+
+
+@dataclass(frozen=True)
+class MeasuredConfig:
+    enabled: bool
+    production_only: bool
+    min_severity: Severity
+    schema_drift: Mapping[str, str]  # change -> mutation spec
+    failing_assertion: Mapping[str, str]  # test class -> mutation spec
+    block_severity: Severity
+    pass_severity: Severity
+
+
+@dataclass(frozen=True)
+class ImpactConfig:
+    source: str
+    artifact: str
+    label_column: str
+    min_rows: int
+    seed: int
+    bootstrap: int
+    confidence: float
+    batch_rows: int
+    flip_tolerance: float
+    warn: Thresholds
+    block: Thresholds
+    measured: MeasuredConfig
+
+
+def _thresholds(s: _Section, with_failures: bool) -> Thresholds:
+    values = Thresholds(
+        metric_loss=s.number("metric_loss"),
+        flip_rate=s.number("flip_rate"),
+        failure_rate=s.number("failure_rate") if with_failures else None,
+    )
+    if values.flip_rate > 1 or (values.failure_rate or 0) > 1:
+        raise ConfigError(f"{s.source}: {s.where}.flip_rate and failure_rate are shares in [0, 1]")
+    return values
+
+
+def _mutations(s: _Section, allowed: tuple[str, ...] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key in s.data:
+        name = str(key)
+        if allowed is not None and name not in allowed:
+            raise ConfigError(f"{s.source}: {s.where}.{name} is not a change Recall tells apart; known: {', '.join(allowed)}")
+        spec = s.text(name)
+        parse_mutation(spec or "")
+        out[name] = spec or ""
+    return out
+
+
+def _measured(s: _Section) -> MeasuredConfig:
+    return MeasuredConfig(
+        enabled=s.boolean("enabled"),
+        production_only=s.boolean("production_only"),
+        min_severity=s.severity("min_severity"),
+        schema_drift=_mutations(s.section("schema_drift"), DRIFT_CHANGES),
+        failing_assertion=_mutations(s.section("failing_assertion"), None),
+        block_severity=s.severity("block_severity"),
+        pass_severity=s.severity("pass_severity"),
+    )
+
+
+def parse_impact_config(data: Mapping[str, Any], source: str = "recall.yaml") -> ImpactConfig:
+    root = _Section(data, "impact", source)
+    evaluation = root.section("evaluation")
+    policy = root.section("policy")
+    confidence = root.number("confidence")
+    if not 0 < confidence < 1:
+        raise ConfigError(f"{source}: impact.confidence must be between 0 and 1")
+    warn, block = _thresholds(policy.section("warn"), False), _thresholds(policy.section("block"), True)
+    if warn.metric_loss > block.metric_loss or warn.flip_rate > block.flip_rate:
+        raise ConfigError(f"{source}: impact.policy.warn must not be above impact.policy.block")
+    return ImpactConfig(
+        source=source,
+        artifact=evaluation.text("artifact") or "",
+        label_column=evaluation.text("label_column") or "",
+        min_rows=root.integer("min_rows", minimum=1),
+        seed=root.integer("seed"),
+        bootstrap=root.integer("bootstrap"),
+        confidence=confidence,
+        batch_rows=root.integer("batch_rows", minimum=1),
+        flip_tolerance=root.number("flip_tolerance"),
+        warn=warn,
+        block=block,
+        measured=_measured(root.section("measured")),
+    )
+
+
+def load_impact_config(path: str | os.PathLike[str] | None = None) -> ImpactConfig:
+    """The shipped ``recall.yaml``'s section, with ``path``'s (when given) laid over it key by key."""
+    data, source = load_yaml_config(path)
+    if "impact" not in data:
+        raise ConfigError(f"{source}: the impact section is missing")
+    return parse_impact_config(data["impact"], source)

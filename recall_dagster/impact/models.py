@@ -1,0 +1,211 @@
+"""The model a production alias serves, and the rows its training run held out, loaded from MLflow.
+
+This is the impact test's only edge to a model registry.  The version comes
+from the graph (the closure DataHub's mlflow source wrote), the evaluation
+rows from the artifact ``impact.evaluation.artifact`` of that version's run:
+the rows the model was scored on when it was trained, with the label beside
+its inputs.  Whatever stands in the way (no tracking store, no such version,
+no artifact, a flavor that will not load) is a :class:`ModelUnavailable`
+naming it, which the experiment turns into INCOMPLETE; a tracking server that
+does not answer is a :class:`~recall_dagster.errors.ServiceUnreachable`.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import pandas as pd
+
+from recall_dagster.errors import RecallError, ServiceUnreachable
+from recall_dagster.estate import ModelClosure
+from recall_dagster.impact.config import ImpactConfig
+from recall_dagster.impact.measure import Predictor, Task
+
+
+class ModelUnavailable(RecallError):
+    """The model or its evaluation data cannot be had; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One model version ready to measure: its predictor and its held-out rows."""
+
+    registered_name: str
+    version: str
+    run_id: str
+    predictor: Predictor
+    inputs: pd.DataFrame  # evaluation rows, model inputs only
+    labels: np.ndarray  # float; the positive class as 1.0 for classifiers, NaN where unknown
+
+
+class ModelSource(Protocol):
+    def load(self, closure: ModelClosure) -> Subject: ...
+
+
+class SklearnPredictor:
+    """A scikit-learn estimator (the sklearn flavor): probabilities for binary classifiers, else predictions."""
+
+    def __init__(self, estimator: object) -> None:
+        self.estimator = estimator
+        classes = getattr(estimator, "classes_", None)
+        self.task: Task = "classification" if hasattr(estimator, "predict_proba") and classes is not None else "regression"
+        self.classes = np.asarray(classes) if self.task == "classification" else None
+
+    def predict(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray | None]:
+        if self.task == "classification":
+            proba = self.estimator.predict_proba(frame)  # type: ignore[attr-defined]
+            return proba[:, 1], self.classes[np.argmax(proba, axis=1)]  # type: ignore[index]
+        return np.asarray(self.estimator.predict(frame)), None  # type: ignore[attr-defined]
+
+
+class PyfuncPredictor:
+    """Any other flavor through pyfunc: its output is the score; a 0/1 label makes it a classifier."""
+
+    def __init__(self, model: object, task: Task) -> None:
+        self.model, self.task = model, task
+
+    def predict(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray | None]:
+        output = self.model.predict(frame)  # type: ignore[attr-defined]
+        scores = np.asarray(output.iloc[:, -1] if isinstance(output, pd.DataFrame) else output, dtype="float64")
+        return scores, (scores >= 0.5).astype(int) if self.task == "classification" else None
+
+
+def _sqlite_store(tracking_uri: str) -> Path | None:
+    if not tracking_uri.startswith("sqlite:"):
+        return None
+    from sqlalchemy.engine import make_url
+
+    database = make_url(tracking_uri).database
+    return Path(database) if database and database != ":memory:" else None
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else 'failed'}"
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    if path.suffix == ".parquet":
+        return pd.read_parquet(path)
+    if path.suffix == ".csv":
+        return pd.read_csv(path)
+    raise ModelUnavailable(f"evaluation artifact {path.name} is neither .parquet nor .csv")
+
+
+def _labels(raw: pd.Series, predictor: Predictor, where: str) -> np.ndarray:
+    if predictor.task == "regression":
+        return pd.to_numeric(raw, errors="coerce").to_numpy(dtype="float64")
+    classes = getattr(predictor, "classes", None)
+    if classes is None:
+        positive: object = 1
+    elif len(classes) != 2:
+        raise ModelUnavailable(f"{where} predicts {len(classes)} classes; impact tests measure binary classifiers")
+    else:
+        positive = classes[1]
+    numeric = isinstance(positive, (int, float, np.integer, np.floating))
+    hits = pd.to_numeric(raw, errors="coerce") == float(positive) if numeric else raw.astype(str) == str(positive)  # type: ignore[arg-type]
+    return np.where(raw.notna().to_numpy(), hits.to_numpy(dtype="float64"), np.nan)
+
+
+class MlflowModels:
+    """Loads each closure's version once per experiment; a second ask returns the same subject or reason."""
+
+    def __init__(self, tracking_uri: str, config: ImpactConfig) -> None:
+        self.tracking_uri, self.config = tracking_uri, config
+        # MLflow draws a download bar per artifact on stderr, which would garble the report.
+        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+        self._cache: dict[str, Subject | ModelUnavailable] = {}
+
+    def load(self, closure: ModelClosure) -> Subject:
+        if closure.urn not in self._cache:
+            try:
+                self._cache[closure.urn] = self._load(closure)
+            except ModelUnavailable as err:
+                self._cache[closure.urn] = err
+        found = self._cache[closure.urn]
+        if isinstance(found, ModelUnavailable):
+            raise found
+        return found
+
+    def _client(self):  # noqa: ANN202 - MlflowClient is imported lazily: the scan must not pay for MLflow
+        store = _sqlite_store(self.tracking_uri)
+        if store is not None and not store.exists():
+            raise ModelUnavailable(f"no MLflow tracking store at {store} (set MLFLOW_TRACKING_URI)")
+        from mlflow import MlflowClient
+
+        return MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.tracking_uri)
+
+    def _load(self, closure: ModelClosure) -> Subject:
+        name, version = closure.registered_name, closure.model.version
+        where = f"{name} version {version}"
+        if closure.model.missing or not version:
+            raise ModelUnavailable(f"the graph records no registry version for {closure.model.name}")
+        client = self._client()
+        from mlflow.exceptions import MlflowException
+
+        try:
+            mv = client.get_model_version(name, version)
+            model_uri = client.get_model_version_download_uri(name, version)
+        except MlflowException as err:
+            raise ModelUnavailable(f"MLflow at {self.tracking_uri} has no {where}: {_first_line(err)}") from None
+        except OSError as err:
+            raise ServiceUnreachable(f"MLflow at {self.tracking_uri} did not answer for {where}: {err}") from None
+        if not mv.run_id:
+            raise ModelUnavailable(f"{where} names no training run, so no evaluation rows")
+        with tempfile.TemporaryDirectory(prefix="recall-impact-") as tmp:
+            frame = self._evaluation(client, mv.run_id, Path(tmp), where)
+            predictor = self._predictor(model_uri, frame, Path(tmp), where)
+        label = self.config.label_column
+        labels = _labels(frame[label], predictor, where)
+        return Subject(name, str(version), mv.run_id, predictor, frame.drop(columns=[label]), labels)
+
+    def _evaluation(self, client, run_id: str, tmp: Path, where: str) -> pd.DataFrame:  # noqa: ANN001
+        from mlflow.exceptions import MlflowException
+
+        artifact = self.config.artifact
+        (tmp / "evaluation").mkdir()
+        try:
+            local = Path(client.download_artifacts(run_id, artifact, str(tmp / "evaluation")))
+        except (MlflowException, OSError) as err:
+            raise ModelUnavailable(
+                f"the training run {run_id} of {where} logged no evaluation data at {artifact} "
+                f"({_first_line(err)}); log the held-out rows there, or set impact.evaluation.artifact"
+            ) from None
+        try:
+            frame = _read_table(local)
+        except ModelUnavailable:
+            raise
+        except Exception as err:  # noqa: BLE001 - any reader failure means the artifact is unusable
+            raise ModelUnavailable(f"evaluation data {artifact} of {where} cannot be read: {_first_line(err)}") from None
+        if self.config.label_column not in frame.columns:
+            raise ModelUnavailable(
+                f"evaluation data {artifact} of {where} has no label column {self.config.label_column!r} "
+                "(impact.evaluation.label_column)"
+            )
+        return frame
+
+    def _predictor(self, model_uri: str, frame: pd.DataFrame, tmp: Path, where: str) -> Predictor:
+        try:
+            import mlflow.artifacts
+            from mlflow.models import Model
+
+            (tmp / "model").mkdir()
+            local = mlflow.artifacts.download_artifacts(
+                artifact_uri=model_uri, dst_path=str(tmp / "model"), tracking_uri=self.tracking_uri
+            )
+            if "sklearn" in Model.load(local).flavors:
+                import mlflow.sklearn
+
+                return SklearnPredictor(mlflow.sklearn.load_model(local))
+            import mlflow.pyfunc
+
+            raw = frame[self.config.label_column].dropna()
+            task: Task = "classification" if set(pd.unique(raw)) <= {0, 1, True, False} else "regression"
+            return PyfuncPredictor(mlflow.pyfunc.load_model(local), task)
+        except Exception as err:  # noqa: BLE001 - a model that will not load is a reason, not a crash
+            raise ModelUnavailable(f"{where} cannot be loaded from {model_uri}: {_first_line(err)}") from None

@@ -1,0 +1,192 @@
+"""An impact test's record: evidence files first, then a document and a verdict property per model.
+
+The evidence (``RECALL_HOME/evidence/impact/<experiment>.json`` and ``.md``)
+is written before anything is sent, so a write-back that fails loses nothing:
+the experiment is on disk and the next run sends it again.  The experiment's
+id, the documents' URNs and their text come from the experiment alone (no
+clock), so running the same test twice writes nothing the second time.
+Documents carry their own mark (``recall-impact``), apart from the scan's
+pre-mortems, whose stand-down would otherwise unpublish them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from datahub.emitter.mce_builder import datahub_guid
+from datahub.metadata.schema_classes import (
+    DocumentContentsClass,
+    DocumentInfoClass,
+    DocumentSourceClass,
+    DocumentSourceTypeClass,
+    DocumentStateClass,
+    DocumentStatusClass,
+    PropertyValueClass,
+    RelatedAssetClass,
+    StructuredPropertiesClass,
+    StructuredPropertyDefinitionClass,
+    StructuredPropertyValueAssignmentClass,
+)
+from datahub.metadata.urns import DocumentUrn, StructuredPropertyUrn
+
+from recall_dagster.errors import GraphError, ServiceUnreachable
+from recall_dagster.estate import display_name
+from recall_dagster.estate.marks import MANAGED_BY_KEY
+from recall_dagster.files import write_atomically
+from recall_dagster.graph.port import MetadataGraph
+from recall_dagster.impact.experiment import ImpactReport, describe_change
+from recall_dagster.impact.policy import Verdict
+from recall_dagster.writeback.config import RetryPolicy
+from recall_dagster.writeback.documents import restamped
+from recall_dagster.writeback.emit import emit
+from recall_dagster.writeback.keys import stamp
+from recall_dagster.writeback.plan import changed
+from recall_dagster.writeback.properties import definition
+from recall_dagster.writeback.state import GraphState
+from recall_dagster.writeback.writes import Write
+
+IMPACT_VERDICT = StructuredPropertyUrn("recall.impactVerdict").urn()
+MANAGED_BY = {MANAGED_BY_KEY: "recall-impact"}
+
+
+def experiment_id(report: ImpactReport) -> str:
+    """Stable for the same change on the same column, whatever the models said."""
+    return datahub_guid(
+        {
+            "recall": "impact",
+            "dataset": report.dataset,
+            "column": report.column,
+            "mutation": report.mutation.label,
+            "fraction": str(report.mutation.fraction),
+        }
+    )
+
+
+def _fmt(value: object, digits: int = 4) -> str:
+    return "–" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def markdown(report: ImpactReport) -> str:
+    """The experiment as a person reads it: what changed, each model's verdict and why."""
+    change = describe_change((report.dataset, report.column), report.mutation)
+    lines = [f"# Impact test: {change}", "", f"Verdict: **{report.verdict.value}**", ""]
+    if not report.results:
+        lines.append(f"No production model reads {report.target}: nothing is affected.")
+        return "\n".join(lines) + "\n"
+    lines += [
+        "| model | version | input | verdict | metric | baseline | mutated | delta (CI) | flips | shift | failures | rows |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in report.results:
+        j = r.to_json()
+        ci = j["ci"]
+        delta = f"{_fmt(j['delta'])} ({_fmt(ci[0])}, {_fmt(ci[1])})" if ci else _fmt(j["delta"])
+        flips = f"{j['flip_rate']:.1%}" if j["flip_rate"] is not None else "–"
+        lines.append(
+            f"| {j['model']} | {_fmt(j['version'])} | {j['feature']} | {j['verdict']} | {_fmt(j['metric'])} "
+            f"| {_fmt(j['baseline'])} | {_fmt(j['mutated'])} | {delta} | {flips} | {_fmt(j['mean_abs_shift'])} "
+            f"| {_fmt(j['failures'])} | {_fmt(j['rows'])} |"
+        )
+    lines += ["", "## Why", ""]
+    for r in report.results:
+        derived = [i.name for i in r.inputs if i.derived]
+        note = f" ({', '.join(derived)} derived from the column: the change is replayed on it as is)" if derived else ""
+        lines.append(f"- {r.closure.model.name} / {r.feature}: {r.verdict.value}. {r.reason}{note}")
+    return "\n".join(lines) + "\n"
+
+
+def write_evidence(evidence_dir: Path, report: ImpactReport, measured_at_ms: int) -> list[Path]:
+    """``evidence/impact/<id>.json`` and ``.md``, replaced atomically; the record the graph writes follow."""
+    folder = evidence_dir / "impact"
+    ident = experiment_id(report)
+    body = {**report.to_json(), "experiment": ident, "measured_at_ms": measured_at_ms}
+    paths = [folder / f"{ident}.json", folder / f"{ident}.md"]
+    write_atomically(paths[0], json.dumps(body, indent=1) + "\n", "evidence")
+    write_atomically(paths[1], markdown(report), "evidence")
+    return paths
+
+
+def document_urn(report: ImpactReport, model_urn: str) -> str:
+    return DocumentUrn(datahub_guid({"recall": "impact", "experiment": experiment_id(report), "model": model_urn})).urn()
+
+
+def _document(report: ImpactReport, model_urn: str, verdict: Verdict, now_ms: int) -> DocumentInfoClass:
+    change = describe_change((report.dataset, report.column), report.mutation)
+    return DocumentInfoClass(
+        title=f"Impact test on {display_name(model_urn)}: {change} -> {verdict.value}",
+        status=DocumentStatusClass(state=DocumentStateClass.PUBLISHED),
+        contents=DocumentContentsClass(text=markdown(report)),
+        source=DocumentSourceClass(
+            sourceType=DocumentSourceTypeClass.EXTERNAL, externalId=f"recall-impact:{experiment_id(report)}"
+        ),
+        relatedAssets=[RelatedAssetClass(asset=u) for u in (model_urn, report.dataset)],
+        customProperties={**MANAGED_BY, "recall.model": model_urn, "recall.verdict": verdict.value},
+        created=stamp(now_ms),
+        lastModified=stamp(now_ms),
+    )
+
+
+def impact_writes(report: ImpactReport, state: GraphState, now_ms: int) -> list[Write]:
+    """Every aspect the experiment wants in the graph that the graph does not hold yet, definition first."""
+    writes = [
+        definition(
+            IMPACT_VERDICT,
+            "string",
+            "Recall impact verdict",
+            "The verdict of the latest impact test on this model: an upstream change replayed on its "
+            "evaluation rows (PASS, WARN, BLOCK, INCOMPLETE).",
+            allowedValues=[PropertyValueClass(value=v.value) for v in Verdict],
+        )
+    ]
+    for model_urn, verdict in sorted(report.model_verdicts().items()):
+        current = state.aspect(model_urn, StructuredPropertiesClass)
+        others = [p for p in (current.properties if current else []) if p.propertyUrn != IMPACT_VERDICT]
+        ours = StructuredPropertyValueAssignmentClass(propertyUrn=IMPACT_VERDICT, values=[verdict.value])
+        writes.append(
+            Write.of(
+                "property", model_urn, StructuredPropertiesClass(properties=[*others, ours]), f"impact verdict {verdict.value}"
+            )
+        )
+        urn = document_urn(report, model_urn)
+        info = restamped(_document(report, model_urn, verdict, now_ms), state.aspect(urn, DocumentInfoClass), now_ms)
+        writes.append(Write.of("document", urn, info, info.title or urn))
+    return [w for w in writes if changed(w, state)]
+
+
+@dataclass
+class ImpactPublished:
+    evidence: list[Path]
+    writes: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return {"evidence": [str(p) for p in self.evidence], "writes": self.writes, "failures": self.failures}
+
+
+def publish_impact(
+    graph: MetadataGraph,
+    report: ImpactReport,
+    evidence: list[Path],
+    policy: RetryPolicy,
+    now_ms: int,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ImpactPublished:
+    """Send what the graph lacks; what fails after retries is listed, the evidence already holds it."""
+    models = sorted(report.model_verdicts())
+    urns = [IMPACT_VERDICT, *models, *(document_urn(report, m) for m in models)]
+    try:
+        aspects = graph.get_aspects(urns, (DocumentInfoClass, StructuredPropertiesClass, StructuredPropertyDefinitionClass))
+    except (ServiceUnreachable, GraphError) as err:
+        return ImpactPublished(evidence=evidence, failures=[f"reading {graph.location} to plan the write-back: {err}"])
+    writes = impact_writes(report, GraphState(aspects, (), (), (), ()), now_ms)
+    outcome = emit(graph, writes, policy, sleep)
+    failed = [*outcome.refused, *outcome.pending]
+    return ImpactPublished(
+        evidence=evidence,
+        writes=len(outcome.landed),
+        failures=[f"{w.aspect_name} on {w.urn}: {reason}" for w, reason in failed],
+    )
