@@ -16,6 +16,10 @@ from rich.console import Console
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
 from recall_dagster.errors import EXIT_FINDINGS, ConfigError
+from recall_dagster.impact.config import load_impact_config
+from recall_dagster.impact.measured import measure_scan
+from recall_dagster.impact.models import MlflowModels
+from recall_dagster.lifecycle.config import load_lifecycle_config
 from recall_dagster.report import render_report
 from recall_dagster.scan import JsonStateStore, load_config, run_scan
 from recall_dagster.settings import Settings
@@ -46,6 +50,9 @@ def _instant_ms(value: str) -> int:
 @click.option("--rebaseline", is_flag=True, help="Accept every current schema as the new baseline.")
 @click.option("--write", is_flag=True, help="Write the diagnosis back into the graph (evidence first).")
 @click.option("--dry-run", "dry", is_flag=True, help="Print what --write would write, and write nothing.")
+@click.option(
+    "--no-measure", is_flag=True, help="Keep detector severities: replay no finding on its model (impact.measured)."
+)
 @click.pass_context
 def scan(
     ctx: click.Context,
@@ -58,9 +65,11 @@ def scan(
     rebaseline: bool,
     write: bool,
     dry: bool,
+    no_measure: bool,
 ) -> None:
     """Read every production model's upstream closure, find what is about to break, and score it."""
     config = load_config(config_path)
+    lc, ic = load_lifecycle_config(config_path), load_impact_config(config_path)
     writing = write or dry
     if writing and models:
         raise ConfigError(
@@ -80,6 +89,8 @@ def scan(
             models=models,
             rebaseline=rebaseline,
         )
+        if not no_measure:
+            result = measure_scan(graph, result, lc, ic, MlflowModels(settings.mlflow_uri, ic))
         report = None
         if writeback_config is not None:
             now_ms = int(time.time() * 1000)

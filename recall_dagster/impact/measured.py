@@ -1,0 +1,227 @@
+"""Measured severity: each finding on a column that reaches a production model, replayed on the model.
+
+A detector can say a column was retyped or fails a not-null test; only the
+model can say whether that matters.  Each finding at or above
+``impact.measured.min_severity`` is turned into the mutation that replays it
+(a retype into ``type_coercion``, a time zone change into ``timezone_shift``,
+a dropped column into ``drop``, a failing not-null test into
+``null_fraction`` at the share of rows that failed), run against the version
+the finding is about, and carries the verdict: BLOCK raises it, PASS lowers
+it, with the measurement as evidence either way.  What cannot be replayed (a
+table-level test, a failed share nobody counted, a model not in MLflow) keeps
+its severity and says why in ``evidence["measured"]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, Sequence
+
+from recall_dagster.detect import Finding, Severity, failing_assertion, training_source_schema_drift
+from recall_dagster.detect.registry import Detection, sort_findings
+from recall_dagster.graph.port import MetadataGraph
+from recall_dagster.estate import ModelClosure
+from recall_dagster.impact.config import ImpactConfig, MeasuredConfig
+from recall_dagster.impact.experiment import ImpactReport, run_experiment
+from recall_dagster.impact.models import ModelSource
+from recall_dagster.impact.mutations import Mutation, parse_mutation
+from recall_dagster.impact.policy import Verdict, worst
+from recall_dagster.impact.targets import affected_models
+from recall_dagster.lifecycle.columns import Col, ColumnGraph, column_graph, column_name
+from recall_dagster.lifecycle.config import LifecycleConfig
+from recall_dagster.lifecycle.read import read_profile_rows, read_training_spans, relation
+from recall_dagster.scan import ScanResult, score_models
+
+_TIME_WORDS = ("timestamp", "datetime", "date", "time")
+MEASURED = (training_source_schema_drift.NAME, failing_assertion.NAME)  # the detectors a mutation can replay
+
+
+@dataclass(frozen=True)
+class Replay:
+    changed: Col
+    mutation: Mutation
+    why: str  # the finding's change, in words
+
+
+def _is_time(native_type: str | None) -> bool:
+    return any(word in (native_type or "").casefold() for word in _TIME_WORDS)
+
+
+def _drift_replays(finding: Finding, columns: ColumnGraph, mc: MeasuredConfig) -> tuple[list[Replay], str | None]:
+    table = columns.canonical.get(finding.cause or "", finding.cause or "")
+    reaching = set(finding.evidence.get("model_input_columns", ()))
+    replays = []
+    for change in finding.evidence.get("changes", ()):
+        if change["column"] not in reaching or change["change"] == "added":
+            continue
+        kind = change["change"]
+        if kind == "retyped" and _is_time(change["before"]) and _is_time(change["after"]):
+            kind = "retyped_time"
+        spec = mc.schema_drift.get(kind)
+        if spec:
+            why = f"{change['column']} {change['change']}" + (
+                f" {change['before']} -> {change['after']}" if change["change"] == "retyped" else ""
+            )
+            replays.append(Replay((table, change["column"]), parse_mutation(spec), why))
+    return replays, None if replays else "no change to a column the model reads has a mutation in impact.measured"
+
+
+def _assertion_replays(
+    finding: Finding, columns: ColumnGraph, lc: LifecycleConfig, mc: MeasuredConfig, rows: Mapping[str, int]
+) -> tuple[list[Replay], str | None]:
+    column = finding.evidence.get("column")
+    if not column:
+        return [], "a table-level test names no column to replay"
+    kind = lc.classify(finding.evidence.get("assertion"))
+    spec = mc.failing_assertion.get(kind)
+    if not spec:
+        return [], f"no mutation replays a failing {kind} test (impact.measured.failing_assertion)"
+    dataset = finding.evidence.get("dataset") or finding.cause or ""
+    failed, total = finding.evidence.get("failed_rows"), rows.get(relation(dataset))
+    if failed is None or not total:
+        known = "no failed-row count" if failed is None else f"no row count for {relation(dataset)}"
+        return [], f"the share of failing rows is unknown ({known})"
+    share = min(1.0, failed / total)
+    table = columns.canonical.get(dataset, dataset)
+    why = f"{failed:,} of {total:,} rows fail {finding.evidence.get('assertion')}"
+    return [Replay((table, column), parse_mutation(spec, share), why)], None
+
+
+def replays_for(
+    finding: Finding, columns: ColumnGraph, lc: LifecycleConfig, mc: MeasuredConfig, rows: Mapping[str, int]
+) -> tuple[list[Replay], str | None]:
+    """The mutations replaying a finding, or none and why."""
+    if finding.detector == training_source_schema_drift.NAME:
+        return _drift_replays(finding, columns, mc)
+    if finding.detector == failing_assertion.NAME:
+        return _assertion_replays(finding, columns, lc, mc, rows)
+    return [], None
+
+
+class Measurer:
+    """Replays findings on their model, each distinct experiment once per scan."""
+
+    def __init__(
+        self,
+        columns: ColumnGraph,
+        lc: LifecycleConfig,
+        ic: ImpactConfig,
+        source: ModelSource,
+        table_rows: Mapping[str, int],
+    ) -> None:
+        self.columns, self.lc, self.ic, self.source, self.rows = columns, lc, ic, source, table_rows
+        self._done: dict[tuple[str, tuple[str, ...], str, float], ImpactReport] = {}
+
+    def _run(self, closure: ModelClosure, replay: Replay) -> ImpactReport | None:
+        affected = affected_models([closure], self.columns, replay.changed, self.lc)
+        if not affected:
+            return None
+        key = (closure.urn, tuple(i.name for i in affected[0].inputs), replay.mutation.op, replay.mutation.fraction)
+        if key not in self._done:
+            self._done[key] = run_experiment(affected, replay.changed, replay.mutation, self.source, self.ic)
+        return self._done[key]
+
+    def measure(self, closure: ModelClosure, finding: Finding) -> Finding:
+        mc = self.ic.measured
+        if not finding.severity.at_least(mc.min_severity) or (mc.production_only and not closure.production):
+            return finding
+        replays, reason = replays_for(finding, self.columns, self.lc, mc, self.rows)
+        if reason is not None or not replays:
+            return _annotated(finding, {"verdict": None, "reason": reason}) if reason else finding
+        runs = [(r, self._run(closure, r)) for r in replays]
+        measured = [(r, report) for r, report in runs if report is not None]
+        if not measured:
+            return _annotated(finding, {"verdict": None, "reason": "the change reaches none of its inputs"})
+        verdict = worst([report.verdict for _, report in measured])
+        evidence = {
+            "verdict": verdict.value,
+            "experiments": [_experiment(r, report) for r, report in measured],
+        }
+        return _judged(finding, verdict, evidence, mc)
+
+
+def _experiment(replay: Replay, report: ImpactReport) -> dict[str, Any]:
+    return {
+        "change": replay.why,
+        "column": column_name(replay.changed),
+        "mutation": replay.mutation.label,
+        "fraction": round(replay.mutation.fraction, 6),
+        "verdict": report.verdict.value,
+        "results": [
+            {k: v for k, v in r.to_json().items() if k not in ("inputs", "live_deployments", "model_urn")}
+            for r in report.results
+        ],
+    }
+
+
+def _annotated(finding: Finding, measured: Mapping[str, Any]) -> Finding:
+    return replace(finding, evidence={**finding.evidence, "measured": dict(measured)})
+
+
+def _judged(finding: Finding, verdict: Verdict, evidence: Mapping[str, Any], mc: MeasuredConfig) -> Finding:
+    severity = {Verdict.BLOCK: mc.block_severity, Verdict.PASS: mc.pass_severity}.get(verdict, finding.severity)
+    decisive = next(
+        (r for e in evidence["experiments"] for r in e["results"] if r["verdict"] == verdict.value), None
+    )
+    said = f"; measured on the model: {verdict.value}" + (f" ({decisive['reason']})" if decisive else "")
+    measured = {**evidence, "severity_before": finding.severity.value}
+    return replace(
+        finding,
+        severity=Severity(severity),
+        message=finding.message + said,
+        evidence={**finding.evidence, "measured": measured},
+    )
+
+
+def _table_rows(
+    graph: MetadataGraph, closures: Sequence[ModelClosure], detection: Detection, lc: LifecycleConfig
+) -> dict[str, int]:
+    """``schema.table`` -> rows: a DataHub profile's count, else the most any training run counted."""
+    rows: dict[str, int] = {}
+    for span in read_training_spans(graph, closures, lc.training_rows_metric).values():
+        for table, count in (span.table_rows if span else {}).items():
+            rows[table] = max(rows.get(table, 0), count)
+    failing = [
+        f.evidence.get("dataset") for found in detection.findings.values() for f in found
+        if f.detector == failing_assertion.NAME
+    ]
+    rows.update(read_profile_rows(graph, [d for d in failing if d]))
+    return rows
+
+
+def measure_findings(
+    graph: MetadataGraph,
+    closures: Sequence[ModelClosure],
+    detection: Detection,
+    lc: LifecycleConfig,
+    ic: ImpactConfig,
+    source: ModelSource,
+) -> Detection:
+    """The detection with every replayable finding measured; itself when measuring is off or nothing qualifies."""
+    mc = ic.measured
+    wanted = [
+        c for c in closures
+        if (c.production or not mc.production_only)
+        and any(f.severity.at_least(mc.min_severity) and f.detector in MEASURED for f in detection.findings.get(c.urn, ()))
+    ]
+    if not mc.enabled or not wanted:
+        return detection
+    measurer = Measurer(column_graph(closures), lc, ic, source, _table_rows(graph, wanted, detection, lc))
+    findings = {
+        urn: sort_findings([measurer.measure(by_urn[urn], f) for f in found]) if urn in by_urn else found
+        for by_urn in [{c.urn: c for c in closures}]
+        for urn, found in detection.findings.items()
+    }
+    return Detection(findings=findings, blast_radius=detection.blast_radius)
+
+
+def measure_scan(
+    graph: MetadataGraph, result: ScanResult, lc: LifecycleConfig, ic: ImpactConfig, source: ModelSource
+) -> ScanResult:
+    """``recall scan``'s measured pass: the findings measured, each model rescored."""
+    closures = [m.closure for m in result.models]
+    detection = Detection(findings={m.closure.urn: m.findings for m in result.models}, blast_radius=result.blast_radius)
+    measured = measure_findings(graph, closures, detection, lc, ic, source)
+    if measured is detection:
+        return result
+    return replace(result, models=score_models(closures, measured, result.config))
