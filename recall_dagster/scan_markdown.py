@@ -16,6 +16,7 @@ from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.scan import ScanResult, iso_instant
 
 if TYPE_CHECKING:
+    from recall_dagster.detect import Detection
     from recall_dagster.lifecycle.gate import GateResult
 
 
@@ -87,6 +88,28 @@ def findings_table(findings: Iterable[Finding]) -> str:
         ("severity", "detector", "where", "message"),
         ((f.severity.value, f.detector, display_name(f.cause or f.subject), f.message) for f in findings),
     )
+
+
+def measured_table(closures: Sequence[ModelClosure], detection: "Detection") -> str:
+    """Findings replayed on their model: the verdict, the severity it moved from, the measurement behind it."""
+    names = {c.urn: c.model.name for c in closures}
+    rows = []
+    for urn, found in detection.findings.items():
+        for f in found:
+            measured = f.evidence.get("measured")
+            if measured is None:
+                continue
+            experiments = measured.get("experiments", ())
+            first = experiments[0]["results"][0] if experiments and experiments[0]["results"] else {}
+            how = ", ".join(f"{e['mutation']} on {e['column']}" for e in experiments) or measured.get("reason", "")
+            rows.append((
+                names.get(urn, urn), f.detector, display_name(f.cause or f.subject),
+                measured.get("verdict") or "unmeasured", f"{measured.get('severity_before', f.severity.value)} → "
+                f"{f.severity.value}", how, first.get("reason", ""),
+            ))
+    if not rows:
+        return "No finding was replayed on a model."
+    return table(("model", "detector", "where", "verdict", "severity", "replayed as", "measurement"), rows)
 
 
 def checks_table(gate: "GateResult") -> str:

@@ -21,6 +21,8 @@ from recall_dagster.cli.options import config_option, graph_option, json_option,
 from recall_dagster.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNVERIFIED
 from recall_dagster.estate import display_name
 from recall_dagster.graph.port import location_of
+from recall_dagster.impact.config import load_impact_config
+from recall_dagster.impact.measured import gate_measure
 from recall_dagster.lifecycle.blast import describe
 from recall_dagster.lifecycle.columns import column_name
 from recall_dagster.lifecycle.config import load_lifecycle_config
@@ -119,7 +121,8 @@ def gate_command(
     config, lc = load_config(config_path), load_lifecycle_config(config_path)
     settings = Settings.from_env(graph=graph_target)
     with opened_graph(settings, read_only=True) as graph:
-        result = judge_retrain(graph, settings, config, lc, model, _now_ms())
+        measure = gate_measure(settings, lc, load_impact_config(config_path))
+        result = judge_retrain(graph, settings, config, lc, model, _now_ms(), measure)
     if as_json:
         _echo_json(result.to_json())
     else:

@@ -8,7 +8,7 @@ in a team's own location that merged Recall's assets in alike.
 from dagster import AssetSelection, ScheduleDefinition, define_asset_job
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition  # what define_asset_job returns
 
-SCAN_KEYS = ("model_closures", "risk_findings", "risk_scores", "datahub_writeback", "data_incidents", "blind_window")
+SCAN_KEYS = ("model_closures", "risk_findings", "impact_tests", "risk_scores", "datahub_writeback", "data_incidents", "blind_window")
 
 
 def scan_job() -> UnresolvedAssetJobDefinition:

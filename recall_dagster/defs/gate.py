@@ -39,6 +39,7 @@ from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGra
 from dagster_shared.check import CheckError
 
 from recall_dagster.defs.resources import RecallResource
+from recall_dagster.impact.measured import gate_measure
 from recall_dagster.defs.translator import RecallTranslator
 from recall_dagster.detect import Severity
 from recall_dagster.errors import ModelNotFound
@@ -48,6 +49,7 @@ from recall_dagster.scan_markdown import checks_table, findings_table
 
 GATE_CHECK = "retrain_gate"
 UPSTREAM_CHECKS = "upstream_asset_checks"
+MEASURED_CHECK = "measured_impact"
 
 
 def _training_key(training: AssetsDefinition, key: AssetKey | None) -> AssetKey:
@@ -106,10 +108,16 @@ def _gate_asset(
         specs=[AssetSpec(gate_key, deps=reads, group_name=group, kinds={"datahub"},
                          description=f"Recall's retrain gate for {model}, in front of {trained.to_user_string()}.",
                          metadata={"registered_model": model, "gates": trained.to_user_string()})],
-        check_specs=[AssetCheckSpec(
-            GATE_CHECK, asset=gate_key, blocking=True,
-            description=f"Refuses the retrain of {model} on NO-GO (and on UNVERIFIED unless recall.yaml allows it).",
-        )],
+        check_specs=[
+            AssetCheckSpec(
+                GATE_CHECK, asset=gate_key, blocking=True,
+                description=f"Refuses the retrain of {model} on NO-GO (and on UNVERIFIED unless recall.yaml allows it).",
+            ),
+            AssetCheckSpec(
+                MEASURED_CHECK, asset=gate_key, blocking=True,
+                description=f"Fails when a finding upstream of {model}, replayed on its served version, BLOCKs.",
+            ),
+        ],
     )
     def gate(context: AssetExecutionContext, recall: RecallResource) -> Iterator[Any]:
         verdict = _judge(recall, model)
@@ -121,6 +129,16 @@ def _gate_asset(
             asset_key=gate_key, check_name=GATE_CHECK, passed=allowed, severity=AssetCheckSeverity.ERROR,
             metadata=metadata,
         )
+        measured = next((c for c in verdict.checks if c.name == MEASURED_CHECK), None)
+        yield AssetCheckResult(
+            asset_key=gate_key, check_name=MEASURED_CHECK, passed=measured is None or measured.status != "FAIL",
+            severity=AssetCheckSeverity.ERROR,
+            metadata={
+                "status": measured.status if measured else "SKIP",
+                "summary": measured.summary if measured else verdict.reason or "no version to judge",
+                "details": MetadataValue.md("\n".join(f"- {d}" for d in measured.details) if measured else "-"),
+            },
+        )
 
     return gate
 
@@ -129,7 +147,9 @@ def _judge(recall: RecallResource, model: str) -> GateResult:
     now_ms = int(time.time() * 1000)
     with recall.open_graph() as graph:
         try:
-            return judge_retrain(graph, recall.settings(), recall.config(), recall.lifecycle_config(), model, now_ms)
+            settings, lc = recall.settings(), recall.lifecycle_config()
+            measure = gate_measure(settings, lc, recall.impact_config())
+            return judge_retrain(graph, settings, recall.config(), lc, model, now_ms, measure)
         except ModelNotFound as err:
             return GateResult.unverified(model, str(err), now_ms)
 

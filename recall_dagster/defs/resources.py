@@ -18,6 +18,8 @@ from dagster import ConfigurableResource, EnvVar
 
 from recall_dagster.detect import RecallConfig
 from recall_dagster.graph import MetadataGraph, open_graph
+from recall_dagster.impact.config import ImpactConfig, load_impact_config
+from recall_dagster.impact.models import MlflowModels
 from recall_dagster.lifecycle.config import LifecycleConfig, load_lifecycle_config
 from recall_dagster.scan import load_config
 from recall_dagster.writeback.config import WritebackConfig, load_writeback_config
@@ -104,6 +106,13 @@ class RecallResource(ConfigurableResource):
 
     def writeback_config(self) -> WritebackConfig:
         return load_writeback_config(self.config_file())
+
+    def impact_config(self) -> ImpactConfig:
+        return load_impact_config(self.config_file())
+
+    def models(self) -> MlflowModels:
+        """Where impact tests load the served versions and their held-out rows."""
+        return MlflowModels(self.settings().mlflow_uri, self.impact_config())
 
     @contextmanager
     def open_graph(self, read_only: bool = True) -> Iterator[MetadataGraph]:

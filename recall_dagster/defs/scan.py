@@ -1,7 +1,8 @@
-"""The scan as four assets: ``model_closures → risk_findings → risk_scores → datahub_writeback``.
+"""The scan as five assets: ``model_closures → risk_findings → impact_tests → risk_scores → datahub_writeback``.
 
 Each asset calls the same function as one stage of ``recall scan``
-(:func:`resolve_closures`, :func:`run_detectors`, :func:`score_models`), so a
+(:func:`resolve_closures`, :func:`run_detectors`, :func:`measure_findings`,
+:func:`score_models`), so a
 person can rerun one stage from the UI and read what it produced in its
 metadata. :func:`recall_scan_assets` builds them, after whatever assets a team
 names (its DataHub ingestion, say); ``datahub_writeback`` writes the diagnosis
@@ -30,6 +31,7 @@ from recall_dagster.defs.resources import RecallResource
 from recall_dagster.detect import Detection, count_by_severity
 from recall_dagster.errors import ModelNotFound, ServiceUnreachable
 from recall_dagster.estate import ModelClosure
+from recall_dagster.impact.measured import measure_findings
 from recall_dagster.scan import (
     JsonStateStore,
     ScanResult,
@@ -43,6 +45,7 @@ from recall_dagster.scan_markdown import (
     closures_table,
     coverage_list,
     detector_counts,
+    measured_table,
     models_table,
     scan_report,
     table,
@@ -132,15 +135,36 @@ def risk_findings(model_closures: Closures, config: FindingsConfig, recall: Reca
     )
 
 
+@asset(group_name=GROUP)
+def impact_tests(model_closures: Closures, risk_findings: Detection, recall: RecallResource) -> Output[Detection]:
+    """Each finding on a column reaching a production model, replayed on the model: BLOCK raises it, PASS
+    lowers it (``impact.measured`` in recall.yaml), as ``recall scan`` does."""
+    with recall.open_graph() as graph:
+        measured = measure_findings(
+            graph, model_closures.closures, risk_findings, recall.lifecycle_config(), recall.impact_config(),
+            recall.models(),
+        )
+    findings = [f for found in measured.findings.values() for f in found if "measured" in f.evidence]
+    verdicts = [str(f.evidence["measured"].get("verdict") or "UNMEASURED") for f in findings]
+    return Output(
+        measured,
+        metadata={
+            "measured": len(findings),
+            **{v.lower(): verdicts.count(v) for v in ("BLOCK", "WARN", "PASS", "INCOMPLETE", "UNMEASURED")},
+            "findings": MetadataValue.md(measured_table(model_closures.closures, measured)),
+        },
+    )
+
+
 @asset(group_name=GROUP, check_specs=[AssetCheckSpec(FAIL_TIER_CHECK, asset="risk_scores")])
-def risk_scores(model_closures: Closures, risk_findings: Detection, recall: RecallResource) -> Iterator[Any]:
+def risk_scores(model_closures: Closures, impact_tests: Detection, recall: RecallResource) -> Iterator[Any]:
     """A score and a tier per model, worst first; the check fails (WARN) when a model reaches the fail tier."""
     config = recall.config()
     result = ScanResult(
         scanned_at_ms=model_closures.scanned_at_ms,
         graph=model_closures.graph,
-        models=score_models(model_closures.closures, risk_findings, config),
-        blast_radius=risk_findings.blast_radius,
+        models=score_models(model_closures.closures, impact_tests, config),
+        blast_radius=impact_tests.blast_radius,
         config=config,
     )
     failing = [m.closure.model.name for m in result.failing]
@@ -193,5 +217,5 @@ def datahub_writeback(model_closures: Closures, risk_scores: ScanResult, recall:
 
 
 def recall_scan_assets(deps: Sequence[AssetKey | str] = ()) -> list[AssetsDefinition]:
-    """The scan's four assets, ``model_closures`` downstream of ``deps`` (say, the team's DataHub ingestion)."""
-    return [_model_closures(deps), risk_findings, risk_scores, datahub_writeback]
+    """The scan's five assets, ``model_closures`` downstream of ``deps`` (say, the team's DataHub ingestion)."""
+    return [_model_closures(deps), risk_findings, impact_tests, risk_scores, datahub_writeback]

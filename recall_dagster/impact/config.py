@@ -71,9 +71,12 @@ def _mutations(s: _Section, allowed: tuple[str, ...] | None) -> dict[str, str]:
         name = str(key)
         if allowed is not None and name not in allowed:
             raise ConfigError(f"{s.source}: {s.where}.{name} is not a change Recall tells apart; known: {', '.join(allowed)}")
-        spec = s.text(name)
-        parse_mutation(spec or "")
-        out[name] = spec or ""
+        spec = s.text(name) or ""
+        try:
+            parse_mutation(spec)
+        except ConfigError as err:
+            raise ConfigError(f"{s.source}: {s.where}.{name}: {err}") from None
+        out[name] = spec
     return out
 
 

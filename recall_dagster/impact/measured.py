@@ -23,14 +23,16 @@ from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.estate import ModelClosure
 from recall_dagster.impact.config import ImpactConfig, MeasuredConfig
 from recall_dagster.impact.experiment import ImpactReport, run_experiment
-from recall_dagster.impact.models import ModelSource
+from recall_dagster.impact.models import MlflowModels, ModelSource
 from recall_dagster.impact.mutations import Mutation, parse_mutation
 from recall_dagster.impact.policy import Verdict, worst
 from recall_dagster.impact.targets import affected_models
 from recall_dagster.lifecycle.columns import Col, ColumnGraph, column_graph, column_name
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.read import read_profile_rows, read_training_spans, relation
+from recall_dagster.lifecycle.service import Measure
 from recall_dagster.scan import ScanResult, score_models
+from recall_dagster.settings import Settings
 
 _TIME_WORDS = ("timestamp", "datetime", "date", "time")
 MEASURED = (training_source_schema_drift.NAME, failing_assertion.NAME)  # the detectors a mutation can replay
@@ -225,3 +227,15 @@ def measure_scan(
     if measured is detection:
         return result
     return replace(result, models=score_models(closures, measured, result.config))
+
+
+def gate_measure(settings: Settings, lc: LifecycleConfig, ic: ImpactConfig) -> Measure | None:
+    """What the retrain gate replays its findings with, from MLflow; None when ``impact.measured`` is off."""
+    if not ic.measured.enabled:
+        return None
+    source = MlflowModels(settings.mlflow_uri, ic)
+
+    def measure(graph: MetadataGraph, closures: Sequence[ModelClosure], detection: Detection) -> Detection:
+        return measure_findings(graph, closures, detection, lc, ic, source)
+
+    return measure

@@ -63,6 +63,10 @@ def _numeric(values: pd.Series, op: str) -> pd.Series:
 
 def null_fraction(values: pd.Series, rows: np.ndarray, arg: str | None, rng: np.random.Generator) -> pd.Series:
     """NULLs where the load lost values; the share of rows is chosen by the caller (``null_fraction:P``)."""
+    if pd.api.types.is_datetime64_any_dtype(values):
+        out = values.copy()
+        out.iloc[rows] = pd.NaT
+        return out
     number = _is_number(values)
     out = values.astype("float64" if number else object).copy()
     out.iloc[rows] = np.nan if number else None
@@ -136,7 +140,7 @@ def category_remap(values: pd.Series, rows: np.ndarray, arg: str | None, rng: np
         return out
     mapping: dict[object, object] = {}
     for pair in arg.split(","):
-        old, sep, new = pair.partition("=")
+        old, sep, new = (part.strip() for part in pair.partition("="))
         if not sep:
             raise ConfigError(f"mutation category_remap: {pair!r} is not OLD=NEW")
         key: object = _float(old, "category_remap") if numeric else old

@@ -31,6 +31,7 @@ CHECK_NAMES: tuple[str, ...] = (
     "row_count_drop",
     "feature_coverage",
     "deprecated_inputs",
+    "measured_impact",
 )
 
 

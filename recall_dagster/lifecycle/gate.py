@@ -64,6 +64,7 @@ class GateInputs:
     scan: RecallConfig
     config: LifecycleConfig
     now_ms: int
+    measured: bool = False  # whether the findings were replayed on the model (impact.measured)
 
     @property
     def direct_inputs(self) -> tuple[str, ...]:
@@ -218,6 +219,23 @@ def feature_coverage(inputs: GateInputs) -> CheckResult:
     return CheckResult("feature_coverage", "FAIL", f"only {summary}", tuple(gaps))
 
 
+def measured_impact(inputs: GateInputs) -> CheckResult:
+    """Findings replayed on the model: one whose replay BLOCKs fails the gate; none replayable is no evidence."""
+    if not inputs.measured:
+        return CheckResult("measured_impact", "SKIP", "measuring findings on the model is off (impact.measured)")
+    measured = [(f, f.evidence["measured"]) for f in inputs.findings if "measured" in f.evidence]
+    if not measured:
+        return CheckResult("measured_impact", "PASS", "no finding upstream to replay on the model")
+    blocked = [f"{f.detector}: {f.message}" for f, m in measured if m.get("verdict") == "BLOCK"]
+    judged = [m for _, m in measured if m.get("verdict") not in (None, "INCOMPLETE")]
+    notes = [f"{f.detector} ({m.get('verdict') or 'unmeasured'}): {m.get('reason') or f.message}"
+             for f, m in measured if m.get("verdict") in (None, "INCOMPLETE")]
+    if not blocked and not judged:
+        return CheckResult("measured_impact", "SKIP", "no finding could be replayed on the model", tuple(notes))
+    return _result("measured_impact", blocked, f"{len(judged)} finding(s) replayed on the model, none blocks",
+                   "{n} finding(s) the model measurably fails on", notes)
+
+
 CHECKS: Mapping[str, Callable[[GateInputs], CheckResult]] = {
     "risk_tier": risk_tier,
     "active_incidents": active_incidents,
@@ -239,6 +257,7 @@ CHECKS: Mapping[str, Callable[[GateInputs], CheckResult]] = {
     "deprecated_inputs": _detector_check(
         "deprecated_inputs", (deprecated_upstream.NAME, orphaned_feature.NAME), "no deprecated or orphaned input"
     ),
+    "measured_impact": measured_impact,
 }
 
 

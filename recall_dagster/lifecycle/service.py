@@ -9,9 +9,9 @@ functions; time always comes in as ``now_ms``.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from recall_dagster.detect import RecallConfig, run_detectors
+from recall_dagster.detect import Detection, RecallConfig, run_detectors
 from recall_dagster.detect.state import SchemaBaseline
 from recall_dagster.errors import ConfigError, ModelNotFound
 from recall_dagster.estate import ModelClosure, display_name
@@ -40,6 +40,10 @@ from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import RetryPolicy
 from recall_dagster.writeback.store import WritebackStore
 
+
+
+# Replays a detection's findings on the models (impact.measured); the gate's measured_impact check reads it.
+Measure = Callable[[MetadataGraph, Sequence[ModelClosure], Detection], Detection]
 
 
 @dataclass(frozen=True)
@@ -157,17 +161,22 @@ def evaluate_gate(
     *,
     baselines: Mapping[str, SchemaBaseline],
     row_counter: RowCounter | None = None,
+    measure: Measure | None = None,
 ) -> GateResult:
     """GO / NO-GO / UNVERIFIED for retraining ``model`` (a name means the version its production alias serves).
 
     Row counts now come from DataHub's dataset profiles, then from ``row_counter``
     (the team's databases) for tables nobody profiles.  Schema baselines are read,
-    not recorded: judging a retrain never accepts a schema change.
+    not recorded: judging a retrain never accepts a schema change.  ``measure``
+    replays the findings on the model (``measured_impact``), given.
     """
     assessment = assess(graph, config, lc, now_ms)
     closure = select_version(assessment.estate, model)
     span = assessment.spans.get(closure.urn)
-    findings = run_detectors([closure], config, baselines).findings.get(closure.urn, ())
+    detection = run_detectors([closure], config, baselines)
+    if measure is not None:
+        detection = measure(graph, [closure], detection)
+    findings = detection.findings.get(closure.urn, ())
     twins = _twins_of(closure, closure.training_inputs)
     rows = read_profile_rows(graph, twins)
     missing = {t: [u for u in twins if relation(u) == t] for t in (span.table_rows if span else {}) if t not in rows}
@@ -188,19 +197,28 @@ def evaluate_gate(
         scan=config,
         config=lc,
         now_ms=now_ms,
+        measured=measure is not None,
     )
     return run_gate(inputs)
 
 
 def judge_retrain(
-    graph: MetadataGraph, settings: Settings, config: RecallConfig, lc: LifecycleConfig, model: str, now_ms: int
+    graph: MetadataGraph,
+    settings: Settings,
+    config: RecallConfig,
+    lc: LifecycleConfig,
+    model: str,
+    now_ms: int,
+    measure: Measure | None = None,
 ) -> GateResult:
     """:func:`evaluate_gate` as ``recall gate`` and the Dagster gate run it: the scans' schema baselines, read
-    and never recorded (a retrain refused on a broken estate must not make the broken schema the norm), and
-    row counts from the connections in ``lifecycle.row_counts``."""
+    and never recorded (a retrain refused on a broken estate must not make the broken schema the norm),
+    row counts from the connections in ``lifecycle.row_counts``, and the findings replayed on the model by
+    ``measure`` (:func:`recall_dagster.impact.measured.gate_measure`), given."""
     baselines = JsonStateStore(settings.state_dir).load_baselines()
     return evaluate_gate(
-        graph, config, lc, model, now_ms, baselines=baselines, row_counter=sql_row_counter(lc.row_counts)
+        graph, config, lc, model, now_ms, baselines=baselines, row_counter=sql_row_counter(lc.row_counts),
+        measure=measure,
     )
 
 

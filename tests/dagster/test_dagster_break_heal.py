@@ -41,20 +41,24 @@ def test_broken_estate_refuses_the_retrain_and_heal_lets_it_run(estate: Settings
 
     refused = retrain_fraud(defs)
     assert not refused.success and [e.asset_key for e in refused.get_asset_materialization_events()] == [GATE]
-    [gate] = refused.get_asset_check_evaluations()
+    checks = {c.asset_check_key.name: c for c in refused.get_asset_check_evaluations()}
+    gate = checks["retrain_gate"]
     why = {name: value.value for name, value in gate.metadata.items()}
     assert not gate.passed and why["verdict"] == "NO-GO"
     assert {"risk_tier", "failing_assertions", "training_serving_skew", "schema_drift"} <= set(
         why["failing_checks"].split(", ")
     )
     critical = why["critical_findings"]
-    for detector in ("failing_assertion", "training_serving_skew", "training_source_schema_drift"):
+    for detector in ("training_serving_skew", "training_source_schema_drift"):
         assert f"| CRITICAL | {detector} |" in critical, critical
     assert "| failing_assertions | FAIL |" in why["checks"]
+    assert "| measured_impact |" in why["checks"], "the gate replays the injuries on the served version"
+    measured = checks["measured_impact"]
+    assert measured.passed == (measured.metadata["status"].value != "FAIL")
 
     lifecycle.heal(estate, Progress(quiet=True))
     healed = retrain_fraud(defs)
     assert healed.success
-    [gate] = healed.get_asset_check_evaluations()
+    gate = next(c for c in healed.get_asset_check_evaluations() if c.asset_check_key.name == "retrain_gate")
     assert gate.passed and gate.metadata["verdict"].value == "GO"
     assert [e.asset_key for e in healed.get_asset_materialization_events()] == [GATE, FRAUD]

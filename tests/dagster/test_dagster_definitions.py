@@ -20,7 +20,7 @@ from recall_dagster.settings import REPO_ROOT, Settings
 from seed.dagster import definitions as demo_location
 from seed.stack.dbt import PROJECT_DIR
 
-SCAN = ["model_closures", "risk_findings", "risk_scores", "datahub_writeback"]
+SCAN = ["model_closures", "risk_findings", "impact_tests", "risk_scores", "datahub_writeback"]
 MODELS = ["churn_predictor", "demand_forecaster", "fraud_detector"]
 
 
@@ -59,7 +59,8 @@ def test_the_scan_is_a_chain(definitions) -> None:
     assert parents == {
         "model_closures": set(),
         "risk_findings": {"model_closures"},
-        "risk_scores": {"model_closures", "risk_findings"},
+        "impact_tests": {"model_closures", "risk_findings"},
+        "risk_scores": {"model_closures", "impact_tests"},
         "datahub_writeback": {"model_closures", "risk_scores"},
     }
     ingest = {p.to_user_string() for p in graph.get(AssetKey("datahub_metadata")).parent_keys}
@@ -83,6 +84,7 @@ def test_dbt_tests_are_checks_and_every_retrain_has_a_blocking_gate(definitions)
     assert sum(1 for c in checks.values() if c.key.asset_key.path[0] in ("staging", "marts")) >= 40
     for model in MODELS:
         assert checks[f"ml/{model}_retrain_gate:retrain_gate"].blocking
+        assert checks[f"ml/{model}_retrain_gate:measured_impact"].blocking
     assert not checks["risk_scores:no_model_at_fail_tier"].blocking
     assert not any(c.blocking for k, c in checks.items() if k.startswith(("staging/", "marts/"))), (
         "the demo's dbt tests never stop a run; Recall's gates read every upstream test's result"

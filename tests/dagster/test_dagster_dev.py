@@ -34,9 +34,10 @@ def test_graphql_lists_the_assets_checks_sensors_and_schedules(tmp_path: Path) -
     assert done.returncode == 0, done.stderr[-3000:] + (tmp_path / "dagster-dev.log").read_text()[-3000:]
     served = json.loads(done.stdout)
     assets = served["assets"]
-    assert {"model_closures", "risk_findings", "risk_scores", "datahub_writeback", "datahub_metadata"} <= set(assets)
+    assert {"model_closures", "risk_findings", "impact_tests", "risk_scores", "datahub_writeback",
+            "datahub_metadata"} <= set(assets)
     for model in ("fraud_detector", "churn_predictor", "demand_forecaster"):
-        assert assets[f"ml/{model}_retrain_gate"] == {"retrain_gate": True}
+        assert assets[f"ml/{model}_retrain_gate"] == {"retrain_gate": True, "measured_impact": True}
         assert f"ml/{model}" in assets
     assert assets["marts/fct_transactions"]["not_null_fct_transactions_unit_price"] is False
     assert assets["risk_scores"] == {"no_model_at_fail_tier": False}

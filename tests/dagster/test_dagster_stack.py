@@ -39,7 +39,7 @@ FRAUD = AssetKey(["ml", "fraud_detector"])
 GATE_ASSET = AssetKey(["ml", "fraud_detector_retrain_gate"])
 GATE = AssetCheckKey(GATE_ASSET, "retrain_gate")
 INGEST = AssetKey("datahub_metadata")
-SCAN = ["model_closures", "risk_findings", "risk_scores", "datahub_writeback"]
+SCAN = ["model_closures", "risk_findings", "impact_tests", "risk_scores", "datahub_writeback"]
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +118,10 @@ def test_a_failed_dbt_test_is_a_failed_check_the_sensor_turns_into_a_scan(defs, 
     scores = metadata(rescan, "risk_scores")
     assert "fraud_detector_1" in scores["models"] and "churn_predictor_1" not in scores["models"]
     assert "| failing_assertion | 1 |" in metadata(rescan, "risk_findings")["by_detector"]
+    measured = metadata(rescan, "impact_tests")
+    assert measured["measured"] == 1 and "null_fraction on warehouse.marts.fct_transactions.unit_price" in (
+        measured["findings"]
+    ), "the failing not-null test is replayed on fraud_detector at the share of rows that failed"
     assert "warehouse.marts.fct_transactions" in scores["blast_radius"]
     assert metadata(rescan, "datahub_writeback")["written"] is False, "only a whole-estate scan writes back"
     incidents = metadata(rescan, "data_incidents")
@@ -129,12 +133,19 @@ def test_a_failed_dbt_test_is_a_failed_check_the_sensor_turns_into_a_scan(defs, 
 def test_the_gate_refuses_the_retrain_in_the_same_run(defs, instance, estate: Settings) -> None:
     result = run(defs, instance, "retrain_models", asset_selection=[GATE_ASSET, FRAUD])
     assert not result.success
-    [gate] = result.get_asset_check_evaluations()
+    checks = {c.asset_check_key.name: c for c in result.get_asset_check_evaluations()}
+    gate = checks["retrain_gate"]
     assert (gate.asset_check_key, gate.passed, gate.severity.value) == (GATE, False, "ERROR")
+    measured = checks["measured_impact"]
+    assert measured.metadata["status"].value in ("PASS", "SKIP", "FAIL") and measured.passed == (
+        measured.metadata["status"].value != "FAIL"
+    ), "the replay of the failing test on the served version is its own check on the gate"
     why = {name: value.value for name, value in gate.metadata.items()}
     assert why["verdict"] == "NO-GO" and why["model_version"].endswith("fraud_detector_1,PROD)")
     assert "failing_assertions" in why["failing_checks"].split(", "), "DataHub's record of the failed test refuses it"
-    assert "| CRITICAL | failing_assertion | warehouse.marts.fct_transactions |" in why["critical_findings"]
+    assert measured.metadata["summary"].value == "1 finding(s) replayed on the model, none blocks", (
+        "the NULL prices, replayed on fraud_detector_1 at the share of rows that fail, are measured, not guessed"
+    )
     materialized = [e.asset_key for e in result.get_asset_materialization_events()]
     assert materialized == [GATE_ASSET], "the gate recorded its verdict; the retrain did not run"
 
@@ -150,8 +161,12 @@ def test_after_the_repair_the_retrain_runs_and_its_version_is_scanned(defs, inst
 
     retrain = run(defs, instance, "retrain_models", asset_selection=[GATE_ASSET, FRAUD, INGEST])
     assert retrain.success
-    [gate] = retrain.get_asset_check_evaluations()
+    checks = {c.asset_check_key.name: c for c in retrain.get_asset_check_evaluations()}
+    gate = checks["retrain_gate"]
     assert gate.passed and gate.metadata["verdict"].value == "GO"
+    assert checks["measured_impact"].passed and checks["measured_impact"].metadata["summary"].value == (
+        "no finding upstream to replay on the model"
+    )
     trained = metadata(retrain, "ml/fraud_detector")
     assert trained["version"] == 2 and trained["metric.roc_auc"] > 0.8
     assert fraud_versions(estate) == [1, 2]

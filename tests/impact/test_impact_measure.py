@@ -331,3 +331,15 @@ def test_measurement_json_rounds_and_keeps_none(data):
     assert out["baseline"] == round(out["baseline"], 6)
     empty = run("classification", inference(np.ones(4)), inference(np.ones(4)), np.ones(4)).to_json()
     assert empty["loss"] is None and empty["ci"] is None
+
+
+def test_only_rows_the_baseline_scored_count_as_mutated_failures():
+    labels = np.array([0, 1] * 10, dtype="float64")
+    labels[19] = np.nan  # unlabeled: not measured, so not a failure either
+    base = np.linspace(0, 1, 20)
+    base[:5] = np.nan  # the baseline could not score these: the mutation is not to blame
+    mutated = np.linspace(0, 1, 20)
+    mutated[[0, 1, 2, 3, 4, 10, 11, 12, 19]] = np.nan
+    m = run("classification", inference(base), inference(mutated), labels)
+    assert m.failures == 3
+    assert m.rows == 20 - 5 - 3 - 1

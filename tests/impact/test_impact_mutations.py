@@ -13,6 +13,8 @@ from recall_dagster.impact.mutations import (
     Mutation,
     MutationError,
     apply,
+    category_remap,
+    null_fraction,
     parse_mutation,
     touched_rows,
 )
@@ -52,10 +54,13 @@ def split(frame: pd.DataFrame, fraction: float, seed: int = SEED) -> tuple[np.nd
 # --- touched_rows -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("n, fraction", [(201, 0.3), (10, 0.25), (1000, 0.001), (7, 1.0), (50, 0.0)])
-def test_touched_rows_counts_round_fraction_times_n_distinct_sorted_in_range(n, fraction):
+@pytest.mark.parametrize(
+    "n, fraction, count",
+    [(201, 0.3, 60), (201, 0.7, 141), (10, 0.27, 3), (1000, 0.001, 1), (7, 1.0, 7), (50, 0.0, 0)],
+)
+def test_touched_rows_counts_round_fraction_times_n_distinct_sorted_in_range(n, fraction, count):
     rows = touched_rows(n, fraction, seed=3)
-    assert len(rows) == int(round(fraction * n))
+    assert len(rows) == count
     assert len(set(rows.tolist())) == len(rows)
     assert np.all(np.diff(rows) > 0)
     assert rows.min(initial=0) >= 0 and rows.max(initial=0) < max(n, 1)
@@ -84,6 +89,11 @@ def test_null_fraction_on_text_leaves_missing_values_on_touched_rows_only(frame)
     touched, kept = split(frame, 0.5)
     assert out["city"][touched].isna().all()
     assert out["city"][kept].tolist() == frame["city"][kept].tolist()
+
+
+def test_null_fraction_rounds_the_share_of_rows_to_the_nearest_row(frame):
+    _, out = run("null_fraction:0.7", frame)
+    assert out["price"].isna().sum() == 141  # 0.7 * 201 = 140.7
 
 
 def test_null_fraction_zero_changes_no_value(frame):
@@ -419,3 +429,15 @@ def test_parse_mutation_reads_op_arg_and_fraction():
 def test_parse_mutation_rejects_a_null_share_that_is_not_a_number():
     with pytest.raises(ConfigError, match="not a number"):
         parse_mutation("null_fraction:half")
+
+
+def test_category_remap_ignores_spaces_around_pairs() -> None:
+    values = pd.Series(["A", "B", "C"], name="segment")
+    out = category_remap(values, np.arange(3), "A=X, C = Z", np.random.default_rng(0))
+    assert list(out) == ["X", "B", "Z"]
+
+
+def test_null_fraction_keeps_a_timestamp_column_a_timestamp() -> None:
+    values = pd.Series(pd.date_range("2026-01-01", periods=4, freq="h"), name="occurred_at")
+    out = null_fraction(values, np.array([1]), None, np.random.default_rng(0))
+    assert pd.api.types.is_datetime64_any_dtype(out) and out.isna().tolist() == [False, True, False, False]
