@@ -146,6 +146,14 @@ def test_break_is_reported_by_the_detector_that_owns_each_injury(estate, monkeyp
     stale = [f for f in by_name["churn_predictor_1"]["findings"] if f["detector"] == "upstream_staleness"]
     assert stale and "raw.customers" in stale[0]["message"]
     assert any(row["dataset"].endswith("warehouse.raw.transactions,PROD)") for row in report["blast_radius"])
+    replayed = [
+        f["evidence"]["measured"] for f in retrained["findings"]
+        if f["detector"] in ("failing_assertion", "training_source_schema_drift") and "measured" in f["evidence"]
+    ]
+    verdicts = {m["verdict"] for m in replayed}
+    assert verdicts & {"PASS", "WARN", "BLOCK"}, "the injuries are replayed on fraud_detector_2 and carry verdicts"
+    mutations = {e["mutation"] for m in replayed for e in m.get("experiments", ())}
+    assert {"timezone_shift:1", "null_fraction"} <= mutations, mutations
     before = lifecycle.entity_counts(settings)
     lifecycle.break_estate(settings, Progress(quiet=True))
     assert lifecycle.entity_counts(settings) == before, "a second break retrains and writes nothing"

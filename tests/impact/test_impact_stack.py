@@ -1,0 +1,166 @@
+"""``recall impact`` on the demo estate built by the real systems: MLflow models, their logged held-out rows,
+DataHub's lineage from dbt and the mlflow source."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from contextlib import closing
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from click.testing import CliRunner
+from datahub.metadata import schema_classes as m
+from mlflow import MlflowClient
+
+from recall_dagster.cli import cli
+from recall_dagster.graph import GmsGraph, open_graph
+from recall_dagster.impact.config import load_impact_config
+from recall_dagster.impact.models import MlflowModels
+from recall_dagster.impact.publish import IMPACT_VERDICT
+from recall_dagster.impact.service import ImpactRequest, impact_test, record_impact
+from recall_dagster.lifecycle.config import load_lifecycle_config
+from recall_dagster.progress import Progress
+from recall_dagster.scan import load_config
+from recall_dagster.settings import Settings
+from recall_dagster.writeback.config import RetryPolicy
+from seed import lifecycle
+from tests.writeback.wb_support import WritebackGms, serve
+
+pytestmark = pytest.mark.stack
+
+FRAUD_COLUMNS = [
+    ("fct_transactions", "amount"),
+    ("fct_transactions", "hour_of_day"),
+    ("fct_transactions", "unit_price"),
+    ("fct_transactions", "amount_to_price_ratio"),
+    ("fct_device_features", "ip_risk_score"),
+    ("fct_device_features", "is_emulator"),
+]
+
+
+@pytest.fixture(scope="module")
+def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
+    home = tmp_path_factory.mktemp("impact")
+    settings = Settings.under(home)
+    lifecycle.build(settings, Progress(quiet=True), scale=0.05)
+    yield settings
+    lifecycle.reset(settings, Progress(quiet=True))
+
+
+@pytest.fixture
+def env(estate: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    monkeypatch.setenv("RECALL_HOME", str(estate.home))
+    monkeypatch.setenv("RECALL_GRAPH", estate.graph)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("RECALL_CONFIG", raising=False)
+    return estate
+
+
+def impact(*args: str) -> tuple[int, dict]:
+    result = CliRunner().invoke(cli, ["impact", *args, "--json"])
+    assert result.exit_code in (0, 1, 4), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def measure(settings: Settings, table: str, column: str, mutation: str) -> dict:
+    ic = load_impact_config()
+    with closing(open_graph(settings, read_only=True)) as graph:
+        report = impact_test(
+            graph, load_config(), load_lifecycle_config(), ic, ImpactRequest(table, column, mutation),
+            MlflowModels(settings.mlflow_uri, ic), int(time.time() * 1000),
+        )
+    return report.to_json()
+
+
+def test_freezing_the_column_behind_the_strongest_feature_is_not_a_pass_and_flips_predictions(env: Settings) -> None:
+    losses = {}
+    for table, column in FRAUD_COLUMNS:
+        [row] = measure(env, table, column, "constant")["results"]
+        losses[(table, column)] = row["loss"]
+    strongest = max(losses, key=lambda k: losses[k])
+    code, report = impact(strongest[0], "--column", strongest[1], "--mutation", "constant")
+    [row] = report["results"]
+    assert row["model"] == "fraud_detector" and row["version"] == "1", "the version the production alias serves"
+    assert report["verdict"] != "PASS" and code == {"WARN": 0, "BLOCK": 1}[report["verdict"]]
+    assert row["flip_rate"] > 0 and row["delta"] < 0 and row["ci"][1] <= 0
+    assert row["rows"] >= 200 and row["failures"] == 0
+    assert report["schema_version"] == 1 and report["mutation"] == "constant" and report["fraction"] == 1.0
+
+    code, unchanged = impact(strongest[0], "--column", strongest[1], "--mutation", "null_fraction:0")
+    [row] = unchanged["results"]
+    assert (code, unchanged["verdict"], row["flip_rate"], row["delta"]) == (0, "PASS", 0.0, 0.0)
+
+
+def test_a_column_no_production_model_reads_affects_nothing(env: Settings) -> None:
+    code, report = impact("dim_customers", "--column", "email", "--mutation", "constant")
+    assert (code, report["verdict"], report["results"], report["affected_models"]) == (0, "PASS", [], 0)
+    text = CliRunner().invoke(cli, ["impact", "dim_customers", "--column", "email", "--mutation", "drop"]).output
+    assert "nothing is affected" in " ".join(text.split())
+
+
+def test_dropping_a_column_the_model_needs_blocks_on_inference_failures(env: Settings) -> None:
+    code, report = impact("fct_transactions", "--column", "amount", "--mutation", "drop", "--no-write")
+    [row] = report["results"]
+    assert (code, row["verdict"]) == (1, "BLOCK")
+    assert row["failures"] > 0 and "failed inference" in row["reason"]
+
+
+def test_evaluation_rows_the_run_never_logged_are_incomplete(env: Settings, tmp_path: Path) -> None:
+    overlay = tmp_path / "recall.yaml"
+    overlay.write_text("impact:\n  evaluation:\n    artifact: evaluation/never_logged.parquet\n")
+    code, report = impact("fct_transactions", "--column", "amount", "--mutation", "scale", "--config", str(overlay),
+                          "--no-write")
+    [row] = report["results"]
+    assert (code, report["verdict"], row["verdict"]) == (4, "INCOMPLETE", "INCOMPLETE")
+    assert "logged no evaluation data at evaluation/never_logged.parquet" in row["reason"]
+
+
+def test_a_model_that_cannot_be_loaded_is_incomplete(env: Settings) -> None:
+    client = MlflowClient(tracking_uri=env.mlflow_uri, registry_uri=env.mlflow_uri)
+    model_dir = Path(client.get_model_version_download_uri("fraud_detector", "1").removeprefix("file://"))
+    pickled = model_dir / "model.pkl"
+    hidden = model_dir / "model.pkl.hidden"
+    shutil.move(pickled, hidden)
+    try:
+        code, report = impact("fct_transactions", "--column", "amount", "--mutation", "scale", "--no-write")
+    finally:
+        shutil.move(hidden, pickled)
+    [row] = report["results"]
+    assert (code, row["verdict"]) == (4, "INCOMPLETE")
+    assert "fraud_detector version 1 cannot be loaded" in row["reason"]
+
+
+def test_the_verdict_reaches_datahub_once(env: Settings) -> None:
+    args = ("fct_transactions", "--column", "amount", "--mutation", "scale:100")
+    _, first = impact(*args)
+    assert first["record"]["writes"] >= 2 and not first["record"]["failures"], "its verdict property and document"
+    _, second = impact(*args)
+    assert second["record"]["writes"] == 0, "the same experiment again writes nothing"
+    evidence = Path(first["record"]["evidence"][0])
+    assert json.loads(evidence.read_text())["verdict"] == first["verdict"]
+    model = first["results"][0]["model_urn"]
+    with closing(open_graph(env, read_only=True)) as graph:
+        props = graph.get_aspects([model], [m.StructuredPropertiesClass])[model]["structuredProperties"]
+        assert [p.values for p in props.properties if p.propertyUrn == IMPACT_VERDICT] == [[first["verdict"]]]
+
+
+def test_the_experiment_is_on_disk_before_a_write_back_that_fails(env: Settings) -> None:
+    with closing(open_graph(env, read_only=True)) as graph:
+        ic = load_impact_config()
+        report = impact_test(
+            graph, load_config(), load_lifecycle_config(), ic,
+            ImpactRequest("fct_transactions", "amount", "shift:5"), MlflowModels(env.mlflow_uri, ic),
+            int(time.time() * 1000),
+        )
+    with serve(WritebackGms(fail_writes=True)) as server, closing(GmsGraph(server.url, retries=0)) as gms:
+        published = record_impact(gms, env, report, RetryPolicy(attempts=2, backoff_seconds=0, max_backoff_seconds=0),
+                                  int(time.time() * 1000))
+        assert server.landed == []
+    assert published.failures and all("503" in f or "Service Unavailable" in f for f in published.failures)
+    kept = json.loads(published.evidence[0].read_text())
+    assert kept["results"] == report.to_json()["results"] and published.evidence[1].read_text().startswith(
+        "# Impact test: shift:5 on warehouse.marts.fct_transactions.amount"
+    )
