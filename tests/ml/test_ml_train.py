@@ -6,6 +6,7 @@ import dataclasses
 import time
 
 import mlflow.sklearn
+import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
@@ -25,7 +26,9 @@ def _with_training(model: ModelSpec, **changes: object) -> ModelSpec:
     return dataclasses.replace(model, training=dataclasses.replace(model.training, **changes))
 
 
-def test_training_registers_a_version_under_its_alias(registry: FeatureRegistry, warehouse, tracking_uri: str) -> None:
+def test_training_registers_a_version_under_its_alias(
+    registry: FeatureRegistry, warehouse, tracking_uri: str, tmp_path
+) -> None:
     model = registry.model("fraud_detector")
     record = train_model(model, registry, warehouse.read_sql, tracking_uri)
 
@@ -53,7 +56,10 @@ def test_training_registers_a_version_under_its_alias(registry: FeatureRegistry,
     inputs = {d.dataset.name: d.dataset for d in run.inputs.dataset_inputs}
     assert set(inputs) == {f"warehouse.{name}" for name in FRAUD_INPUTS}
     assert {d.source_type for d in inputs.values()} == {"postgres"}
-    assert {a.path for a in client.list_artifacts(record.run_id)} == {"model", "training_query.sql"}
+    assert {a.path for a in client.list_artifacts(record.run_id)} == {"evaluation", "model", "training_query.sql"}
+    holdout = pd.read_parquet(client.download_artifacts(record.run_id, "evaluation/holdout.parquet", str(tmp_path)))
+    assert list(holdout.columns) == [*(f.name for f in model.features), "label"], "the model's inputs, then the label"
+    assert len(holdout) == record.metrics["rows_test"], "the rows the run's metrics were scored on"
 
     scorer = mlflow.sklearn.load_model(version.source)
     rows = warehouse.read_sql(

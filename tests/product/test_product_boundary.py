@@ -84,4 +84,4 @@ def test_the_wheel_installs_into_a_fresh_virtualenv_and_runs(wheel: Path, tmp_pa
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     location, no_demo, assets = done.stdout.split()
-    assert location.startswith(str(fresh)) and no_demo == "True" and int(assets) == 6
+    assert location.startswith(str(fresh)) and no_demo == "True" and int(assets) == 7
