@@ -39,10 +39,22 @@ class MeasuredConfig:
 
 
 @dataclass(frozen=True)
+class QueryConfig:
+    """Evaluation rows from the warehouse, through the training query the run logged."""
+
+    artifact: str
+    connection: str  # SQLAlchemy URL or env:VARIABLE; empty: off
+    input_prefix: str
+    label_prefix: str
+    max_rows: int
+
+
+@dataclass(frozen=True)
 class ImpactConfig:
     source: str
     artifact: str
     label_column: str
+    query: QueryConfig
     min_rows: int
     seed: int
     bootstrap: int
@@ -92,6 +104,22 @@ def _measured(s: _Section) -> MeasuredConfig:
     )
 
 
+def _query(s: _Section) -> QueryConfig:
+    def plain(key: str) -> str:
+        value = s.raw(key)
+        if not isinstance(value, str):
+            raise ConfigError(f"{s.source}: {s.where}.{key} must be a string (\"\" for none)")
+        return value.strip()
+
+    return QueryConfig(
+        artifact=s.text("artifact") or "",
+        connection=plain("connection"),
+        input_prefix=plain("input_prefix"),
+        label_prefix=s.text("label_prefix") or "",
+        max_rows=s.integer("max_rows", minimum=1),
+    )
+
+
 def parse_impact_config(data: Mapping[str, Any], source: str = "recall.yaml") -> ImpactConfig:
     root = _Section(data, "impact", source)
     evaluation = root.section("evaluation")
@@ -106,6 +134,7 @@ def parse_impact_config(data: Mapping[str, Any], source: str = "recall.yaml") ->
         source=source,
         artifact=evaluation.text("artifact") or "",
         label_column=evaluation.text("label_column") or "",
+        query=_query(evaluation.section("query")),
         min_rows=root.integer("min_rows", minimum=1),
         seed=root.integer("seed"),
         bootstrap=root.integer("bootstrap"),

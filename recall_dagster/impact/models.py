@@ -25,6 +25,7 @@ from recall_dagster.errors import RecallError, ServiceUnreachable
 from recall_dagster.estate import ModelClosure
 from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.measure import Predictor, Task
+from recall_dagster.lifecycle.rows import resolve_url
 
 
 class ModelUnavailable(RecallError):
@@ -87,6 +88,25 @@ def _sqlite_store(tracking_uri: str) -> Path | None:
 def _first_line(err: BaseException) -> str:
     text = str(err).strip().splitlines()
     return f"{type(err).__name__}: {text[0] if text else 'failed'}"
+
+
+def _read_sql(url: str, sql: str, where: str) -> pd.DataFrame:
+    """Run the training query; a database that does not answer is a failing service, not a missing input."""
+    import sqlalchemy
+
+    connect_args = {"connect_timeout": 5} if url.startswith(("postgresql", "postgres")) else {}
+    engine = sqlalchemy.create_engine(url, connect_args=connect_args, poolclass=sqlalchemy.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            return pd.read_sql_query(sqlalchemy.text(sql), conn)
+    except sqlalchemy.exc.OperationalError as err:
+        raise ServiceUnreachable(
+            f"the warehouse did not answer the training query of {where}: {_first_line(err)}"
+        ) from None
+    except sqlalchemy.exc.SQLAlchemyError as err:
+        raise ModelUnavailable(f"the training query of {where} failed on the warehouse: {_first_line(err)}") from None
+    finally:
+        engine.dispose()
 
 
 def _read_table(path: Path) -> pd.DataFrame:
@@ -165,17 +185,17 @@ class MlflowModels:
         return Subject(name, str(version), mv.run_id, predictor, frame.drop(columns=[label]), labels)
 
     def _evaluation(self, client, run_id: str, tmp: Path, where: str) -> pd.DataFrame:  # noqa: ANN001
-        from mlflow.exceptions import MlflowException
-
+        """The held-out rows the run logged; without them, its training query rerun when one is configured."""
         artifact = self.config.artifact
-        (tmp / "evaluation").mkdir()
         try:
-            local = Path(client.download_artifacts(run_id, artifact, str(tmp / "evaluation")))
-        except (MlflowException, OSError) as err:
-            raise ModelUnavailable(
-                f"the training run {run_id} of {where} logged no evaluation data at {artifact} "
-                f"({_first_line(err)}); log the held-out rows there, or set impact.evaluation.artifact"
-            ) from None
+            local = self._download(client, run_id, artifact, tmp / "evaluation")
+        except ModelUnavailable as missing:
+            if not self.config.query.connection:
+                raise ModelUnavailable(
+                    f"the training run {run_id} of {where} logged no evaluation data at {artifact} ({missing}); "
+                    "log the held-out rows there, set impact.evaluation.artifact, or impact.evaluation.query"
+                ) from None
+            return self._queried(client, run_id, tmp, where)
         try:
             frame = _read_table(local)
         except ModelUnavailable:
@@ -188,6 +208,43 @@ class MlflowModels:
                 "(impact.evaluation.label_column)"
             )
         return frame
+
+    @staticmethod
+    def _download(client, run_id: str, artifact: str, folder: Path) -> Path:  # noqa: ANN001
+        from mlflow.exceptions import MlflowException
+
+        folder.mkdir(exist_ok=True)
+        try:
+            return Path(client.download_artifacts(run_id, artifact, str(folder)))
+        except (MlflowException, OSError) as err:
+            raise ModelUnavailable(_first_line(err)) from None
+
+    def _queried(self, client, run_id: str, tmp: Path, where: str) -> pd.DataFrame:  # noqa: ANN001
+        """The training query's rows, inputs renamed to the model's names and the label to ``label_column``."""
+        query = self.config.query
+        try:
+            sql = self._download(client, run_id, query.artifact, tmp / "query").read_text()
+        except ModelUnavailable as err:
+            raise ModelUnavailable(
+                f"the training run {run_id} of {where} logged neither evaluation rows at {self.config.artifact} "
+                f"nor a training query at {query.artifact} ({err})"
+            ) from None
+        url, why = resolve_url(query.connection, os.environ)
+        if url is None:
+            raise ModelUnavailable(f"impact.evaluation.query.connection: {why}")
+        frame = _read_sql(url, sql, where)
+        labels = [c for c in frame.columns if str(c).startswith(query.label_prefix)]
+        if len(labels) != 1:
+            raise ModelUnavailable(
+                f"the training query of {where} returns {len(labels)} columns starting with "
+                f"{query.label_prefix!r} (impact.evaluation.query.label_prefix); one must hold the label"
+            )
+        prefix = query.input_prefix
+        inputs = {c: str(c)[len(prefix):] for c in frame.columns if c != labels[0] and str(c).startswith(prefix)}
+        frame = frame[[*inputs, labels[0]]].rename(columns={**inputs, labels[0]: self.config.label_column})
+        if len(frame) > query.max_rows:
+            frame = frame.sample(n=query.max_rows, random_state=self.config.seed).sort_index()
+        return frame.reset_index(drop=True)
 
     def _predictor(self, model_uri: str, frame: pd.DataFrame, tmp: Path, where: str) -> Predictor:
         try:

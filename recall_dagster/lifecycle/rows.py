@@ -39,7 +39,7 @@ def identity(urn: str) -> str | None:
     return f"{parsed.platform.split(':')[-1]}:{parsed.name}"
 
 
-def _url(value: str, environ: Mapping[str, str]) -> tuple[str | None, str]:
+def resolve_url(value: str, environ: Mapping[str, str]) -> tuple[str | None, str]:
     """The URL a connection entry names, or None with the reason."""
     if not value.startswith(ENV_PREFIX):
         return value, ""
@@ -79,7 +79,7 @@ def sql_row_counter(
                 if entry is None:
                     reasons.append(f"no connection in lifecycle.row_counts matches {ident or urn}")
                     continue
-                url, why = _url(entry, env)
+                url, why = resolve_url(entry, env)
                 if url is None:
                     reasons.append(f"{ident}: {why}")
                     continue

@@ -27,6 +27,7 @@ from recall_dagster.scan import load_config
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import RetryPolicy
 from seed import lifecycle
+from seed.stack.warehouse import ensure_warehouse
 from tests.writeback.wb_support import WritebackGms, serve
 
 pytestmark = pytest.mark.stack
@@ -116,6 +117,27 @@ def test_evaluation_rows_the_run_never_logged_are_incomplete(env: Settings, tmp_
     [row] = report["results"]
     assert (code, report["verdict"], row["verdict"]) == (4, "INCOMPLETE", "INCOMPLETE")
     assert "logged no evaluation data at evaluation/never_logged.parquet" in row["reason"]
+
+
+def test_without_logged_rows_the_training_query_is_rerun_on_the_warehouse(
+    env: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEMO_WAREHOUSE", ensure_warehouse(env).url)
+    overlay = tmp_path / "recall.yaml"
+    overlay.write_text(
+        "impact:\n  evaluation:\n    artifact: evaluation/never_logged.parquet\n    query:\n"
+        "      connection: env:DEMO_WAREHOUSE\n      input_prefix: feature__\n      label_prefix: label__\n"
+        "      max_rows: 1500\n"
+    )
+    code, report = impact("fct_transactions", "--column", "amount", "--mutation", "null_fraction:0", "--config",
+                          str(overlay), "--no-write")
+    [row] = report["results"]
+    assert (code, row["verdict"], row["rows"], row["flip_rate"]) == (0, "PASS", 1500, 0.0)
+
+    monkeypatch.setenv("DEMO_WAREHOUSE", "postgresql://nobody@127.0.0.1:9/warehouse")
+    result = CliRunner().invoke(cli, ["impact", "fct_transactions", "--column", "amount", "--mutation", "scale",
+                                      "--config", str(overlay), "--no-write"])
+    assert result.exit_code == 3 and "the warehouse did not answer the training query" in result.output
 
 
 def test_a_model_that_cannot_be_loaded_is_incomplete(env: Settings) -> None:
