@@ -111,7 +111,8 @@ class _Baselines:
     """One unmutated inference per model, shared by all its inputs."""
 
     def __init__(self, batch_rows: int) -> None:
-        self.batch_rows, self.cache = batch_rows, {}  # type: ignore[var-annotated]
+        self.batch_rows = batch_rows
+        self.cache: dict[tuple[str, str], Inference] = {}
 
     def of(self, subject: Subject) -> Inference:
         key = (subject.registered_name, subject.version)
@@ -129,7 +130,10 @@ def _measure_inputs(
     config: ImpactConfig,
 ) -> InputResult:
     closure = affected.closure
-    incomplete = lambda why: InputResult(closure, inputs, Verdict.INCOMPLETE, why, version=subject.version)  # noqa: E731
+
+    def incomplete(why: str) -> InputResult:
+        return InputResult(closure, inputs, Verdict.INCOMPLETE, why, version=subject.version)
+
     columns = [_column_for(i, subject) for i in inputs]
     missing = [i.name for i, c in zip(inputs, columns) if c is None]
     if missing:

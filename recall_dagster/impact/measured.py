@@ -118,7 +118,7 @@ class Measurer:
         affected = affected_models([closure], self.columns, replay.changed, self.lc)
         if not affected:
             return None
-        key = (closure.urn, tuple(i.name for i in affected[0].inputs), replay.mutation.op, replay.mutation.fraction)
+        key = (closure.urn, tuple(i.name for i in affected[0].inputs), replay.mutation.label, replay.mutation.fraction)
         if key not in self._done:
             self._done[key] = run_experiment(affected, replay.changed, replay.mutation, self.source, self.ic)
         return self._done[key]
