@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
-from recall_dagster.detect import Finding, Severity, failing_assertion, training_source_schema_drift
+from recall_dagster.detect import Finding, Severity, failing_assertion, training_source_schema_drift, upstream_staleness
 from recall_dagster.detect.registry import Detection, sort_findings
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.estate import ModelClosure
@@ -35,7 +35,9 @@ from recall_dagster.scan import ScanResult, score_models
 from recall_dagster.settings import Settings
 
 _TIME_WORDS = ("timestamp", "datetime", "date", "time")
-MEASURED = (training_source_schema_drift.NAME, failing_assertion.NAME)  # the detectors a mutation can replay
+# The detectors whose findings are replayed (or, for staleness, said to be unreplayable).
+MEASURED = (training_source_schema_drift.NAME, failing_assertion.NAME, upstream_staleness.NAME)
+STALE_REASON = "a table that stopped refreshing has no faithful replay on held-out rows; the finding keeps its severity"
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,8 @@ def replays_for(
         return _drift_replays(finding, columns, mc)
     if finding.detector == failing_assertion.NAME:
         return _assertion_replays(finding, columns, lc, mc, rows)
+    if finding.detector == upstream_staleness.NAME:
+        return [], STALE_REASON
     return [], None
 
 
