@@ -51,6 +51,7 @@ ALIAS_TAG_PREFIX = "alias."
 # Aliases that have an MLflow stage of the same name; DataHub tags versions by stage only.
 ALIAS_STAGES = {"production": "Production", "staging": "Staging"}
 RETIRED_STAGE = "archived"
+CANDIDATE_STAGE = "candidate"  # a version registered but not promoted: it serves nothing until promote_version
 
 
 class WarehouseTableSource(DatasetSource):
@@ -171,24 +172,34 @@ def register_version(
     run_id: str,
     source: str,
     tags: Mapping[str, str],
+    promote: bool = True,
 ) -> ModelVersion:
-    """Register a new version, move the model's alias to it and mark its stage."""
+    """Register a new version; with ``promote`` the model's alias moves to it (:func:`promote_version`)."""
     try:
         client.create_registered_model(model.registered_name, description=model.description)
     except MlflowException as err:
         if err.error_code != ErrorCode.Name(RESOURCE_ALREADY_EXISTS):
             raise
-    previous = client.get_registered_model(model.registered_name).aliases.get(model.alias)
     version = client.create_model_version(
         model.registered_name,
         source=source,
         run_id=run_id,
-        tags={**tags, STAGE_TAG: model.alias},
+        tags={**tags, STAGE_TAG: model.alias if promote else CANDIDATE_STAGE},
         description=model.description,
     )
-    client.set_registered_model_alias(model.registered_name, model.alias, version.version)
-    client.set_registered_model_tag(model.registered_name, ALIAS_TAG_PREFIX + model.alias, str(version.version))
-    if previous is not None:
+    if promote:
+        promote_version(client, model, version.version)
+    return client.get_model_version(model.registered_name, version.version)
+
+
+def promote_version(client: MlflowClient, model: ModelSpec, version: str | int) -> None:
+    """Move the model's alias to ``version`` and mirror it where DataHub looks; the previous holder retires."""
+    version = str(version)
+    previous = client.get_registered_model(model.registered_name).aliases.get(model.alias)
+    client.set_registered_model_alias(model.registered_name, model.alias, version)
+    client.set_registered_model_tag(model.registered_name, ALIAS_TAG_PREFIX + model.alias, version)
+    client.set_model_version_tag(model.registered_name, version, STAGE_TAG, model.alias)
+    if previous is not None and str(previous) != version:
         client.set_model_version_tag(model.registered_name, previous, STAGE_TAG, RETIRED_STAGE)
     stage = ALIAS_STAGES.get(model.alias)
     if stage is not None:
@@ -196,7 +207,5 @@ def register_version(
             # Stages are deprecated in MLflow, but they are what DataHub turns into tags.
             warnings.simplefilter("ignore", FutureWarning)
             client.transition_model_version_stage(
-                model.registered_name, version.version, stage, archive_existing_versions=True
+                model.registered_name, version, stage, archive_existing_versions=True
             )
-    return client.get_model_version(model.registered_name, version.version)
-

@@ -7,6 +7,8 @@ when the run started and ended, and the MLflow ids DataHub derives URNs from.
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import time
 from dataclasses import dataclass
 from typing import Callable, Mapping
@@ -18,9 +20,11 @@ from mlflow.entities import DatasetInput, Metric, Param, RunStatus
 from ml_models.fit import fit_and_evaluate, prepare
 from ml_models.query import TrainingQuery, build_training_query, count_query
 from ml_models.registry import FeatureRegistry, ModelSpec, WarehouseTable
+from ml_models.transforms import TRANSFORMS
 from ml_models.tracking import ensure_experiment, log_evaluation, log_sklearn_model, register_version, table_input
 
 ReadSql = Callable[[str], pd.DataFrame]
+TRANSFORM_TAG = "recall.transform."  # recall.yaml diagnose.transform_tag_prefix
 
 
 @dataclass(frozen=True)
@@ -44,8 +48,9 @@ def train_model(
     read_sql: ReadSql,
     tracking_uri: str,
     now_ms: int | None = None,
+    promote: bool = True,
 ) -> TrainingRecord:
-    """Read, fit, log and register one model; the alias moves to the new version.
+    """Read, fit, log and register one model; with ``promote`` the alias moves to the new version.
 
     ``now_ms`` places the run's start on a caller-chosen clock (its end is start
     plus the real duration), so a scenario can put a retrain at a given moment.
@@ -86,13 +91,14 @@ def train_model(
         run_id,
         source,
         tags={"feature_tables": ",".join(model.feature_tables), "inputs": ",".join(inputs)},
+        promote=promote,
     )
     info = client.get_run(run_id).info
     return TrainingRecord(
         model=model.name,
         registered_name=model.registered_name,
         version=int(version.version),
-        alias=model.alias,
+        alias=model.alias if promote else "",
         run_id=run_id,
         experiment_id=experiment_id,
         start_ms=info.start_time,
@@ -103,21 +109,35 @@ def train_model(
     )
 
 
+def evaluate_model(model: ModelSpec, registry: FeatureRegistry, read_sql: ReadSql) -> dict[str, float]:
+    """Fit and score exactly as :func:`train_model` does, recording nothing: what a repair is proven with."""
+    query = build_training_query(model, registry)
+    return fit_and_evaluate(prepare(read_sql(query.sql), query, model), model).metrics
+
+
 def _count(read_sql: ReadSql, table: WarehouseTable) -> int:
     return int(read_sql(count_query(table)).iloc[0, 0])
 
 
 def _run_tags(model: ModelSpec, inputs: tuple[str, ...]) -> dict[str, str]:
-    """Let MLflow searches find runs by model and input table.
+    """Let MLflow searches find runs by model and input table, and say which code computed each feature.
 
-    DataHub 1.7's MLflow source does not carry run tags over (it reads a
-    ``run.tags`` attribute runs do not have), so nothing downstream relies on them.
+    ``recall.transform.<feature>`` = ``<module>:<function>@<hash of its source>``
+    is what ``recall diagnose`` compares between two runs to see a feature's
+    code change. DataHub 1.7's MLflow source does not carry run tags over (it
+    reads a ``run.tags`` attribute runs do not have), so Recall reads them from MLflow.
     """
-    return {
+    tags = {
         "recall.model": model.name,
         "recall.feature_tables": ",".join(model.feature_tables),
         "recall.inputs": ",".join(inputs),
     }
+    for feature in model.features:
+        if feature.transform is not None:
+            code = TRANSFORMS[feature.transform]
+            digest = hashlib.sha256(inspect.getsource(code).encode()).hexdigest()[:12]
+            tags[f"{TRANSFORM_TAG}{feature.name}"] = f"{code.__module__}:{code.__name__}@{digest}"
+    return tags
 
 
 def _params(model: ModelSpec) -> list[Param]:

@@ -26,6 +26,7 @@ from recall_dagster.estate.coverage import Coverage, coverage
 from recall_dagster.estate.select import select
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.score import Score, score_model
+from recall_dagster.settings import env_home
 
 DEFAULT_CONFIG = Path(__file__).with_name("recall.yaml")  # the defaults, shipped in the package
 MODEL_URN = "urn:li:mlModel:"
@@ -47,11 +48,15 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 
 def load_yaml_config(path: str | os.PathLike[str] | None = None) -> tuple[dict[str, Any], str]:
-    """The shipped ``recall.yaml`` with ``path`` (when given) laid over it key by key, and whose file speaks."""
-    data = _read_yaml(DEFAULT_CONFIG)
-    if path is None or Path(path).resolve() == DEFAULT_CONFIG.resolve():
-        return data, str(DEFAULT_CONFIG)
-    return merge(data, _read_yaml(Path(path))), str(path)
+    """The shipped ``recall.yaml``, then ``$RECALL_HOME/recall.yaml`` (the estate's own settings) when it
+    exists, then ``path`` when given, each laid over the last key by key; and the file that spoke last."""
+    data, source = _read_yaml(DEFAULT_CONFIG), str(DEFAULT_CONFIG)
+    estate = env_home() / "recall.yaml"
+    layers = ([estate] if estate.is_file() else []) + ([Path(path)] if path is not None else [])
+    for layer in layers:
+        if layer.resolve() != DEFAULT_CONFIG.resolve():
+            data, source = merge(data, _read_yaml(layer)), str(layer)
+    return data, source
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> RecallConfig:

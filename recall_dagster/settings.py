@@ -21,6 +21,11 @@ def _default_home() -> Path:
     return Path.cwd() / ".recall"
 
 
+def env_home() -> Path:
+    """RECALL_HOME as the environment names it, else the default."""
+    return Path(os.environ.get("RECALL_HOME") or _default_home()).expanduser().resolve()
+
+
 @dataclass(frozen=True)
 class Settings:
     """Resolved locations of every service; immutable so it can be passed around freely."""
@@ -33,7 +38,7 @@ class Settings:
 
     @classmethod
     def from_env(cls, **overrides: object) -> "Settings":
-        home = Path(os.environ.get("RECALL_HOME") or _default_home()).expanduser().resolve()
+        home = env_home()
         settings = cls(
             home=home,
             graph=os.environ.get("RECALL_GRAPH") or str(home / "datahub.db"),
@@ -77,6 +82,11 @@ class Settings:
     @property
     def state_dir(self) -> Path:
         return self.home / "state"
+
+    @property
+    def config_file(self) -> Path:
+        """The estate's own ``recall.yaml``, laid over the shipped defaults when it exists."""
+        return self.home / "recall.yaml"
 
     @property
     def evidence_dir(self) -> Path:

@@ -6,6 +6,8 @@ and hands the scan to the product's own ``recall`` command.
 
 from __future__ import annotations
 
+import json
+
 import click
 from rich.console import Console
 from rich.table import Table
@@ -68,9 +70,18 @@ def _print_summary(summary) -> None:
 
 
 @estate.command("break")
-def break_command() -> None:
-    """Inflict a normal Tuesday on the estate (DESIGN §6); idempotent."""
-    _print_summary(lifecycle.break_estate(Settings.from_env(), Progress()))
+@click.option("--scenario", type=click.Choice(lifecycle.SCENARIOS), default="injuries", show_default=True,
+              help="injuries: a normal Tuesday (DESIGN §6); regression: a feature's code change, retrained.")
+def break_command(scenario: str) -> None:
+    """Inflict a scenario on the estate; idempotent."""
+    _print_summary(lifecycle.break_estate(Settings.from_env(), Progress(), scenario))
+
+
+@estate.command("evaluate")
+@click.argument("model")
+def evaluate_command(model: str) -> None:
+    """Fit and score MODEL as training would, recording nothing; the metrics are the last line, as JSON."""
+    click.echo(json.dumps(lifecycle.evaluate(Settings.from_env(), model)))
 
 
 @estate.command("heal")

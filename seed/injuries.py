@@ -9,6 +9,7 @@ feature store's half-finished migration is an edit to the serving registry.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import psycopg2
 import yaml
@@ -34,14 +35,40 @@ RETIRED_TABLE, NEW_TABLE = "fct_device_features", "fct_device_features_v2"
 PII_TERM = "urn:li:glossaryTerm:PII"
 
 
+REGRESSED_FEATURE, REGRESSED_TRANSFORM = "device_ip_risk_score", "ip_trust"  # v2 of the feature's code
+
+
 def serving_registry_path(settings: Settings) -> Path:
     return settings.home / "estate" / "serving" / "feature_registry.yaml"
+
+
+def training_registry_path(settings: Settings) -> Path:
+    return settings.home / "estate" / "training" / "feature_registry.yaml"
 
 
 def serving_registry(settings: Settings) -> FeatureRegistry:
     """What the feature store serves from; equals the training registry until someone migrates it."""
     path = serving_registry_path(settings)
     return load_registry(path) if path.exists() else load_registry()
+
+
+def training_registry(settings: Settings) -> FeatureRegistry:
+    """What training computes features with: the checked-in registry until a scenario changes a feature's code."""
+    path = training_registry_path(settings)
+    return load_registry(path) if path.exists() else load_registry()
+
+
+def _edited_registry(target: Path, feature_name: str, edit: Callable[[dict], None]) -> None:
+    """The checked-in registry with one feature edited, written (with its ownership file) to ``target``."""
+    document = yaml.safe_load(DEFAULT_REGISTRY_PATH.read_text())
+    for table in document["feature_tables"]:
+        for feature in table["features"]:
+            if feature["name"] == feature_name:
+                edit(feature)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    ownership = DEFAULT_REGISTRY_PATH.parent / document["ownership"]
+    (target.parent / document["ownership"]).write_text(ownership.read_text())
+    target.write_text(yaml.safe_dump(document, sort_keys=False))
 
 
 def injure_warehouse(warehouse: Warehouse) -> None:
@@ -79,20 +106,21 @@ def _injure(cur, table: str, column: str, new_type: str, pii_table: str, pii_col
 
 def migrate_serving_registry(settings: Settings) -> None:
     """The half-finished v1 → v2 migration: one device feature now served from the v2 feed."""
-    document = yaml.safe_load(DEFAULT_REGISTRY_PATH.read_text())
-    for table in document["feature_tables"]:
-        for feature in table["features"]:
-            if feature["name"] == MIGRATED_FEATURE:
-                feature["source"]["model"] = NEW_TABLE
-    target = serving_registry_path(settings)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    ownership = DEFAULT_REGISTRY_PATH.parent / document["ownership"]
-    (target.parent / document["ownership"]).write_text(ownership.read_text())
-    target.write_text(yaml.safe_dump(document, sort_keys=False))
+    _edited_registry(serving_registry_path(settings), MIGRATED_FEATURE, lambda f: f["source"].update(model=NEW_TABLE))
 
 
 def restore_serving_registry(settings: Settings) -> None:
     serving_registry_path(settings).unlink(missing_ok=True)
+
+
+def change_feature_code(settings: Settings) -> None:
+    """The regression: training computes the IP risk feature with the v2 transform, whose division has no
+    zero guard (risks under half a point become infinite trust, and the scaling then flattens the feature)."""
+    _edited_registry(training_registry_path(settings), REGRESSED_FEATURE, lambda f: f.update(transform=REGRESSED_TRANSFORM))
+
+
+def restore_feature_code(settings: Settings) -> None:
+    training_registry_path(settings).unlink(missing_ok=True)
 
 
 def metadata_injuries(registry: FeatureRegistry, hurt: bool) -> list[MetadataChangeProposalWrapper]:

@@ -11,6 +11,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pandas as pd
 import sqlalchemy
@@ -21,12 +22,13 @@ from seed.ingest.run import ingest_all
 from recall_dagster.errors import StackError
 from recall_dagster.files import read_json_object, write_json
 from recall_dagster.progress import Progress
-from recall_dagster.settings import Settings
+from recall_dagster.settings import REPO_ROOT, Settings
 from seed.stack.dbt import DbtRunSummary, dbt_artifacts, dbt_build, dbt_docs_generate, dbt_source_freshness
 from seed.stack.warehouse import Warehouse, ensure_warehouse, stop_warehouse
 from seed import injuries
 from seed.generate import load_raw
 
+DEMO_CONFIG = Path(__file__).with_name("recall.yaml")  # the demo's layer over Recall's defaults
 ENTITY_TYPES = (
     "dataset", "schemaField", "assertion", "mlFeature", "mlFeatureTable", "mlModel",
     "mlModelGroup", "mlModelDeployment", "dataProcessInstance", "glossaryTerm",
@@ -63,6 +65,7 @@ def build(settings: Settings, progress: Progress, scale: float | None = None) ->
     """Build (or refresh) the healthy estate; idempotent."""
     settings.ensure_home()
     settings.mlflow_dir.mkdir(parents=True, exist_ok=True)
+    settings.config_file.write_text(DEMO_CONFIG.read_text().replace("{project}", str(REPO_ROOT)))
     state = EstateState(settings)
     registry = load_registry()
     summary = EstateSummary()
@@ -82,13 +85,32 @@ def build(settings: Settings, progress: Progress, scale: float | None = None) ->
     return summary
 
 
-def break_estate(settings: Settings, progress: Progress) -> EstateSummary:
-    """Inflict DESIGN §6's injuries, each on its own system; a second call changes nothing."""
+SCENARIOS = ("injuries", "regression")
+
+
+def break_estate(settings: Settings, progress: Progress, scenario: str = "injuries") -> EstateSummary:
+    """Inflict a scenario; a second call changes nothing.
+
+    ``injuries``: DESIGN §6's normal Tuesday, each injury on its own system.
+    ``regression``: a feature's code changes (a transform whose division has no
+    zero guard) and fraud_detector is retrained on it; the new version is
+    registered as a candidate, not promoted, as a metric gate would hold it.
+    """
     state = _built_state(settings)
     if state.data.get("broken"):
-        progress.note("the estate is already broken")
+        progress.note(f"the estate is already broken ({state.data.get('scenario', 'injuries')})")
         return _summary(settings)
+    if scenario not in SCENARIOS:
+        raise StackError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
     warehouse = ensure_warehouse(settings)
+    if scenario == "regression":
+        with progress.step(f"training code: {injuries.REGRESSED_FEATURE} computed by {injuries.REGRESSED_TRANSFORM}"):
+            injuries.change_feature_code(settings)
+        train_and_deploy(settings, warehouse, injuries.training_registry(settings), state, progress,
+                         models=("fraud_detector",), redeploy=False, promote=False)
+        summary = _summary(settings, ingest(settings, injuries.serving_registry(settings), state, progress))
+        _mark(state, scenario)
+        return summary
     registry = load_registry()
     with progress.step("warehouse: retype a column, add a card-number column, stop a feed, load NULL prices"):
         injuries.injure_warehouse(warehouse)
@@ -100,20 +122,32 @@ def break_estate(settings: Settings, progress: Progress) -> EstateSummary:
     summary = _summary(settings, ingest(settings, injuries.serving_registry(settings), state, progress))
     with progress.step("DataHub edits: v1 retired, an owner suspended, a column classified as PII"):
         injuries.write_metadata(settings, injuries.metadata_injuries(registry, hurt=True))
-    state.data["broken"] = True
-    state.save()
+    _mark(state, scenario)
     summary.dbt, summary.failing_tests = result.counts, result.failing_tests
     return summary
 
 
+def _mark(state: EstateState, scenario: str | None) -> None:
+    state.data["broken"] = scenario is not None
+    state.data["scenario"] = scenario
+    state.save()
+
+
 def heal(settings: Settings, progress: Progress) -> EstateSummary:
-    """Repair every injury the same way it was made; the next scan stands down by itself."""
+    """Repair what the scenario broke the same way it was made; the next scan stands down by itself."""
     state = _built_state(settings)
     if not state.data.get("broken"):
         progress.note("the estate is healthy")
         return _summary(settings)
     warehouse = ensure_warehouse(settings)
     registry = load_registry()
+    if state.data.get("scenario") == "regression":
+        with progress.step("training code: the feature's v1 computation restored"):
+            injuries.restore_feature_code(settings)
+        train_and_deploy(settings, warehouse, registry, state, progress, models=("fraud_detector",))
+        summary = _summary(settings, ingest(settings, injuries.serving_registry(settings), state, progress))
+        _mark(state, None)
+        return summary
     with progress.step("warehouse: reload the raw layer as it was"):
         load_raw_layer(state, warehouse)
     result = run_dbt(settings, warehouse, progress)
@@ -123,8 +157,7 @@ def heal(settings: Settings, progress: Progress) -> EstateSummary:
     summary = _summary(settings, ingest(settings, registry, state, progress))
     with progress.step("DataHub edits undone"):
         injuries.write_metadata(settings, injuries.metadata_injuries(registry, hurt=False))
-    state.data["broken"] = False
-    state.save()
+    _mark(state, None)
     summary.dbt, summary.failing_tests = result.counts, result.failing_tests
     return summary
 
@@ -167,9 +200,10 @@ def run_dbt(settings: Settings, warehouse: Warehouse, progress: Progress) -> Dbt
 
 def train_and_deploy(
     settings: Settings, warehouse: Warehouse, registry: FeatureRegistry, state: EstateState, progress: Progress,
-    models: tuple[str, ...] | None = None, redeploy: bool = True,
+    models: tuple[str, ...] | None = None, redeploy: bool = True, promote: bool = True,
 ) -> dict[str, int]:
-    """Train, register and alias each model in MLflow; deployments pick up the aliased version."""
+    """Train and register each model in MLflow, moving its alias unless ``promote`` is off; deployments
+    pick up the aliased version."""
     from ml_models.train import train_model
 
     engine = sqlalchemy.create_engine(warehouse.url)
@@ -184,16 +218,32 @@ def train_and_deploy(
             if models is not None and spec.name not in models:
                 continue
             with progress.step(f"train {spec.name} → MLflow"):
-                record = train_model(spec, registry, read_sql, settings.mlflow_uri)
-                progress.note(f"{record.registered_name} v{record.version} alias {record.alias}")
+                record = train_model(spec, registry, read_sql, settings.mlflow_uri, promote=promote)
+                progress.note(f"{record.registered_name} v{record.version} "
+                              + (f"alias {record.alias}" if promote else "registered as a candidate, not promoted"))
             trained[spec.name] = record.version
-            if redeploy:
+            if redeploy and promote:
                 for deployment in spec.deployments:
                     state.deployed[deployment.name] = record.version
             state.save()
     finally:
         engine.dispose()
     return trained
+
+
+def evaluate(settings: Settings, model: str) -> dict[str, float]:
+    """Fit and score ``model`` on the warehouse as training would, with the training registry in force;
+    nothing is recorded. It imports the training code from wherever Python finds it: in a repair's copy,
+    the copy's."""
+    from ml_models.train import evaluate_model
+
+    registry = injuries.training_registry(settings)
+    engine = sqlalchemy.create_engine(ensure_warehouse(settings).url)
+    try:
+        with engine.connect() as conn:
+            return evaluate_model(registry.model(model), registry, lambda q: pd.read_sql(sqlalchemy.text(q), conn))
+    finally:
+        engine.dispose()
 
 
 def ingest(

@@ -152,7 +152,7 @@ class MlflowModels:
             raise found
         return found
 
-    def _client(self):  # noqa: ANN202 - MlflowClient is imported lazily: the scan must not pay for MLflow
+    def client(self):  # noqa: ANN201 - MlflowClient is imported lazily: the scan must not pay for MLflow
         store = _sqlite_store(self.tracking_uri)
         if store is not None and not store.exists():
             raise ModelUnavailable(f"no MLflow tracking store at {store} (set MLFLOW_TRACKING_URI)")
@@ -165,7 +165,7 @@ class MlflowModels:
         where = f"{name} version {version}"
         if closure.model.missing or not version:
             raise ModelUnavailable(f"the graph records no registry version for {closure.model.name}")
-        client = self._client()
+        client = self.client()
         from mlflow.exceptions import MlflowException
 
         try:

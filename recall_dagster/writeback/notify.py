@@ -40,6 +40,9 @@ class Channel(Protocol):
     def send(self, event: Event, urn: str, info: IncidentInfoClass, record: Record) -> Record:
         """Announce ``event``; return what to remember.  Raises on failure."""
 
+    def announce(self, title: str, text: str) -> Record:
+        """Say something that is not an incident (a regression diagnosis); raises on failure."""
+
 
 def _checked(response: requests.Response) -> requests.Response:
     if response.status_code >= 400:
@@ -57,9 +60,15 @@ class Slack:
         text = f"*{_HEADLINE[event]}*: {info.title}\n{info.status.message or ''}"
         if event != "resolved":
             text += f"\n{info.description or ''}"
-        body = {"text": text, "unfurl_links": False}
-        _checked(requests.post(self.url, json=body, timeout=_TIMEOUT_SECONDS))
+        self._post(text)
         return {"state": info.status.state}
+
+    def announce(self, title: str, text: str) -> Record:
+        self._post(f"*{title}*\n{text}")
+        return {}
+
+    def _post(self, text: str) -> None:
+        _checked(requests.post(self.url, json={"text": text, "unfurl_links": False}, timeout=_TIMEOUT_SECONDS))
 
 
 class Github:
@@ -75,16 +84,18 @@ class Github:
 
     def send(self, event: Event, urn: str, info: IncidentInfoClass, record: Record) -> Record:
         if event == "opened":
-            body = f"{info.description or ''}\n\nDataHub incident: `{urn}`"
-            issue = self._call(
-                "POST", self.issues, {"title": f"[Recall] {info.title}", "body": body, "labels": ["recall"]}
-            )
-            return {"state": info.status.state, "issue": issue["number"]}
+            opened = self.announce(info.title or urn, f"{info.description or ''}\n\nDataHub incident: `{urn}`")
+            return {"state": info.status.state, **opened}
         issue_url = f"{self.issues}/{record['issue']}"
         comment = f"**{_HEADLINE[event]}**: {info.status.message or ''}"
         self._call("POST", f"{issue_url}/comments", {"body": comment})
         self._call("PATCH", issue_url, {"state": "closed" if event == "resolved" else "open"})
         return {**record, "state": info.status.state}
+
+
+    def announce(self, title: str, text: str) -> Record:
+        issue = self._call("POST", self.issues, {"title": f"[Recall] {title}", "body": text, "labels": ["recall"]})
+        return {"issue": issue["number"]}
 
 
 def channels(config: WritebackConfig) -> tuple[list[Channel], list[str]]:
@@ -145,3 +156,15 @@ def notify(
             memory.setdefault(write.urn, {})[channel.name] = updated
             notices.append(Notice(channel.name, write.urn, event))
     return notices, memory
+
+
+def announce(chans: Iterable[Channel], subject: str, title: str, text: str) -> list[Notice]:
+    """One message per channel about ``subject``; a failure is reported in its notice, never raised."""
+    notices = []
+    for channel in chans:
+        try:
+            channel.announce(title, text)
+            notices.append(Notice(channel.name, subject, "opened"))
+        except Exception as err:  # noqa: BLE001 - a channel that fails must not fail the caller
+            notices.append(Notice(channel.name, subject, "opened", error=str(err)))
+    return notices

@@ -1,0 +1,125 @@
+"""``recall diagnose``: did a retrained version regress, why, and which repair restores it.
+
+Exit codes: 0 PASS (the candidate is within tolerance of its baseline), 1 a
+regression (REGRESSION or INCONCLUSIVE: the metric gate failed either way),
+4 the gate could not compare any metric, 2 bad usage or config, 3 MLflow or the
+graph is unreachable, or the write-back is still pending (the evidence is on disk).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import click
+from rich.console import Console
+
+from recall_dagster.cli import cli
+from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
+from recall_dagster.diagnose.config import load_diagnose_config
+from recall_dagster.diagnose.publish import DiagnosisRecord, record_diagnosis
+from recall_dagster.diagnose.service import Diagnosis, diagnose
+from recall_dagster.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREACHABLE, EXIT_UNVERIFIED, ModelNotFound
+from recall_dagster.graph.port import MetadataGraph
+from recall_dagster.impact.config import load_impact_config
+from recall_dagster.impact.models import MlflowModels
+from recall_dagster.lifecycle.config import load_lifecycle_config
+from recall_dagster.progress import Progress
+from recall_dagster.scan import load_config, select_closures
+from recall_dagster.settings import Settings
+from recall_dagster.writeback.config import load_writeback_config
+
+COLOURS = {"PASS": "green", "REGRESSION": "red", "INCONCLUSIVE": "yellow"}
+
+
+@cli.command("diagnose")
+@click.argument("model")
+@click.option("--candidate", metavar="VERSION", help="The version judged (default: the newest).")
+@click.option("--baseline", metavar="VERSION", help="What it is judged against (default: the production alias's).")
+@click.option("--no-repair", is_flag=True, help="Rank the causes; propose and prove no repair.")
+@click.option("--no-write", is_flag=True, help="Keep the evidence local: write nothing to the graph, notify nobody.")
+@graph_option
+@config_option
+@json_option
+@click.pass_context
+def diagnose_command(
+    ctx: click.Context,
+    model: str,
+    candidate: str | None,
+    baseline: str | None,
+    no_repair: bool,
+    no_write: bool,
+    graph_target: str | None,
+    config_path: str | None,
+    as_json: bool,
+) -> None:
+    """Compare MODEL's candidate version with its baseline; on a regression, rank the causes and prove a repair."""
+    config, lc = load_config(config_path), load_lifecycle_config(config_path)
+    dc, ic, wc = load_diagnose_config(config_path), load_impact_config(config_path), load_writeback_config(config_path)
+    settings = Settings.from_env(graph=graph_target)
+    progress = Progress(quiet=as_json)
+    now_ms = int(time.time() * 1000)
+    client = MlflowModels(settings.mlflow_uri, ic).client()
+    with opened_graph(settings, read_only=no_write) as graph:
+        result = diagnose(graph, client, model, config, lc, dc, ic, MlflowModels(settings.mlflow_uri, ic), now_ms,
+                          candidate=candidate, baseline=baseline, repair=not no_repair,
+                          env={**os.environ, "RECALL_HOME": str(settings.home)}, progress=progress.note)
+        settings.ensure_home()
+        record = record_diagnosis(None if no_write else graph, settings.evidence_dir, result,
+                                  _model_urns(graph, result, config), wc, now_ms)
+    if as_json:
+        click.echo(json.dumps({**result.to_json(), "record": record.to_json()}, indent=2))
+    else:
+        render_diagnosis(result, record, Console())
+    if record.failures:
+        ctx.exit(EXIT_UNREACHABLE)
+    if result.gate.verdict == "UNVERIFIED":
+        ctx.exit(EXIT_UNVERIFIED)
+    ctx.exit(EXIT_OK if result.verdict == "PASS" else EXIT_FINDINGS)
+
+
+def _model_urns(graph: MetadataGraph, d: Diagnosis, config) -> list[str]:  # noqa: ANN001
+    """The two versions as the graph names them; one it does not hold yet is left out."""
+    urns = []
+    for version in (d.pair.candidate, d.pair.baseline):
+        try:
+            found = select_closures(graph, config, scanned_at_ms=0, include_all=True,
+                                    models=[f"{d.pair.model}/{version}"])
+        except ModelNotFound:
+            continue
+        urns += [c.urn for c in found]
+    return urns
+
+
+def render_diagnosis(d: Diagnosis, record: DiagnosisRecord, console: Console) -> None:
+    colour = COLOURS[d.verdict]
+    console.print(f"{d.pair.model} version {d.pair.candidate} against version {d.pair.baseline}: "
+                  f"[{colour}]{d.verdict}[/{colour}]", highlight=False)
+    console.print(f"  {d.reason}", highlight=False)
+    for row in d.gate.rows:
+        mark = "[red]regressed[/red]" if row.regressed else "ok"
+        console.print(f"  {row.name:<18} {_num(row.baseline)} -> {_num(row.candidate)}  {mark}", highlight=False)
+    for number, h in enumerate(d.hypotheses, 1):
+        signals = ", ".join(f"{s.name} {s.value:.2f}" for s in h.signals)
+        console.print(f"  {number}. [bold]{h.kind}[/bold] {h.score:.3f}  [dim]({signals})[/dim]", highlight=False)
+        for clue in h.evidence[:3]:
+            console.print(f"       {clue.detail}", highlight=False)
+        for clue in h.counter[:2]:
+            console.print(f"       [dim]against:[/dim] {clue.detail}", highlight=False)
+    if d.repair is not None:
+        r = d.repair
+        state = "[green]proven in a copy[/green]" if r.validated else "[yellow]not proven[/yellow]"
+        console.print(f"  repair ({r.strategy}, {state}): {r.description}", highlight=False)
+        console.print(f"    {r.reason}", highlight=False)
+        if r.metric:
+            console.print(f"    {r.metric}: {_num(r.metric_before)} -> {_num(r.metric_after)}", highlight=False)
+        if r.patch:
+            console.print(r.patch.rstrip("\n"), highlight=False, markup=False)
+    console.print(f"[dim]Evidence: {', '.join(str(p) for p in record.evidence)}[/dim]", highlight=False)
+    for line in record.failures:
+        console.print(f"[yellow]write-back pending:[/yellow] {line}", highlight=False)
+
+
+def _num(value: object) -> str:
+    return "–" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)

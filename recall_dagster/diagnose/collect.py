@@ -1,0 +1,331 @@
+"""The evidence between two model versions, read from MLflow and the graph.
+
+MLflow holds what each training run recorded (metrics, parameters, tags, the
+schema of every dataset input, when it ran); the graph holds what happened to
+the data in between (assertion histories, freshness, lineage from the changed
+column to the model's features, blind-window verdicts).  Each difference
+becomes a :class:`~recall_dagster.diagnose.facts.Clue`; what could not be
+looked at is listed as unverified, never assumed clean.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any, Iterable, Mapping, Sequence
+
+from recall_dagster.detect import RecallConfig, run_detectors, training_serving_skew
+from recall_dagster.diagnose.config import DiagnoseConfig
+from recall_dagster.diagnose.facts import Clue, Facts, Relevance, RunFacts
+from recall_dagster.errors import ConfigError, ModelNotFound, ServiceUnreachable
+from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.graph.port import MetadataGraph
+from recall_dagster.impact.config import ImpactConfig
+from recall_dagster.impact.experiment import run_experiment
+from recall_dagster.impact.models import ModelSource
+from recall_dagster.impact.mutations import parse_mutation
+from recall_dagster.impact.targets import affected_models
+from recall_dagster.lifecycle.columns import ColumnGraph, column_name
+from recall_dagster.lifecycle.config import LifecycleConfig
+from recall_dagster.lifecycle.gate import training_data
+from recall_dagster.lifecycle.records import AssertionRecord
+from recall_dagster.lifecycle.service import Assessment, assess
+from recall_dagster.lifecycle.verdict import Status
+
+
+@dataclass(frozen=True)
+class Pair:
+    """The two versions compared: registry version strings, the candidate's first."""
+
+    model: str
+    candidate: str
+    baseline: str
+
+
+def pick_versions(
+    client: Any, model: str, candidate: str | None, baseline: str | None, aliases: Sequence[str]
+) -> Pair:
+    """Default candidate: the newest version; default baseline: the one a production alias names, or the
+    newest before the candidate when the alias already names the candidate."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        versions = sorted(int(v.version) for v in client.search_model_versions(f"name = '{model}'"))
+        named = client.get_registered_model(model).aliases if versions else {}
+    except MlflowException as err:
+        raise ModelNotFound(f"MLflow has no registered model {model!r}: {err.message}") from None
+    except OSError as err:
+        raise ServiceUnreachable(f"MLflow did not answer for {model}: {err}") from None
+    if not versions:
+        raise ModelNotFound(f"MLflow has no version of {model!r}")
+    for label, given in (("candidate", candidate), ("baseline", baseline)):
+        if given is not None and (not given.isdigit() or int(given) not in versions):
+            raise ModelNotFound(f"{model} has no version {given!r} ({label}); versions: {', '.join(map(str, versions))}")
+    cand = int(candidate) if candidate else versions[-1]
+    if baseline:
+        return Pair(model, str(cand), baseline)
+    production = next((int(named[a]) for a in aliases if a in named), None)
+    if production is not None and production != cand:
+        return Pair(model, str(cand), str(production))
+    older = [v for v in versions if v < cand]
+    if not older:
+        raise ConfigError(f"{model} version {cand} has no earlier version to compare with; give --baseline")
+    return Pair(model, str(cand), str(older[-1]))
+
+
+def _schemas(run: Any) -> dict[str, dict[str, str]]:
+    """Input table -> column -> type, from the schema MLflow stored with each dataset input."""
+    out: dict[str, dict[str, str]] = {}
+    for item in getattr(run.inputs, "dataset_inputs", None) or ():
+        try:
+            spec = json.loads(item.dataset.schema or "{}").get("mlflow_colspec") or []
+        except (TypeError, ValueError):
+            continue
+        out[item.dataset.name] = {str(c.get("name")): str(c.get("type")) for c in spec if isinstance(c, dict)}
+    return out
+
+
+def run_facts(client: Any, model: str, version: str, features: tuple[str, ...]) -> RunFacts:
+    from mlflow.exceptions import MlflowException
+
+    try:
+        run_id = client.get_model_version(model, version).run_id
+        run = client.get_run(run_id) if run_id else None
+    except MlflowException as err:
+        raise ModelNotFound(f"{model} version {version}: {err.message}") from None
+    if run is None:
+        return RunFacts(version=version, run_id=None, start_ms=None, end_ms=None, features=features)
+    metrics = {k: float(v) for k, v in run.data.metrics.items() if not math.isnan(float(v))}
+    return RunFacts(
+        version=version,
+        run_id=run_id,
+        start_ms=run.info.start_time,
+        end_ms=run.info.end_time,
+        metrics=metrics,
+        params=dict(run.data.params),
+        tags=dict(run.data.tags),
+        schemas=_schemas(run),
+        features=features,
+    )
+
+
+def _differences(before: Mapping[str, str], after: Mapping[str, str]) -> list[tuple[str, str | None, str | None]]:
+    return [(k, before.get(k), after.get(k)) for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)]
+
+
+def _code_clues(base: RunFacts, cand: RunFacts, config: DiagnoseConfig) -> list[Clue]:
+    prefix = config.transform_tag_prefix
+    transforms = {
+        tag[len(prefix):]: (base.tags.get(tag), cand.tags.get(tag))
+        for tag in {*base.tags, *cand.tags} if prefix and tag.startswith(prefix)
+    }
+    clues = []
+    for feature, (before, after) in sorted(transforms.items()):
+        if before == after:
+            continue
+        code = (after or "").partition("@")[0]
+        module, _, function = code.partition(":")
+        clues.append(Clue(
+            "transform_changed", feature,
+            f"the code computing {feature} changed: {before or 'none'} -> {after or 'none'}",
+            "feature", fields=(feature,), data={"module": module, "function": function, "before": before, "after": after},
+        ))
+    for tag, before, after in _differences(
+        {k: v for k, v in base.tags.items() if any(fnmatchcase(k, g) for g in config.code_tags)},
+        {k: v for k, v in cand.tags.items() if any(fnmatchcase(k, g) for g in config.code_tags)},
+    ):
+        clues.append(Clue("code_changed", tag, f"training code {tag}: {before or 'none'} -> {after or 'none'}",
+                          "input", fields=cand.features))
+    return clues
+
+
+def _param_clues(base: RunFacts, cand: RunFacts) -> list[Clue]:
+    clues = [
+        Clue("param_changed", name, f"parameter {name}: {before} -> {after}", "input")
+        for name, before, after in _differences(base.params, cand.params) if name != "features"
+    ]
+    added, removed = sorted(set(cand.features) - set(base.features)), sorted(set(base.features) - set(cand.features))
+    if added or removed:
+        clues.append(Clue("features_changed", "features", f"features added {added or 'none'}, removed {removed or 'none'}",
+                          "feature", fields=tuple(added + removed)))
+    return clues
+
+
+def _schema_clues(base: RunFacts, cand: RunFacts, readers: Mapping[str, Mapping[str, tuple[str, ...]]]) -> list[Clue]:
+    clues = []
+    for table in sorted(set(base.schemas) & set(cand.schemas)):
+        for column, before, after in _differences(base.schemas[table], cand.schemas[table]):
+            change = "added" if before is None else "removed" if after is None else f"retyped {before} -> {after}"
+            fields = readers.get(table, {}).get(column, ())
+            clues.append(Clue("schema_changed", f"{table}.{column}", f"{table}.{column} {change} between the runs",
+                              "feature" if fields else "input", fields=fields))
+    return clues
+
+
+def _feature_readers(closure: ModelClosure, columns: ColumnGraph, at: Iterable[tuple[str, str]]) -> tuple[str, ...]:
+    """Features of ``closure`` whose source column is downstream of any of the columns ``at``."""
+    reached = columns.reach([columns.col(c) for c in at])
+    hits = []
+    for feature in closure.features:
+        wanted = feature.column or feature.name
+        if any((columns.canonical.get(s, s), wanted) in reached for s in feature.sources):
+            hits.append(feature.name)
+    return tuple(hits)
+
+
+def _relevance(closure: ModelClosure, columns: ColumnGraph, dataset: str, fields: tuple[str, ...]) -> Relevance:
+    if fields:
+        return "feature"
+    table = columns.canonical.get(dataset, dataset)
+    if table in {columns.canonical.get(u, u) for u in (*closure.training_inputs, *closure.feature_sources)}:
+        return "input"
+    return "upstream"
+
+
+def _is_label_table(dataset: str, config: RecallConfig) -> bool:
+    name = display_name(dataset)
+    return any(fnmatchcase(name, g) or fnmatchcase(dataset, g) for g in config.label_tables)
+
+
+def _assertion_clues(
+    records: Sequence[AssertionRecord], closure: ModelClosure, columns: ColumnGraph, base: RunFacts,
+    cand: RunFacts, config: RecallConfig, lc: LifecycleConfig,
+) -> list[Clue]:
+    start = base.end_ms or base.start_ms
+    if start is None or cand.start_ms is None:
+        return []
+    reach = {columns.canonical.get(u, u) for u in training_data(closure)}
+    clues = []
+    for record in records:
+        if columns.canonical.get(record.dataset, record.dataset) not in reach:
+            continue
+        inside = sorted(
+            (r for r in record.runs if r.at_ms is not None and start <= r.at_ms <= cand.start_ms),
+            key=lambda r: r.at_ms or 0,
+        )
+        failed = [r for r in inside if lc.failing(r.result)]
+        if not failed:
+            continue
+        at = [(record.dataset, record.column)] if record.column else [
+            (record.dataset, c) for c in columns.columns.get(columns.canonical.get(record.dataset, record.dataset), ())
+        ]
+        fields = _feature_readers(closure, columns, at)
+        kind = "label_shift" if _is_label_table(record.dataset, config) else "assertion_failed"
+        rows = f" ({failed[0].failed_rows:,} failing rows)" if failed[0].failed_rows is not None else ""
+        data = {"assertion": record.name, "dataset": record.dataset, "column": record.column,
+                "failed_rows": failed[0].failed_rows, "classification": lc.classify(record.kind or record.name)}
+        clues.append(Clue(kind, record.where, f"{record.name} on {record.where} failed{rows}", _relevance(
+            closure, columns, record.dataset, fields), at_ms=failed[0].at_ms, fields=fields, data=data))
+        if not lc.failing(inside[-1].result):
+            clues.append(Clue(kind, record.where, f"{record.name} passed again before the candidate trained",
+                              _relevance(closure, columns, record.dataset, fields), at_ms=inside[-1].at_ms,
+                              fields=fields, against=True, data=data))
+    return clues
+
+
+def _state_clues(assessment: Assessment, closure: ModelClosure, cand: RunFacts, config: RecallConfig) -> list[Clue]:
+    clues = []
+    verdicts = [v for c in assessment.causes if (v := c.versions_of(closure.urn)) is not None]
+    for verdict in verdicts:
+        if verdict.verdict.status is Status.CONTAMINATED:
+            clues.append(Clue("contaminated", closure.model.name, verdict.verdict.reason, "input",
+                              fields=tuple(f.name for f in closure.features)))
+    if cand.start_ms is not None:
+        for urn in dict.fromkeys((*closure.training_inputs, *closure.feature_sources)):
+            dataset = closure.dataset(urn)
+            seen = dataset.freshness_at(cand.start_ms)
+            hours = config.freshness.window_hours(dataset)
+            if seen is not None and (cand.start_ms - seen.updated_ms) / 3_600_000 > hours:
+                clues.append(Clue("input_stale", dataset.name,
+                                  f"{dataset.name} had not changed for over {hours:g} h when the candidate trained",
+                                  "input", at_ms=seen.updated_ms))
+    skew = run_detectors([closure], config, {}).findings.get(closure.urn, ())
+    for finding in skew:
+        if finding.detector == training_serving_skew.NAME:
+            clues.append(Clue("serving_skew", display_name(finding.subject), finding.message, "feature"))
+    return clues
+
+
+def _row_clues(base: RunFacts, cand: RunFacts, lc: LifecycleConfig) -> list[Clue]:
+    prefix, limit = lc.training_rows_metric, lc.gate.max_row_drop
+    clues = []
+    for name in sorted(k for k in cand.metrics if k.startswith(prefix) and k in base.metrics):
+        before, after = base.metrics[name], cand.metrics[name]
+        if before and abs(after - before) / before > limit:
+            clues.append(Clue("rows_changed", name[len(prefix):],
+                              f"{name[len(prefix):]}: {before:,.0f} rows at the baseline, {after:,.0f} at the candidate",
+                              "input"))
+    return clues
+
+
+def replayed_loss(
+    clue: Clue, baseline: ModelClosure, columns: ColumnGraph, lc: LifecycleConfig, ic: ImpactConfig,
+    source: ModelSource, table_rows: Mapping[str, int],
+) -> float | None:
+    """The loss the baseline model shows when the failing test's bad rows are replayed on it, when they can be."""
+    data = clue.data
+    spec = ic.measured.failing_assertion.get(str(data.get("classification")))
+    table = columns.canonical.get(str(data.get("dataset")), str(data.get("dataset")))
+    total = table_rows.get(".".join(display_name(table).split(".")[-2:]))
+    if not spec or not data.get("column") or data.get("failed_rows") is None or not total:
+        return None
+    changed = (table, str(data["column"]))
+    affected = affected_models([baseline], columns, changed, lc)
+    if not affected:
+        return None
+    report = run_experiment(affected, changed, parse_mutation(spec, min(1.0, data["failed_rows"] / total)), source, ic)
+    losses = [r.measurement.loss for r in report.results if r.measurement and r.measurement.loss is not None]
+    return max(losses) if losses else None
+
+
+def collect(
+    graph: MetadataGraph,
+    client: Any,
+    pair: Pair,
+    config: RecallConfig,
+    lc: LifecycleConfig,
+    dc: DiagnoseConfig,
+    ic: ImpactConfig,
+    source: ModelSource,
+    now_ms: int,
+) -> Facts:
+    """Both runs and every clue between them, with what could not be looked at."""
+    assessment = assess(graph, config, lc, now_ms)
+    by_name = {(c.registered_name, c.model.version): c for c in assessment.estate.closures}
+    base_closure, cand_closure = by_name.get((pair.model, pair.baseline)), by_name.get((pair.model, pair.candidate))
+    unverified = []
+    if cand_closure is None:
+        unverified.append(f"the graph does not hold {pair.model} version {pair.candidate} yet: its lineage, "
+                          "features and serving path are read from the baseline's")
+    closure = cand_closure or base_closure
+    features = tuple(f.name for f in closure.features) if closure else ()
+    base = run_facts(client, pair.model, pair.baseline, tuple(f.name for f in base_closure.features) if base_closure else features)
+    cand = run_facts(client, pair.model, pair.candidate, features)
+    clues = [*_code_clues(base, cand, dc), *_param_clues(base, cand), *_row_clues(base, cand, lc)]
+    if not any(any(fnmatchcase(t, g) for g in dc.code_tags) for t in cand.tags):
+        unverified.append(f"neither run records a code revision ({', '.join(dc.code_tags)}); "
+                          "only per-feature transform tags were compared")
+    unverified.append("DataHub's dbt source keeps no history of model checksums: a dbt model changed between the "
+                      "runs is seen only through the tests and schemas it changed")
+    if closure is None:
+        unverified.append(f"the graph holds neither version of {pair.model}: no lineage, tests or freshness were read")
+        return Facts(pair.model, cand, base, tuple(clues), len(features), tuple(unverified))
+    columns = assessment.estate.columns
+    readers = {
+        display_name(u): {c: _feature_readers(closure, columns, [(u, c)]) for c in (f.path for f in closure.dataset(u).fields or ())}
+        for u in closure.datasets
+    }
+    clues += _schema_clues(base, cand, readers)
+    clues += _assertion_clues(assessment.records, closure, columns, base, cand, config, lc)
+    clues += _state_clues(assessment, closure, cand, config)
+    if base_closure is not None:
+        rows = {k[len(lc.training_rows_metric):]: int(v) for k, v in cand.metrics.items()
+                if k.startswith(lc.training_rows_metric)}
+        clues = [
+            Clue(**{**c.__dict__, "measured_loss": replayed_loss(c, base_closure, columns, lc, ic, source, rows)})
+            if c.kind == "assertion_failed" and not c.against else c
+            for c in clues
+        ]
+    return Facts(pair.model, cand, base, tuple(clues), len(features), tuple(unverified))

@@ -1,0 +1,161 @@
+"""A diagnosis on record: evidence files first, then a DataHub document, then the team's channels.
+
+The evidence (``RECALL_HOME/evidence/diagnose/<model>-v<candidate>-vs-v<baseline>``
+``.json`` and ``.md``) is written before anything is sent.  The document's URN
+and text come from the diagnosis alone, so diagnosing the same pair again
+rewrites nothing; channels hear of a diagnosis only when its verdict or
+ranking changed since the evidence last recorded it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from datahub.emitter.mce_builder import datahub_guid
+from datahub.metadata.schema_classes import (
+    DocumentContentsClass,
+    DocumentInfoClass,
+    DocumentSourceClass,
+    DocumentSourceTypeClass,
+    DocumentStateClass,
+    DocumentStatusClass,
+    RelatedAssetClass,
+)
+from datahub.metadata.urns import DocumentUrn
+
+from recall_dagster.diagnose.service import Diagnosis
+from recall_dagster.errors import GraphError, ServiceUnreachable
+from recall_dagster.estate.marks import MANAGED_BY_KEY
+from recall_dagster.files import read_json_object, write_atomically
+from recall_dagster.graph.port import MetadataGraph
+from recall_dagster.writeback.config import WritebackConfig
+from recall_dagster.writeback.documents import restamped
+from recall_dagster.writeback.emit import emit
+from recall_dagster.writeback.keys import stamp
+from recall_dagster.writeback.notify import Notice, announce, channels
+from recall_dagster.writeback.plan import changed
+from recall_dagster.writeback.state import GraphState
+from recall_dagster.writeback.writes import Write
+
+MANAGED_BY = {MANAGED_BY_KEY: "recall-diagnose"}
+
+
+def diagnosis_id(d: Diagnosis) -> str:
+    return f"{d.pair.model}-v{d.pair.candidate}-vs-v{d.pair.baseline}"
+
+
+def markdown(d: Diagnosis) -> str:
+    """The diagnosis as a reviewer reads it: the gate, the causes with their signals, the repair."""
+    lines = [f"# Diagnosis: {d.pair.model} version {d.pair.candidate} against version {d.pair.baseline}", "",
+             f"Verdict: **{d.verdict}**. {d.reason}", "", "## Metric gate", "",
+             "| metric | baseline | candidate | delta | regressed |", "|---|---|---|---|---|"]
+    for row in d.gate.rows:
+        lines.append(f"| {row.name} | {_num(row.baseline)} | {_num(row.candidate)} | {_num(row.delta)} | "
+                     f"{'yes' if row.regressed else 'no'} |")
+    if d.hypotheses:
+        lines += ["", "## Hypotheses, best first", ""]
+        for number, h in enumerate(d.hypotheses, 1):
+            signals = ", ".join(f"{s.name} {s.value:.2f}×{s.weight:g}" for s in h.signals)
+            lines.append(f"{number}. **{h.kind}** {h.score:.3f} ({signals})")
+            lines += [f"   - {c.detail}" for c in h.evidence]
+            lines += [f"   - against: {c.detail}" for c in h.counter]
+    if d.repair is not None:
+        r = d.repair
+        proven = "proven in a copy" if r.validated else "not proven"
+        lines += ["", f"## Repair: {r.strategy} ({proven})", "", r.description, "", r.reason]
+        if r.metric:
+            lines.append(f"\n{r.metric}: {_num(r.metric_before)} (candidate) -> {_num(r.metric_after)} (repaired)")
+        if r.patch:
+            lines += ["", "```diff", r.patch.rstrip("\n"), "```"]
+    if d.facts is not None and d.facts.unverified:
+        lines += ["", "## Not verified", "", *(f"- {u}" for u in d.facts.unverified)]
+    return "\n".join(lines) + "\n"
+
+
+def _num(value: Any) -> str:
+    return "–" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def _gist(body: dict[str, Any]) -> Any:
+    return (body.get("verdict"), [(h["kind"], h["score"]) for h in body.get("hypotheses", [])])
+
+
+def write_evidence(evidence_dir: Path, d: Diagnosis, now_ms: int) -> tuple[list[Path], bool]:
+    """The JSON and Markdown, replaced atomically; whether the verdict or ranking changed since the last."""
+    folder = evidence_dir / "diagnose"
+    ident = diagnosis_id(d)
+    paths = [folder / f"{ident}.json", folder / f"{ident}.md"]
+    body = {**d.to_json(), "diagnosed_at_ms": now_ms}
+    previous = read_json_object(paths[0], "diagnosis evidence") if paths[0].exists() else {}
+    write_atomically(paths[0], json.dumps(body, indent=1) + "\n", "evidence")
+    write_atomically(paths[1], markdown(d), "evidence")
+    return paths, _gist(previous) != _gist(body)
+
+
+@dataclass
+class DiagnosisRecord:
+    evidence: list[Path]
+    writes: int = 0
+    failures: list[str] = field(default_factory=list)
+    notices: list[Notice] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "evidence": [str(p) for p in self.evidence],
+            "writes": self.writes,
+            "failures": self.failures,
+            "notified": [n.channel for n in self.notices if n.error is None],
+            "notify_errors": [f"{n.channel}: {n.error}" for n in self.notices if n.error],
+        }
+
+
+def document_urn(d: Diagnosis) -> str:
+    return DocumentUrn(datahub_guid({"recall": "diagnose", "diagnosis": diagnosis_id(d)})).urn()
+
+
+def record_diagnosis(
+    graph: MetadataGraph | None,
+    evidence_dir: Path,
+    d: Diagnosis,
+    models: Sequence[str],
+    config: WritebackConfig,
+    now_ms: int,
+    sleep: Callable[[float], None] = time.sleep,
+) -> DiagnosisRecord:
+    """Evidence, then (given a graph) the document related to ``models`` (mlModel URNs), then the channels."""
+    paths, news = write_evidence(evidence_dir, d, now_ms)
+    record = DiagnosisRecord(paths)
+    if graph is not None and d.verdict != "PASS":
+        urn = document_urn(d)
+        try:
+            current = graph.get_aspects([urn], [DocumentInfoClass])
+        except (ServiceUnreachable, GraphError) as err:
+            record.failures.append(f"reading {graph.location}: {err}")
+            current = None
+        if current is not None:
+            info = restamped(DocumentInfoClass(
+                title=f"Diagnosis: {d.pair.model} v{d.pair.candidate} vs v{d.pair.baseline} -> {d.verdict}",
+                status=DocumentStatusClass(state=DocumentStateClass.PUBLISHED),
+                contents=DocumentContentsClass(text=markdown(d)),
+                source=DocumentSourceClass(sourceType=DocumentSourceTypeClass.EXTERNAL,
+                                           externalId=f"recall-diagnose:{diagnosis_id(d)}"),
+                relatedAssets=[RelatedAssetClass(asset=m) for m in models],
+                customProperties={**MANAGED_BY, "recall.verdict": d.verdict},
+                created=stamp(now_ms),
+                lastModified=stamp(now_ms),
+            ), GraphState(current, (), (), (), ()).aspect(urn, DocumentInfoClass), now_ms)
+            write = Write.of("document", urn, info, info.title or urn)
+            if changed(write, GraphState(current, (), (), (), ())):
+                outcome = emit(graph, [write], config.retry, sleep)
+                record.writes = len(outcome.landed)
+                record.failures += [f"{w.aspect_name} on {w.urn}: {why}" for w, why in (*outcome.refused, *outcome.pending)]
+    if news and d.verdict != "PASS":
+        chans, _ = channels(config)
+        top = d.hypotheses[0].kind if d.hypotheses else "no hypothesis"
+        record.notices = announce(chans, diagnosis_id(d), f"{d.pair.model} v{d.pair.candidate} regressed: {d.verdict}",
+                                  f"{d.reason}\nBest hypothesis: {top}. Evidence: {paths[1]}")
+    return record

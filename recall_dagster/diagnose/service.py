@@ -1,0 +1,182 @@
+"""``recall diagnose``: the metric gate, then (on a regression) ranked causes and the smallest repair.
+
+The CLI and the Dagster metric-gate check call :func:`diagnose`; what it
+reads comes through MLflow and the graph, what it decides is pure
+(:mod:`~recall_dagster.diagnose.gate`, :mod:`~recall_dagster.diagnose.hypotheses`),
+and a repair is only ever edited and proven in a copy
+(:mod:`~recall_dagster.diagnose.repair`).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Literal, Mapping
+
+from recall_dagster.detect import RecallConfig
+from recall_dagster.diagnose.collect import Pair, collect, pick_versions, run_facts
+from recall_dagster.diagnose.config import DiagnoseConfig
+from recall_dagster.diagnose.facts import Facts
+from recall_dagster.diagnose.gate import GateOutcome, metric_gate
+from recall_dagster.diagnose.hypotheses import Hypothesis, decide, rank
+from recall_dagster.diagnose.repair import RepairRefused, Validation, guarded_division_edits, prove_smallest
+from recall_dagster.graph.port import MetadataGraph
+from recall_dagster.impact.config import ImpactConfig
+from recall_dagster.impact.models import ModelSource
+from recall_dagster.lifecycle.config import LifecycleConfig
+
+SCHEMA_VERSION = 1
+Verdict = Literal["PASS", "REGRESSION", "INCONCLUSIVE"]
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Repair:
+    strategy: str  # "guard_division" | "rollback"
+    description: str
+    patch: str | None
+    validated: bool
+    metric: str | None
+    metric_before: float | None  # the candidate's
+    metric_after: float | None  # the repaired copy's (or the rollback target's), when measured
+    reason: str
+    tried: tuple[Validation, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy,
+            "description": self.description,
+            "patch": self.patch,
+            "validated": self.validated,
+            "metric": self.metric,
+            "metric_before": self.metric_before,
+            "metric_after": self.metric_after,
+            "reason": self.reason,
+            "tried": [v.to_json() for v in self.tried],
+        }
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    pair: Pair
+    gate: GateOutcome
+    verdict: Verdict
+    reason: str
+    hypotheses: tuple[Hypothesis, ...] = ()
+    repair: Repair | None = None
+    facts: Facts | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "model": self.pair.model,
+            "candidate": self.pair.candidate,
+            "baseline": self.pair.baseline,
+            "gate": self.gate.to_json(),
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "hypotheses": [h.to_json() for h in self.hypotheses],
+            "repair": self.repair.to_json() if self.repair else None,
+            "unverified": list(self.facts.unverified) if self.facts else [],
+        }
+
+
+def _guarded_division(
+    facts: Facts, top: Hypothesis, dc: DiagnoseConfig, primary: str | None, env: Mapping[str, str] | None
+) -> Repair | None:
+    """Guard each division of the changed transform in turn, in a copy; keep the first that restores the metric."""
+    clue = next((c for c in top.evidence if c.kind == "transform_changed" and c.data.get("function")), None)
+    if clue is None:
+        return None
+    project = Path(dc.repair.project).expanduser()
+    module, function = str(clue.data["module"]), str(clue.data["function"])
+    before = facts.candidate.metrics.get(primary) if primary else None
+
+    def restored(metrics: dict[str, float]) -> bool:
+        return metric_gate(metrics, facts.baseline.metrics, dc).verdict == "PASS"
+
+    try:
+        edits = guarded_division_edits(project, module, function)
+        chosen, tried = prove_smallest(
+            project, edits, dc.repair, {"model": facts.model, "python": sys.executable}, restored, env
+        )
+    except RepairRefused as err:
+        return Repair("guard_division", f"guard the divisions of {module}:{function}", None, False, primary,
+                      before, None, str(err))
+    if chosen is None:
+        shown = tried[0] if tried else None
+        why = ("no repair command is configured (diagnose.repair.command): proposed, not proven"
+               if not dc.repair.command else "no guarded division brought the metric back within tolerance")
+        return Repair("guard_division", shown.edit.description if shown else f"guard {module}:{function}",
+                      shown.edit.patch if shown else None, False, primary, before,
+                      shown.metrics.get(primary) if shown and shown.metrics and primary else None, why, tuple(tried))
+    after = chosen.metrics.get(primary) if chosen.metrics and primary else None
+    return Repair("guard_division", chosen.edit.description, chosen.edit.patch, True, primary, before, after,
+                  f"retrained in a copy of {project}: the metric gate passes against version "
+                  f"{facts.baseline.version}", tuple(tried))
+
+
+def _rollback(facts: Facts, primary: str | None) -> Repair:
+    base = facts.baseline
+    return Repair(
+        "rollback", f"keep (or roll back to) version {base.version}, which the gate measured against", None,
+        True, primary, facts.candidate.metrics.get(primary) if primary else None,
+        base.metrics.get(primary) if primary else None,
+        f"version {base.version}'s own logged metrics are the ones the candidate failed to match",
+    )
+
+
+def propose_repair(
+    facts: Facts, ranked: tuple[Hypothesis, ...], dc: DiagnoseConfig, primary: str | None,
+    env: Mapping[str, str] | None = None,
+) -> Repair | None:
+    """From the catalogue, for the best hypothesis: a guarded transform, else a rollback to the baseline.
+    ``env`` is the environment the proving command runs in (the caller's, with its RECALL_HOME)."""
+    if not ranked:
+        return None
+    top = ranked[0]
+    if top.kind == "feature_transformation":
+        guarded = _guarded_division(facts, top, dc, primary, env)
+        if guarded is not None:
+            return guarded
+    if top.kind == "no_data_cause":
+        return None
+    return _rollback(facts, primary)
+
+
+def diagnose(
+    graph: MetadataGraph,
+    client: Any,
+    model: str,
+    config: RecallConfig,
+    lc: LifecycleConfig,
+    dc: DiagnoseConfig,
+    ic: ImpactConfig,
+    source: ModelSource,
+    now_ms: int,
+    *,
+    candidate: str | None = None,
+    baseline: str | None = None,
+    repair: bool = True,
+    env: Mapping[str, str] | None = None,
+    progress: Progress = lambda _: None,
+) -> Diagnosis:
+    pair = pick_versions(client, model, candidate, baseline, sorted(config.resolve.production_aliases))
+    progress(f"{model}: version {pair.candidate} against version {pair.baseline}")
+    cand = run_facts(client, model, pair.candidate, ())
+    base = run_facts(client, model, pair.baseline, ())
+    gate = metric_gate(cand.metrics, base.metrics, dc)
+    if gate.verdict == "PASS":
+        return Diagnosis(pair, gate, "PASS", gate.reason)
+    if gate.verdict == "UNVERIFIED":
+        return Diagnosis(pair, gate, "INCONCLUSIVE", gate.reason)
+    progress("reading what changed between the two runs")
+    facts = collect(graph, client, pair, config, lc, dc, ic, source, now_ms)
+    ranked = rank(facts, gate.loss, dc.hypotheses)
+    verdict, reason = decide(ranked, dc.hypotheses)
+    proposal = None
+    if repair and verdict == "REGRESSION":
+        progress(f"proposing a repair for {ranked[0].kind}")
+        proposal = propose_repair(facts, ranked, dc, gate.primary, env)
+    return Diagnosis(pair, gate, verdict, reason, ranked, proposal, facts)

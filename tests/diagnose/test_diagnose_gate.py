@@ -1,0 +1,102 @@
+"""The metric gate on hand-written metrics: tolerances, direction, one-sided metrics, UNVERIFIED, the primary's loss."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from recall_dagster.diagnose.config import DiagnoseConfig, Tolerance, load_diagnose_config
+from recall_dagster.diagnose.gate import metric_gate
+
+CONFIG = load_diagnose_config()
+
+
+def only(**metrics: Tolerance) -> DiagnoseConfig:
+    return replace(CONFIG, metrics=metrics, primary=tuple(name for name in ("roc_auc", "mae") if name in metrics))
+
+
+AUC = Tolerance(higher_is_better=True, tolerance=0.002)
+MAE = Tolerance(higher_is_better=False, tolerance=0.05, relative=True)
+
+
+def test_an_absolute_tolerance_allows_a_drop_up_to_it_and_no_further() -> None:
+    config = only(roc_auc=AUC)
+    assert metric_gate({"roc_auc": 0.799}, {"roc_auc": 0.8}, config).verdict == "PASS"
+    assert metric_gate({"roc_auc": 0.798}, {"roc_auc": 0.8}, config).verdict == "PASS", "exactly the tolerance"
+    outcome = metric_gate({"roc_auc": 0.797}, {"roc_auc": 0.8}, config)
+    assert outcome.verdict == "REGRESSION"
+    [row] = outcome.rows
+    assert row.regressed and row.delta == pytest.approx(-0.003)
+    assert "roc_auc" in outcome.reason
+
+
+def test_a_relative_tolerance_scales_with_the_baseline() -> None:
+    config = only(mae=MAE)
+    assert metric_gate({"mae": 2.09}, {"mae": 2.0}, config).verdict == "PASS"  # allowed 0.1
+    assert metric_gate({"mae": 2.11}, {"mae": 2.0}, config).verdict == "REGRESSION"
+    assert metric_gate({"mae": 4.11}, {"mae": 4.0}, config).verdict == "PASS", "the same rise on a bigger error"
+    absolute = only(mae=replace(MAE, relative=False))
+    assert metric_gate({"mae": 2.09}, {"mae": 2.0}, absolute).verdict == "REGRESSION", "0.09 > 0.05 absolute"
+
+
+def test_direction_decides_what_worse_means() -> None:
+    config = only(roc_auc=AUC, mae=MAE)
+    better = metric_gate({"roc_auc": 0.9, "mae": 1.0}, {"roc_auc": 0.8, "mae": 2.0}, config)
+    assert better.verdict == "PASS" and not any(row.regressed for row in better.rows)
+    assert better.loss is not None and better.loss < 0, "an improvement is a negative loss"
+    worse = metric_gate({"roc_auc": 0.9, "mae": 3.0}, {"roc_auc": 0.8, "mae": 2.0}, config)
+    assert worse.verdict == "REGRESSION"
+    assert [row.name for row in worse.rows if row.regressed] == ["mae"]
+    assert [row.delta for row in worse.rows] == [pytest.approx(0.1), pytest.approx(1.0)]
+
+
+def test_a_metric_only_one_run_logged_is_shown_but_never_regresses() -> None:
+    config = only(roc_auc=AUC, mae=MAE)
+    outcome = metric_gate({"roc_auc": 0.8, "mae": 100.0}, {"roc_auc": 0.8}, config)
+    assert outcome.verdict == "PASS"
+    mae = next(row for row in outcome.rows if row.name == "mae")
+    assert (mae.baseline, mae.candidate, mae.delta, mae.regressed) == (None, 100.0, None, False)
+    assert "baseline did not log it" in mae.note
+
+
+def test_nan_counts_as_not_logged() -> None:
+    config = only(roc_auc=AUC, mae=MAE)
+    outcome = metric_gate({"roc_auc": math.nan, "mae": 2.0}, {"roc_auc": 0.9, "mae": 2.0}, config)
+    assert outcome.verdict == "PASS" and outcome.primary == "mae"
+    auc = outcome.rows[0]
+    assert auc.candidate is None and not auc.regressed and "nan" in auc.note
+
+
+def test_nothing_compared_is_unverified_and_says_what_was_missing() -> None:
+    outcome = metric_gate({"roc_auc": 0.5, "accuracy": 0.1}, {"mae": math.nan, "accuracy": 0.9}, CONFIG)
+    assert outcome.verdict == "UNVERIFIED"
+    assert (outcome.primary, outcome.loss) == (None, None)
+    for name in ("roc_auc", "mae", "average_precision", "rmse", "r2"):
+        assert name in outcome.reason
+    assert "accuracy" not in outcome.reason, "a metric diagnose.metrics does not name is not gated"
+    assert metric_gate({}, {}, CONFIG).verdict == "UNVERIFIED"
+
+
+def test_the_primary_is_the_first_configured_metric_both_logged_and_its_loss_is_a_share_of_skill() -> None:
+    both = metric_gate({"roc_auc": 0.7, "mae": 2.5}, {"roc_auc": 0.8, "mae": 2.0}, CONFIG)
+    assert both.primary == "roc_auc" and both.loss == pytest.approx(0.1 / 0.3), "skill above chance 0.5"
+    no_auc = metric_gate({"mae": 2.5}, {"roc_auc": 0.8, "mae": 2.0}, CONFIG)
+    assert no_auc.primary == "mae" and no_auc.loss == pytest.approx(0.25), "relative to the error's size"
+    mae_first = metric_gate({"roc_auc": 0.7, "mae": 2.5}, {"roc_auc": 0.8, "mae": 2.0},
+                            replace(CONFIG, primary=("mae", "roc_auc")))
+    assert mae_first.primary == "mae"
+    at_chance = metric_gate({"roc_auc": 0.45}, {"roc_auc": 0.5}, CONFIG)
+    assert at_chance.loss == pytest.approx(0.05), "no skill to share: the drop itself"
+    no_primary = metric_gate({"r2": 0.5}, {"r2": 0.6}, CONFIG)
+    assert no_primary.verdict == "REGRESSION" and (no_primary.primary, no_primary.loss) == (None, None)
+
+
+def test_the_outcome_serialises_every_row() -> None:
+    outcome = metric_gate({"roc_auc": 0.7, "r2": 0.1}, {"roc_auc": 0.8}, CONFIG)
+    out = outcome.to_json()
+    assert set(out) == {"verdict", "metrics", "primary", "loss", "reason"}
+    assert out["verdict"] == "REGRESSION" and [m["name"] for m in out["metrics"]] == ["roc_auc", "r2"]
+    assert out["metrics"][0]["tolerance"] == {"higher_is_better": True, "tolerance": 0.002, "relative": False}
+    assert out["metrics"][1]["delta"] is None and out["metrics"][1]["baseline"] is None
