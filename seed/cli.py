@@ -71,7 +71,8 @@ def _print_summary(summary) -> None:
 
 @estate.command("break")
 @click.option("--scenario", type=click.Choice(lifecycle.SCENARIOS), default="injuries", show_default=True,
-              help="injuries: a normal Tuesday (DESIGN §6); regression: a feature's code change, retrained.")
+              help="injuries: a normal Tuesday (DESIGN §6); regression: a feature's code change, retrained; "
+                   "ambiguous: that change and a bad load of the same feature at once.")
 def break_command(scenario: str) -> None:
     """Inflict a scenario on the estate; idempotent."""
     _print_summary(lifecycle.break_estate(Settings.from_env(), Progress(), scenario))

@@ -104,6 +104,18 @@ def _injure(cur, table: str, column: str, new_type: str, pii_table: str, pii_col
     )
 
 
+def null_device_risk(warehouse: Warehouse, share: float = 0.02) -> None:
+    """A vendor load that lost the IP risk score on a share of its rows (the not-null test on it fails)."""
+    conn = warehouse.connect()
+    try:
+        with conn, conn.cursor() as cur:
+            cur.execute(f"UPDATE raw.device_signals SET ip_risk_score = NULL WHERE transaction_id % {round(1 / share)} = 0")
+    except psycopg2.Error as err:
+        raise StackError(f"could not injure the warehouse at {warehouse.where}: {err}".strip()) from err
+    finally:
+        conn.close()
+
+
 def migrate_serving_registry(settings: Settings) -> None:
     """The half-finished v1 → v2 migration: one device feature now served from the v2 feed."""
     _edited_registry(serving_registry_path(settings), MIGRATED_FEATURE, lambda f: f["source"].update(model=NEW_TABLE))

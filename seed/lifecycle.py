@@ -85,7 +85,7 @@ def build(settings: Settings, progress: Progress, scale: float | None = None) ->
     return summary
 
 
-SCENARIOS = ("injuries", "regression")
+SCENARIOS = ("injuries", "regression", "ambiguous")
 
 
 def break_estate(settings: Settings, progress: Progress, scenario: str = "injuries") -> EstateSummary:
@@ -95,6 +95,9 @@ def break_estate(settings: Settings, progress: Progress, scenario: str = "injuri
     ``regression``: a feature's code changes (a transform whose division has no
     zero guard) and fraud_detector is retrained on it; the new version is
     registered as a candidate, not promoted, as a metric gate would hold it.
+    ``ambiguous``: the same code change, and in the same interval a vendor load
+    that lost the same feature's values on a share of rows: two causes, equally
+    well placed to explain the drop.
     """
     state = _built_state(settings)
     if state.data.get("broken"):
@@ -103,7 +106,11 @@ def break_estate(settings: Settings, progress: Progress, scenario: str = "injuri
     if scenario not in SCENARIOS:
         raise StackError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
     warehouse = ensure_warehouse(settings)
-    if scenario == "regression":
+    if scenario in ("regression", "ambiguous"):
+        if scenario == "ambiguous":
+            with progress.step("warehouse: a device-signal load without IP risk scores"):
+                injuries.null_device_risk(warehouse)
+            run_dbt(settings, warehouse, progress)
         with progress.step(f"training code: {injuries.REGRESSED_FEATURE} computed by {injuries.REGRESSED_TRANSFORM}"):
             injuries.change_feature_code(settings)
         train_and_deploy(settings, warehouse, injuries.training_registry(settings), state, progress,
@@ -141,7 +148,11 @@ def heal(settings: Settings, progress: Progress) -> EstateSummary:
         return _summary(settings)
     warehouse = ensure_warehouse(settings)
     registry = load_registry()
-    if state.data.get("scenario") == "regression":
+    if state.data.get("scenario") in ("regression", "ambiguous"):
+        if state.data.get("scenario") == "ambiguous":
+            with progress.step("warehouse: reload the raw layer as it was"):
+                load_raw_layer(state, warehouse)
+            run_dbt(settings, warehouse, progress)
         with progress.step("training code: the feature's v1 computation restored"):
             injuries.restore_feature_code(settings)
         train_and_deploy(settings, warehouse, registry, state, progress, models=("fraud_detector",))

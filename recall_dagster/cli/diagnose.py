@@ -109,7 +109,8 @@ def render_diagnosis(d: Diagnosis, record: DiagnosisRecord, console: Console) ->
             console.print(f"       [dim]against:[/dim] {clue.detail}", highlight=False)
     if d.repair is not None:
         r = d.repair
-        state = "[green]proven in a copy[/green]" if r.validated else "[yellow]not proven[/yellow]"
+        proof = "proven in a copy" if r.strategy == "guard_division" else "measured by its own logged metrics"
+        state = f"[green]{proof}[/green]" if r.validated else "[yellow]not proven[/yellow]"
         console.print(f"  repair ({r.strategy}, {state}): {r.description}", highlight=False)
         console.print(f"    {r.reason}", highlight=False)
         if r.metric:

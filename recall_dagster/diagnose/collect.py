@@ -227,11 +227,12 @@ def _assertion_clues(
 
 def _state_clues(assessment: Assessment, closure: ModelClosure, cand: RunFacts, config: RecallConfig) -> list[Clue]:
     clues = []
-    verdicts = [v for c in assessment.causes if (v := c.versions_of(closure.urn)) is not None]
-    for verdict in verdicts:
-        if verdict.verdict.status is Status.CONTAMINATED:
-            clues.append(Clue("contaminated", closure.model.name, verdict.verdict.reason, "input",
-                              fields=tuple(f.name for f in closure.features)))
+    for cause in assessment.causes:
+        verdict, impact = cause.versions_of(closure.urn), cause.blast.impact_on(closure.urn)
+        if verdict is not None and verdict.verdict.status is Status.CONTAMINATED:
+            poisoned = tuple(f.name for f in impact.poisoned) if impact else ()
+            clues.append(Clue("contaminated", closure.model.name, verdict.verdict.reason,
+                              "feature" if poisoned else "input", fields=poisoned))
     if cand.start_ms is not None:
         for urn in dict.fromkeys((*closure.training_inputs, *closure.feature_sources)):
             dataset = closure.dataset(urn)

@@ -65,7 +65,8 @@ def markdown(d: Diagnosis) -> str:
             lines += [f"   - against: {c.detail}" for c in h.counter]
     if d.repair is not None:
         r = d.repair
-        proven = "proven in a copy" if r.validated else "not proven"
+        proven = ("proven in a copy" if r.strategy == "guard_division" else "measured by its own logged metrics") \
+            if r.validated else "not proven"
         lines += ["", f"## Repair: {r.strategy} ({proven})", "", r.description, "", r.reason]
         if r.metric:
             lines.append(f"\n{r.metric}: {_num(r.metric_before)} (candidate) -> {_num(r.metric_after)} (repaired)")

@@ -94,7 +94,10 @@ def _guarded_division(
     before = facts.candidate.metrics.get(primary) if primary else None
 
     def restored(metrics: dict[str, float]) -> bool:
-        return metric_gate(metrics, facts.baseline.metrics, dc).verdict == "PASS"
+        """The primary metric back within tolerance of the baseline (every metric, when none is primary)."""
+        gate = metric_gate(metrics, facts.baseline.metrics, dc)
+        rows = [r for r in gate.rows if r.name == primary] if primary else list(gate.rows)
+        return bool(rows) and not any(r.regressed for r in rows)
 
     try:
         edits = guarded_division_edits(project, module, function)
@@ -107,14 +110,14 @@ def _guarded_division(
     if chosen is None:
         shown = tried[0] if tried else None
         why = ("no repair command is configured (diagnose.repair.command): proposed, not proven"
-               if not dc.repair.command else "no guarded division brought the metric back within tolerance")
+               if not dc.repair.command else f"no guarded division brought {primary or 'the metrics'} back within tolerance")
         return Repair("guard_division", shown.edit.description if shown else f"guard {module}:{function}",
                       shown.edit.patch if shown else None, False, primary, before,
                       shown.metrics.get(primary) if shown and shown.metrics and primary else None, why, tuple(tried))
     after = chosen.metrics.get(primary) if chosen.metrics and primary else None
     return Repair("guard_division", chosen.edit.description, chosen.edit.patch, True, primary, before, after,
-                  f"retrained in a copy of {project}: the metric gate passes against version "
-                  f"{facts.baseline.version}", tuple(tried))
+                  f"retrained in a copy of {project}: {primary or 'every metric'} is back within tolerance of "
+                  f"version {facts.baseline.version}", tuple(tried))
 
 
 def _rollback(facts: Facts, primary: str | None) -> Repair:

@@ -1,0 +1,91 @@
+"""``recall diagnose`` on the demo estate: the regression scenario's transform bug found, repaired in a copy and
+proven by retraining there; the ambiguous scenario abstained on; healthy versions pass the metric gate."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from click.testing import CliRunner
+
+from recall_dagster.cli import cli
+from recall_dagster.progress import Progress
+from recall_dagster.settings import REPO_ROOT, Settings
+from seed import injuries, lifecycle
+
+pytestmark = pytest.mark.stack
+
+
+@pytest.fixture(scope="module")
+def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
+    settings = Settings.under(tmp_path_factory.mktemp("diagnose"))
+    lifecycle.build(settings, Progress(quiet=True), scale=0.05)
+    yield settings
+    lifecycle.reset(settings, Progress(quiet=True))
+
+
+@pytest.fixture
+def env(estate: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    monkeypatch.setenv("RECALL_HOME", str(estate.home))
+    monkeypatch.setenv("RECALL_GRAPH", estate.graph)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("RECALL_CONFIG", raising=False)
+    return estate
+
+
+def diagnose(*args: str) -> tuple[int, dict]:
+    result = CliRunner().invoke(cli, ["diagnose", "fraud_detector", "--json", *args])
+    assert result.exit_code in (0, 1), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def checkout_digest() -> dict[str, str]:
+    """Every file git tracks in the checkout, by content: what a repair must never touch."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
+    return {p: hashlib.sha256((REPO_ROOT / p).read_bytes()).hexdigest() for p in tracked.split() if (REPO_ROOT / p).is_file()}
+
+
+def test_the_transform_bug_is_ranked_first_and_its_guard_proven_in_a_copy(env: Settings) -> None:
+    before = checkout_digest()
+    lifecycle.break_estate(env, Progress(quiet=True), "regression")
+    code, report = diagnose()
+    assert checkout_digest() == before, "diagnosis edits only its copy, never the working tree"
+
+    assert (code, report["verdict"], report["gate"]["verdict"]) == (1, "REGRESSION", "REGRESSION")
+    assert (report["candidate"], report["baseline"]) == ("2", "1"), "the new candidate against the production version"
+    ranked = [h["kind"] for h in report["hypotheses"]]
+    assert ranked[0] == "feature_transformation", ranked
+    [clue] = report["hypotheses"][0]["evidence"]
+    assert clue["kind"] == "transform_changed" and clue["fields"] == [injuries.REGRESSED_FEATURE]
+    assert {s["name"] for s in report["hypotheses"][0]["signals"]} == {
+        "temporal", "lineage", "fields", "size", "corroboration"
+    }
+
+    repair = report["repair"]
+    assert repair["strategy"] == "guard_division" and repair["validated"], repair["reason"]
+    assert "+    trust = 1 / (points).where((points) != 0)" in repair["patch"]
+    assert repair["metric"] == "roc_auc" and repair["metric_after"] > repair["metric_before"]
+    evidence = Path(report["record"]["evidence"][1]).read_text()
+    assert "## Repair: guard_division (proven in a copy)" in evidence and "```diff" in evidence
+
+
+def test_a_bad_load_of_the_same_feature_at_the_same_time_is_inconclusive(env: Settings) -> None:
+    lifecycle.heal(env, Progress(quiet=True))
+    lifecycle.break_estate(env, Progress(quiet=True), "ambiguous")
+    code, report = diagnose("--no-repair")
+    assert (code, report["verdict"]) == (1, "INCONCLUSIVE"), [(h["kind"], h["score"]) for h in report["hypotheses"]]
+    top, second = report["hypotheses"][:2]
+    assert {top["kind"], second["kind"]} == {"feature_transformation", "upstream_data_quality"}
+    assert top["score"] - second["score"] < 0.1 and report["repair"] is None
+
+
+def test_heal_undoes_the_scenario_and_a_version_that_did_not_regress_passes(env: Settings) -> None:
+    lifecycle.heal(env, Progress(quiet=True))
+    assert not injuries.training_registry_path(env).exists()
+    code, report = diagnose("--baseline", "1")
+    assert (code, report["verdict"], report["hypotheses"]) == (0, "PASS", [])
+    assert all(not row["regressed"] for row in report["gate"]["metrics"])
