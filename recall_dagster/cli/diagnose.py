@@ -19,14 +19,13 @@ from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
 from recall_dagster.diagnose.config import load_diagnose_config
 from recall_dagster.diagnose.publish import DiagnosisRecord, record_diagnosis
-from recall_dagster.diagnose.service import Diagnosis, diagnose
-from recall_dagster.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREACHABLE, EXIT_UNVERIFIED, ModelNotFound
-from recall_dagster.graph.port import MetadataGraph
+from recall_dagster.diagnose.service import Diagnosis, diagnose, version_urns
+from recall_dagster.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREACHABLE, EXIT_UNVERIFIED
 from recall_dagster.impact.config import load_impact_config
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.lifecycle.config import load_lifecycle_config
 from recall_dagster.progress import Progress
-from recall_dagster.scan import load_config, select_closures
+from recall_dagster.scan import load_config
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import load_writeback_config
 
@@ -67,7 +66,7 @@ def diagnose_command(
                           env={**os.environ, "RECALL_HOME": str(settings.home)}, progress=progress.note)
         settings.ensure_home()
         record = record_diagnosis(None if no_write else graph, settings.evidence_dir, result,
-                                  _model_urns(graph, result, config), wc, now_ms)
+                                  version_urns(graph, result, config), wc, now_ms)
     if as_json:
         click.echo(json.dumps({**result.to_json(), "record": record.to_json()}, indent=2))
     else:
@@ -77,19 +76,6 @@ def diagnose_command(
     if result.gate.verdict == "UNVERIFIED":
         ctx.exit(EXIT_UNVERIFIED)
     ctx.exit(EXIT_OK if result.verdict == "PASS" else EXIT_FINDINGS)
-
-
-def _model_urns(graph: MetadataGraph, d: Diagnosis, config) -> list[str]:  # noqa: ANN001
-    """The two versions as the graph names them; one it does not hold yet is left out."""
-    urns = []
-    for version in (d.pair.candidate, d.pair.baseline):
-        try:
-            found = select_closures(graph, config, scanned_at_ms=0, include_all=True,
-                                    models=[f"{d.pair.model}/{version}"])
-        except ModelNotFound:
-            continue
-        urns += [c.urn for c in found]
-    return urns
 
 
 def render_diagnosis(d: Diagnosis, record: DiagnosisRecord, console: Console) -> None:

@@ -10,7 +10,11 @@ a team's own location next to its dbt and training assets::
     from recall_dagster.defs import RecallResource, recall_definitions, retrain_gate
 
     defs = Definitions.merge(
-        Definitions(assets=[*retrain_gate(train_churn, "churn_model")], resources={"recall": RecallResource.from_env()}),
+        Definitions(
+            assets=[*retrain_gate(train_churn, "churn_model")],
+            asset_checks=[metric_gate(train_churn.key, "churn_model")],  # blocks the promotion downstream
+            resources={"recall": RecallResource.from_env()},
+        ),
         recall_definitions(),
     )
 
@@ -26,6 +30,7 @@ from recall_dagster.defs.automation import nightly_scan, rescan_job, scan_job
 from recall_dagster.defs.config import DagsterConfig, load_dagster_config
 from recall_dagster.defs.gate import retrain_gate
 from recall_dagster.defs.incidents import recall_incident_assets
+from recall_dagster.defs.metric_gate import metric_gate
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.defs.scan import ScanConfig, recall_scan_assets, scan_run_config
 from recall_dagster.defs.sensors import datahub_assertion_sensor, dbt_test_failure_sensor, mlflow_sensor
@@ -71,6 +76,7 @@ __all__ = [
     "datahub_assertion_sensor",
     "dbt_test_failure_sensor",
     "load_dagster_config",
+    "metric_gate",
     "mlflow_sensor",
     "nightly_scan",
     "recall_definitions",

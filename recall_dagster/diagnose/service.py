@@ -21,10 +21,12 @@ from recall_dagster.diagnose.facts import Facts
 from recall_dagster.diagnose.gate import GateOutcome, metric_gate
 from recall_dagster.diagnose.hypotheses import Hypothesis, decide, rank
 from recall_dagster.diagnose.repair import RepairRefused, Validation, guarded_division_edits, prove_smallest
+from recall_dagster.errors import ModelNotFound
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.models import ModelSource
 from recall_dagster.lifecycle.config import LifecycleConfig
+from recall_dagster.scan import select_closures
 
 SCHEMA_VERSION = 1
 Verdict = Literal["PASS", "REGRESSION", "INCONCLUSIVE"]
@@ -183,3 +185,15 @@ def diagnose(
         progress(f"proposing a repair for {ranked[0].kind}")
         proposal = propose_repair(facts, ranked, dc, gate.primary, env)
     return Diagnosis(pair, gate, verdict, reason, ranked, proposal, facts)
+
+
+def version_urns(graph: MetadataGraph, d: Diagnosis, config: RecallConfig) -> list[str]:
+    """The two versions as the graph names them (what a document is related to); one not ingested yet is left out."""
+    urns = []
+    for version in (d.pair.candidate, d.pair.baseline):
+        try:
+            found = select_closures(graph, config, scanned_at_ms=0, include_all=True, models=[f"{d.pair.model}/{version}"])
+        except ModelNotFound:
+            continue
+        urns += [c.urn for c in found]
+    return urns

@@ -23,10 +23,10 @@ def ingest_estate(settings: Settings) -> list[tuple[str, int, tuple[str, ...]]]:
     )
 
 
-def datahub_metadata_asset(training: list[AssetsDefinition]) -> AssetsDefinition:
-    """Ingestion into the graph, downstream of the retrains it carries."""
+def datahub_metadata_asset(upstream: list[AssetsDefinition]) -> AssetsDefinition:
+    """Ingestion into the graph, downstream of the promotions whose versions it carries."""
 
-    @asset(name=INGEST_KEY, group_name="datahub", deps=[k for t in training for k in t.keys], kinds={"datahub"})
+    @asset(name=INGEST_KEY, group_name="datahub", deps=[k for t in upstream for k in t.keys], kinds={"datahub"})
     def datahub_metadata(recall: RecallResource) -> MaterializeResult:
         """DataHub's dbt and mlflow sources into the graph, then the enrichment none of them write."""
         settings = recall.settings()

@@ -1,8 +1,10 @@
-"""One asset per registry model that trains, logs and registers it in MLflow, behind Recall's gate.
+"""Per registry model: a training asset that registers a candidate, and a promotion asset that moves the alias.
 
 The demo's training is an ordinary Dagster asset, written as a team would
 write it; :func:`recall_dagster.defs.retrain_gate` puts Recall's blocking gate
-in front of it through the public API, as it would for any team.
+in front of it and :func:`recall_dagster.defs.metric_gate` a blocking check on
+it, so a regressed candidate is never promoted, through the public API, as for
+any team.
 
 dagster-mlflow is not used: its resource opens one fluent MLflow run per
 Dagster run and sets a process-global tracking URI, while ``train_model``
@@ -19,6 +21,8 @@ from ml_models.query import build_training_query
 from ml_models.registry import FeatureRegistry, ModelSpec
 from recall_dagster.defs import RecallResource
 from recall_dagster.progress import Progress
+from ml_models.tracking import promote_version
+from seed.injuries import training_registry
 from seed.lifecycle import EstateState, train_and_deploy
 from seed.stack.warehouse import ensure_warehouse
 
@@ -27,6 +31,10 @@ GROUP = "training"
 
 def training_key(spec: ModelSpec) -> AssetKey:
     return AssetKey(["ml", spec.name])
+
+
+def promotion_key(spec: ModelSpec) -> AssetKey:
+    return AssetKey(["ml", f"{spec.name}_promotion"])
 
 
 def training_asset(spec: ModelSpec, registry: FeatureRegistry, dbt: AssetsDefinition) -> AssetsDefinition:
@@ -47,11 +55,33 @@ def training_asset(spec: ModelSpec, registry: FeatureRegistry, dbt: AssetsDefini
     return train
 
 
+def promotion_asset(spec: ModelSpec) -> AssetsDefinition:
+    """The alias moves to the version the training registered, and the deployments with it."""
+
+    @asset(key=promotion_key(spec), deps=[training_key(spec)], group_name=GROUP, kinds={"mlflow"},
+           description=f"Moves {spec.registered_name}'s {spec.alias} alias to the version just trained.")
+    def promote(recall: RecallResource) -> MaterializeResult:
+        client = recall.mlflow_client()
+        version = max(int(v.version) for v in client.search_model_versions(f"name = '{spec.registered_name}'"))
+        promote_version(client, spec, version)
+        state = EstateState(recall.settings())
+        for deployment in spec.deployments:
+            state.deployed[deployment.name] = version
+        state.save()
+        return MaterializeResult(metadata={"registered_name": spec.registered_name, "version": version,
+                                           "alias": spec.alias})
+
+    return promote
+
+
 def _train(recall: RecallResource, spec: ModelSpec, registry: FeatureRegistry) -> dict[str, Any]:
-    """Train through the estate's own step, then read back what MLflow recorded for the asset's metadata."""
+    """Train through the estate's own step (the training registry in force, a scenario's code change included),
+    registering a candidate; then read back what MLflow recorded for the asset's metadata."""
     settings = recall.settings()
+    registry = training_registry(settings)
     version = train_and_deploy(
-        settings, ensure_warehouse(settings), registry, EstateState(settings), Progress(quiet=True), models=(spec.name,)
+        settings, ensure_warehouse(settings), registry, EstateState(settings), Progress(quiet=True),
+        models=(spec.name,), promote=False,
     )[spec.name]
     client = recall.mlflow_client()
     run_id = client.get_model_version(spec.registered_name, str(version)).run_id
@@ -59,7 +89,6 @@ def _train(recall: RecallResource, spec: ModelSpec, registry: FeatureRegistry) -
     return {
         "registered_name": spec.registered_name,
         "version": version,
-        "alias": spec.alias,
         "mlflow_run_id": run_id,
         **{f"metric.{k}": float(v) for k, v in sorted(metrics.items()) if not k.startswith("table_rows.")},
     }

@@ -1,4 +1,5 @@
-"""On the broken demo estate the fraud detector's retrain is refused by its gate; after heal it runs."""
+"""On the broken demo estate the fraud detector's retrain is refused by its gate; after heal it runs; a retrain on
+regressed feature code is trained but never promoted."""
 
 from __future__ import annotations
 
@@ -6,16 +7,18 @@ from typing import Iterator
 
 import pytest
 from dagster import AssetKey, Definitions, instance_for_test
+from mlflow import MlflowClient
 
 from recall_dagster.progress import Progress
 from recall_dagster.settings import Settings
-from seed import lifecycle
+from seed import injuries, lifecycle
 from seed.dagster.definitions import build_definitions
 
 pytestmark = pytest.mark.stack
 
 FRAUD = AssetKey(["ml", "fraud_detector"])
 GATE = AssetKey(["ml", "fraud_detector_retrain_gate"])
+PROMOTION = AssetKey(["ml", "fraud_detector_promotion"])
 
 
 @pytest.fixture(scope="module")
@@ -26,10 +29,10 @@ def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
     lifecycle.reset(settings, Progress(quiet=True))
 
 
-def retrain_fraud(defs: Definitions):
+def retrain_fraud(defs: Definitions, *also: AssetKey):
     with instance_for_test() as instance:
         return defs.resolve_job_def("retrain_models").execute_in_process(
-            instance=instance, asset_selection=[GATE, FRAUD], raise_on_error=False
+            instance=instance, asset_selection=[GATE, FRAUD, *also], raise_on_error=False
         )
 
 
@@ -62,3 +65,20 @@ def test_broken_estate_refuses_the_retrain_and_heal_lets_it_run(estate: Settings
     gate = next(c for c in healed.get_asset_check_evaluations() if c.asset_check_key.name == "retrain_gate")
     assert gate.passed and gate.metadata["verdict"].value == "GO"
     assert [e.asset_key for e in healed.get_asset_materialization_events()] == [GATE, FRAUD]
+
+
+def test_a_candidate_trained_on_regressed_code_is_never_promoted(estate: Settings) -> None:
+    client = MlflowClient(tracking_uri=estate.mlflow_uri, registry_uri=estate.mlflow_uri)
+    production = client.get_registered_model("fraud_detector").aliases["production"]
+    injuries.change_feature_code(estate)
+    try:
+        result = retrain_fraud(build_definitions(estate), PROMOTION)
+    finally:
+        injuries.restore_feature_code(estate)
+    assert not result.success
+    metric = next(c for c in result.get_asset_check_evaluations() if c.asset_check_key.name == "metric_gate")
+    assert not metric.passed and metric.metadata["verdict"].value in ("REGRESSION", "INCONCLUSIVE")
+    assert metric.metadata["hypotheses"].value.startswith("| hypothesis | score | evidence |")
+    assert "feature_transformation" in metric.metadata["hypotheses"].value
+    assert [e.asset_key for e in result.get_asset_materialization_events()] == [GATE, FRAUD], "trained, not promoted"
+    assert client.get_registered_model("fraud_detector").aliases["production"] == production

@@ -64,7 +64,10 @@ def test_the_scan_is_a_chain(definitions) -> None:
         "datahub_writeback": {"model_closures", "risk_scores"},
     }
     ingest = {p.to_user_string() for p in graph.get(AssetKey("datahub_metadata")).parent_keys}
-    assert {f"ml/{m}" for m in MODELS} == ingest, "dbt ingests in its own step; this asset carries the retrains"
+    assert {f"ml/{m}_promotion" for m in MODELS} == ingest, "dbt ingests in its own step; this asset carries the promotions"
+    for model in MODELS:
+        promotion = {p.to_user_string() for p in graph.get(AssetKey(["ml", f"{model}_promotion"])).parent_keys}
+        assert promotion == {f"ml/{model}"}, "the alias moves after the training, behind its metric gate"
 
 
 def test_each_model_trains_behind_its_gate_after_the_tables_its_query_reads(definitions) -> None:
@@ -85,6 +88,7 @@ def test_dbt_tests_are_checks_and_every_retrain_has_a_blocking_gate(definitions)
     for model in MODELS:
         assert checks[f"ml/{model}_retrain_gate:retrain_gate"].blocking
         assert checks[f"ml/{model}_retrain_gate:measured_impact"].blocking
+        assert checks[f"ml/{model}:metric_gate"].blocking, "a regressed candidate is never promoted"
     assert not checks["risk_scores:no_model_at_fail_tier"].blocking
     assert not any(c.blocking for k, c in checks.items() if k.startswith(("staging/", "marts/"))), (
         "the demo's dbt tests never stop a run; Recall's gates read every upstream test's result"
@@ -107,7 +111,9 @@ def test_sensors_schedules_and_jobs(definitions) -> None:
     assert {k.to_user_string() for k in rescan.asset_layer.selected_asset_keys} == {*SCAN, *lifecycle}
     retrain = definitions.resolve_job_def("retrain_models")
     selected = {k.to_user_string() for k in retrain.asset_layer.selected_asset_keys}
-    assert {f"ml/{m}" for m in MODELS} | {f"ml/{m}_retrain_gate" for m in MODELS} | {"datahub_metadata"} == selected
+    assert {f"ml/{m}{part}" for m in MODELS for part in ("", "_retrain_gate", "_promotion")} | {
+        "datahub_metadata"
+    } == selected
 
 
 def test_loading_parses_dbt_under_recall_home_and_starts_no_service(definitions, defs_settings: Settings) -> None:

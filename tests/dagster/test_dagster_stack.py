@@ -39,6 +39,7 @@ FRAUD = AssetKey(["ml", "fraud_detector"])
 GATE_ASSET = AssetKey(["ml", "fraud_detector_retrain_gate"])
 GATE = AssetCheckKey(GATE_ASSET, "retrain_gate")
 INGEST = AssetKey("datahub_metadata")
+PROMOTION = AssetKey(["ml", "fraud_detector_promotion"])
 SCAN = ["model_closures", "risk_findings", "impact_tests", "risk_scores", "datahub_writeback"]
 
 
@@ -159,9 +160,12 @@ def test_after_the_repair_the_retrain_runs_and_its_version_is_scanned(defs, inst
     assert repair.success
     assert run(defs, instance, "dbt_build").success, "the reloaded raw layer passes every dbt test"
 
-    retrain = run(defs, instance, "retrain_models", asset_selection=[GATE_ASSET, FRAUD, INGEST])
+    retrain = run(defs, instance, "retrain_models", asset_selection=[GATE_ASSET, FRAUD, PROMOTION, INGEST])
     assert retrain.success
     checks = {c.asset_check_key.name: c for c in retrain.get_asset_check_evaluations()}
+    assert checks["metric_gate"].passed and checks["metric_gate"].metadata["verdict"].value == "PASS", (
+        "version 2, trained on the repaired data, is within tolerance of version 1: it is promoted"
+    )
     gate = checks["retrain_gate"]
     assert gate.passed and gate.metadata["verdict"].value == "GO"
     assert checks["measured_impact"].passed and checks["measured_impact"].metadata["summary"].value == (

@@ -1,0 +1,74 @@
+"""The metric gate as a blocking asset check on a training asset: a regressed version is never promoted.
+
+A team's training asset registers a candidate; the team's promotion asset
+(the alias move) sits downstream of it.  :func:`metric_gate` adds a blocking
+check to the training asset that runs ``recall diagnose``'s gate on the newest
+version against the one the production alias names: on a regression the
+check fails with the ranked causes in its metadata, and Dagster skips the
+promotion.  The repair is left to ``recall diagnose`` (proving it retrains in
+a copy, too slow for every run); the evidence and the DataHub document are
+written here as there.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from dagster import AssetCheckResult, AssetCheckSeverity, AssetChecksDefinition, AssetKey, MetadataValue, asset_check
+
+from recall_dagster.defs.resources import RecallResource
+from recall_dagster.diagnose.config import load_diagnose_config
+from recall_dagster.diagnose.publish import record_diagnosis
+from recall_dagster.diagnose.service import Diagnosis, diagnose, version_urns
+from recall_dagster.errors import ConfigError
+from recall_dagster.scan_markdown import table
+
+METRIC_GATE = "metric_gate"
+
+
+def metric_gate(training: AssetKey, model: str) -> AssetChecksDefinition:
+    """A blocking ``metric_gate`` check on ``training``, judging the newest version of registered ``model``."""
+
+    @asset_check(
+        asset=training, name=METRIC_GATE, blocking=True,
+        description=f"Fails when the version of {model} this training registered regresses against production; "
+                    "what is downstream (its promotion) then does not run.",
+    )
+    def check(recall: RecallResource) -> AssetCheckResult:
+        settings, config_path = recall.settings(), recall.config_file()
+        ic = recall.impact_config()
+        now_ms = int(time.time() * 1000)
+        with recall.open_graph(read_only=False) as graph:
+            try:
+                result = diagnose(
+                    graph, recall.mlflow_client(), model, recall.config(), recall.lifecycle_config(),
+                    load_diagnose_config(config_path), ic, recall.models(), now_ms, repair=False,
+                    env={**os.environ, "RECALL_HOME": str(settings.home)},
+                )
+            except ConfigError as err:  # a first version has nothing to be compared with
+                return AssetCheckResult(passed=True, metadata={"verdict": "SKIP", "reason": str(err)})
+            settings.ensure_home()
+            record = record_diagnosis(graph, settings.evidence_dir, result, version_urns(graph, result, recall.config()),
+                                      recall.writeback_config(), now_ms)
+        return AssetCheckResult(
+            passed=result.verdict == "PASS",
+            severity=AssetCheckSeverity.ERROR,
+            metadata={**diagnosis_metadata(result), "evidence": MetadataValue.path(str(record.evidence[1]))},
+        )
+
+    return check
+
+
+def diagnosis_metadata(d: Diagnosis) -> dict[str, object]:
+    """The gate's metrics and the ranked causes, as a person reads them in the UI."""
+    metrics = ((r.name, r.baseline, r.candidate, "yes" if r.regressed else "no") for r in d.gate.rows)
+    causes = ((h.kind, f"{h.score:.3f}", "; ".join(c.detail for c in h.evidence)) for h in d.hypotheses)
+    return {
+        "verdict": d.verdict,
+        "reason": d.reason,
+        "candidate": d.pair.candidate,
+        "baseline": d.pair.baseline,
+        "metrics": MetadataValue.md(table(("metric", "baseline", "candidate", "regressed"), metrics)),
+        "hypotheses": MetadataValue.md(table(("hypothesis", "score", "evidence"), causes) if d.hypotheses else "-"),
+    }
