@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -41,3 +45,60 @@ def lite_cli(tmp_path: Path) -> Callable[[Path], Callable[..., str]]:
         return run
 
     return for_file
+
+
+@dataclass
+class Inbox:
+    """Slack's incoming webhook at /slack and GitHub's issues API under /repos, recording every call."""
+
+    url: str = ""
+    calls: list[tuple[str, str, Any]] = field(default_factory=list)  # (method, path, body)
+    failing: int = 0  # the next n Slack posts answer 500
+    issues: int = 0
+
+    def answer(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        if path == "/slack" and self.failing:
+            self.failing -= 1
+            return 500, {"error": "slack is down"}
+        self.calls.append((method, path, body))
+        if path == "/repos/acme/models/issues" and method == "POST":
+            self.issues += 1
+            return 201, {"number": self.issues}
+        return 200, {"ok": True}
+
+    def take(self) -> list[tuple[str, str, Any]]:
+        calls, self.calls = self.calls, []
+        return calls
+
+
+@pytest.fixture
+def inbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Inbox]:
+    state = Inbox()
+
+    class Handler(BaseHTTPRequestHandler):
+        def _serve(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if self.path.startswith("/repos") and self.headers.get("Authorization") != "Bearer gh-token":
+                status, payload = 401, {"message": "Bad credentials"}
+            else:
+                status, payload = state.answer(self.command, self.path, json.loads(raw) if raw else None)
+            body = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_POST = do_PATCH = _serve
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    monkeypatch.setenv("TEST_SLACK_URL", f"{state.url}/slack")
+    monkeypatch.setenv("TEST_GH_TOKEN", "gh-token")
+    yield state
+    server.shutdown()
+    server.server_close()

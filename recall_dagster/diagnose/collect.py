@@ -231,8 +231,11 @@ def _state_clues(assessment: Assessment, closure: ModelClosure, cand: RunFacts, 
         verdict, impact = cause.versions_of(closure.urn), cause.blast.impact_on(closure.urn)
         if verdict is not None and verdict.verdict.status is Status.CONTAMINATED:
             poisoned = tuple(f.name for f in impact.poisoned) if impact else ()
+            group = next((m for m in cause.models if verdict in m.versions), None)
+            target = group.rollback.version if group and group.rollback else None
             clues.append(Clue("contaminated", closure.model.name, verdict.verdict.reason,
-                              "feature" if poisoned else "input", fields=poisoned))
+                              "feature" if poisoned else "input", fields=poisoned,
+                              data={"rollback": target, "rollback_note": group.rollback_note if group else None}))
     if cand.start_ms is not None:
         for urn in dict.fromkeys((*closure.training_inputs, *closure.feature_sources)):
             dataset = closure.dataset(urn)

@@ -31,6 +31,7 @@ from recall_dagster.scan import select_closures
 SCHEMA_VERSION = 1
 Verdict = Literal["PASS", "REGRESSION", "INCONCLUSIVE"]
 Progress = Callable[[str], None]
+MetricsOf = Callable[[str], Mapping[str, float]]  # a version's logged metrics
 
 
 @dataclass(frozen=True)
@@ -122,19 +123,20 @@ def _guarded_division(
                   f"version {facts.baseline.version}", tuple(tried))
 
 
-def _rollback(facts: Facts, primary: str | None) -> Repair:
-    base = facts.baseline
-    return Repair(
-        "rollback", f"keep (or roll back to) version {base.version}, which the gate measured against", None,
-        True, primary, facts.candidate.metrics.get(primary) if primary else None,
-        base.metrics.get(primary) if primary else None,
-        f"version {base.version}'s own logged metrics are the ones the candidate failed to match",
-    )
+def _rollback(facts: Facts, top: Hypothesis, primary: str | None, metrics_of: MetricsOf) -> Repair:
+    """To the newest version the blind window proves clean, when it names one; else keep the baseline."""
+    clue = next((c for c in top.evidence if c.kind == "contaminated" and c.data.get("rollback")), None)
+    target = str(clue.data["rollback"]) if clue else facts.baseline.version
+    why = (f"the blind window names it: {clue.data.get('rollback_note')}" if clue
+           else f"version {target}'s own logged metrics are the ones the candidate failed to match")
+    after = metrics_of(target).get(primary) if primary else None
+    return Repair("rollback", f"keep (or roll back to) version {target}", None, after is not None, primary,
+                  facts.candidate.metrics.get(primary) if primary else None, after, why)
 
 
 def propose_repair(
     facts: Facts, ranked: tuple[Hypothesis, ...], dc: DiagnoseConfig, primary: str | None,
-    env: Mapping[str, str] | None = None,
+    metrics_of: MetricsOf, env: Mapping[str, str] | None = None,
 ) -> Repair | None:
     """From the catalogue, for the best hypothesis: a guarded transform, else a rollback to the baseline.
     ``env`` is the environment the proving command runs in (the caller's, with its RECALL_HOME)."""
@@ -147,7 +149,7 @@ def propose_repair(
             return guarded
     if top.kind == "no_data_cause":
         return None
-    return _rollback(facts, primary)
+    return _rollback(facts, top, primary, metrics_of)
 
 
 def diagnose(
@@ -183,7 +185,9 @@ def diagnose(
     proposal = None
     if repair and verdict == "REGRESSION":
         progress(f"proposing a repair for {ranked[0].kind}")
-        proposal = propose_repair(facts, ranked, dc, gate.primary, env)
+        proposal = propose_repair(
+            facts, ranked, dc, gate.primary, lambda v: run_facts(client, model, v, ()).metrics, env
+        )
     return Diagnosis(pair, gate, verdict, reason, ranked, proposal, facts)
 
 
