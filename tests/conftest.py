@@ -10,9 +10,12 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
+
+if TYPE_CHECKING:
+    from recall_dagster.settings import Settings
 
 DATAHUB_CLI = Path(sys.executable).with_name("datahub")
 
@@ -102,3 +105,12 @@ def inbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Inbox]:
     yield state
     server.shutdown()
     server.server_close()
+
+
+def point_recall_at(settings: "Settings", monkeypatch: pytest.MonkeyPatch) -> "Settings":
+    """Make ``recall`` commands run in this process use ``settings``' estate, and nothing from the caller's."""
+    monkeypatch.setenv("RECALL_HOME", str(settings.home))
+    monkeypatch.setenv("RECALL_GRAPH", settings.graph)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("RECALL_CONFIG", raising=False)
+    return settings

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
+from recall_dagster.diagnose.collect import Configs
 from recall_dagster.diagnose.config import load_diagnose_config
 from recall_dagster.diagnose.publish import DiagnosisRecord, record_diagnosis
 from recall_dagster.diagnose.service import Diagnosis, diagnose, version_urns
@@ -61,7 +62,7 @@ def diagnose_command(
     now_ms = int(time.time() * 1000)
     client = MlflowModels(settings.mlflow_uri, ic).client()
     with opened_graph(settings, read_only=no_write) as graph:
-        result = diagnose(graph, client, model, config, lc, dc, ic, MlflowModels(settings.mlflow_uri, ic), now_ms,
+        result = diagnose(graph, client, model, Configs(config, lc, dc, ic), MlflowModels(settings.mlflow_uri, ic), now_ms,
                           candidate=candidate, baseline=baseline, repair=not no_repair,
                           env={**os.environ, "RECALL_HOME": str(settings.home)}, progress=progress.note)
         settings.ensure_home()

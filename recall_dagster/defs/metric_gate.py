@@ -12,12 +12,12 @@ written here as there.
 
 from __future__ import annotations
 
-import os
 import time
 
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetChecksDefinition, AssetKey, MetadataValue, asset_check
 
 from recall_dagster.defs.resources import RecallResource
+from recall_dagster.diagnose.collect import Configs
 from recall_dagster.diagnose.config import load_diagnose_config
 from recall_dagster.diagnose.publish import record_diagnosis
 from recall_dagster.diagnose.service import Diagnosis, diagnose, version_urns
@@ -41,11 +41,8 @@ def metric_gate(training: AssetKey, model: str) -> AssetChecksDefinition:
         now_ms = int(time.time() * 1000)
         with recall.open_graph(read_only=False) as graph:
             try:
-                result = diagnose(
-                    graph, recall.mlflow_client(), model, recall.config(), recall.lifecycle_config(),
-                    load_diagnose_config(config_path), ic, recall.models(), now_ms, repair=False,
-                    env={**os.environ, "RECALL_HOME": str(settings.home)},
-                )
+                configs = Configs(recall.config(), recall.lifecycle_config(), load_diagnose_config(config_path), ic)
+                result = diagnose(graph, recall.mlflow_client(), model, configs, recall.models(), now_ms, repair=False)
             except ConfigError as err:  # a first version has nothing to be compared with
                 return AssetCheckResult(passed=True, metadata={"verdict": "SKIP", "reason": str(err)})
             settings.ensure_home()

@@ -36,6 +36,16 @@ from recall_dagster.lifecycle.verdict import Status
 
 
 @dataclass(frozen=True)
+class Configs:
+    """The sections of recall.yaml diagnosis reads."""
+
+    scan: RecallConfig
+    lifecycle: LifecycleConfig
+    diagnose: DiagnoseConfig
+    impact: ImpactConfig
+
+
+@dataclass(frozen=True)
 class Pair:
     """The two versions compared: registry version strings, the candidate's first."""
 
@@ -284,18 +294,9 @@ def replayed_loss(
     return max(losses) if losses else None
 
 
-def collect(
-    graph: MetadataGraph,
-    client: Any,
-    pair: Pair,
-    config: RecallConfig,
-    lc: LifecycleConfig,
-    dc: DiagnoseConfig,
-    ic: ImpactConfig,
-    source: ModelSource,
-    now_ms: int,
-) -> Facts:
+def collect(graph: MetadataGraph, client: Any, pair: Pair, configs: Configs, source: ModelSource, now_ms: int) -> Facts:
     """Both runs and every clue between them, with what could not be looked at."""
+    config, lc, dc, ic = configs.scan, configs.lifecycle, configs.diagnose, configs.impact
     assessment = assess(graph, config, lc, now_ms)
     by_name = {(c.registered_name, c.model.version): c for c in assessment.estate.closures}
     base_closure, cand_closure = by_name.get((pair.model, pair.baseline)), by_name.get((pair.model, pair.candidate))

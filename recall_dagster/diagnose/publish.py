@@ -16,15 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from datahub.emitter.mce_builder import datahub_guid
-from datahub.metadata.schema_classes import (
-    DocumentContentsClass,
-    DocumentInfoClass,
-    DocumentSourceClass,
-    DocumentSourceTypeClass,
-    DocumentStateClass,
-    DocumentStatusClass,
-    RelatedAssetClass,
-)
+from datahub.metadata.schema_classes import DocumentInfoClass
 from datahub.metadata.urns import DocumentUrn
 
 from recall_dagster.diagnose.service import Diagnosis
@@ -33,9 +25,8 @@ from recall_dagster.estate.marks import MANAGED_BY_KEY
 from recall_dagster.files import read_json_object, write_atomically
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.writeback.config import WritebackConfig
-from recall_dagster.writeback.documents import restamped
+from recall_dagster.writeback.documents import recall_document
 from recall_dagster.writeback.emit import emit
-from recall_dagster.writeback.keys import stamp
 from recall_dagster.writeback.notify import Notice, announce, channels
 from recall_dagster.writeback.plan import changed
 from recall_dagster.writeback.state import GraphState
@@ -138,17 +129,11 @@ def record_diagnosis(
             record.failures.append(f"reading {graph.location}: {err}")
             current = None
         if current is not None:
-            info = restamped(DocumentInfoClass(
-                title=f"Diagnosis: {d.pair.model} v{d.pair.candidate} vs v{d.pair.baseline} -> {d.verdict}",
-                status=DocumentStatusClass(state=DocumentStateClass.PUBLISHED),
-                contents=DocumentContentsClass(text=markdown(d)),
-                source=DocumentSourceClass(sourceType=DocumentSourceTypeClass.EXTERNAL,
-                                           externalId=f"recall-diagnose:{diagnosis_id(d)}"),
-                relatedAssets=[RelatedAssetClass(asset=m) for m in models],
-                customProperties={**MANAGED_BY, "recall.verdict": d.verdict},
-                created=stamp(now_ms),
-                lastModified=stamp(now_ms),
-            ), GraphState(current, (), (), (), ()).aspect(urn, DocumentInfoClass), now_ms)
+            info = recall_document(
+                f"Diagnosis: {d.pair.model} v{d.pair.candidate} vs v{d.pair.baseline} -> {d.verdict}", markdown(d),
+                f"recall-diagnose:{diagnosis_id(d)}", models, {**MANAGED_BY, "recall.verdict": d.verdict},
+                GraphState(current, (), (), (), ()).aspect(urn, DocumentInfoClass), now_ms,
+            )
             write = Write.of("document", urn, info, info.title or urn)
             if changed(write, GraphState(current, (), (), (), ())):
                 outcome = emit(graph, [write], config.retry, sleep)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal, Mapping
 
 from recall_dagster.detect import RecallConfig
-from recall_dagster.diagnose.collect import Pair, collect, pick_versions, run_facts
+from recall_dagster.diagnose.collect import Configs, Pair, collect, pick_versions, run_facts
 from recall_dagster.diagnose.config import DiagnoseConfig
 from recall_dagster.diagnose.facts import Facts
 from recall_dagster.diagnose.gate import GateOutcome, metric_gate
@@ -23,9 +23,7 @@ from recall_dagster.diagnose.hypotheses import Hypothesis, decide, rank
 from recall_dagster.diagnose.repair import RepairRefused, Validation, guarded_division_edits, prove_smallest
 from recall_dagster.errors import ModelNotFound
 from recall_dagster.graph.port import MetadataGraph
-from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.models import ModelSource
-from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.scan import select_closures
 
 SCHEMA_VERSION = 1
@@ -156,10 +154,7 @@ def diagnose(
     graph: MetadataGraph,
     client: Any,
     model: str,
-    config: RecallConfig,
-    lc: LifecycleConfig,
-    dc: DiagnoseConfig,
-    ic: ImpactConfig,
+    configs: Configs,
     source: ModelSource,
     now_ms: int,
     *,
@@ -169,7 +164,8 @@ def diagnose(
     env: Mapping[str, str] | None = None,
     progress: Progress = lambda _: None,
 ) -> Diagnosis:
-    pair = pick_versions(client, model, candidate, baseline, sorted(config.resolve.production_aliases))
+    dc = configs.diagnose
+    pair = pick_versions(client, model, candidate, baseline, sorted(configs.scan.resolve.production_aliases))
     progress(f"{model}: version {pair.candidate} against version {pair.baseline}")
     cand = run_facts(client, model, pair.candidate, ())
     base = run_facts(client, model, pair.baseline, ())
@@ -179,7 +175,7 @@ def diagnose(
     if gate.verdict == "UNVERIFIED":
         return Diagnosis(pair, gate, "INCONCLUSIVE", gate.reason)
     progress("reading what changed between the two runs")
-    facts = collect(graph, client, pair, config, lc, dc, ic, source, now_ms)
+    facts = collect(graph, client, pair, configs, source, now_ms)
     ranked = rank(facts, gate.loss, dc.hypotheses)
     verdict, reason = decide(ranked, dc.hypotheses)
     proposal = None

@@ -19,14 +19,8 @@ from typing import Callable
 
 from datahub.emitter.mce_builder import datahub_guid
 from datahub.metadata.schema_classes import (
-    DocumentContentsClass,
     DocumentInfoClass,
-    DocumentSourceClass,
-    DocumentSourceTypeClass,
-    DocumentStateClass,
-    DocumentStatusClass,
     PropertyValueClass,
-    RelatedAssetClass,
     StructuredPropertiesClass,
     StructuredPropertyDefinitionClass,
     StructuredPropertyValueAssignmentClass,
@@ -41,9 +35,8 @@ from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.impact.experiment import ImpactReport, describe_change
 from recall_dagster.impact.policy import Verdict
 from recall_dagster.writeback.config import RetryPolicy
-from recall_dagster.writeback.documents import restamped
+from recall_dagster.writeback.documents import recall_document
 from recall_dagster.writeback.emit import emit
-from recall_dagster.writeback.keys import stamp
 from recall_dagster.writeback.plan import changed
 from recall_dagster.writeback.properties import definition
 from recall_dagster.writeback.state import GraphState
@@ -114,22 +107,6 @@ def document_urn(report: ImpactReport, model_urn: str) -> str:
     return DocumentUrn(datahub_guid({"recall": "impact", "experiment": experiment_id(report), "model": model_urn})).urn()
 
 
-def _document(report: ImpactReport, model_urn: str, verdict: Verdict, now_ms: int) -> DocumentInfoClass:
-    change = describe_change((report.dataset, report.column), report.mutation)
-    return DocumentInfoClass(
-        title=f"Impact test on {display_name(model_urn)}: {change} -> {verdict.value}",
-        status=DocumentStatusClass(state=DocumentStateClass.PUBLISHED),
-        contents=DocumentContentsClass(text=markdown(report)),
-        source=DocumentSourceClass(
-            sourceType=DocumentSourceTypeClass.EXTERNAL, externalId=f"recall-impact:{experiment_id(report)}"
-        ),
-        relatedAssets=[RelatedAssetClass(asset=u) for u in (model_urn, report.dataset)],
-        customProperties={**MANAGED_BY, "recall.model": model_urn, "recall.verdict": verdict.value},
-        created=stamp(now_ms),
-        lastModified=stamp(now_ms),
-    )
-
-
 def impact_writes(report: ImpactReport, state: GraphState, now_ms: int) -> list[Write]:
     """Every aspect the experiment wants in the graph that the graph does not hold yet, definition first."""
     writes = [
@@ -152,7 +129,13 @@ def impact_writes(report: ImpactReport, state: GraphState, now_ms: int) -> list[
             )
         )
         urn = document_urn(report, model_urn)
-        info = restamped(_document(report, model_urn, verdict, now_ms), state.aspect(urn, DocumentInfoClass), now_ms)
+        info = recall_document(
+            f"Impact test on {display_name(model_urn)}: "
+            f"{describe_change((report.dataset, report.column), report.mutation)} -> {verdict.value}",
+            markdown(report), f"recall-impact:{experiment_id(report)}", (model_urn, report.dataset),
+            {**MANAGED_BY, "recall.model": model_urn, "recall.verdict": verdict.value},
+            state.aspect(urn, DocumentInfoClass), now_ms,
+        )
         writes.append(Write.of("document", urn, info, info.title or urn))
     return [w for w in writes if changed(w, state)]
 

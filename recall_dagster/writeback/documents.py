@@ -9,6 +9,8 @@ the last diagnosis stays readable as the record of what happened.
 
 from __future__ import annotations
 
+from typing import Mapping, Sequence
+
 from datahub.metadata.schema_classes import (
     DocumentContentsClass,
     DocumentInfoClass,
@@ -82,19 +84,36 @@ def premortem(report: ModelReport) -> str:
 def _info(report: ModelReport, current: DocumentInfoClass | None, now_ms: int) -> DocumentInfoClass:
     closure = report.closure
     related = [closure.urn, *dict.fromkeys(d for f in report.findings for d in _datasets(closure, f))]
-    info = DocumentInfoClass(
-        title=f"Pre-mortem: {closure.model.name}",
-        status=DocumentStatusClass(state=DocumentStateClass.PUBLISHED),
-        contents=DocumentContentsClass(text=premortem(report)),
-        source=DocumentSourceClass(
-            sourceType=DocumentSourceTypeClass.EXTERNAL, externalId=f"{MANAGED_BY}:{closure.urn}"
-        ),
-        relatedAssets=[RelatedAssetClass(asset=u) for u in related],
-        customProperties=managed(**{"recall.model": closure.urn}),
-        created=stamp(now_ms),
-        lastModified=stamp(now_ms),
+    return recall_document(
+        f"Pre-mortem: {closure.model.name}", premortem(report), f"{MANAGED_BY}:{closure.urn}", related,
+        managed(**{"recall.model": closure.urn}), current, now_ms,
     )
-    return restamped(info, current, now_ms)
+
+
+def recall_document(
+    title: str,
+    text: str,
+    external_id: str,
+    related: Sequence[str],
+    properties: Mapping[str, str],
+    current: DocumentInfoClass | None,
+    now_ms: int,
+) -> DocumentInfoClass:
+    """A published document of Recall's about ``related`` assets, stamped so that an unchanged one is no write."""
+    return restamped(
+        DocumentInfoClass(
+            title=title,
+            status=DocumentStatusClass(state=DocumentStateClass.PUBLISHED),
+            contents=DocumentContentsClass(text=text),
+            source=DocumentSourceClass(sourceType=DocumentSourceTypeClass.EXTERNAL, externalId=external_id),
+            relatedAssets=[RelatedAssetClass(asset=u) for u in related],
+            customProperties=dict(properties),
+            created=stamp(now_ms),
+            lastModified=stamp(now_ms),
+        ),
+        current,
+        now_ms,
+    )
 
 
 def restamped(info: DocumentInfoClass, current: DocumentInfoClass | None, now_ms: int) -> DocumentInfoClass:

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from recall_dagster.cli import cli
 from recall_dagster.progress import Progress
 from recall_dagster.settings import REPO_ROOT, Settings
+from tests.conftest import point_recall_at
 from seed import injuries, lifecycle
 
 pytestmark = pytest.mark.stack
@@ -30,11 +31,7 @@ def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
 
 @pytest.fixture
 def env(estate: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    monkeypatch.setenv("RECALL_HOME", str(estate.home))
-    monkeypatch.setenv("RECALL_GRAPH", estate.graph)
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    monkeypatch.delenv("RECALL_CONFIG", raising=False)
-    return estate
+    return point_recall_at(estate, monkeypatch)
 
 
 def diagnose(*args: str) -> tuple[int, dict]:

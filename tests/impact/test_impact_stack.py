@@ -26,6 +26,7 @@ from recall_dagster.progress import Progress
 from recall_dagster.scan import load_config
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import RetryPolicy
+from tests.conftest import point_recall_at
 from seed import lifecycle
 from seed.stack.warehouse import ensure_warehouse
 from tests.writeback.wb_support import WritebackGms, serve
@@ -53,11 +54,7 @@ def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
 
 @pytest.fixture
 def env(estate: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    monkeypatch.setenv("RECALL_HOME", str(estate.home))
-    monkeypatch.setenv("RECALL_GRAPH", estate.graph)
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    monkeypatch.delenv("RECALL_CONFIG", raising=False)
-    return estate
+    return point_recall_at(estate, monkeypatch)
 
 
 def impact(*args: str) -> tuple[int, dict]:
