@@ -18,6 +18,7 @@ import yaml
 
 from recall_dagster.detect import Detection, Finding, RecallConfig, check_config, parse_config, run_detectors
 from recall_dagster.detect.blast_radius import BlastRadius
+from recall_dagster.config_schema import validate_layer
 from recall_dagster.detect.config import merge
 from recall_dagster.files import read_json_object, write_json
 from recall_dagster.errors import ConfigError, ModelNotFound
@@ -50,12 +51,15 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 def load_yaml_config(path: str | os.PathLike[str] | None = None) -> tuple[dict[str, Any], str]:
     """The shipped ``recall.yaml``, then ``$RECALL_HOME/recall.yaml`` (the estate's own settings) when it
     exists, then ``path`` when given, each laid over the last key by key; and the file that spoke last."""
-    data, source = _read_yaml(DEFAULT_CONFIG), str(DEFAULT_CONFIG)
+    shipped = _read_yaml(DEFAULT_CONFIG)
+    data, source = shipped, str(DEFAULT_CONFIG)
     estate = env_home() / "recall.yaml"
     layers = ([estate] if estate.is_file() else []) + ([Path(path)] if path is not None else [])
     for layer in layers:
         if layer.resolve() != DEFAULT_CONFIG.resolve():
-            data, source = merge(data, _read_yaml(layer)), str(layer)
+            overlay = _read_yaml(layer)
+            validate_layer(overlay, shipped, str(layer))
+            data, source = merge(data, overlay), str(layer)
     return data, source
 
 
