@@ -14,6 +14,8 @@ does not answer is :class:`ServiceUnreachable` (exit 3), a refused token is a
 
 from __future__ import annotations
 
+import json
+
 from collections import defaultdict
 from contextlib import contextmanager
 from typing import Iterator, Iterable, Sequence, TypeVar
@@ -123,7 +125,17 @@ class GmsGraph:
             )
         response = _response(err)
         if response is None:
+            if any(isinstance(c, json.JSONDecodeError) for c in _chain(err)):
+                return ServiceUnreachable(
+                    f"DataHub GMS at {self._url} answered with malformed JSON while {action}: "
+                    "it is failing (or RECALL_GRAPH points at something that is not GMS)"
+                )
             return GraphError(f"DataHub GMS at {self._url} failed {action}: {err}")
+        if response.status_code >= 500:
+            return ServiceUnreachable(
+                f"DataHub GMS at {self._url} is failing: HTTP {response.status_code} while {action} "
+                f"({response.text[:200].strip()}); retry once it recovers"
+            )
         if response.status_code in (401, 403):
             return ConfigError(
                 f"DataHub GMS at {self._url} refused {action} (HTTP {response.status_code}); "
@@ -218,8 +230,10 @@ class GmsGraph:
         try:
             with self._calling("writing metadata"):
                 self._client.emit_mcps(list(batch), emit_mode=EmitMode.SYNC_PRIMARY)
-        except GraphError as err:
+        except (GraphError, ServiceUnreachable) as err:
             response = _response(err)
+            if response is None and isinstance(err, ServiceUnreachable):
+                raise  # no answer at all: the whole call is retried, nothing is per-proposal
             if len(batch) > 1 and response is not None and 400 <= response.status_code < 500:
                 for mcp in batch:
                     self._emit_batch([mcp], report)

@@ -19,6 +19,7 @@ from typing import Any, Iterator
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from click.testing import CliRunner
 from datahub.emitter.mce_builder import make_ml_feature_urn
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import (
@@ -29,6 +30,7 @@ from datahub.metadata.schema_classes import (
 )
 from graph_estate import Estate
 
+from recall_dagster.cli import cli
 from recall_dagster.errors import EXIT_UNREACHABLE, ConfigError, ServiceUnreachable
 from recall_dagster.graph import GmsGraph, MetadataGraph, open_graph
 from recall_dagster.settings import Settings
@@ -55,6 +57,8 @@ class FakeGms:
     token: str | None = None
     reject: str | None = None  # a batch holding this text is refused with HTTP 400
     broken: bool = False  # every write fails with HTTP 500
+    failing_reads: int | None = None  # every read answers this HTTP status
+    garbled: bool = False  # every read answers 200 with a body that is not JSON
     delay: float = 0.0
 
     def answer(self, seen: Seen, auth: str | None) -> tuple[int, Any]:
@@ -64,6 +68,11 @@ class FakeGms:
         route = (seen.method, seen.path)
         if route == ("GET", "/config"):
             return 200, {"noCode": "true"}
+        reading = not (seen.method == "POST" and seen.query.get("action") == ["ingestProposalBatch"])
+        if reading and self.failing_reads:
+            return self.failing_reads, {"message": "Service Unavailable", "status": self.failing_reads}
+        if reading and self.garbled:
+            return 200, b"<html>502 Bad Gateway</html>"
         if seen.method == "POST" and seen.path.endswith("/batchGet"):
             return 200, self._batch_get(seen.body)
         if route == ("GET", "/openapi/relationships/v1/"):
@@ -126,7 +135,7 @@ def _handler(fake: FakeGms) -> type[BaseHTTPRequestHandler]:
             seen = Seen(self.command, parsed.path, parse_qs(parsed.query), json.loads(raw) if raw else None)
             fake.seen.append(seen)
             status, payload = fake.answer(seen, self.headers.get("Authorization"))
-            body = json.dumps(payload).encode()
+            body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -309,3 +318,29 @@ def test_a_refused_token_names_the_variable_to_fix(fake: FakeGms, estate: Estate
     settings = Settings(home=tmp_path, graph=fake.url, gms_token="s3cret")
     with closing(open_graph(settings)) as graph:
         assert graph.get_aspects([estate.model]) == {estate.model: {}}
+
+
+@pytest.mark.parametrize("status", [500, 503])
+def test_a_server_answering_5xx_is_failing_not_bad_usage(fake: FakeGms, gms: GmsGraph, estate: Estate, status: int) -> None:
+    fake.failing_reads = status
+    for call in (lambda: gms.get_aspects([estate.model]), lambda: gms.timeseries(estate.raw, OperationClass)):
+        with pytest.raises(ServiceUnreachable, match=f"is failing: HTTP {status} while") as caught:
+            call()
+        assert caught.value.exit_code == EXIT_UNREACHABLE and fake.url in str(caught.value)
+
+
+def test_a_server_answering_malformed_json_is_failing(fake: FakeGms, gms: GmsGraph, estate: Estate) -> None:
+    fake.garbled = True
+    with pytest.raises(ServiceUnreachable, match="malformed JSON while reading") as caught:
+        gms.get_aspects([estate.model])
+    assert caught.value.exit_code == EXIT_UNREACHABLE
+
+
+def test_the_scan_exits_3_naming_the_service_when_gms_fails(
+    fake: FakeGms, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RECALL_HOME", str(tmp_path))
+    fake.failing_reads = 503
+    result = CliRunner().invoke(cli, ["scan", "--graph", fake.url])
+    assert result.exit_code == EXIT_UNREACHABLE, result.output
+    assert f"DataHub GMS at {fake.url} is failing: HTTP 503 while" in result.output
