@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from recall_dagster.errors import RecallError
+from recall_dagster.secrets import redact
 
 
 class RecallGroup(click.Group):
@@ -19,7 +20,7 @@ class RecallGroup(click.Group):
         try:
             return super().invoke(ctx)
         except RecallError as err:
-            click.secho(f"recall: {err}", fg="red", err=True)
+            click.secho(f"recall: {redact(str(err))}", fg="red", err=True)
             ctx.exit(err.exit_code)
 
 

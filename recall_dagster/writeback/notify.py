@@ -17,6 +17,7 @@ from typing import Any, Iterable, Literal, Protocol
 import requests
 from datahub.metadata.schema_classes import IncidentInfoClass, IncidentStateClass
 
+from recall_dagster.secrets import redact
 from recall_dagster.writeback.config import GithubConfig, SlackConfig, WritebackConfig
 from recall_dagster.writeback.writes import Write
 
@@ -36,6 +37,7 @@ class Notice:
 
 class Channel(Protocol):
     name: str
+    secret: str  # what must never appear in a notice: the webhook URL, the token
 
     def send(self, event: Event, urn: str, info: IncidentInfoClass, record: Record) -> Record:
         """Announce ``event``; return what to remember.  Raises on failure."""
@@ -54,7 +56,7 @@ class Slack:
     name = "slack"
 
     def __init__(self, webhook_url: str) -> None:
-        self.url = webhook_url
+        self.url = self.secret = webhook_url
 
     def send(self, event: Event, urn: str, info: IncidentInfoClass, record: Record) -> Record:
         text = f"*{_HEADLINE[event]}*: {info.title}\n{info.status.message or ''}"
@@ -75,6 +77,7 @@ class Github:
     name = "github"
 
     def __init__(self, config: GithubConfig, token: str) -> None:
+        self.secret = token
         self.issues = f"{config.api_url}/repos/{config.repo}/issues"
         self.headers = {"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json"}
 
@@ -151,7 +154,8 @@ def notify(
             try:
                 updated = channel.send(event, write.urn, info, record)
             except (requests.RequestException, RuntimeError, KeyError, ValueError) as err:
-                notices.append(Notice(channel.name, write.urn, event, f"{type(err).__name__}: {err}"))
+                why = redact(f"{type(err).__name__}: {err}", [channel.secret])
+                notices.append(Notice(channel.name, write.urn, event, why))
                 continue
             memory.setdefault(write.urn, {})[channel.name] = updated
             notices.append(Notice(channel.name, write.urn, event))
@@ -166,5 +170,6 @@ def announce(chans: Iterable[Channel], subject: str, title: str, text: str) -> l
             channel.announce(title, text)
             notices.append(Notice(channel.name, subject, "opened"))
         except Exception as err:  # noqa: BLE001 - a channel that fails must not fail the caller
-            notices.append(Notice(channel.name, subject, "opened", error=str(err)))
+            why = redact(f"{type(err).__name__}: {err}", [channel.secret])
+            notices.append(Notice(channel.name, subject, "opened", error=why))
     return notices

@@ -1,0 +1,36 @@
+"""The secrets Recall is handed (the GMS token, the Slack webhook, the GitHub token), kept out of what it says.
+
+Errors from HTTP libraries quote URLs, and a Slack webhook URL *is* its secret;
+anything that leaves the process (a message, a notice, evidence, ``--json``)
+goes through :func:`redact` first, which masks the value of every variable that
+holds one.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Mapping
+from urllib.parse import urlsplit
+
+# Read from the environment whatever recall.yaml says; the notify section may name more.
+SECRET_VARIABLES = ("DATAHUB_GMS_TOKEN", "RECALL_SLACK_WEBHOOK_URL", "GITHUB_TOKEN")
+MASK = "[redacted]"
+_SHORTEST = 6  # shorter values are not secrets worth masking, and would mask ordinary words
+
+
+def redact(text: str, values: Iterable[str] = (), environ: Mapping[str, str] | None = None) -> str:
+    """``text`` with every secret masked: the known variables' values, and ``values`` (a channel's own)."""
+    env = os.environ if environ is None else environ
+    secrets = {env.get(name, "") for name in SECRET_VARIABLES} | set(values)
+    secrets |= {_path(v) for v in secrets}  # HTTP errors quote a URL's path without its host
+    for value in sorted((v for v in secrets if len(v) >= _SHORTEST), key=len, reverse=True):
+        text = text.replace(value, MASK)
+    return text
+
+
+def _path(value: str) -> str:
+    """The path and query of a URL, where a webhook keeps its secret; "" for anything else."""
+    parts = urlsplit(value)
+    if not parts.scheme or not parts.netloc:
+        return ""
+    return parts.path + (f"?{parts.query}" if parts.query else "")

@@ -1,0 +1,56 @@
+"""Planted secrets never leave the process: not in the output, the errors, the evidence or the state files."""
+
+from __future__ import annotations
+
+import socket
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from recall_dagster.cli import cli
+from recall_dagster.secrets import redact
+from recall_dagster.settings import Settings
+
+SECRETS = {
+    "DATAHUB_GMS_TOKEN": "gms-token-7f3a9c",
+    "GITHUB_TOKEN": "ghp-token-51d0be",
+}
+
+
+def _closed_port() -> int:
+    with closing(socket.socket()) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_secrets_stay_out_of_everything_a_failing_write_back_produces(
+    lite_path: Path, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = _closed_port()
+    webhook = f"http://127.0.0.1:{port}/services/slack-secret-4c2e81"
+    for name, value in {**SECRETS, "RECALL_SLACK_WEBHOOK_URL": webhook}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("RECALL_HOME", str(settings.home))
+    monkeypatch.setenv("RECALL_GRAPH", str(lite_path))
+    overlay = tmp_path / "team.yaml"
+    overlay.write_text(
+        "writeback:\n  notify:\n    slack: {enabled: true}\n"
+        f"    github: {{enabled: true, repo: acme/models, api_url: 'http://127.0.0.1:{port}'}}\n"
+    )
+    result = CliRunner().invoke(cli, ["scan", "--write", "--json", "--config", str(overlay)])
+    assert result.exit_code in (0, 1), result.output
+    assert "ConnectionError" in result.stdout, "the channels failed, and their errors were reported"
+    produced = [result.stdout, result.stderr or ""]
+    produced += [p.read_text(errors="replace") for p in settings.home.rglob("*") if p.is_file()]
+    for secret in (*SECRETS.values(), webhook, "slack-secret-4c2e81"):
+        assert not any(secret in text for text in produced), f"{secret} leaked"
+    assert "[redacted]" in result.stdout
+
+
+def test_redact_masks_values_and_a_webhook_path_but_not_short_words() -> None:
+    env = {"DATAHUB_GMS_TOKEN": "abc", "RECALL_SLACK_WEBHOOK_URL": "https://hooks.example/T0/B1/xyz789secret"}
+    text = "posting to https://hooks.example/T0/B1/xyz789secret failed; url: /T0/B1/xyz789secret; abc is fine"
+    assert redact(text, environ=env) == "posting to [redacted] failed; url: [redacted]; abc is fine"
+    assert redact("token tok-123456 refused", ["tok-123456"], environ={}) == "token [redacted] refused"
