@@ -6,12 +6,15 @@ when a remote write fails, so a crash mid-write must never leave half a file.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-from recall_dagster.errors import ConfigError
+from recall_dagster.errors import ConfigError, ServiceUnreachable
 
 
 def write_atomically(path: Path, text: str, what: str) -> None:
@@ -40,3 +43,34 @@ def read_json_object(path: Path, what: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{what} {path} is not a JSON object; delete the file to start afresh")
     return data
+
+
+@contextmanager
+def locked(path: Path, what: str, wait_seconds: float) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` across processes, waiting up to ``wait_seconds`` for another holder.
+
+    Still held after that, it is a :class:`ServiceUnreachable` (exit 3) saying
+    what holds it: two writers of the same records must take turns, and one that
+    cannot get its turn stops before it has written anything.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(path, "a")
+    except OSError as err:
+        raise ConfigError(f"cannot lock {path}: {err.strerror}; check RECALL_HOME") from err
+    deadline = time.monotonic() + wait_seconds
+    try:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise ServiceUnreachable(
+                        f"{what} is busy: another process has held {path} for {wait_seconds:g} s; "
+                        "wait for it to finish and run again"
+                    ) from None
+                time.sleep(0.1)
+        yield
+    finally:
+        handle.close()  # closing releases the lock

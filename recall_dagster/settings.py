@@ -7,10 +7,13 @@ two checkouts never share a database by accident.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Iterator
 
 from recall_dagster.errors import ConfigError
+from recall_dagster.files import locked
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,6 +22,18 @@ def _default_home() -> Path:
     if (REPO_ROOT / "pyproject.toml").exists():
         return REPO_ROOT / ".recall"
     return Path.cwd() / ".recall"
+
+
+def _seconds(value: str | None) -> float:
+    if not value:
+        return 60.0
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ConfigError(f"RECALL_LOCK_WAIT_SECONDS={value!r} is not a number of seconds") from None
+    if seconds < 0:
+        raise ConfigError(f"RECALL_LOCK_WAIT_SECONDS={value!r} must not be negative")
+    return seconds
 
 
 def env_home() -> Path:
@@ -35,6 +50,7 @@ class Settings:
     gms_token: str | None = None
     warehouse_url: str | None = None
     mlflow_tracking_uri: str | None = None
+    lock_wait_seconds: float = 60.0  # how long a writer waits for another on the same RECALL_HOME
 
     @classmethod
     def from_env(cls, **overrides: object) -> "Settings":
@@ -45,6 +61,7 @@ class Settings:
             gms_token=os.environ.get("DATAHUB_GMS_TOKEN") or None,
             warehouse_url=os.environ.get("RECALL_WAREHOUSE_URL") or None,
             mlflow_tracking_uri=os.environ.get("MLFLOW_TRACKING_URI") or None,
+            lock_wait_seconds=_seconds(os.environ.get("RECALL_LOCK_WAIT_SECONDS")),
         )
         settings = replace(settings, **{k: v for k, v in overrides.items() if v is not None})
         return settings
@@ -91,6 +108,13 @@ class Settings:
     @property
     def evidence_dir(self) -> Path:
         return self.home / "evidence"
+
+    @contextmanager
+    def writing(self, what: str) -> Iterator[None]:
+        """One writer of RECALL_HOME's records at a time (baselines, ledgers, evidence, pending writes)."""
+        self.ensure_home()
+        with locked(self.home / ".recall.lock", what, self.lock_wait_seconds):
+            yield
 
     def ensure_home(self) -> Path:
         """Create RECALL_HOME, failing with a message rather than a traceback."""

@@ -61,7 +61,7 @@ def diagnose_command(
     progress = Progress(quiet=as_json)
     now_ms = int(time.time() * 1000)
     client = MlflowModels(settings.mlflow_uri, ic).client()
-    with opened_graph(settings, read_only=no_write) as graph:
+    with settings.writing("recall diagnose"), opened_graph(settings, read_only=no_write) as graph:
         result = diagnose(graph, client, model, Configs(config, lc, dc, ic), MlflowModels(settings.mlflow_uri, ic), now_ms,
                           candidate=candidate, baseline=baseline, repair=not no_repair,
                           env={**os.environ, "RECALL_HOME": str(settings.home)}, progress=progress.note)

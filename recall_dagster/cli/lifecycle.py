@@ -162,7 +162,7 @@ def sync_command(graph_target: str | None, config_path: str | None, as_json: boo
     policy = load_writeback_config(config_path).retry
     settings = Settings.from_env(graph=graph_target)
     settings.ensure_home()
-    with opened_graph(settings, read_only=False) as graph:
+    with settings.writing("recall incidents sync"), opened_graph(settings, read_only=False) as graph:
         result = sync_incidents(graph, settings, config, lc, _now_ms(), policy)
     if as_json:
         _echo_json(result.to_json())

@@ -79,7 +79,7 @@ def scan(
     writeback_config = load_writeback_config(config_path) if writing else None
     scanned_at_ms = _instant_ms(as_of) if as_of else int(time.time() * 1000)
     settings = Settings.from_env(graph=graph_target)
-    with opened_graph(settings, read_only=not write or dry) as graph:
+    with settings.writing("recall scan"), opened_graph(settings, read_only=not write or dry) as graph:
         result = run_scan(
             graph,
             config,

@@ -21,10 +21,11 @@ def _data_incidents(deps: Sequence[AssetKey | str]) -> AssetsDefinition:
     @asset(name="data_incidents", group_name=GROUP, deps=list(deps), kinds={"datahub"})
     def data_incidents(recall: RecallResource) -> MaterializeResult:
         """``recall incidents sync``: raise, update and resolve incidents to match the tests now."""
-        with recall.open_graph(read_only=False) as graph:
+        settings = recall.settings()
+        with settings.writing("data_incidents"), recall.open_graph(read_only=False) as graph:
             synced = sync_incidents(
                 graph,
-                recall.settings(),
+                settings,
                 recall.config(),
                 recall.lifecycle_config(),
                 int(time.time() * 1000),

@@ -122,8 +122,10 @@ def _closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
 @asset(group_name=GROUP)
 def risk_findings(model_closures: Closures, config: FindingsConfig, recall: RecallResource) -> Output[Detection]:
     """Every detector over every closure; schema baselines are kept in RECALL_HOME/state between scans."""
-    store = JsonStateStore(recall.settings().state_dir)
-    detection = detect_and_record(model_closures.closures, recall.config(), store, rebaseline=config.rebaseline)
+    settings = recall.settings()
+    with settings.writing("risk_findings"):
+        store = JsonStateStore(settings.state_dir)
+        detection = detect_and_record(model_closures.closures, recall.config(), store, rebaseline=config.rebaseline)
     findings = [f for found in detection.findings.values() for f in found]
     return Output(
         detection,
@@ -199,8 +201,9 @@ def datahub_writeback(model_closures: Closures, risk_scores: ScanResult, recall:
         return MaterializeResult(
             metadata={"written": False, "why": "a scan of chosen models never writes back", "report": report_md}
         )
-    with recall.open_graph(read_only=False) as graph:
-        report = write_back(graph, risk_scores, recall.settings(), recall.writeback_config(), int(time.time() * 1000))
+    settings = recall.settings()
+    with settings.writing("datahub_writeback"), recall.open_graph(read_only=False) as graph:
+        report = write_back(graph, risk_scores, settings, recall.writeback_config(), int(time.time() * 1000))
     writes = ((path, *(counts[k] for k in COUNTS)) for path, counts in report.counts().items())
     metadata = {
         "written": report.ok,

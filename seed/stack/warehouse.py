@@ -9,7 +9,6 @@ server: the team's Postgres is used as given.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import pwd
 import subprocess
@@ -27,7 +26,10 @@ from psycopg2.extensions import connection as PgConnection
 from psycopg2.extensions import parse_dsn
 
 from recall_dagster.errors import ConfigError, ServiceUnreachable, StackError
+from recall_dagster.files import locked
 from recall_dagster.settings import Settings
+
+WAREHOUSE_LOCK_WAIT_SECONDS = 600  # a first start initialises a cluster; another step waits that long for it
 
 with warnings.catch_warnings():
     # pgserver asks platformdirs for a runtime dir at import; the XDG fallback warning is noise.
@@ -143,12 +145,8 @@ def _external(url: str) -> Warehouse:
 @contextmanager
 def _home_lock(settings: Settings) -> Iterator[None]:
     """Serialise start/stop across processes: parallel Dagster steps all call ensure_warehouse."""
-    with open(settings.home / ".pg.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with locked(settings.home / ".pg.lock", "the embedded warehouse", WAREHOUSE_LOCK_WAIT_SECONDS):
+        yield
 
 
 def _running_postmaster(pg_data: Path) -> PostmasterInfo | None:
