@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+import sys
 import time
+import warnings
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
 from rich.console import Console
@@ -13,7 +17,8 @@ class Progress:
     """Prints one line per step with its duration; quiet mode prints nothing (for --json)."""
 
     def __init__(self, console: Console | None = None, quiet: bool = False) -> None:
-        self.console = console or Console(stderr=True)
+        # bound to stderr as it is now, so libraries' output sent elsewhere later (quiet_libraries) is not ours
+        self.console = console or Console(file=sys.stderr)
         self.quiet = quiet
 
     @contextmanager
@@ -28,3 +33,26 @@ class Progress:
     def note(self, message: str) -> None:
         if not self.quiet:
             self.console.print(f"  [dim]{message}[/]")
+
+
+@contextmanager
+def quiet_libraries(log: Path) -> Iterator[Path]:
+    """Everything libraries print to stderr (MLflow's migrations, alembic, warnings, DataHub's source
+    notes) goes to ``log`` while inside, so the terminal shows only Progress lines made before entering.
+
+    Handlers libraries create inside bind to the log file, which therefore stays
+    open for the rest of the process.
+    """
+    log.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(log, "a", buffering=1)  # noqa: SIM115 - handlers made inside keep writing to it
+    saved, sys.stderr = sys.stderr, handle
+    root = logging.getLogger()
+    file_handler = logging.StreamHandler(handle)
+    root.addHandler(file_handler)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            yield log
+    finally:
+        sys.stderr = saved
+        root.removeHandler(file_handler)

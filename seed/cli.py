@@ -7,6 +7,8 @@ and hands the scan to the product's own ``recall`` command.
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import ContextManager
 
 import click
 from rich.console import Console
@@ -14,7 +16,7 @@ from rich.table import Table
 
 from recall_dagster.cli import RecallGroup
 from recall_dagster.cli.scan import scan
-from recall_dagster.progress import Progress
+from recall_dagster.progress import Progress, quiet_libraries
 from recall_dagster.settings import Settings
 from seed import lifecycle
 
@@ -24,11 +26,18 @@ def estate() -> None:
     """Build, break, heal or reset the demo estate on the embedded stack."""
 
 
+def _quietly(settings: Settings) -> ContextManager[Path]:
+    """Libraries' own chatter (MLflow migrations, warnings) into RECALL_HOME/logs/seed.log, not the terminal."""
+    return quiet_libraries(settings.home / "logs" / "seed.log")
+
+
 @estate.command("build")
 @click.option("--scale", type=float, default=None, help="Data volume (1.0 = 200k+ transactions; env RECALL_SCALE).")
 def build_command(scale: float | None) -> None:
     """Warehouse, data, dbt, training and ingestion; reuses whatever already exists."""
-    summary = lifecycle.build(Settings.from_env(), Progress(), scale=scale)
+    settings, progress = Settings.from_env(), Progress()
+    with _quietly(settings):
+        summary = lifecycle.build(settings, progress, scale=scale)
     _print_summary(summary)
 
 
@@ -42,7 +51,9 @@ def reset_command() -> None:
 @click.pass_context
 def demo_command(ctx: click.Context) -> None:
     """The main job: build the demo estate, print what the graph holds, then `recall scan` it."""
-    summary = lifecycle.build(Settings.from_env(), Progress())
+    settings, progress = Settings.from_env(), Progress()
+    with _quietly(settings):
+        summary = lifecycle.build(settings, progress)
     _print_summary(summary)
     ctx.invoke(scan)
 
@@ -75,17 +86,26 @@ def _print_summary(summary) -> None:
                    "ambiguous: that change and a bad load of the same feature at once.")
 def break_command(scenario: str) -> None:
     """Inflict a scenario on the estate; idempotent."""
-    _print_summary(lifecycle.break_estate(Settings.from_env(), Progress(), scenario))
+    settings, progress = Settings.from_env(), Progress()
+    with _quietly(settings):
+        summary = lifecycle.break_estate(settings, progress, scenario)
+    _print_summary(summary)
 
 
 @estate.command("evaluate")
 @click.argument("model")
 def evaluate_command(model: str) -> None:
     """Fit and score MODEL as training would, recording nothing; the metrics are the last line, as JSON."""
-    click.echo(json.dumps(lifecycle.evaluate(Settings.from_env(), model)))
+    settings = Settings.from_env()
+    with _quietly(settings):
+        metrics = lifecycle.evaluate(settings, model)
+    click.echo(json.dumps(metrics))
 
 
 @estate.command("heal")
 def heal_command() -> None:
     """Repair every injury; the next scan stands down by itself."""
-    _print_summary(lifecycle.heal(Settings.from_env(), Progress()))
+    settings, progress = Settings.from_env(), Progress()
+    with _quietly(settings):
+        summary = lifecycle.heal(settings, progress)
+    _print_summary(summary)
