@@ -104,18 +104,22 @@ class Dataset:
     def freshness_at(self, instant_ms: int) -> Freshness | None:
         """When the data last changed as seen at ``instant_ms``; None when nobody recorded it.
 
-        Operations are the most direct evidence, then the platform's own
-        ``lastModified``, then a custom property some teams stamp on tables.
-        Reports made after the instant are ignored so ``--as-of`` replays the past.
+        Three signals may say: operations (the newest report speaks for them,
+        even if older ones were rosier), the platform's own ``lastModified``,
+        and a custom property some teams stamp on tables.  The newest change any
+        of them records wins, whichever carries it: an old operation does not
+        make a table stale that the platform saw written since.  Reports made
+        after the instant are ignored so ``--as-of`` replays the past.
         """
+        seen: list[Freshness] = []
         reports = [updated for reported, updated in self.operations_ms if reported <= instant_ms]
-        if reports:  # the newest report speaks for the data, even if older ones were rosier
-            return Freshness(min(reports[0], instant_ms), "operation")
+        if reports:
+            seen.append(Freshness(min(reports[0], instant_ms), "operation"))
         if self.last_modified_ms is not None and self.last_modified_ms <= instant_ms:
-            return Freshness(self.last_modified_ms, "lastModified")
+            seen.append(Freshness(self.last_modified_ms, "lastModified"))
         if self.property_updated_ms is not None and self.property_updated_ms <= instant_ms:
-            return Freshness(self.property_updated_ms, f"property:{self.property_name}")
-        return None
+            seen.append(Freshness(self.property_updated_ms, f"property:{self.property_name}"))
+        return max(seen, key=lambda f: f.updated_ms, default=None)  # ties: the first listed, the most direct
 
 
 @dataclass(frozen=True)
