@@ -19,7 +19,11 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
                 continue
             where = f"{dataset.name}.{assertion.column}" if assertion.column else dataset.name
             verb = "failed" if assertion.result == "FAILURE" else "errored"
-            rows = f" ({assertion.failed_rows:,} failing rows)" if assertion.failed_rows is not None else ""
+            rows = (
+                f" ({assertion.failed_rows:,} failing rows)" if assertion.failed_rows is not None
+                else f" ({assertion.metric[0]} {assertion.metric[1]:g})" if assertion.metric is not None
+                else ""
+            )
             findings.append(
                 finding(
                     closure,
@@ -34,6 +38,7 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
                     column=assertion.column,
                     result=assertion.result,
                     failed_rows=assertion.failed_rows,
+                    metric=dict([assertion.metric]) if assertion.metric else None,
                     ran_at_ms=assertion.ran_at_ms,
                     detail=assertion.detail,
                 )

@@ -422,7 +422,26 @@ def _assertion_name(urn: str, info: AssertionInfoClass | None) -> str:
     return _text(info.description) or _text(native) or display_name(urn)
 
 
-def _failed_rows(event: AssertionRunEventClass) -> int | None:
+_ROWS_AGGREGATIONS = {"IDENTITY", "_NATIVE_", None}  # a dataset assertion whose value is the failing rows' count
+
+
+def _metric_name(info: AssertionInfoClass | None) -> str | None:
+    """What ``actualAggValue`` measures when it is not a count of failing rows; None when it is one."""
+    if info is None:
+        return "value"  # nobody said what was measured: never read it as rows
+    if info.volumeAssertion is not None:
+        return "row_count"
+    field_metric = info.fieldAssertion.fieldMetricAssertion if info.fieldAssertion else None
+    if field_metric is not None:
+        return str(field_metric.metric).lower()
+    if info.datasetAssertion is not None and info.datasetAssertion.aggregation in _ROWS_AGGREGATIONS:
+        return None
+    aggregation = info.datasetAssertion.aggregation if info.datasetAssertion else None
+    return str(aggregation).lower() if aggregation else "value"
+
+
+def _failed_rows(event: AssertionRunEventClass, info: AssertionInfoClass | None) -> int | None:
+    """Rows the run found failing, only from results that count rows (never a metric's value)."""
     result = event.result
     if result is None:
         return None
@@ -433,9 +452,16 @@ def _failed_rows(event: AssertionRunEventClass) -> int | None:
         value = native.get(key, "")
         if value.strip().isdigit():
             return int(value)
-    if result.actualAggValue is not None:
+    if result.actualAggValue is not None and _metric_name(info) is None:
         return int(result.actualAggValue)
     return None
+
+
+def _metric(info: AssertionInfoClass | None, event: AssertionRunEventClass | None) -> tuple[str, float] | None:
+    """A metric or volume assertion's measured value under its own name (``row_count``, ``mean``, ...)."""
+    value = event.result.actualAggValue if event is not None and event.result is not None else None
+    name = _metric_name(info)
+    return (name, float(value)) if value is not None and name is not None else None
 
 
 def parse_assertion(urn: str, info: AssertionInfoClass | None, events: Iterable[AssertionRunEventClass]) -> Assertion:
@@ -443,12 +469,14 @@ def parse_assertion(urn: str, info: AssertionInfoClass | None, events: Iterable[
     completed = [e for e in events if e.result is not None]
     latest = max(completed, key=lambda e: e.timestampMillis, default=None)
     result = latest.result if latest else None
+    metric = _metric(info, latest)
     return Assertion(
         urn=urn,
         name=_assertion_name(urn, info),
         column=_column_of(info) if info else None,
         result=str(result.type) if result else None,
-        failed_rows=_failed_rows(latest) if latest else None,
+        failed_rows=_failed_rows(latest, info) if latest else None,
+        metric=metric,
         ran_at_ms=latest.timestampMillis if latest else None,
         detail=_text((result.nativeResults or {}).get("message")) if result else None,
     )

@@ -56,7 +56,8 @@ class Assertion:
     name: str
     column: str | None = None
     result: str | None = None  # SUCCESS / FAILURE / ERROR, None when never run
-    failed_rows: int | None = None
+    failed_rows: int | None = None  # only from results that count rows
+    metric: tuple[str, float] | None = None  # a metric or volume assertion's value, under its own name
     ran_at_ms: int | None = None
     detail: str | None = None  # the native result message, when the runner gave one
 

@@ -143,3 +143,34 @@ def test_feature_source_column_from_a_custom_property():
     f = parse.parse_feature("urn:li:mlFeature:(fraud,txn_amount)", aspects(props), (), ["source_column"])
     assert (f.name, f.column, f.sources) == ("txn_amount", "amount", ("urn:li:dataset:t",))
     assert parse.parse_feature("urn:li:mlFeature:(fraud,x)", aspects(props)).column is None
+
+
+def _run(value: float | None = None, unexpected: int | None = None, native: dict | None = None) -> dh.AssertionRunEventClass:
+    return dh.AssertionRunEventClass(
+        timestampMillis=1, assertionUrn="urn:li:assertion:a", asserteeUrn="urn:li:dataset:x", runId="r",
+        status="COMPLETE",
+        result=dh.AssertionResultClass(type="FAILURE", actualAggValue=value, unexpectedCount=unexpected,
+                                    nativeResults=native),
+    )
+
+
+def test_failed_rows_come_only_from_results_that_count_rows() -> None:
+
+    dataset = "urn:li:dataset:(urn:li:dataPlatform:postgres,db.t,PROD)"
+    not_null = dh.AssertionInfoClass(type="DATASET", datasetAssertion=dh.DatasetAssertionInfoClass(
+        dataset=dataset, scope="DATASET_COLUMN", operator="NOT_NULL", aggregation="IDENTITY"))
+    volume = dh.AssertionInfoClass(type="VOLUME", volumeAssertion=dh.VolumeAssertionInfoClass(
+        type="ROW_COUNT_TOTAL", entity=dataset))
+    mean = dh.AssertionInfoClass(type="DATASET", datasetAssertion=dh.DatasetAssertionInfoClass(
+        dataset=dataset, scope="DATASET_COLUMN", operator="BETWEEN", aggregation="MEAN"))
+    cases = [
+        (not_null, _run(value=7), 7, None),
+        (volume, _run(value=120_000), None, ("row_count", 120_000.0)),
+        (mean, _run(value=17.5), None, ("mean", 17.5)),
+        (None, _run(value=3), None, ("value", 3.0)),
+        (mean, _run(value=17.5, unexpected=4), 4, ("mean", 17.5)),
+        (None, _run(native={"failures": "12", "message": "Got 12 results"}), 12, None),
+    ]
+    for info, run, rows, metric in cases:
+        parsed = parse.parse_assertion("urn:li:assertion:a", info, [run])
+        assert (parsed.failed_rows, parsed.metric) == (rows, metric), info
