@@ -145,7 +145,9 @@ def test_feature_source_column_from_a_custom_property():
     assert parse.parse_feature("urn:li:mlFeature:(fraud,x)", aspects(props)).column is None
 
 
-def _run(value: float | None = None, unexpected: int | None = None, native: dict | None = None) -> dh.AssertionRunEventClass:
+def _run(
+    value: float | None = None, unexpected: int | None = None, native: dict | None = None
+) -> dh.AssertionRunEventClass:
     return dh.AssertionRunEventClass(
         timestampMillis=1, assertionUrn="urn:li:assertion:a", asserteeUrn="urn:li:dataset:x", runId="r",
         status="COMPLETE",
@@ -155,7 +157,6 @@ def _run(value: float | None = None, unexpected: int | None = None, native: dict
 
 
 def test_failed_rows_come_only_from_results_that_count_rows() -> None:
-
     dataset = "urn:li:dataset:(urn:li:dataPlatform:postgres,db.t,PROD)"
     not_null = dh.AssertionInfoClass(type="DATASET", datasetAssertion=dh.DatasetAssertionInfoClass(
         dataset=dataset, scope="DATASET_COLUMN", operator="NOT_NULL", aggregation="IDENTITY"))
