@@ -2,9 +2,12 @@
 
 The serving path is feature table -> features -> source datasets; the training
 path is what the model's recorded runs read.  A serving source is consistent
-with training when training read it, read something derived from it, or read
-its own inputs; symmetrically for training inputs.  Label tables are read by
-training alone by design and are never reported.
+with training when training read it or something derived from it, or when it is
+derived from what training read *and from nothing else*: a serving table that
+joins the trained table with a new input brings in data training never saw,
+and that is skew however closely the two tables are related.  Training inputs
+are judged symmetrically.  Label tables are read by training alone by design
+and are never reported.
 """
 
 from __future__ import annotations
@@ -18,9 +21,25 @@ NAME = "training_serving_skew"
 CASES = ("serving_not_trained", "trained_not_served", "no_training_run")
 
 
-def _covered(urn: str, other_side: tuple[str, ...], other_reach: frozenset[str], closure: ModelClosure) -> bool:
-    """Whether ``urn`` is, feeds, or is fed by a dataset the other side reads."""
-    return urn in other_reach or bool(closure.upstream_of([urn]) & set(other_side))
+def _origins(closure: ModelClosure, urns: tuple[str, ...]) -> frozenset[str]:
+    """The datasets the given ones derive from that derive from nothing in the closure, by canonical name."""
+    return frozenset(
+        closure.canonical(u) for u in closure.upstream_of(urns)
+        if not any(v in closure.datasets for v in closure.dataset(u).upstreams)
+    )
+
+
+def _unseen(
+    urn: str, other_side: tuple[str, ...], other_reach: frozenset[str], closure: ModelClosure, labels: set[str]
+) -> frozenset[str] | None:
+    """None when ``urn`` is consistent with what the other side reads; else the origins it adds to it
+    (itself, when it shares no lineage with the other side at all). Label tables never count as added."""
+    if urn in other_reach:
+        return None
+    if not closure.upstream_of([urn]) & set(other_side):
+        return frozenset({urn})
+    added = _origins(closure, (urn,)) - _origins(closure, other_side) - {closure.canonical(u) for u in labels}
+    return added or None
 
 
 def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
@@ -45,22 +64,30 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
     training_reach = closure.upstream_of(training)
     findings: list[Finding] = []
     for urn in sorted(serving):
-        if not _covered(urn, training, training_reach, closure):
-            findings.append(
-                finding(
-                    closure,
-                    NAME,
-                    config.severity(NAME, "serving_not_trained"),
-                    urn,
-                    f"{model.name} serves features from {closure.dataset(urn).name}, which its training "
-                    "run never read: it predicts on data it was not trained on",
-                    cause=urn,
-                    side="serving",
-                    training_inputs=sorted(training),
-                )
+        unseen = _unseen(urn, training, training_reach, closure, labels)
+        if unseen is None:
+            continue
+        name = closure.dataset(urn).name
+        how = (
+            f"{name}, which its training run never read" if unseen == {urn}
+            else f"{name}, which joins what training read with "
+            f"{', '.join(sorted(closure.dataset(u).name for u in unseen))}, never read by training"
+        )
+        findings.append(
+            finding(
+                closure,
+                NAME,
+                config.severity(NAME, "serving_not_trained"),
+                urn,
+                f"{model.name} serves features from {how}: it predicts on data it was not trained on",
+                cause=urn,
+                side="serving",
+                training_inputs=sorted(training),
+                unseen_inputs=sorted(unseen),
             )
+        )
     for urn in sorted(training) if serving else ():  # no declared serving source: nothing to compare
-        if not _covered(urn, serving, serving_reach, closure):
+        if _unseen(urn, serving, serving_reach, closure, labels) is not None:
             findings.append(
                 finding(
                     closure,

@@ -255,3 +255,14 @@ def test_drift_follows_a_recorded_feature_column(config):
     assert on_feature.severity is Severity.CRITICAL
     (elsewhere,) = _drift(c, {urn("tx"): {"amount": "text", "hour": "int"}}, config)
     assert elsewhere.severity is Severity.WARN
+
+
+def test_a_serving_table_joining_the_trained_table_with_a_new_input_is_skew(config):
+    datasets = [ds("trained", "events"), ds("events"), ds("serving", "trained", "bureau"), ds("bureau")]
+    joined = closure(features=[feature("f", "serving")], runs=[run("r", "trained")], datasets=datasets)
+    (skew,) = training_serving_skew.detect(joined, config, STATE)
+    assert (skew.subject, skew.severity) == (urn("serving"), Severity.CRITICAL)
+    assert skew.evidence["unseen_inputs"] == [urn("bureau")] and "joins what training read with db.bureau" in skew.message
+    only_trained = [ds("trained", "events"), ds("events"), ds("serving", "trained")]
+    derived = closure(features=[feature("f", "serving")], runs=[run("r", "trained")], datasets=only_trained)
+    assert training_serving_skew.detect(derived, config, STATE) == [], "derived from the trained table alone"
