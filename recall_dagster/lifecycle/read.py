@@ -7,7 +7,7 @@ run) and handed over as plain values, so the core never sees the graph.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from datahub.metadata.schema_classes import (
     AssertionInfoClass,
@@ -59,8 +59,31 @@ def _writes(estate: Estate, dataset: str) -> tuple[int, ...]:
     return tuple(sorted({updated for twin in twins for _, updated in twin.operations_ms}))
 
 
-def read_assertions(graph: MetadataGraph, estate: Estate, history_limit: int) -> tuple[AssertionRecord, ...]:
-    """Every assertion on a dataset some model depends on, with its run history."""
+HISTORY_CEILING = 10_000  # runs read per assertion at the most, however long a failing streak is
+
+
+def run_history(
+    graph: MetadataGraph, urn: str, limit: int, failing: Callable[[str | None], bool]
+) -> list[AssertionRunEventClass]:
+    """Runs newest first, back to the last passing one before the current failing streak.
+
+    ``limit`` runs are read first; while every one of them fails and the graph
+    may hold more, four times as many are read again, so a streak longer than
+    ``closure.history_limit`` still has its start (and the versions trained
+    before it stay CLEAN).
+    """
+    while True:
+        events = graph.timeseries(urn, AssertionRunEventClass, limit=limit)
+        streak = all(failing(str(e.result.type) if e.result else None) for e in events)  # type: ignore[attr-defined]
+        if len(events) < limit or not streak or limit >= HISTORY_CEILING:
+            return events  # type: ignore[return-value]
+        limit = min(limit * 4, HISTORY_CEILING)
+
+
+def read_assertions(
+    graph: MetadataGraph, estate: Estate, history_limit: int, failing: Callable[[str | None], bool]
+) -> tuple[AssertionRecord, ...]:
+    """Every assertion on a dataset some model depends on, with its run history back past any failing streak."""
     found: dict[str, tuple[str, str | None, str]] = {}
     for closure in estate.closures:
         for urn, dataset in closure.datasets.items():
@@ -74,7 +97,7 @@ def read_assertions(graph: MetadataGraph, estate: Estate, history_limit: int) ->
     records = []
     for urn in wanted:
         dataset, column, name = found[urn]
-        events = graph.timeseries(urn, AssertionRunEventClass, limit=history_limit)
+        events = run_history(graph, urn, history_limit, failing)
         info = infos.get(urn, {}).get(AssertionInfoClass.ASPECT_NAME)
         runs = []
         for event in events:

@@ -59,7 +59,7 @@ class Assessment:
 def assess(graph: MetadataGraph, config: RecallConfig, lc: LifecycleConfig, now_ms: int) -> Assessment:
     """Every model version, every assertion's history, every training run, grouped into root causes."""
     estate = read_estate(graph, config, now_ms)
-    records = read_assertions(graph, estate, config.resolve.history_limit)
+    records = read_assertions(graph, estate, config.resolve.history_limit, lc.failing)
     spans = read_training_spans(graph, estate.closures, lc.training_rows_metric)
     return Assessment(estate, records, spans, root_causes(records, estate, spans, lc))
 
