@@ -1,0 +1,56 @@
+"""``recall protect``: the least reliable datasets on production paths, the untested columns that matter most,
+and the dbt tests to add. Exit 0 (a report, not a verdict); 2 bad usage or config, 3 the graph is unreachable."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from recall_dagster.cli import cli
+from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
+from recall_dagster.estate import display_name
+from recall_dagster.protect.config import load_protect_config
+from recall_dagster.protect.service import ProtectReport, protect_report
+from recall_dagster.scan import load_config
+from recall_dagster.settings import Settings
+
+
+@cli.command("protect")
+@graph_option
+@config_option
+@json_option
+def protect_command(graph_target: str | None, config_path: str | None, as_json: bool) -> None:
+    """Score every dataset on a production path, rank the untested critical columns, suggest dbt tests."""
+    config, pc = load_config(config_path), load_protect_config(config_path)
+    settings = Settings.from_env(graph=graph_target)
+    with opened_graph(settings, read_only=True) as graph:
+        report = protect_report(graph, settings, config, pc, int(time.time() * 1000))
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        render_protect(report, Console())
+
+
+def render_protect(report: ProtectReport, console: Console) -> None:
+    datasets = Table(title="Reliability of datasets on production paths (least reliable first)", show_edge=False)
+    for name in ("dataset", "score", "", "weakest"):
+        datasets.add_column(name)
+    for r in report.datasets[: report.top]:
+        weakest = "; ".join(c.why for c in r.components if c.value < 1) or "-"
+        bar = "█" * (r.score // 10) + "░" * (10 - r.score // 10)
+        datasets.add_row(display_name(r.dataset), str(r.score), bar, weakest)
+    console.print(datasets)
+    gaps = Table(title="Untested columns production features read (most exposed first)", show_edge=False)
+    for name in ("column", "models", "live", "features", "past incident"):
+        gaps.add_column(name)
+    for g in report.gaps[: report.top]:
+        gaps.add_row(display_name(g.column[0]) + "." + g.column[1], ", ".join(g.models), str(len(g.live_deployments)),
+                     ", ".join(g.features), "yes" if g.past_incident else "")
+    console.print(gaps)
+    if report.dbt_tests:
+        console.print("dbt tests to add (merge into the properties files that declare these models and sources):")
+        console.print(report.dbt_tests, highlight=False, markup=False)

@@ -1,0 +1,220 @@
+"""Where production models are exposed: a reliability score per dataset, and the untested columns they read.
+
+Pure over closures, their column lineage and the incident ledger.  A dataset's
+score adds transparent components (tests present, freshness window met, an
+active owner, documentation, few past incidents), each shown with its reason.
+A column is critical when a production feature reads it, directly or through
+lineage; it is a gap when no assertion on any twin of its table names it.
+Gaps rank by the production models and live deployments they feed, and a gap
+on a column a past incident started from or poisoned comes first: that is
+where the last failure came from.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from recall_dagster.detect import RecallConfig
+from recall_dagster.estate import Dataset, ModelClosure, display_name
+from recall_dagster.lifecycle.columns import Col, ColumnGraph, column_name
+from recall_dagster.lifecycle.incidents import IncidentEntry
+from recall_dagster.protect.config import COMPONENTS, ProtectConfig
+
+_HOUR_MS = 3_600_000
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    value: float  # 0..1 of its weight
+    weight: float
+    why: str
+
+
+@dataclass(frozen=True)
+class Reliability:
+    dataset: str  # canonical URN
+    score: int
+    components: tuple[Component, ...]
+    models: tuple[str, ...]  # production models whose closures hold it
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "name": display_name(self.dataset),
+            "score": self.score,
+            "models": list(self.models),
+            "components": [{"name": c.name, "value": c.value, "weight": c.weight, "why": c.why} for c in self.components],
+        }
+
+
+@dataclass(frozen=True)
+class Gap:
+    column: Col
+    models: tuple[str, ...]
+    live_deployments: tuple[str, ...]
+    features: tuple[str, ...]  # the features it reaches
+    past_incident: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "column": column_name(self.column),
+            "dataset": self.column[0],
+            "models": list(self.models),
+            "live_deployments": len(self.live_deployments),
+            "features": list(self.features),
+            "past_incident": self.past_incident,
+        }
+
+
+def _twins(closures: Sequence[ModelClosure], columns: ColumnGraph, table: str) -> list[Dataset]:
+    seen: dict[str, Dataset] = {}
+    for closure in closures:
+        for urn, dataset in closure.datasets.items():
+            if columns.canonical.get(urn, urn) == table:
+                seen.setdefault(urn, dataset)
+    return list(seen.values())
+
+
+def _incident_tables(entries: Iterable[IncidentEntry], columns: ColumnGraph) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for entry in entries:
+        for table in {columns.canonical.get(o[0], o[0]) for o in entry.origins}:
+            counts[table] = counts.get(table, 0) + 1
+    return counts
+
+
+def reliability(
+    closures: Sequence[ModelClosure],
+    columns: ColumnGraph,
+    entries: Sequence[IncidentEntry],
+    config: RecallConfig,
+    pc: ProtectConfig,
+    now_ms: int,
+) -> tuple[Reliability, ...]:
+    """Every table on a production path, least reliable first."""
+    tables: dict[str, set[str]] = {}
+    for closure in closures:
+        for urn in closure.datasets:
+            tables.setdefault(columns.canonical.get(urn, urn), set()).add(closure.model.name)
+    incidents = _incident_tables(entries, columns)
+    out = []
+    for table, models in tables.items():
+        twins = _twins(closures, columns, table)
+        tested = any(d.assertions for d in twins)
+        seen = [f for d in twins if (f := d.freshness_at(now_ms))]
+        window = config.freshness.window_hours(twins[0])
+        age = (now_ms - max(f.updated_ms for f in seen)) / _HOUR_MS if seen else None
+        owned = any(d.has_active_owner for d in twins)
+        documented = any(d.description or d.terms for d in twins)
+        past = incidents.get(table, 0)
+        values = {
+            "tests": (1.0 if tested else 0.0, "an assertion watches it" if tested else "no test or assertion on it"),
+            "freshness": (
+                (0.0, "nobody records when it changes") if age is None
+                else (1.0, f"changed {age:.0f} h ago, within {window:g} h") if age <= window
+                else (0.0, f"changed {age:.0f} h ago, past its {window:g} h window")
+            ),
+            "owner": (1.0 if owned else 0.0, "an active owner" if owned else "no active owner"),
+            "documentation": (
+                1.0 if documented else 0.0, "described or given a term" if documented else "no description or term"
+            ),
+            "incidents": (
+                max(0.0, 1 - past / pc.incident_memory), f"{past} past incident(s)" if past else "no past incident"
+            ),
+        }
+        components = tuple(Component(n, values[n][0], pc.weights[n], values[n][1]) for n in COMPONENTS)
+        score = round(sum(c.value * c.weight for c in components))
+        out.append(Reliability(table, score, components, tuple(sorted(models))))
+    return tuple(sorted(out, key=lambda r: (r.score, display_name(r.dataset))))
+
+
+def _upstream(columns: ColumnGraph, start: Col) -> set[Col]:
+    seen, queue = {start}, deque([start])
+    while queue:
+        for parent in columns.upstream.get(queue.popleft(), ()):
+            if parent not in seen:
+                seen.add(parent)
+                queue.append(parent)
+    return seen
+
+
+def _tested(closures: Sequence[ModelClosure], columns: ColumnGraph) -> set[Col]:
+    return {
+        (columns.canonical.get(urn, urn), a.column)
+        for closure in closures
+        for urn, dataset in closure.datasets.items()
+        for a in dataset.assertions
+        if a.column
+    }
+
+
+def _incident_columns(entries: Iterable[IncidentEntry], columns: ColumnGraph) -> set[str]:
+    names = set()
+    for entry in entries:
+        names |= {column_name((columns.canonical.get(o[0], o[0]), o[1])) for o in entry.origins}
+        names |= set(entry.snapshot.get("blast_radius", {}).get("poisoned_columns", ()))
+    return names
+
+
+def gaps(closures: Sequence[ModelClosure], columns: ColumnGraph, entries: Sequence[IncidentEntry]) -> tuple[Gap, ...]:
+    """Untested columns production features read (through lineage), the last incident's pattern first."""
+    reach: dict[Col, dict[str, set[str]]] = {}
+    for closure in closures:
+        for feature in closure.features:
+            wanted = feature.column or feature.name
+            for source in feature.sources:
+                table = columns.canonical.get(source, source)
+                if wanted not in columns.columns.get(table, ()):
+                    continue
+                for col in _upstream(columns, (table, wanted)):
+                    entry = reach.setdefault(col, {"models": set(), "live": set(), "features": set()})
+                    entry["models"].add(closure.registered_name)
+                    entry["live"] |= {d.urn for d in closure.live_deployments}
+                    entry["features"].add(feature.name)
+    tested, past = _tested(closures, columns), _incident_columns(entries, columns)
+    found = [
+        Gap(col, tuple(sorted(r["models"])), tuple(sorted(r["live"])), tuple(sorted(r["features"])),
+            column_name(col) in past)
+        for col, r in reach.items()
+        if col not in tested
+    ]
+    return tuple(sorted(found, key=lambda g: (
+        not g.past_incident, -len(g.models), -len(g.live_deployments), -len(g.features), column_name(g.column)
+    )))
+
+
+def tests_yaml(gaps_found: Sequence[Gap], identities: Mapping[str, str], tests: Sequence[str]) -> str:
+    """Paste-ready dbt properties for the gaps whose table dbt builds or declares (``identities``: canonical
+    table -> ``dbt_unique_id``); grouped as dbt wants them, one entry per model or source table."""
+    models: dict[str, list[str]] = {}
+    sources: dict[tuple[str, str], list[str]] = {}
+    for gap in gaps_found:
+        unique = identities.get(gap.column[0], "")
+        parts = unique.split(".")
+        if parts[0] == "model" and len(parts) >= 3:
+            models.setdefault(parts[-1], []).append(gap.column[1])
+        elif parts[0] == "source" and len(parts) >= 4:
+            sources.setdefault((parts[-2], parts[-1]), []).append(gap.column[1])
+    if not models and not sources:
+        return ""
+    listed = ", ".join(tests)
+    lines = ["version: 2"]
+    if sources:
+        lines.append("sources:")
+        for source in sorted({s for s, _ in sources}):
+            lines += [f"  - name: {source}", "    tables:"]
+            for (src, table), cols in sorted(sources.items()):
+                if src == source:
+                    lines += [f"      - name: {table}", "        columns:"]
+                    lines += [line for c in sorted(set(cols)) for line in
+                              (f"          - name: {c}", f"            data_tests: [{listed}]")]
+    if models:
+        lines.append("models:")
+        for model, cols in sorted(models.items()):
+            lines += [f"  - name: {model}", "    columns:"]
+            lines += [line for c in sorted(set(cols)) for line in
+                      (f"      - name: {c}", f"        data_tests: [{listed}]")]
+    return "\n".join(lines) + "\n"
