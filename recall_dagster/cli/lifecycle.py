@@ -27,12 +27,12 @@ from recall_dagster.lifecycle.blast import describe
 from recall_dagster.lifecycle.columns import column_name
 from recall_dagster.lifecycle.config import load_lifecycle_config
 from recall_dagster.lifecycle.gate import GateResult
-from recall_dagster.lifecycle.ledger import Ledger
 from recall_dagster.lifecycle.service import (
     BlindWindowReport,
     SyncResult,
     blind_window_report,
     judge_retrain,
+    list_incidents,
     sync_incidents,
 )
 from recall_dagster.scan import load_config
@@ -192,13 +192,13 @@ def _render_sync(result: SyncResult, console: Console) -> None:
 def list_command(graph_target: str | None, as_json: bool) -> None:
     """The incidents the ledger holds for this graph, open ones first."""
     settings = Settings.from_env(graph=graph_target)
-    ledger = Ledger(settings.state_dir, location_of(settings.graph))  # the ledger is local: no graph is opened
-    entries = sorted(ledger.load().values(), key=lambda e: (not e.active, -e.raised_at_ms))
+    entries = list_incidents(settings, location_of(settings.graph))  # the ledger is local: no graph is opened
     if as_json:
-        _echo_json([e.to_json() for e in entries])
+        _echo_json(entries)
         return
     console = Console()
     for e in entries:
-        console.print(f"{e.state:<8} {e.urn} {', '.join(a['name'] for a in e.snapshot.get('assertions', ()))}")
+        names = ", ".join(a["name"] for a in e["snapshot"].get("assertions", ()))
+        console.print(f"{e['state']:<8} {e['urn']} {names}")
     if not entries:
         console.print("no incident recorded for this graph")

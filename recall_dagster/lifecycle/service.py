@@ -301,3 +301,9 @@ def sync_incidents(
         failures=tuple(outcome.failures),
     )
 
+
+
+def list_incidents(settings: Settings, location: str) -> list[dict[str, Any]]:
+    """The incidents the ledger holds for the graph at ``location``, open ones first (``recall incidents list``)."""
+    entries = sorted(Ledger(settings.state_dir, location).load().values(), key=lambda e: (not e.active, -e.raised_at_ms))
+    return [e.to_json() for e in entries]

@@ -1,0 +1,113 @@
+"""Recall's answers as read-only Model Context Protocol tools, for assistants next to DataHub's own MCP server.
+
+Each tool calls the function the matching ``recall`` command calls and returns
+the same JSON contract (``recall scan --model X --json``, ``recall gate X
+--json``...), so an assistant and a CI job read identical answers.  Nothing is
+written: no schema baseline is recorded, no DataHub aspect, no evidence file.
+Built on the official ``mcp`` SDK (FastMCP): stdio by default, streamable HTTP
+bound to localhost when asked.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from mcp.server.fastmcp import FastMCP
+
+from recall_dagster.cli.options import opened_graph
+from recall_dagster.graph.port import MetadataGraph, location_of
+from recall_dagster.impact.config import load_impact_config
+from recall_dagster.impact.measured import gate_measure, measure_scan
+from recall_dagster.impact.models import MlflowModels
+from recall_dagster.impact.service import ImpactRequest, impact_test
+from recall_dagster.lifecycle.config import load_lifecycle_config
+from recall_dagster.lifecycle.service import blind_window_report, judge_retrain, list_incidents
+from recall_dagster.scan import JsonStateStore, MemoryStateStore, load_config, run_scan
+from recall_dagster.settings import Settings
+from recall_dagster.writeback.documents import WHAT_TO_DO
+
+INSTRUCTIONS = (
+    "Recall reads DataHub's metadata graph backwards from every production model: which models are about to "
+    "break and why, the blast radius of a failing test, which versions trained on bad data, whether a retrain "
+    "may go ahead, and what an upstream change would do to a model, measured on the model itself."
+)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@contextmanager
+def _graph() -> Iterator[tuple[Settings, MetadataGraph]]:
+    settings = Settings.from_env()
+    with opened_graph(settings, read_only=True) as graph:
+        yield settings, graph
+
+
+def _scan(model: str | None, config_path: str | None) -> dict[str, Any]:
+    config, lc, ic = load_config(config_path), load_lifecycle_config(config_path), load_impact_config(config_path)
+    with _graph() as (settings, graph):
+        baselines = JsonStateStore(settings.state_dir).load_baselines()  # read, never recorded: tools are read-only
+        result = run_scan(graph, config, MemoryStateStore(baselines), scanned_at_ms=_now_ms(),
+                          models=[model] if model else ())
+        return measure_scan(graph, result, lc, ic, MlflowModels(settings.mlflow_uri, ic)).to_json()
+
+
+def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: int = 8000) -> FastMCP:
+    """The server with Recall's tools; ``config_path`` is a recall.yaml layer, as ``--config`` is."""
+    server = FastMCP("recall", instructions=INSTRUCTIONS, host=host, port=port)
+
+    @server.tool()
+    def scan_model(model: str) -> dict[str, Any]:
+        """Scan one model (registered name: its production versions; name/version; or URN): findings, score, tier."""
+        return _scan(model, config_path)
+
+    @server.tool()
+    def blast_radius() -> list[dict[str, Any]]:
+        """Datasets at risk across the estate, ranked by the production models and live deployments they endanger."""
+        return _scan(None, config_path)["blast_radius"]
+
+    @server.tool()
+    def blind_window(target: str | None = None) -> dict[str, Any]:
+        """When the data behind a failing test (or dataset) was bad, which model versions trained on it, where to
+        roll back; without a target, every root cause."""
+        config, lc = load_config(config_path), load_lifecycle_config(config_path)
+        with _graph() as (_, graph):
+            return blind_window_report(graph, config, lc, target, _now_ms()).to_json()
+
+    @server.tool()
+    def retrain_gate(model: str) -> dict[str, Any]:
+        """GO / NO-GO / UNVERIFIED for retraining a model, with every named check and what it saw."""
+        config, lc, ic = load_config(config_path), load_lifecycle_config(config_path), load_impact_config(config_path)
+        with _graph() as (settings, graph):
+            measure = gate_measure(settings, lc, ic)
+            return judge_retrain(graph, settings, config, lc, model, _now_ms(), measure).to_json()
+
+    @server.tool(name="impact_test")
+    def impact(dataset: str, column: str, mutation: str, fraction: float | None = None) -> dict[str, Any]:
+        """Replay a change of one column (mutation OP[:ARG]) on every production model it reaches: PASS/WARN/BLOCK."""
+        config, lc, ic = load_config(config_path), load_lifecycle_config(config_path), load_impact_config(config_path)
+        with _graph() as (settings, graph):
+            report = impact_test(graph, config, lc, ic, ImpactRequest(dataset, column, mutation, fraction),
+                                 MlflowModels(settings.mlflow_uri, ic), _now_ms())
+            return report.to_json()
+
+    @server.tool()
+    def explain_finding(model: str, detector: str, subject: str | None = None) -> list[dict[str, Any]]:
+        """A model's findings of one detector (on one subject, when given), each with what to do about it."""
+        return [
+            {**f, "model": m["name"], "what_to_do": WHAT_TO_DO.get(detector, "")}
+            for m in _scan(model, config_path)["models"]
+            for f in m["findings"]
+            if f["detector"] == detector and (subject is None or subject in (f["subject"], f.get("cause")))
+        ]
+
+    @server.tool(name="list_incidents")
+    def incidents() -> list[dict[str, Any]]:
+        """The data incidents Recall's ledger holds for this graph, open ones first."""
+        settings = Settings.from_env()
+        return list_incidents(settings, location_of(settings.graph))
+
+    return server
