@@ -16,6 +16,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+import yaml
+
 from recall_dagster.detect import RecallConfig
 from recall_dagster.estate import Dataset, ModelClosure, display_name
 from recall_dagster.lifecycle.columns import Col, ColumnGraph, column_name
@@ -105,7 +107,7 @@ def reliability(
         twins = _twins(closures, columns, table)
         tested = any(d.assertions for d in twins)
         seen = [f for d in twins if (f := d.freshness_at(now_ms))]
-        window = config.freshness.window_hours(twins[0])
+        window = min(config.freshness.window_hours(d) for d in twins)  # the strictest any twin is held to
         age = (now_ms - max(f.updated_ms for f in seen)) / _HOUR_MS if seen else None
         owned = any(d.has_active_owner for d in twins)
         documented = any(d.description or d.terms for d in twins)
@@ -189,32 +191,26 @@ def gaps(closures: Sequence[ModelClosure], columns: ColumnGraph, entries: Sequen
 def tests_yaml(gaps_found: Sequence[Gap], identities: Mapping[str, str], tests: Sequence[str]) -> str:
     """Paste-ready dbt properties for the gaps whose table dbt builds or declares (``identities``: canonical
     table -> ``dbt_unique_id``); grouped as dbt wants them, one entry per model or source table."""
-    models: dict[str, list[str]] = {}
-    sources: dict[tuple[str, str], list[str]] = {}
+    models: dict[str, dict[str, None]] = {}
+    sources: dict[str, dict[str, dict[str, None]]] = {}
     for gap in gaps_found:
-        unique = identities.get(gap.column[0], "")
-        parts = unique.split(".")
-        if parts[0] == "model" and len(parts) >= 3:
-            models.setdefault(parts[-1], []).append(gap.column[1])
-        elif parts[0] == "source" and len(parts) >= 4:
-            sources.setdefault((parts[-2], parts[-1]), []).append(gap.column[1])
+        parts = identities.get(gap.column[0], "").split(".")
+        if parts[0] == "model" and len(parts) >= 3:  # model.<package>.<name>[.<version>]
+            models.setdefault(parts[2], {})[gap.column[1]] = None
+        elif parts[0] == "source" and len(parts) >= 4:  # source.<package>.<source>.<table>
+            sources.setdefault(parts[2], {}).setdefault(parts[3], {})[gap.column[1]] = None
     if not models and not sources:
         return ""
-    listed = ", ".join(tests)
-    lines = ["version: 2"]
+
+    def columns(names: Mapping[str, None]) -> list[dict[str, Any]]:
+        return [{"name": c, "data_tests": list(tests)} for c in sorted(names)]
+
+    document: dict[str, Any] = {"version": 2}
     if sources:
-        lines.append("sources:")
-        for source in sorted({s for s, _ in sources}):
-            lines += [f"  - name: {source}", "    tables:"]
-            for (src, table), cols in sorted(sources.items()):
-                if src == source:
-                    lines += [f"      - name: {table}", "        columns:"]
-                    lines += [line for c in sorted(set(cols)) for line in
-                              (f"          - name: {c}", f"            data_tests: [{listed}]")]
+        document["sources"] = [
+            {"name": source, "tables": [{"name": t, "columns": columns(cols)} for t, cols in sorted(tables.items())]}
+            for source, tables in sorted(sources.items())
+        ]
     if models:
-        lines.append("models:")
-        for model, cols in sorted(models.items()):
-            lines += [f"  - name: {model}", "    columns:"]
-            lines += [line for c in sorted(set(cols)) for line in
-                      (f"      - name: {c}", f"        data_tests: [{listed}]")]
-    return "\n".join(lines) + "\n"
+        document["models"] = [{"name": m, "columns": columns(cols)} for m, cols in sorted(models.items())]
+    return yaml.safe_dump(document, sort_keys=False, default_flow_style=None)
