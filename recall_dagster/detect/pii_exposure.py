@@ -16,7 +16,7 @@ NAME = "pii_exposure"
 CASES = ("unjustified",)
 
 
-def _marks_pii(tags: tuple[str, ...], terms: tuple[Term, ...], pii: PiiConfig) -> bool:
+def marks_pii(tags: tuple[str, ...], terms: tuple[Term, ...], pii: PiiConfig) -> bool:
     return any(t.casefold() in pii.tags for t in tags) or any(
         t.name.casefold() in pii.terms or t.urn.rsplit(":", 1)[-1].casefold() in pii.terms for t in terms
     )
@@ -34,8 +34,8 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
         return []
     findings: list[Finding] = []
     for urn, dataset in sorted(closure.datasets.items()):
-        columns = sorted(f.path for f in dataset.fields or () if _marks_pii(f.tags, f.terms, pii))
-        whole = _marks_pii(dataset.tags, dataset.terms, pii)
+        columns = sorted(f.path for f in dataset.fields or () if marks_pii(f.tags, f.terms, pii))
+        whole = marks_pii(dataset.tags, dataset.terms, pii)
         if not columns and not whole:
             continue
         what = f"PII columns {', '.join(columns)}" if columns else "PII"
