@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -114,3 +115,18 @@ def point_recall_at(settings: "Settings", monkeypatch: pytest.MonkeyPatch) -> "S
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.delenv("RECALL_CONFIG", raising=False)
     return settings
+
+
+@contextmanager
+def built_estate(home: Path, scale: float = 0.05) -> Iterator["Settings"]:
+    """The demo estate built by the real systems under ``home`` at a small scale, reset afterwards."""
+    from recall_dagster.progress import Progress
+    from recall_dagster.settings import Settings
+    from seed import lifecycle
+
+    settings = Settings.under(home)
+    lifecycle.build(settings, Progress(quiet=True), scale=scale)
+    try:
+        yield settings
+    finally:
+        lifecycle.reset(settings, Progress(quiet=True))

@@ -22,7 +22,6 @@ Nothing here holds logic: each definition calls the same function as the ``recal
 """
 
 
-from typing import Sequence
 
 from dagster import AssetKey, AssetsDefinition, Definitions, in_process_executor
 

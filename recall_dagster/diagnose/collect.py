@@ -27,7 +27,7 @@ from recall_dagster.impact.experiment import run_experiment
 from recall_dagster.impact.models import ModelSource
 from recall_dagster.impact.mutations import parse_mutation
 from recall_dagster.impact.targets import affected_models
-from recall_dagster.lifecycle.columns import ColumnGraph, column_name
+from recall_dagster.lifecycle.columns import ColumnGraph
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.gate import training_data
 from recall_dagster.lifecycle.records import AssertionRecord

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from recall_dagster.detect import Detection, RecallConfig, run_detectors
 from recall_dagster.detect.state import SchemaBaseline
 from recall_dagster.errors import ConfigError, ModelNotFound
-from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.select import serving_version
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.lifecycle.assess import RootCause, root_causes

@@ -11,6 +11,7 @@ from mlflow import MlflowClient
 
 from recall_dagster.progress import Progress
 from recall_dagster.settings import Settings
+from tests.conftest import built_estate
 from seed import injuries, lifecycle
 from seed.dagster.definitions import build_definitions
 
@@ -23,10 +24,8 @@ PROMOTION = AssetKey(["ml", "fraud_detector_promotion"])
 
 @pytest.fixture(scope="module")
 def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
-    settings = Settings.under(tmp_path_factory.mktemp("estate"))
-    lifecycle.build(settings, Progress(quiet=True), scale=0.05)
-    yield settings
-    lifecycle.reset(settings, Progress(quiet=True))
+    with built_estate(tmp_path_factory.mktemp("estate")) as settings:
+        yield settings
 
 
 def retrain_fraud(defs: Definitions, *also: AssetKey):

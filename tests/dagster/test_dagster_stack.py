@@ -17,20 +17,17 @@ import pytest
 from dagster import (
     AssetCheckKey,
     AssetKey,
-    AssetSelection,
     DagsterInstance,
     Definitions,
     ExecuteInProcessResult,
     build_sensor_context,
     instance_for_test,
-    materialize,
 )
 from mlflow import MlflowClient
 
-from recall_dagster.progress import Progress
 from recall_dagster.settings import Settings
 from seed.stack.warehouse import ensure_warehouse
-from seed import lifecycle
+from tests.conftest import built_estate
 from seed.dagster.definitions import build_definitions
 
 pytestmark = pytest.mark.stack
@@ -45,10 +42,8 @@ SCAN = ["model_closures", "risk_findings", "impact_tests", "risk_scores", "datah
 
 @pytest.fixture(scope="module")
 def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
-    settings = Settings.under(tmp_path_factory.mktemp("estate"))
-    lifecycle.build(settings, Progress(quiet=True), scale=0.05)
-    yield settings
-    lifecycle.reset(settings, Progress(quiet=True))
+    with built_estate(tmp_path_factory.mktemp("estate")) as settings:
+        yield settings
 
 
 @pytest.fixture(scope="module")

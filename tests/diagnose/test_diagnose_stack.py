@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from recall_dagster.cli import cli
 from recall_dagster.progress import Progress
 from recall_dagster.settings import REPO_ROOT, Settings
-from tests.conftest import point_recall_at
+from tests.conftest import built_estate, point_recall_at
 from seed import injuries, lifecycle
 
 pytestmark = pytest.mark.stack
@@ -23,10 +23,8 @@ pytestmark = pytest.mark.stack
 
 @pytest.fixture(scope="module")
 def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
-    settings = Settings.under(tmp_path_factory.mktemp("diagnose"))
-    lifecycle.build(settings, Progress(quiet=True), scale=0.05)
-    yield settings
-    lifecycle.reset(settings, Progress(quiet=True))
+    with built_estate(tmp_path_factory.mktemp("diagnose")) as settings:
+        yield settings
 
 
 @pytest.fixture

@@ -15,17 +15,15 @@ from recall_dagster.graph import open_graph
 from recall_dagster.progress import Progress
 from recall_dagster.settings import Settings
 from seed import lifecycle
-from tests.conftest import point_recall_at
+from tests.conftest import built_estate, point_recall_at
 
 pytestmark = pytest.mark.stack
 
 
 @pytest.fixture(scope="module")
 def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
-    settings = Settings.under(tmp_path_factory.mktemp("governance"))
-    lifecycle.build(settings, Progress(quiet=True), scale=0.05)
-    yield settings
-    lifecycle.reset(settings, Progress(quiet=True))
+    with built_estate(tmp_path_factory.mktemp("governance")) as settings:
+        yield settings
 
 
 def run(*args: str) -> dict:

@@ -22,12 +22,10 @@ from recall_dagster.impact.models import MlflowModels
 from recall_dagster.impact.publish import IMPACT_VERDICT
 from recall_dagster.impact.service import ImpactRequest, impact_test, record_impact
 from recall_dagster.lifecycle.config import load_lifecycle_config
-from recall_dagster.progress import Progress
 from recall_dagster.scan import load_config
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import RetryPolicy
-from tests.conftest import point_recall_at
-from seed import lifecycle
+from tests.conftest import built_estate, point_recall_at
 from seed.stack.warehouse import ensure_warehouse
 from tests.writeback.wb_support import WritebackGms, serve
 
@@ -45,11 +43,8 @@ FRAUD_COLUMNS = [
 
 @pytest.fixture(scope="module")
 def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
-    home = tmp_path_factory.mktemp("impact")
-    settings = Settings.under(home)
-    lifecycle.build(settings, Progress(quiet=True), scale=0.05)
-    yield settings
-    lifecycle.reset(settings, Progress(quiet=True))
+    with built_estate(tmp_path_factory.mktemp("impact")) as settings:
+        yield settings
 
 
 @pytest.fixture

@@ -21,17 +21,15 @@ from recall_dagster.settings import Settings
 from seed import lifecycle
 from seed.stack.dbt import PROJECT_DIR, dbt_env
 from seed.stack.warehouse import ensure_warehouse
-from tests.conftest import point_recall_at
+from tests.conftest import built_estate, point_recall_at
 
 pytestmark = pytest.mark.stack
 
 
 @pytest.fixture(scope="module")
 def estate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
-    settings = Settings.under(tmp_path_factory.mktemp("protect"))
-    lifecycle.build(settings, Progress(quiet=True), scale=0.05)
-    yield settings
-    lifecycle.reset(settings, Progress(quiet=True))
+    with built_estate(tmp_path_factory.mktemp("protect")) as settings:
+        yield settings
 
 
 def merge_suggestions(project: Path, suggested: dict) -> None:
