@@ -156,9 +156,13 @@ def root_causes(
     windows = {r.urn: blind_windows(r.runs, config.failing, r.writes_ms) for r in records}
     failed = [r for r in records if windows[r.urn]]
     origins = {r.urn: origins_of(r, estate.columns, config) for r in failed}
+    passing = frozenset(
+        estate.columns.col((r.dataset, r.column)) for r in records
+        if r.column and r.latest is not None and r.latest.result == "SUCCESS"
+    )
     causes = []
     for group in _groups(failed, origins):
-        blast = blast_radius(group, estate.closures, estate.columns, config)
+        blast = blast_radius(group, estate.closures, estate.columns, config, passing)
         all_windows = [w for r in group for w in windows[r.urn]]
         causes.append(
             RootCause(

@@ -2,7 +2,12 @@
 
 A failing column is re-rooted to the origin columns it derives from, then
 closed downstream over column lineage: a NULL price in a mart is a NULL price
-at its source, and so in every column computed from that source.  A feature
+at its source, and so possibly in every column computed from that source.
+What is downstream splits in two: *confirmed* (derived from the failing column
+itself) and *suspect* (sharing only an origin with it: a sibling computed from
+the same source).  Confirmed features scale the severity; a model reached only
+through suspects is at most ``SUSPECT_CAP``; a passing test on a suspect's own
+column (or any column between it and the origin) clears it.  A feature
 is poisoned when the column it reads (its source-column property, carried from
 the feature registry) is; a feature that names no column is matched by name,
 and says so, because a name is weaker evidence than lineage.  A table-level
@@ -21,6 +26,7 @@ from recall_dagster.lifecycle.config import LifecycleConfig, SeverityConfig
 from recall_dagster.lifecycle.records import AssertionRecord
 
 Evidence = Literal["column", "name"]
+SUSPECT_CAP = "MEDIUM"  # the loudest a model reached only through suspect columns can be
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,7 @@ class ModelImpact:
     name: str
     version: str | None
     group: str  # registered model (mlModelGroup) URN, the version's own URN when it has none
-    poisoned: tuple[PoisonedFeature, ...]
+    poisoned: tuple[PoisonedFeature, ...]  # confirmed: derived from the failing column itself
     total_features: int
     poisoned_inputs: tuple[str, ...]  # "table.column" of every poisoned column its training read or serves
     live_deployments: tuple[str, ...]
@@ -59,11 +65,13 @@ class ModelImpact:
     share: float  # poisoned features over all its features; without features, poisoned over read training columns
     severity: str
     training_columns: int = 0  # columns its training runs read, the measure when it records no feature
+    suspect: tuple[PoisonedFeature, ...] = ()  # sharing only an origin with the failing column, not cleared by a test
 
     @property
     def summary(self) -> str:
+        suspect = f", {len(self.suspect)} suspect" if self.suspect else ""
         if self.total_features:
-            return f"{len(self.poisoned)} of {self.total_features} features poisoned"
+            return f"{len(self.poisoned)} of {self.total_features} features poisoned{suspect}"
         read = len(self.poisoned_inputs)
         return f"{read} of {self.training_columns} training columns poisoned (it records no features)"
 
@@ -79,6 +87,7 @@ class ModelImpact:
             "summary": self.summary,
             "training_columns": self.training_columns,
             "features": [f.to_json() for f in self.poisoned],
+            "suspect_features": [f.to_json() for f in self.suspect],
             "poisoned_inputs": list(self.poisoned_inputs),
             "live_deployments": list(self.live_deployments),
             "production": self.production,
@@ -160,26 +169,49 @@ def read_columns(closure: ModelClosure, graph: ColumnGraph) -> set[Col]:
     }
 
 
+def _cleared(hit: PoisonedFeature, passing: frozenset[Col]) -> bool:
+    """A passing test on the suspect's own column, or on any column between it and the origin."""
+    return any(col in passing for col in hit.lineage[1:])
+
+
 def _impact(
     closure: ModelClosure,
-    parents: Mapping[Col, Col | None],
+    reach: tuple[Mapping[Col, Col | None], Mapping[Col, Col | None]],
     observed: Mapping[str, frozenset[Col]],
     failed_rows: Mapping[str, int | None],
+    passing: frozenset[Col],
     graph: ColumnGraph,
     config: LifecycleConfig,
 ) -> ModelImpact | None:
-    poisoned = poisoned_features(closure, parents, graph, config)
+    confirmed_parents, parents = reach
+    hits = poisoned_features(closure, parents, graph, config)  # lineage from the origin, for every hit
+    poisoned = [f for f in hits if f.column in confirmed_parents]
+    suspect = [f for f in hits if f.column not in confirmed_parents and not _cleared(f, passing)]
     training_columns = read_columns(closure, graph)
-    read = sorted(c for c in training_columns if c in parents)
-    if not poisoned and not read:
+    read = sorted(c for c in training_columns if c in confirmed_parents)
+    if not closure.features:  # judged by what training read: a read column on the sibling path is suspect
+        read_suspect = sorted(c for c in training_columns if c in parents and c not in confirmed_parents
+                              and c not in passing)
+    else:
+        read_suspect = []
+    if not poisoned and not read and not suspect and not read_suspect:
         return None
-    cols = {f.column for f in poisoned} | set(read)
-    watching = tuple(a for a, reach in observed.items() if cols & reach)
+    cols = {f.column for f in (*poisoned, *suspect)} | set(read) | set(read_suspect)
+    watching = tuple(a for a, columns in observed.items() if cols & columns)
     weighed = watching or tuple(failed_rows)  # no test on its own path: the failure as a whole
     counts = [n for a in weighed if (n := failed_rows[a]) is not None]
     live = closure.live_deployments
     # a model that records no features (the mlflow source writes none) is judged through what its training read
-    share = len(poisoned) / len(closure.features) if closure.features else len(read) / len(training_columns)
+    total = len(closure.features) or len(training_columns)
+    confirmed_share = (len(poisoned) if closure.features else len(read)) / total
+    suspect_share = (len(suspect) if closure.features else len(read_suspect)) / total
+    if confirmed_share:
+        share, severity = confirmed_share, severity_of(confirmed_share, bool(live), config.severity)
+    else:  # reached only through suspects: never louder than the cap
+        names = config.severity.names
+        found = names.index(severity_of(suspect_share, bool(live), config.severity))
+        cap = names.index(SUSPECT_CAP) if SUSPECT_CAP in names else 0
+        share, severity = suspect_share, names[max(found, cap)]
     return ModelImpact(
         model=closure.urn,
         name=closure.model.name,
@@ -193,8 +225,9 @@ def _impact(
         failed_rows=max(counts) if counts else None,
         observed_by=watching,
         share=share,
-        severity=severity_of(share, bool(live), config.severity),
+        severity=severity,
         training_columns=len(training_columns),
+        suspect=tuple(suspect),
     )
 
 
@@ -203,13 +236,21 @@ def blast_radius(
     closures: Sequence[ModelClosure],
     graph: ColumnGraph,
     config: LifecycleConfig,
+    passing: frozenset[Col] = frozenset(),
 ) -> BlastRadius:
-    """Re-root every failing column, close downstream, and weigh what each model version loses."""
+    """Re-root every failing column, close downstream, and weigh what each model version loses.
+
+    ``passing`` holds the columns whose own tests pass now: a suspect on one of them is cleared.
+    """
     origins = tuple(sorted({o for r in records for o in origins_of(r, graph, config)}))
     parents = graph.reach(origins)
+    confirmed = graph.reach({c for r in records for c in failing_columns(r, graph, config)})
     observed = {r.urn: frozenset(graph.reach(failing_columns(r, graph, config))) for r in records}
     failed_rows = {r.urn: r.failed_rows(config.failing) for r in records}
-    impacts = [i for c in closures if (i := _impact(c, parents, observed, failed_rows, graph, config))]
+    impacts = [
+        i for c in closures
+        if (i := _impact(c, (confirmed, parents), observed, failed_rows, passing, graph, config))
+    ]
     rank = config.severity.rank
     impacts.sort(key=lambda i: (rank(i.severity), -i.share, -len(i.live_deployments), i.name, i.model))
     return BlastRadius(
@@ -230,6 +271,7 @@ def describe(radius: Mapping[str, Any]) -> list[str]:
             where = "" if m["observed_by"] else " on tests off its path"
             rows = f"; {m['failed_rows']:,} failing rows{where}"
         named = ", ".join(f["name"] + (" (by name)" if f["evidence"] == "name" else "") for f in m["features"])
-        named = named or ", ".join(m["poisoned_inputs"])
+        suspects = ", ".join(f["name"] for f in m.get("suspect_features", ()))
+        named = ", ".join(p for p in (named, suspects and f"suspect: {suspects}") if p) or ", ".join(m["poisoned_inputs"])
         lines.append(f"{m['name']} [{m['severity']}]: {m['summary']} ({named}); {serving}{rows}")
     return lines

@@ -243,7 +243,10 @@ class SyncResult:
                 "severity": blast.get("severity"),
                 "tests": [a["name"] for a in e.snapshot.get("assertions", ())],
                 "models": [
-                    {k: m[k] for k in ("name", "summary", "severity", "failed_rows", "live_deployments")}
+                    {
+                        **{k: m[k] for k in ("name", "summary", "severity", "failed_rows", "live_deployments")},
+                        "suspect": [f["name"] for f in m.get("suspect_features", ())],
+                    }
                     for m in blast.get("models", ())
                 ],
                 "postmortem": dict(e.postmortem) if e.postmortem else None,

@@ -123,7 +123,7 @@ def test_a_failed_dbt_test_is_a_failed_check_the_sensor_turns_into_a_scan(defs, 
     incidents = metadata(rescan, "data_incidents")
     assert incidents["raised"] == 1, "the sensor's rescan turns the failing test into an incident"
     assert "not_null_fct_transactions_unit_price" in incidents["incidents"]
-    assert "2 of 6 features poisoned" in incidents["incidents"]
+    assert "1 of 6 features poisoned, 1 suspect" in incidents["incidents"]
 
 
 def test_the_gate_refuses_the_retrain_in_the_same_run(defs, instance, estate: Settings) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from lifecycle_estates import DEVICE, FCT, FCT_PG, RAW, STG, at, closure, estate, model_urn, record, span_for
+from lifecycle_estates import DEVICE, FCT, FCT_PG, RAW, STG, at, closure, estate, model_urn, record, span_for, urn
+
+from recall_dagster.estate import ColumnEdge, Dataset, SchemaField
 
 from recall_dagster.lifecycle.assess import root_causes
 from recall_dagster.lifecycle.blast import blast_radius, severity_of
@@ -24,14 +26,18 @@ def test_a_failing_column_is_rerooted_and_closed_downstream_through_twins(lc: Li
     assert radius.origins == ((RAW, "unit_price"),), "re-rooted through the dbt node and its warehouse twin"
     assert {(FCT, "unit_price"), (FCT, "amount_to_price_ratio"), (STG, "unit_price")} <= set(radius.poisoned_columns)
     (impact,) = radius.models
-    assert impact.summary == "2 of 4 features poisoned"
-    evidence = {f.name: f.evidence for f in impact.poisoned}
-    assert evidence == {"order_unit_price": "column", "amount_to_price_ratio": "name"}
-    by_name = {f.name: f for f in impact.poisoned}
-    assert [c[1] for c in by_name["order_unit_price"].lineage] == ["unit_price", "unit_price", "unit_price"]
-    assert by_name["order_unit_price"].lineage[0] == (RAW, "unit_price")
+    assert impact.summary == "1 of 4 features poisoned, 1 suspect"
+    assert [(f.name, f.evidence) for f in impact.poisoned] == [("order_unit_price", "column")], (
+        "confirmed: derived from the failing column itself"
+    )
+    assert [(f.name, f.evidence) for f in impact.suspect] == [("amount_to_price_ratio", "name")], (
+        "suspect: a sibling computed from the same origin, not from the failing column"
+    )
+    [price] = impact.poisoned
+    assert [c[1] for c in price.lineage] == ["unit_price", "unit_price", "unit_price"]
+    assert price.lineage[0] == (RAW, "unit_price")
     assert impact.failed_rows == 223 and impact.observed_by == ("urn:li:assertion:fct-price",)
-    assert impact.live_deployments and impact.severity == "CRITICAL", "half its features, serving live traffic"
+    assert impact.live_deployments and impact.severity == "HIGH", "a quarter of its features confirmed, live"
 
 
 def test_name_matching_can_be_turned_off(lc: LifecycleConfig) -> None:
@@ -101,3 +107,24 @@ def test_a_healed_cause_is_inactive_and_keeps_its_window(lc: LifecycleConfig) ->
     (cause,) = root_causes([record([(0, "SUCCESS"), (10, "FAILURE"), (20, "SUCCESS")])], world, {}, lc)
     assert not cause.active and cause.window is not None and cause.window.ended_by_ms == at(20)
     assert cause.failed_rows[cause.records[0].urn] == 223, "the rows of the newest failing run, not of the pass"
+
+
+def test_a_sibling_of_the_failing_column_is_suspect_never_critical(lc: LifecycleConfig) -> None:
+    """A failing test on mart.total (built from amount and qty) makes a model reading qty_mart.qty suspect."""
+    raw = urn("postgres", "raw.lines")
+    mart, qty_mart = urn("postgres", "marts.mart"), urn("postgres", "marts.qty_mart")
+    views = {
+        raw: Dataset(raw, "warehouse.raw.lines", fields=(SchemaField("amount", "n"), SchemaField("qty", "n"))),
+        mart: Dataset(mart, "warehouse.marts.mart", fields=(SchemaField("total", "n"),), upstreams=(raw,),
+                      column_lineage=(ColumnEdge((raw, "amount"), (mart, "total")), ColumnEdge((raw, "qty"), (mart, "total")))),
+        qty_mart: Dataset(qty_mart, "warehouse.marts.qty_mart", fields=(SchemaField("qty", "n"),), upstreams=(raw,),
+                          column_lineage=(ColumnEdge((raw, "qty"), (qty_mart, "qty")),)),
+    }
+    model = closure(1, live=True, views=views, features=(("qty", qty_mart, "qty"),))
+    world = estate([model])
+    failing = record([(0, "SUCCESS"), (10, "FAILURE")], dataset=mart, column="total")
+    (impact,) = blast_radius([failing], world.closures, world.columns, lc).models
+    assert (impact.poisoned, [f.name for f in impact.suspect]) == ((), ["qty"])
+    assert impact.severity == "MEDIUM", "a whole model reached only through a sibling is at most MEDIUM, live or not"
+    cleared = blast_radius([failing], world.closures, world.columns, lc, passing=frozenset({(qty_mart, "qty")}))
+    assert cleared.models == (), "a passing test on the sibling's own column clears the suspicion"

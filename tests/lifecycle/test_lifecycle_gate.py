@@ -73,7 +73,7 @@ def test_poisoned_data_blocks_through_three_checks(lc, scan_config) -> None:
     result = run_gate(inputs(lc, scan_config, (0, "SUCCESS"), (10, "FAILURE")))
     assert not result.go
     assert {c.name for c in result.failing} == {"active_incidents", "failing_assertions", "contaminated_version"}
-    assert "2 of 4 features poisoned" in " ".join(next(c for c in result.checks if c.name == "active_incidents").details)
+    assert "1 of 4 features poisoned, 1 suspect" in " ".join(next(c for c in result.checks if c.name == "active_incidents").details)
 
 
 def test_a_version_whose_training_time_is_unknown_is_skipped_not_passed(lc, scan_config) -> None:

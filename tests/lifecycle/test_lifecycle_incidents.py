@@ -42,7 +42,7 @@ def test_a_failing_cause_raises_one_incident_and_a_rerun_changes_nothing(lc: Lif
     first = reconcile({}, causes(lc, *FAILING), at(10.5))
     ((kind, entry),) = [(e.kind, e.entry) for e in first.events]
     assert kind == "raised" and entry.state == ACTIVE and entry.started_at_ms == at(10)
-    assert entry.snapshot["blast_radius"]["models"][0]["summary"] == "2 of 4 features poisoned"
+    assert entry.snapshot["blast_radius"]["models"][0]["summary"] == "1 of 4 features poisoned, 1 suspect"
     again = reconcile(first.entries, causes(lc, *FAILING), at(11))
     assert again.events == () and again.entries == first.entries
 
@@ -95,7 +95,7 @@ def test_the_postmortem_has_timeline_durations_blast_radius_versions_and_class(l
     assert [v["name"] for v in pm.data["contaminated_versions"]] == ["fraud_detector_2"]
     for heading in ("## Timeline", "## Durations", "## Blast radius", "## Contaminated versions"):
         assert heading in pm.text
-    assert "roll back to fraud_detector_1" in pm.text and "2 of 4 features poisoned" in pm.text
+    assert "roll back to fraud_detector_1" in pm.text and "1 of 4 features poisoned, 1 suspect" in pm.text
     files = write_evidence(tmp_path, event.entry, pm)
     assert [Path(f).name for f in files] == [f"{event.entry.id}.md", f"{event.entry.id}.json"]
     doc = postmortem_info(event.entry, pm)
@@ -106,8 +106,8 @@ def test_incident_aspects_name_models_and_fall_back_to_datasets(lc: LifecycleCon
     entry = next(iter(reconcile({}, causes(lc, *FAILING), at(10.5)).entries.values()))
     info = incident_info(entry, lc, None)
     assert info.customType == INCIDENT_TYPE and not info.customType.startswith("recall:")
-    assert info.status.state == IncidentStateClass.ACTIVE and info.priority == 0
-    assert model_urn(2) in info.entities and "2 of 4 features poisoned" in (info.description or "")
+    assert info.status.state == IncidentStateClass.ACTIVE and info.priority == 1, "HIGH: a quarter of the features confirmed"
+    assert model_urn(2) in info.entities and "1 of 4 features poisoned, 1 suspect" in (info.description or "")
     assert all(e.startswith("urn:li:dataset:") for e in incident_info(entry, lc, None, on_models=False).entities)
 
 

@@ -84,10 +84,13 @@ def test_a_bad_load_raises_an_incident_naming_the_poisoned_features_per_model(se
     nulls = _null_prices(settings)
     models = {m["name"]: m for m in incident["models"]}
     for version in ("fraud_detector_1", "fraud_detector_2"):
-        assert models[version]["summary"] == "2 of 6 features poisoned"
+        assert models[version]["summary"] == "1 of 6 features poisoned, 1 suspect", (
+            "order_unit_price is derived from the failing column; amount_to_price_ratio only shares its origin"
+        )
+        assert models[version]["suspect"] == ["amount_to_price_ratio"]
         assert models[version]["failed_rows"] == nulls > 0 and models[version]["live_deployments"]
     assert models["demand_forecaster_1"]["summary"] == "1 of 4 features poisoned"
-    assert incident["severity"] == "HIGH", "a third of the features: loud, not the loudest"
+    assert incident["severity"] == "MEDIUM", "one confirmed feature in six: worth a look, not a page"
     assert models["demand_forecaster_1"]["severity"] == "MEDIUM", "a quarter, and serving nothing live"
     info = _aspect(settings, incident["urn"], IncidentInfoClass)
     assert info.status.state == IncidentStateClass.ACTIVE
