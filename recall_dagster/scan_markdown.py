@@ -24,13 +24,25 @@ def _cell(value: object) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+METADATA_ROWS = 50  # rows a table shows in Dagster's UI; the evidence files hold them all
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[object]], limit: int | None = METADATA_ROWS) -> str:
+    """A Markdown table of at most ``limit`` rows (all with None), the rest counted in a last line.
+
+    Asset metadata is stored with every materialization: at ten thousand models
+    an unbounded table would dwarf the run it describes.
+    """
+    listed = list(rows)
+    shown = listed if limit is None else listed[:limit]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in shown]
+    if len(shown) < len(listed):
+        lines.append(f"\n… and {len(listed) - len(shown):,} more row(s): the evidence under RECALL_HOME holds them all.")
     return "\n".join(lines)
 
 
-def closures_table(closures: Sequence[ModelClosure]) -> str:
+def closures_table(closures: Sequence[ModelClosure], limit: int | None = METADATA_ROWS) -> str:
     """What each scanned model depends on: the size of its world, before anything is judged."""
     return table(
         ("model", "production", "live deployments", "features", "training runs", "datasets"),
@@ -39,10 +51,11 @@ def closures_table(closures: Sequence[ModelClosure]) -> str:
              len(c.training_runs), len(c.datasets))
             for c in closures
         ),
+        limit,
     )
 
 
-def models_table(result: ScanResult) -> str:
+def models_table(result: ScanResult, limit: int | None = METADATA_ROWS) -> str:
     """Models worst first, with score, tier and finding counts by severity."""
     return table(
         ("model", "production", "tier", "score", "live deployments", "critical / warn / info"),
@@ -51,6 +64,7 @@ def models_table(result: ScanResult) -> str:
              len(m.closure.live_deployments), " / ".join(str(n) for n in count_by_severity(m.findings).values()))
             for m in result.models
         ),
+        limit,
     )
 
 
@@ -68,7 +82,7 @@ def detector_counts(findings: Iterable[Finding]) -> str:
     )
 
 
-def blast_radius_table(radii: Sequence[BlastRadius]) -> str:
+def blast_radius_table(radii: Sequence[BlastRadius], limit: int | None = METADATA_ROWS) -> str:
     """Broken datasets, the one endangering the most live deployments first: where to start fixing."""
     if not radii:
         return "No dataset is at risk."
@@ -79,14 +93,16 @@ def blast_radius_table(radii: Sequence[BlastRadius]) -> str:
              ", ".join(display_name(m) for m in b.models) or "-", b.deployments)
             for b in radii
         ),
+        limit,
     )
 
 
-def findings_table(findings: Iterable[Finding]) -> str:
+def findings_table(findings: Iterable[Finding], limit: int | None = METADATA_ROWS) -> str:
     """One row per finding; ``where`` is the dataset at fault when there is one, else the subject."""
     return table(
         ("severity", "detector", "where", "message"),
         ((f.severity.value, f.detector, display_name(f.cause or f.subject), f.message) for f in findings),
+        limit,
     )
 
 
@@ -124,23 +140,24 @@ def coverage_list(result: ScanResult) -> str:
     return "\n".join(f"- {line}" for line in result.coverage.lines())
 
 
-def scan_report(result: ScanResult) -> str:
-    """The whole scan as one Markdown document: models, findings by model, blast radius, verdict."""
+def scan_report(result: ScanResult, limit: int | None = None) -> str:
+    """The whole scan as one Markdown document: models, findings by model, blast radius, verdict; ``limit``
+    bounds each table (for asset metadata), None lists everything (the evidence file)."""
     scoring = result.config.scoring
     failing = result.failing
     parts = [
         f"# Recall scan at {iso_instant(result.scanned_at_ms)}",
         f"Graph: `{result.graph}`; {len(result.models)} model(s) scanned; fail tier {scoring.fail_tier}.",
         "## Models",
-        models_table(result),
+        models_table(result, limit),
         "## Findings by detector",
         detector_counts(f for m in result.models for f in m.findings),
     ]
     for report in result.models:
         if report.findings:
             parts += [f"### {report.closure.model.name} ({report.score.tier}, {report.score.value})",
-                      findings_table(report.findings)]
-    parts += ["## Blast radius", blast_radius_table(result.blast_radius), "## Coverage", coverage_list(result)]
+                      findings_table(report.findings, limit)]
+    parts += ["## Blast radius", blast_radius_table(result.blast_radius, limit), "## Coverage", coverage_list(result)]
     parts.append("## Verdict")
     parts.append(
         f"{len(failing)} model(s) at or above {scoring.fail_tier}: " + ", ".join(m.closure.model.name for m in failing)

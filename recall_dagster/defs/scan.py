@@ -45,6 +45,7 @@ from recall_dagster.scan_markdown import (
     closures_table,
     coverage_list,
     detector_counts,
+    METADATA_ROWS,
     measured_table,
     models_table,
     scan_report,
@@ -196,7 +197,7 @@ def datahub_writeback(model_closures: Closures, risk_scores: ScanResult, recall:
     down the incidents and tags of every model it did not look at, so a
     sensor's rescan shows its report here and leaves DataHub to the next full scan.
     """
-    report_md = MetadataValue.md(scan_report(risk_scores))
+    report_md = MetadataValue.md(scan_report(risk_scores, limit=METADATA_ROWS))
     if not model_closures.whole_estate:
         return MaterializeResult(
             metadata={"written": False, "why": "a scan of chosen models never writes back", "report": report_md}

@@ -16,6 +16,7 @@ from ml_models.registry import load_registry
 from recall_dagster import definitions as recall_location
 from recall_dagster.defs import recall_definitions
 from recall_dagster.defs.resources import RecallResource
+from recall_dagster.scan_markdown import METADATA_ROWS, table
 from recall_dagster.settings import REPO_ROOT, Settings
 from seed.dagster import definitions as demo_location
 from seed.stack.dbt import PROJECT_DIR
@@ -150,3 +151,10 @@ def test_the_workspace_serves_recall_and_the_demo_as_two_locations(
     assert keys(recall) == {*SCAN, "data_incidents", "blind_window"}
     assert {"ml/fraud_detector", "ml/fraud_detector_retrain_gate", "datahub_metadata"} <= keys(demo)
     assert not keys(recall) & keys(demo), "no asset is defined in both locations"
+
+
+def test_asset_metadata_tables_stay_bounded_and_say_what_they_left_out() -> None:
+    rows = [(f"model_{i}", i) for i in range(METADATA_ROWS + 25)]
+    bounded = table(("model", "score"), rows)
+    assert bounded.count("| model_") == METADATA_ROWS and "… and 25 more row(s)" in bounded
+    assert table(("model", "score"), rows, limit=None).count("| model_") == METADATA_ROWS + 25, "evidence keeps all"
