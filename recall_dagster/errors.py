@@ -13,6 +13,12 @@ EXIT_UNREACHABLE = 3
 EXIT_UNVERIFIED = 4
 
 
+def reason(err: BaseException) -> str:
+    """``Type: first line`` of an error a library raised: enough to act on, no traceback."""
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else 'failed'}"
+
+
 class RecallError(Exception):
     """A failure a user can act on; ``str(err)`` is the whole message."""
 

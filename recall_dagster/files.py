@@ -32,6 +32,14 @@ def write_json(path: Path, data: Any, what: str) -> None:
     write_atomically(path, json.dumps(data, indent=1, sort_keys=True) + "\n", what)
 
 
+def write_record(folder: Path, stem: str, data: Any, text: str, what: str) -> list[Path]:
+    """``<stem>.json`` for programs and ``<stem>.md`` for people, side by side, each replaced atomically."""
+    paths = [folder / f"{stem}.json", folder / f"{stem}.md"]
+    write_atomically(paths[0], json.dumps(data, indent=1) + "\n", what)
+    write_atomically(paths[1], text, what)
+    return paths
+
+
 def read_json_object(path: Path, what: str) -> dict[str, Any]:
     """The JSON object in ``path``, ``{}`` when there is none yet."""
     if not path.exists():

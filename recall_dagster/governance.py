@@ -13,14 +13,13 @@ related to the model.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
 from recall_dagster.detect import RecallConfig
 from recall_dagster.detect.pii_exposure import marks_pii, justified
 from recall_dagster.estate import ModelClosure, display_name
-from recall_dagster.files import write_atomically
+from recall_dagster.files import write_record
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.ledger import Ledger
@@ -110,6 +109,7 @@ def evidence_pack(
     return {
         "schema_version": SCHEMA_VERSION,
         "model": closures[0].registered_name,
+        "judged": [c.urn for c in closures],  # the versions the pack is about: production ones, or the one named
         "generated_at": iso_instant(now_ms),
         "graph": graph.location,
         "owners": [o.urn for o in model_view.owners],
@@ -155,8 +155,4 @@ def markdown(pack: dict[str, Any]) -> str:
 
 
 def write_pack(evidence_dir: Path, pack: dict[str, Any]) -> list[Path]:
-    folder = evidence_dir / "governance"
-    paths = [folder / f"{pack['model']}.json", folder / f"{pack['model']}.md"]
-    write_atomically(paths[0], json.dumps(pack, indent=1) + "\n", "governance evidence")
-    write_atomically(paths[1], markdown(pack), "governance evidence")
-    return paths
+    return write_record(evidence_dir / "governance", pack["model"], pack, markdown(pack), "governance evidence")

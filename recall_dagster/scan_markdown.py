@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from recall_dagster.lifecycle.gate import GateResult
 
 
+def number(value: object, digits: int = 4) -> str:
+    """A measurement as reports print it: floats to ``digits`` places, a dash for none."""
+    return "–" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
 def _cell(value: object) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 

@@ -18,6 +18,7 @@ import sqlalchemy
 
 from ml_models.registry import FeatureRegistry, load_registry
 from recall_dagster.graph import open_graph
+from recall_dagster.lifecycle.rows import sql_connection
 from seed.ingest.run import ingest_all
 from recall_dagster.errors import StackError
 from recall_dagster.files import read_json_object, write_json
@@ -217,14 +218,11 @@ def train_and_deploy(
     pick up the aliased version."""
     from ml_models.train import train_model
 
-    engine = sqlalchemy.create_engine(warehouse.url)
     trained: dict[str, int] = {}
-
-    def read_sql(query: str) -> pd.DataFrame:
-        with engine.connect() as conn:
+    with sql_connection(warehouse.url) as conn:
+        def read_sql(query: str) -> pd.DataFrame:
             return pd.read_sql(sqlalchemy.text(query), conn)
 
-    try:
         for spec in registry.models:
             if models is not None and spec.name not in models:
                 continue
@@ -237,8 +235,6 @@ def train_and_deploy(
                 for deployment in spec.deployments:
                     state.deployed[deployment.name] = record.version
             state.save()
-    finally:
-        engine.dispose()
     return trained
 
 
@@ -249,12 +245,8 @@ def evaluate(settings: Settings, model: str) -> dict[str, float]:
     from ml_models.train import evaluate_model
 
     registry = injuries.training_registry(settings)
-    engine = sqlalchemy.create_engine(ensure_warehouse(settings).url)
-    try:
-        with engine.connect() as conn:
-            return evaluate_model(registry.model(model), registry, lambda q: pd.read_sql(sqlalchemy.text(q), conn))
-    finally:
-        engine.dispose()
+    with sql_connection(ensure_warehouse(settings).url) as conn:
+        return evaluate_model(registry.model(model), registry, lambda q: pd.read_sql(sqlalchemy.text(q), conn))
 
 
 def ingest(

@@ -27,6 +27,7 @@ from recall_dagster.impact.models import MlflowModels
 from recall_dagster.lifecycle.config import load_lifecycle_config
 from recall_dagster.progress import Progress
 from recall_dagster.scan import load_config
+from recall_dagster.scan_markdown import number
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import load_writeback_config
 
@@ -60,12 +61,11 @@ def diagnose_command(
     settings = Settings.from_env(graph=graph_target)
     progress = Progress(quiet=as_json)
     now_ms = int(time.time() * 1000)
-    client = MlflowModels(settings.mlflow_uri, ic).client()
+    models = MlflowModels(settings.mlflow_uri, ic)
     with settings.writing("recall diagnose"), opened_graph(settings, read_only=no_write) as graph:
-        result = diagnose(graph, client, model, Configs(config, lc, dc, ic), MlflowModels(settings.mlflow_uri, ic), now_ms,
+        result = diagnose(graph, models.client(), model, Configs(config, lc, dc, ic), models, now_ms,
                           candidate=candidate, baseline=baseline, repair=not no_repair,
                           env={**os.environ, "RECALL_HOME": str(settings.home)}, progress=progress.note)
-        settings.ensure_home()
         record = record_diagnosis(None if no_write else graph, settings.evidence_dir, result,
                                   version_urns(graph, result, config), wc, now_ms)
     if as_json:
@@ -86,10 +86,10 @@ def render_diagnosis(d: Diagnosis, record: DiagnosisRecord, console: Console) ->
     console.print(f"  {d.reason}", highlight=False)
     for row in d.gate.rows:
         mark = "[red]regressed[/red]" if row.regressed else "ok"
-        console.print(f"  {row.name:<18} {_num(row.baseline)} -> {_num(row.candidate)}  {mark}", highlight=False)
-    for number, h in enumerate(d.hypotheses, 1):
+        console.print(f"  {row.name:<18} {number(row.baseline)} -> {number(row.candidate)}  {mark}", highlight=False)
+    for place, h in enumerate(d.hypotheses, 1):
         signals = ", ".join(f"{s.name} {s.value:.2f}" for s in h.signals)
-        console.print(f"  {number}. [bold]{h.kind}[/bold] {h.score:.3f}  [dim]({signals})[/dim]", highlight=False)
+        console.print(f"  {place}. [bold]{h.kind}[/bold] {h.score:.3f}  [dim]({signals})[/dim]", highlight=False)
         for clue in h.evidence[:3]:
             console.print(f"       {clue.detail}", highlight=False)
         for clue in h.counter[:2]:
@@ -101,13 +101,10 @@ def render_diagnosis(d: Diagnosis, record: DiagnosisRecord, console: Console) ->
         console.print(f"  repair ({r.strategy}, {state}): {r.description}", highlight=False)
         console.print(f"    {r.reason}", highlight=False)
         if r.metric:
-            console.print(f"    {r.metric}: {_num(r.metric_before)} -> {_num(r.metric_after)}", highlight=False)
+            console.print(f"    {r.metric}: {number(r.metric_before)} -> {number(r.metric_after)}", highlight=False)
         if r.patch:
             console.print(r.patch.rstrip("\n"), highlight=False, markup=False)
     console.print(f"[dim]Evidence: {', '.join(str(p) for p in record.evidence)}[/dim]", highlight=False)
     for line in record.failures:
         console.print(f"[yellow]write-back pending:[/yellow] {line}", highlight=False)
 
-
-def _num(value: object) -> str:
-    return "–" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)

@@ -19,12 +19,11 @@ from recall_dagster.errors import EXIT_UNREACHABLE
 from recall_dagster.estate.marks import MANAGED_BY_KEY
 from recall_dagster.governance import evidence_pack, markdown, write_pack
 from recall_dagster.lifecycle.config import load_lifecycle_config
-from recall_dagster.scan import load_config, select_closures
+from recall_dagster.scan import load_config
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import load_writeback_config
+from recall_dagster.writeback.direct import write_changed
 from recall_dagster.writeback.documents import recall_document
-from recall_dagster.writeback.emit import emit
-from recall_dagster.writeback.plan import changed
 from recall_dagster.writeback.state import GraphState
 from recall_dagster.writeback.writes import Write
 
@@ -48,17 +47,17 @@ def evidence_command(
         pack = evidence_pack(graph, settings, config, lc, model, now_ms)
         paths = write_pack(settings.evidence_dir, pack)
         if not no_write:
-            related = [c.urn for c in select_closures(graph, config, scanned_at_ms=now_ms, models=[model])]
             urn = DocumentUrn(datahub_guid({"recall": "governance", "model": pack["model"]})).urn()
-            state = GraphState(graph.get_aspects([urn], [DocumentInfoClass]), (), (), (), ())
-            info = recall_document(
-                f"Data governance evidence: {pack['model']}", markdown(pack), f"recall-governance:{pack['model']}",
-                related, {MANAGED_BY_KEY: "recall-governance"}, state.aspect(urn, DocumentInfoClass), now_ms,
-            )
-            write = Write.of("document", urn, info, info.title or urn)
-            if changed(write, state):
-                outcome = emit(graph, [write], load_writeback_config(config_path).retry)
-                failures = [f"{w.urn}: {why}" for w, why in (*outcome.refused, *outcome.pending)]
+
+            def document(state: GraphState) -> list[Write]:
+                info = recall_document(
+                    f"Data governance evidence: {pack['model']}", markdown(pack), f"recall-governance:{pack['model']}",
+                    pack["judged"], {MANAGED_BY_KEY: "recall-governance"}, state.aspect(urn, DocumentInfoClass), now_ms,
+                )
+                return [Write.of("document", urn, info, info.title or urn)]
+
+            _, failures = write_changed(graph, [urn], [DocumentInfoClass], document,
+                                        load_writeback_config(config_path).retry)
     if as_json:
         click.echo(json.dumps({**pack, "files": [str(p) for p in paths], "failures": failures}, indent=2))
     else:

@@ -28,6 +28,7 @@ from recall_dagster.impact.service import ImpactRequest, impact_test, record_imp
 from recall_dagster.lifecycle.config import load_lifecycle_config
 from recall_dagster.progress import Progress
 from recall_dagster.scan import load_config
+from recall_dagster.scan_markdown import number
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import load_writeback_config
 
@@ -90,9 +91,6 @@ def impact_command(
     ctx.exit(IMPACT_EXIT[report.verdict])
 
 
-def _num(value: object, digits: int = 4) -> str:
-    return "–" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
-
 
 def render_impact(report: ImpactReport, console: Console) -> None:
     verdict = report.verdict
@@ -111,20 +109,20 @@ def render_impact(report: ImpactReport, console: Console) -> None:
     for r in report.results:
         j = r.to_json()
         c = COLOURS[r.verdict]
-        metric = f"{j['metric']} {_num(j['baseline'])}→{_num(j['mutated'])}" if j["metric"] else "–"
+        metric = f"{j['metric']} {number(j['baseline'])}→{number(j['mutated'])}" if j["metric"] else "–"
         table.add_row(
-            f"{j['model']}/{_num(j['version'])}",
+            f"{j['model']}/{number(j['version'])}",
             j["feature"],
             f"[{c}]{r.verdict.value}[/{c}]",
             metric,
             "–" if j["flip_rate"] is None else f"{j['flip_rate']:.1%}",
-            _num(j["failures"]),
+            number(j["failures"]),
             "–" if j["rows"] is None else f"{j['rows']:,}",
         )
     console.print(table)
     for r in report.results:
         j = r.to_json()
-        ci = f"; delta {_num(j['delta'])} [{_num(j['ci'][0])}, {_num(j['ci'][1])}]" if j["ci"] else ""
+        ci = f"; delta {number(j['delta'])} [{number(j['ci'][0])}, {number(j['ci'][1])}]" if j["ci"] else ""
         console.print(f"  {r.closure.model.name} / {r.feature}: {r.reason}{ci}", highlight=False)
 
 

@@ -17,11 +17,9 @@ import time
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetChecksDefinition, AssetKey, MetadataValue, asset_check
 
 from recall_dagster.defs.resources import RecallResource
-from recall_dagster.diagnose.collect import Configs
-from recall_dagster.diagnose.config import load_diagnose_config
+from recall_dagster.diagnose.collect import Configs, NoBaseline
 from recall_dagster.diagnose.publish import record_diagnosis
 from recall_dagster.diagnose.service import Diagnosis, diagnose, version_urns
-from recall_dagster.errors import ConfigError
 from recall_dagster.scan_markdown import table
 
 METRIC_GATE = "metric_gate"
@@ -36,17 +34,15 @@ def metric_gate(training: AssetKey, model: str) -> AssetChecksDefinition:
                     "what is downstream (its promotion) then does not run.",
     )
     def check(recall: RecallResource) -> AssetCheckResult:
-        settings, config_path = recall.settings(), recall.config_file()
-        ic = recall.impact_config()
+        settings = recall.settings()
+        configs = Configs(recall.config(), recall.lifecycle_config(), recall.diagnose_config(), recall.impact_config())
         now_ms = int(time.time() * 1000)
-        with recall.open_graph(read_only=False) as graph:
+        with settings.writing("metric_gate"), recall.open_graph(read_only=False) as graph:
             try:
-                configs = Configs(recall.config(), recall.lifecycle_config(), load_diagnose_config(config_path), ic)
                 result = diagnose(graph, recall.mlflow_client(), model, configs, recall.models(), now_ms, repair=False)
-            except ConfigError as err:  # a first version has nothing to be compared with
+            except NoBaseline as err:
                 return AssetCheckResult(passed=True, metadata={"verdict": "SKIP", "reason": str(err)})
-            settings.ensure_home()
-            record = record_diagnosis(graph, settings.evidence_dir, result, version_urns(graph, result, recall.config()),
+            record = record_diagnosis(graph, settings.evidence_dir, result, version_urns(graph, result, configs.scan),
                                       recall.writeback_config(), now_ms)
         return AssetCheckResult(
             passed=result.verdict == "PASS",

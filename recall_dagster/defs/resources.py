@@ -18,6 +18,7 @@ from dagster import ConfigurableResource, EnvVar
 
 from recall_dagster.detect import RecallConfig
 from recall_dagster.graph import MetadataGraph, open_graph
+from recall_dagster.diagnose.config import DiagnoseConfig, load_diagnose_config
 from recall_dagster.impact.config import ImpactConfig, load_impact_config
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.lifecycle.config import LifecycleConfig, load_lifecycle_config
@@ -109,6 +110,9 @@ class RecallResource(ConfigurableResource):
 
     def impact_config(self) -> ImpactConfig:
         return load_impact_config(self.config_file())
+
+    def diagnose_config(self) -> DiagnoseConfig:
+        return load_diagnose_config(self.config_file())
 
     def models(self) -> MlflowModels:
         """Where impact tests load the served versions and their held-out rows."""

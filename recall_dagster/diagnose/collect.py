@@ -12,27 +12,31 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from recall_dagster.detect import RecallConfig, run_detectors, training_serving_skew
+from recall_dagster.detect.config import matches_dataset
 from recall_dagster.diagnose.config import DiagnoseConfig
 from recall_dagster.diagnose.facts import Clue, Facts, Relevance, RunFacts
 from recall_dagster.errors import ConfigError, ModelNotFound, ServiceUnreachable
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.impact.config import ImpactConfig
-from recall_dagster.impact.experiment import run_experiment
 from recall_dagster.impact.models import ModelSource
-from recall_dagster.impact.mutations import parse_mutation
-from recall_dagster.impact.targets import affected_models
+from recall_dagster.impact.measured import Measurer, assertion_replay
+from recall_dagster.lifecycle.blast import poisoned_features
 from recall_dagster.lifecycle.columns import ColumnGraph
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.gate import training_data
 from recall_dagster.lifecycle.records import AssertionRecord
 from recall_dagster.lifecycle.service import Assessment, assess
 from recall_dagster.lifecycle.verdict import Status
+
+
+class NoBaseline(ConfigError):
+    """The candidate is the first version: there is nothing to compare it with."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,7 @@ def pick_versions(
         return Pair(model, str(cand), str(production))
     older = [v for v in versions if v < cand]
     if not older:
-        raise ConfigError(f"{model} version {cand} has no earlier version to compare with; give --baseline")
+        raise NoBaseline(f"{model} version {cand} has no earlier version to compare with; give --baseline")
     return Pair(model, str(cand), str(older[-1]))
 
 
@@ -97,7 +101,8 @@ def _schemas(run: Any) -> dict[str, dict[str, str]]:
     return out
 
 
-def run_facts(client: Any, model: str, version: str, features: tuple[str, ...]) -> RunFacts:
+def run_facts(client: Any, model: str, version: str) -> RunFacts:
+    """What MLflow recorded for one version's training run (its features come later, from the graph)."""
     from mlflow.exceptions import MlflowException
 
     try:
@@ -106,7 +111,7 @@ def run_facts(client: Any, model: str, version: str, features: tuple[str, ...]) 
     except MlflowException as err:
         raise ModelNotFound(f"{model} version {version}: {err.message}") from None
     if run is None:
-        return RunFacts(version=version, run_id=None, start_ms=None, end_ms=None, features=features)
+        return RunFacts(version=version, run_id=None, start_ms=None, end_ms=None)
     metrics = {k: float(v) for k, v in run.data.metrics.items() if not math.isnan(float(v))}
     return RunFacts(
         version=version,
@@ -117,12 +122,16 @@ def run_facts(client: Any, model: str, version: str, features: tuple[str, ...]) 
         params=dict(run.data.params),
         tags=dict(run.data.tags),
         schemas=_schemas(run),
-        features=features,
     )
 
 
 def _differences(before: Mapping[str, str], after: Mapping[str, str]) -> list[tuple[str, str | None, str | None]]:
     return [(k, before.get(k), after.get(k)) for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)]
+
+
+def _code_tags(run: RunFacts, config: DiagnoseConfig) -> dict[str, str]:
+    """The run's tags that name a revision of its training code (``diagnose.code_tags``)."""
+    return {k: v for k, v in run.tags.items() if any(fnmatchcase(k, g) for g in config.code_tags)}
 
 
 def _code_clues(base: RunFacts, cand: RunFacts, config: DiagnoseConfig) -> list[Clue]:
@@ -142,10 +151,7 @@ def _code_clues(base: RunFacts, cand: RunFacts, config: DiagnoseConfig) -> list[
             f"the code computing {feature} changed: {before or 'none'} -> {after or 'none'}",
             "feature", fields=(feature,), data={"module": module, "function": function, "before": before, "after": after},
         ))
-    for tag, before, after in _differences(
-        {k: v for k, v in base.tags.items() if any(fnmatchcase(k, g) for g in config.code_tags)},
-        {k: v for k, v in cand.tags.items() if any(fnmatchcase(k, g) for g in config.code_tags)},
-    ):
+    for tag, before, after in _differences(_code_tags(base, config), _code_tags(cand, config)):
         clues.append(Clue("code_changed", tag, f"training code {tag}: {before or 'none'} -> {after or 'none'}",
                           "input", fields=cand.features))
     return clues
@@ -163,26 +169,26 @@ def _param_clues(base: RunFacts, cand: RunFacts) -> list[Clue]:
     return clues
 
 
-def _schema_clues(base: RunFacts, cand: RunFacts, readers: Mapping[str, Mapping[str, tuple[str, ...]]]) -> list[Clue]:
+def _schema_clues(
+    base: RunFacts, cand: RunFacts, readers: Callable[[str, str], tuple[str, ...]]
+) -> list[Clue]:
+    """Columns the two runs' dataset inputs recorded differently; ``readers(table, column)`` names the features
+    a column reaches (tables as the runs name them)."""
     clues = []
     for table in sorted(set(base.schemas) & set(cand.schemas)):
         for column, before, after in _differences(base.schemas[table], cand.schemas[table]):
             change = "added" if before is None else "removed" if after is None else f"retyped {before} -> {after}"
-            fields = readers.get(table, {}).get(column, ())
+            fields = readers(table, column)
             clues.append(Clue("schema_changed", f"{table}.{column}", f"{table}.{column} {change} between the runs",
                               "feature" if fields else "input", fields=fields))
     return clues
 
 
-def _feature_readers(closure: ModelClosure, columns: ColumnGraph, at: Iterable[tuple[str, str]]) -> tuple[str, ...]:
-    """Features of ``closure`` whose source column is downstream of any of the columns ``at``."""
-    reached = columns.reach([columns.col(c) for c in at])
-    hits = []
-    for feature in closure.features:
-        wanted = feature.column or feature.name
-        if any((columns.canonical.get(s, s), wanted) in reached for s in feature.sources):
-            hits.append(feature.name)
-    return tuple(hits)
+def _feature_readers(
+    closure: ModelClosure, columns: ColumnGraph, at: Iterable[tuple[str, str]], lc: LifecycleConfig
+) -> tuple[str, ...]:
+    """Features of ``closure`` a change to the columns ``at`` reaches, as the blast radius matches them."""
+    return tuple(f.name for f in poisoned_features(closure, columns.reach([columns.col(c) for c in at]), columns, lc))
 
 
 def _relevance(closure: ModelClosure, columns: ColumnGraph, dataset: str, fields: tuple[str, ...]) -> Relevance:
@@ -192,11 +198,6 @@ def _relevance(closure: ModelClosure, columns: ColumnGraph, dataset: str, fields
     if table in {columns.canonical.get(u, u) for u in (*closure.training_inputs, *closure.feature_sources)}:
         return "input"
     return "upstream"
-
-
-def _is_label_table(dataset: str, config: RecallConfig) -> bool:
-    name = display_name(dataset)
-    return any(fnmatchcase(name, g) or fnmatchcase(dataset, g) for g in config.label_tables)
 
 
 def _assertion_clues(
@@ -221,8 +222,9 @@ def _assertion_clues(
         at = [(record.dataset, record.column)] if record.column else [
             (record.dataset, c) for c in columns.columns.get(columns.canonical.get(record.dataset, record.dataset), ())
         ]
-        fields = _feature_readers(closure, columns, at)
-        kind = "label_shift" if _is_label_table(record.dataset, config) else "assertion_failed"
+        fields = _feature_readers(closure, columns, at, lc)
+        labels = any(matches_dataset(g, closure.dataset(record.dataset)) for g in config.label_tables)
+        kind = "label_shift" if labels else "assertion_failed"
         rows = f" ({failed[0].failed_rows:,} failing rows)" if failed[0].failed_rows is not None else ""
         data = {"assertion": record.name, "dataset": record.dataset, "column": record.column,
                 "failed_rows": failed[0].failed_rows, "classification": lc.classify(record.kind or record.name)}
@@ -274,28 +276,24 @@ def _row_clues(base: RunFacts, cand: RunFacts, lc: LifecycleConfig) -> list[Clue
     return clues
 
 
-def replayed_loss(
-    clue: Clue, baseline: ModelClosure, columns: ColumnGraph, lc: LifecycleConfig, ic: ImpactConfig,
-    source: ModelSource, table_rows: Mapping[str, int],
-) -> float | None:
-    """The loss the baseline model shows when the failing test's bad rows are replayed on it, when they can be."""
+def replayed_loss(clue: Clue, baseline: ModelClosure, measurer: Measurer) -> float | None:
+    """The loss the baseline model shows when the failing test's bad rows are replayed on it, when they can be:
+    the same replay measured severity makes of the test's finding."""
     data = clue.data
-    spec = ic.measured.failing_assertion.get(str(data.get("classification")))
-    table = columns.canonical.get(str(data.get("dataset")), str(data.get("dataset")))
-    total = table_rows.get(".".join(display_name(table).split(".")[-2:]))
-    if not spec or not data.get("column") or data.get("failed_rows") is None or not total:
-        return None
-    changed = (table, str(data["column"]))
-    affected = affected_models([baseline], columns, changed, lc)
-    if not affected:
-        return None
-    report = run_experiment(affected, changed, parse_mutation(spec, min(1.0, data["failed_rows"] / total)), source, ic)
-    losses = [r.measurement.loss for r in report.results if r.measurement and r.measurement.loss is not None]
+    replays, _ = assertion_replay(data.get("assertion"), str(data.get("dataset")), data.get("column"),
+                                  data.get("failed_rows"), measurer.columns, measurer.lc, measurer.ic.measured,
+                                  measurer.rows)
+    report = measurer.run(baseline, replays[0]) if replays else None
+    losses = [r.measurement.loss for r in report.results if r.measurement and r.measurement.loss is not None] if report else []
     return max(losses) if losses else None
 
 
-def collect(graph: MetadataGraph, client: Any, pair: Pair, configs: Configs, source: ModelSource, now_ms: int) -> Facts:
-    """Both runs and every clue between them, with what could not be looked at."""
+def collect(
+    graph: MetadataGraph, pair: Pair, runs: tuple[RunFacts, RunFacts], configs: Configs, source: ModelSource,
+    now_ms: int,
+) -> Facts:
+    """Both runs (``runs``: baseline, candidate, as MLflow recorded them) and every clue between them, with what
+    could not be looked at; the features each version serves come from its closure in the graph."""
     config, lc, dc, ic = configs.scan, configs.lifecycle, configs.diagnose, configs.impact
     assessment = assess(graph, config, lc, now_ms)
     by_name = {(c.registered_name, c.model.version): c for c in assessment.estate.closures}
@@ -306,11 +304,11 @@ def collect(graph: MetadataGraph, client: Any, pair: Pair, configs: Configs, sou
                           "features and serving path are read from the baseline's")
     closure = cand_closure or base_closure
     features = tuple(f.name for f in closure.features) if closure else ()
-    base = run_facts(client, pair.model, pair.baseline, tuple(f.name for f in base_closure.features) if base_closure else features)
-    cand = run_facts(client, pair.model, pair.candidate, features)
+    base = replace(runs[0], features=tuple(f.name for f in base_closure.features) if base_closure else features)
+    cand = replace(runs[1], features=features)
     clues = [*_code_clues(base, cand, dc), *_param_clues(base, cand), *_row_clues(base, cand, lc)]
-    if not any(any(fnmatchcase(t, g) for g in dc.code_tags) for t in cand.tags):
-        unverified.append(f"neither run records a code revision ({', '.join(dc.code_tags)}); "
+    if not (_code_tags(base, dc) and _code_tags(cand, dc)):
+        unverified.append(f"the two runs do not both record a code revision ({', '.join(dc.code_tags)}); "
                           "only per-feature transform tags were compared")
     unverified.append("DataHub's dbt source keeps no history of model checksums: a dbt model changed between the "
                       "runs is seen only through the tests and schemas it changed")
@@ -318,18 +316,18 @@ def collect(graph: MetadataGraph, client: Any, pair: Pair, configs: Configs, sou
         unverified.append(f"the graph holds neither version of {pair.model}: no lineage, tests or freshness were read")
         return Facts(pair.model, cand, base, tuple(clues), len(features), tuple(unverified))
     columns = assessment.estate.columns
-    readers = {
-        display_name(u): {c: _feature_readers(closure, columns, [(u, c)]) for c in (f.path for f in closure.dataset(u).fields or ())}
-        for u in closure.datasets
-    }
+    def readers(table: str, column: str) -> tuple[str, ...]:
+        return _feature_readers(closure, columns, [(u, column) for u in closure.datasets if display_name(u) == table], lc)
+
     clues += _schema_clues(base, cand, readers)
     clues += _assertion_clues(assessment.records, closure, columns, base, cand, config, lc)
     clues += _state_clues(assessment, closure, cand, config)
     if base_closure is not None:
         rows = {k[len(lc.training_rows_metric):]: int(v) for k, v in cand.metrics.items()
                 if k.startswith(lc.training_rows_metric)}
+        measurer = Measurer(columns, lc, ic, source, rows)
         clues = [
-            Clue(**{**c.__dict__, "measured_loss": replayed_loss(c, base_closure, columns, lc, ic, source, rows)})
+            replace(c, measured_loss=replayed_loss(c, base_closure, measurer))
             if c.kind == "assertion_failed" and not c.against else c
             for c in clues
         ]

@@ -9,7 +9,6 @@ ranking changed since the evidence last recorded it.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,15 +19,14 @@ from datahub.metadata.schema_classes import DocumentInfoClass
 from datahub.metadata.urns import DocumentUrn
 
 from recall_dagster.diagnose.service import Diagnosis
-from recall_dagster.errors import GraphError, ServiceUnreachable
 from recall_dagster.estate.marks import MANAGED_BY_KEY
-from recall_dagster.files import read_json_object, write_atomically
+from recall_dagster.files import read_json_object, write_record
 from recall_dagster.graph.port import MetadataGraph
+from recall_dagster.scan_markdown import number
 from recall_dagster.writeback.config import WritebackConfig
+from recall_dagster.writeback.direct import write_changed
 from recall_dagster.writeback.documents import recall_document
-from recall_dagster.writeback.emit import emit
 from recall_dagster.writeback.notify import Notice, announce, channels
-from recall_dagster.writeback.plan import changed
 from recall_dagster.writeback.state import GraphState
 from recall_dagster.writeback.writes import Write
 
@@ -45,13 +43,13 @@ def markdown(d: Diagnosis) -> str:
              f"Verdict: **{d.verdict}**. {d.reason}", "", "## Metric gate", "",
              "| metric | baseline | candidate | delta | regressed |", "|---|---|---|---|---|"]
     for row in d.gate.rows:
-        lines.append(f"| {row.name} | {_num(row.baseline)} | {_num(row.candidate)} | {_num(row.delta)} | "
+        lines.append(f"| {row.name} | {number(row.baseline)} | {number(row.candidate)} | {number(row.delta)} | "
                      f"{'yes' if row.regressed else 'no'} |")
     if d.hypotheses:
         lines += ["", "## Hypotheses, best first", ""]
-        for number, h in enumerate(d.hypotheses, 1):
+        for place, h in enumerate(d.hypotheses, 1):
             signals = ", ".join(f"{s.name} {s.value:.2f}×{s.weight:g}" for s in h.signals)
-            lines.append(f"{number}. **{h.kind}** {h.score:.3f} ({signals})")
+            lines.append(f"{place}. **{h.kind}** {h.score:.3f} ({signals})")
             lines += [f"   - {c.detail}" for c in h.evidence]
             lines += [f"   - against: {c.detail}" for c in h.counter]
     if d.repair is not None:
@@ -60,16 +58,13 @@ def markdown(d: Diagnosis) -> str:
             if r.validated else "not proven"
         lines += ["", f"## Repair: {r.strategy} ({proven})", "", r.description, "", r.reason]
         if r.metric:
-            lines.append(f"\n{r.metric}: {_num(r.metric_before)} (candidate) -> {_num(r.metric_after)} (repaired)")
+            lines.append(f"\n{r.metric}: {number(r.metric_before)} (candidate) -> {number(r.metric_after)} (repaired)")
         if r.patch:
             lines += ["", "```diff", r.patch.rstrip("\n"), "```"]
     if d.facts is not None and d.facts.unverified:
         lines += ["", "## Not verified", "", *(f"- {u}" for u in d.facts.unverified)]
     return "\n".join(lines) + "\n"
 
-
-def _num(value: Any) -> str:
-    return "–" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
 def _gist(body: dict[str, Any]) -> Any:
@@ -78,14 +73,10 @@ def _gist(body: dict[str, Any]) -> Any:
 
 def write_evidence(evidence_dir: Path, d: Diagnosis, now_ms: int) -> tuple[list[Path], bool]:
     """The JSON and Markdown, replaced atomically; whether the verdict or ranking changed since the last."""
-    folder = evidence_dir / "diagnose"
-    ident = diagnosis_id(d)
-    paths = [folder / f"{ident}.json", folder / f"{ident}.md"]
+    folder, ident = evidence_dir / "diagnose", diagnosis_id(d)
     body = {**d.to_json(), "diagnosed_at_ms": now_ms}
-    previous = read_json_object(paths[0], "diagnosis evidence") if paths[0].exists() else {}
-    write_atomically(paths[0], json.dumps(body, indent=1) + "\n", "evidence")
-    write_atomically(paths[1], markdown(d), "evidence")
-    return paths, _gist(previous) != _gist(body)
+    previous = read_json_object(folder / f"{ident}.json", "diagnosis evidence")
+    return write_record(folder, ident, body, markdown(d), "evidence"), _gist(previous) != _gist(body)
 
 
 @dataclass
@@ -123,22 +114,16 @@ def record_diagnosis(
     record = DiagnosisRecord(paths)
     if graph is not None and d.verdict != "PASS":
         urn = document_urn(d)
-        try:
-            current = graph.get_aspects([urn], [DocumentInfoClass])
-        except (ServiceUnreachable, GraphError) as err:
-            record.failures.append(f"reading {graph.location}: {err}")
-            current = None
-        if current is not None:
+
+        def document(state: GraphState) -> list[Write]:
             info = recall_document(
                 f"Diagnosis: {d.pair.model} v{d.pair.candidate} vs v{d.pair.baseline} -> {d.verdict}", markdown(d),
                 f"recall-diagnose:{diagnosis_id(d)}", models, {**MANAGED_BY, "recall.verdict": d.verdict},
-                GraphState(current, (), (), (), ()).aspect(urn, DocumentInfoClass), now_ms,
+                state.aspect(urn, DocumentInfoClass), now_ms,
             )
-            write = Write.of("document", urn, info, info.title or urn)
-            if changed(write, GraphState(current, (), (), (), ())):
-                outcome = emit(graph, [write], config.retry, sleep)
-                record.writes = len(outcome.landed)
-                record.failures += [f"{w.aspect_name} on {w.urn}: {why}" for w, why in (*outcome.refused, *outcome.pending)]
+            return [Write.of("document", urn, info, info.title or urn)]
+
+        record.writes, record.failures = write_changed(graph, [urn], [DocumentInfoClass], document, config.retry, sleep)
     if news and d.verdict != "PASS":
         chans, _ = channels(config)
         top = d.hypotheses[0].kind if d.hypotheses else "no hypothesis"

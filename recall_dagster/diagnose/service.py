@@ -167,22 +167,22 @@ def diagnose(
     dc = configs.diagnose
     pair = pick_versions(client, model, candidate, baseline, sorted(configs.scan.resolve.production_aliases))
     progress(f"{model}: version {pair.candidate} against version {pair.baseline}")
-    cand = run_facts(client, model, pair.candidate, ())
-    base = run_facts(client, model, pair.baseline, ())
+    cand = run_facts(client, model, pair.candidate)
+    base = run_facts(client, model, pair.baseline)
     gate = metric_gate(cand.metrics, base.metrics, dc)
     if gate.verdict == "PASS":
         return Diagnosis(pair, gate, "PASS", gate.reason)
     if gate.verdict == "UNVERIFIED":
         return Diagnosis(pair, gate, "INCONCLUSIVE", gate.reason)
     progress("reading what changed between the two runs")
-    facts = collect(graph, client, pair, configs, source, now_ms)
+    facts = collect(graph, pair, (base, cand), configs, source, now_ms)
     ranked = rank(facts, gate.loss, dc.hypotheses)
     verdict, reason = decide(ranked, dc.hypotheses)
     proposal = None
     if repair and verdict == "REGRESSION":
         progress(f"proposing a repair for {ranked[0].kind}")
         proposal = propose_repair(
-            facts, ranked, dc, gate.primary, lambda v: run_facts(client, model, v, ()).metrics, env
+            facts, ranked, dc, gate.primary, lambda v: run_facts(client, model, v).metrics, env
         )
     return Diagnosis(pair, gate, verdict, reason, ranked, proposal, facts)
 

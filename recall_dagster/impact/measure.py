@@ -16,6 +16,8 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import pandas as pd
 
+from recall_dagster.errors import reason
+
 Task = Literal["classification", "regression"]
 METRICS: dict[Task, str] = {"classification": "roc_auc", "regression": "mae"}
 HIGHER_IS_BETTER = {"roc_auc": True, "mae": False}
@@ -44,11 +46,6 @@ class Inference:
         return ~np.isnan(self.scores)
 
 
-def _reason(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {text[0] if text else 'failed'}"
-
-
 def infer(predictor: Predictor, frame: pd.DataFrame, batch_rows: int) -> Inference:
     """Score ``frame`` in batches; a batch that raises leaves its rows NaN and counts them as failures.
 
@@ -68,7 +65,7 @@ def infer(predictor: Predictor, frame: pd.DataFrame, batch_rows: int) -> Inferen
                 raise ValueError(f"the model returned {len(values)} scores for {len(batch)} rows")
         except Exception as err:  # noqa: BLE001 - whatever the model raises on bad input is the measurement
             failures += len(batch)
-            error = error or _reason(err)
+            error = error or reason(err)
             continue
         scores[start : start + len(batch)] = values
         if batch_classes is not None:

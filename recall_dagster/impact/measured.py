@@ -70,25 +70,31 @@ def _drift_replays(finding: Finding, columns: ColumnGraph, mc: MeasuredConfig) -
     return replays, None if replays else "no change to a column the model reads has a mutation in impact.measured"
 
 
-def _assertion_replays(
-    finding: Finding, columns: ColumnGraph, lc: LifecycleConfig, mc: MeasuredConfig, rows: Mapping[str, int]
+def assertion_replay(
+    assertion: str | None,
+    dataset: str,
+    column: str | None,
+    failed: int | None,
+    columns: ColumnGraph,
+    lc: LifecycleConfig,
+    mc: MeasuredConfig,
+    rows: Mapping[str, int],
 ) -> tuple[list[Replay], str | None]:
-    column = finding.evidence.get("column")
+    """A failing test's bad rows as a mutation (``impact.measured.failing_assertion`` by the test's class),
+    at the share of the table's rows that failed; none, and why, when that cannot be known."""
     if not column:
         return [], "a table-level test names no column to replay"
-    kind = lc.classify(finding.evidence.get("assertion"))
+    kind = lc.classify(assertion)
     spec = mc.failing_assertion.get(kind)
     if not spec:
         return [], f"no mutation replays a failing {kind} test (impact.measured.failing_assertion)"
-    dataset = finding.evidence.get("dataset") or finding.cause or ""
-    failed, total = finding.evidence.get("failed_rows"), rows.get(relation(dataset))
+    total = rows.get(relation(dataset))
     if failed is None or not total:
         known = "no failed-row count" if failed is None else f"no row count for {relation(dataset)}"
         return [], f"the share of failing rows is unknown ({known})"
-    share = min(1.0, failed / total)
     table = columns.canonical.get(dataset, dataset)
-    why = f"{failed:,} of {total:,} rows fail {finding.evidence.get('assertion')}"
-    return [Replay((table, column), parse_mutation(spec, share), why)], None
+    why = f"{failed:,} of {total:,} rows fail {assertion}"
+    return [Replay((table, column), parse_mutation(spec, min(1.0, failed / total)), why)], None
 
 
 def replays_for(
@@ -98,7 +104,10 @@ def replays_for(
     if finding.detector == training_source_schema_drift.NAME:
         return _drift_replays(finding, columns, mc)
     if finding.detector == failing_assertion.NAME:
-        return _assertion_replays(finding, columns, lc, mc, rows)
+        evidence = finding.evidence
+        dataset = evidence.get("dataset") or finding.cause or ""
+        return assertion_replay(evidence.get("assertion"), dataset, evidence.get("column"), evidence.get("failed_rows"),
+                                columns, lc, mc, rows)
     if finding.detector == upstream_staleness.NAME:
         return [], STALE_REASON
     return [], None
@@ -118,7 +127,8 @@ class Measurer:
         self.columns, self.lc, self.ic, self.source, self.rows = columns, lc, ic, source, table_rows
         self._done: dict[tuple[str, tuple[str, ...], str, float], ImpactReport] = {}
 
-    def _run(self, closure: ModelClosure, replay: Replay) -> ImpactReport | None:
+    def run(self, closure: ModelClosure, replay: Replay) -> ImpactReport | None:
+        """The replay on ``closure``'s version; None when the change reaches none of its inputs."""
         affected = affected_models([closure], self.columns, replay.changed, self.lc)
         if not affected:
             return None
@@ -134,7 +144,7 @@ class Measurer:
         replays, reason = replays_for(finding, self.columns, self.lc, mc, self.rows)
         if reason is not None or not replays:
             return _annotated(finding, {"verdict": None, "reason": reason}) if reason else finding
-        runs = [(r, self._run(closure, r)) for r in replays]
+        runs = [(r, self.run(closure, r)) for r in replays]
         measured = [(r, report) for r, report in runs if report is not None]
         if not measured:
             return _annotated(finding, {"verdict": None, "reason": "the change reaches none of its inputs"})
@@ -213,9 +223,9 @@ def measure_findings(
     if not mc.enabled or not wanted:
         return detection
     measurer = Measurer(column_graph(closures), lc, ic, source, _table_rows(graph, wanted, detection, lc))
+    by_urn = {c.urn: c for c in closures}
     findings = {
         urn: sort_findings([measurer.measure(by_urn[urn], f) for f in found]) if urn in by_urn else found
-        for by_urn in [{c.urn: c for c in closures}]
         for urn, found in detection.findings.items()
     }
     return Detection(findings=findings, blast_radius=detection.blast_radius)

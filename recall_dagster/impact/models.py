@@ -21,11 +21,11 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from recall_dagster.errors import RecallError, ServiceUnreachable
+from recall_dagster.errors import RecallError, ServiceUnreachable, reason
 from recall_dagster.estate import ModelClosure
 from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.measure import Predictor, Task
-from recall_dagster.lifecycle.rows import resolve_url
+from recall_dagster.lifecycle.rows import resolve_url, sql_connection
 
 
 class ModelUnavailable(RecallError):
@@ -85,28 +85,17 @@ def _sqlite_store(tracking_uri: str) -> Path | None:
     return Path(database) if database and database != ":memory:" else None
 
 
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {text[0] if text else 'failed'}"
-
-
 def _read_sql(url: str, sql: str, where: str) -> pd.DataFrame:
     """Run the training query; a database that does not answer is a failing service, not a missing input."""
     import sqlalchemy
 
-    connect_args = {"connect_timeout": 5} if url.startswith(("postgresql", "postgres")) else {}
-    engine = sqlalchemy.create_engine(url, connect_args=connect_args, poolclass=sqlalchemy.pool.NullPool)
     try:
-        with engine.connect() as conn:
+        with sql_connection(url) as conn:
             return pd.read_sql_query(sqlalchemy.text(sql), conn)
     except sqlalchemy.exc.OperationalError as err:
-        raise ServiceUnreachable(
-            f"the warehouse did not answer the training query of {where}: {_first_line(err)}"
-        ) from None
+        raise ServiceUnreachable(f"the warehouse did not answer the training query of {where}: {reason(err)}") from None
     except sqlalchemy.exc.SQLAlchemyError as err:
-        raise ModelUnavailable(f"the training query of {where} failed on the warehouse: {_first_line(err)}") from None
-    finally:
-        engine.dispose()
+        raise ModelUnavailable(f"the training query of {where} failed on the warehouse: {reason(err)}") from None
 
 
 def _read_table(path: Path) -> pd.DataFrame:
@@ -172,7 +161,7 @@ class MlflowModels:
             mv = client.get_model_version(name, version)
             model_uri = client.get_model_version_download_uri(name, version)
         except MlflowException as err:
-            raise ModelUnavailable(f"MLflow at {self.tracking_uri} has no {where}: {_first_line(err)}") from None
+            raise ModelUnavailable(f"MLflow at {self.tracking_uri} has no {where}: {reason(err)}") from None
         except OSError as err:
             raise ServiceUnreachable(f"MLflow at {self.tracking_uri} did not answer for {where}: {err}") from None
         if not mv.run_id:
@@ -201,7 +190,7 @@ class MlflowModels:
         except ModelUnavailable:
             raise
         except Exception as err:  # noqa: BLE001 - any reader failure means the artifact is unusable
-            raise ModelUnavailable(f"evaluation data {artifact} of {where} cannot be read: {_first_line(err)}") from None
+            raise ModelUnavailable(f"evaluation data {artifact} of {where} cannot be read: {reason(err)}") from None
         if self.config.label_column not in frame.columns:
             raise ModelUnavailable(
                 f"evaluation data {artifact} of {where} has no label column {self.config.label_column!r} "
@@ -217,7 +206,7 @@ class MlflowModels:
         try:
             return Path(client.download_artifacts(run_id, artifact, str(folder)))
         except (MlflowException, OSError) as err:
-            raise ModelUnavailable(_first_line(err)) from None
+            raise ModelUnavailable(reason(err)) from None
 
     def _queried(self, client, run_id: str, tmp: Path, where: str) -> pd.DataFrame:  # noqa: ANN001
         """The training query's rows, inputs renamed to the model's names and the label to ``label_column``."""
@@ -265,4 +254,4 @@ class MlflowModels:
             task: Task = "classification" if set(pd.unique(raw)) <= {0, 1, True, False} else "regression"
             return PyfuncPredictor(mlflow.pyfunc.load_model(local), task)
         except Exception as err:  # noqa: BLE001 - a model that will not load is a reason, not a crash
-            raise ModelUnavailable(f"{where} cannot be loaded from {model_uri}: {_first_line(err)}") from None
+            raise ModelUnavailable(f"{where} cannot be loaded from {model_uri}: {reason(err)}") from None

@@ -11,7 +11,6 @@ pre-mortems, whose stand-down would otherwise unpublish them.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,17 +26,16 @@ from datahub.metadata.schema_classes import (
 )
 from datahub.metadata.urns import DocumentUrn, StructuredPropertyUrn
 
-from recall_dagster.errors import GraphError, ServiceUnreachable
 from recall_dagster.estate import display_name
 from recall_dagster.estate.marks import MANAGED_BY_KEY
-from recall_dagster.files import write_atomically
+from recall_dagster.files import write_record
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.impact.experiment import ImpactReport, describe_change
 from recall_dagster.impact.policy import Verdict
+from recall_dagster.scan_markdown import number
 from recall_dagster.writeback.config import RetryPolicy
+from recall_dagster.writeback.direct import write_changed
 from recall_dagster.writeback.documents import recall_document
-from recall_dagster.writeback.emit import emit
-from recall_dagster.writeback.plan import changed
 from recall_dagster.writeback.properties import definition
 from recall_dagster.writeback.state import GraphState
 from recall_dagster.writeback.writes import Write
@@ -59,9 +57,6 @@ def experiment_id(report: ImpactReport) -> str:
     )
 
 
-def _fmt(value: object, digits: int = 4) -> str:
-    return "–" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
-
 
 def markdown(report: ImpactReport) -> str:
     """The experiment as a person reads it: what changed, each model's verdict and why."""
@@ -77,12 +72,12 @@ def markdown(report: ImpactReport) -> str:
     for r in report.results:
         j = r.to_json()
         ci = j["ci"]
-        delta = f"{_fmt(j['delta'])} ({_fmt(ci[0])}, {_fmt(ci[1])})" if ci else _fmt(j["delta"])
+        delta = f"{number(j['delta'])} ({number(ci[0])}, {number(ci[1])})" if ci else number(j["delta"])
         flips = f"{j['flip_rate']:.1%}" if j["flip_rate"] is not None else "–"
         lines.append(
-            f"| {j['model']} | {_fmt(j['version'])} | {j['feature']} | {j['verdict']} | {_fmt(j['metric'])} "
-            f"| {_fmt(j['baseline'])} | {_fmt(j['mutated'])} | {delta} | {flips} | {_fmt(j['mean_abs_shift'])} "
-            f"| {_fmt(j['failures'])} | {_fmt(j['rows'])} |"
+            f"| {j['model']} | {number(j['version'])} | {j['feature']} | {j['verdict']} | {number(j['metric'])} "
+            f"| {number(j['baseline'])} | {number(j['mutated'])} | {delta} | {flips} | {number(j['mean_abs_shift'])} "
+            f"| {number(j['failures'])} | {number(j['rows'])} |"
         )
     lines += ["", "## Why", ""]
     for r in report.results:
@@ -94,13 +89,9 @@ def markdown(report: ImpactReport) -> str:
 
 def write_evidence(evidence_dir: Path, report: ImpactReport, measured_at_ms: int) -> list[Path]:
     """``evidence/impact/<id>.json`` and ``.md``, replaced atomically; the record the graph writes follow."""
-    folder = evidence_dir / "impact"
     ident = experiment_id(report)
     body = {**report.to_json(), "experiment": ident, "measured_at_ms": measured_at_ms}
-    paths = [folder / f"{ident}.json", folder / f"{ident}.md"]
-    write_atomically(paths[0], json.dumps(body, indent=1) + "\n", "evidence")
-    write_atomically(paths[1], markdown(report), "evidence")
-    return paths
+    return write_record(evidence_dir / "impact", ident, body, markdown(report), "evidence")
 
 
 def document_urn(report: ImpactReport, model_urn: str) -> str:
@@ -108,7 +99,7 @@ def document_urn(report: ImpactReport, model_urn: str) -> str:
 
 
 def impact_writes(report: ImpactReport, state: GraphState, now_ms: int) -> list[Write]:
-    """Every aspect the experiment wants in the graph that the graph does not hold yet, definition first."""
+    """Every aspect the experiment wants in the graph, definition first."""
     writes = [
         definition(
             IMPACT_VERDICT,
@@ -137,7 +128,7 @@ def impact_writes(report: ImpactReport, state: GraphState, now_ms: int) -> list[
             state.aspect(urn, DocumentInfoClass), now_ms,
         )
         writes.append(Write.of("document", urn, info, info.title or urn))
-    return [w for w in writes if changed(w, state)]
+    return writes
 
 
 @dataclass
@@ -160,16 +151,12 @@ def publish_impact(
 ) -> ImpactPublished:
     """Send what the graph lacks; what fails after retries is listed, the evidence already holds it."""
     models = sorted(report.model_verdicts())
-    urns = [IMPACT_VERDICT, *models, *(document_urn(report, m) for m in models)]
-    try:
-        aspects = graph.get_aspects(urns, (DocumentInfoClass, StructuredPropertiesClass, StructuredPropertyDefinitionClass))
-    except (ServiceUnreachable, GraphError) as err:
-        return ImpactPublished(evidence=evidence, failures=[f"reading {graph.location} to plan the write-back: {err}"])
-    writes = impact_writes(report, GraphState(aspects, (), (), (), ()), now_ms)
-    outcome = emit(graph, writes, policy, sleep)
-    failed = [*outcome.refused, *outcome.pending]
-    return ImpactPublished(
-        evidence=evidence,
-        writes=len(outcome.landed),
-        failures=[f"{w.aspect_name} on {w.urn}: {reason}" for w, reason in failed],
+    landed, failures = write_changed(
+        graph,
+        [IMPACT_VERDICT, *models, *(document_urn(report, m) for m in models)],
+        (DocumentInfoClass, StructuredPropertiesClass, StructuredPropertyDefinitionClass),
+        lambda state: impact_writes(report, state, now_ms),
+        policy,
+        sleep,
     )
+    return ImpactPublished(evidence=evidence, writes=landed, failures=failures)

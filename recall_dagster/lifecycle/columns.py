@@ -54,19 +54,20 @@ class ColumnGraph:
             raise ConfigError(f"no dataset named {target!r} in the graph's model closures")
         return tables.pop()
 
-    def origins(self, col: Col) -> tuple[Col, ...]:
-        """The columns with no upstream that ``col`` derives from; itself when lineage stops there."""
-        roots: set[Col] = set()
+    def ancestry(self, col: Col) -> set[Col]:
+        """``col`` and every column it derives from."""
         seen = {col}
         queue = deque([col])
         while queue:
-            current = queue.popleft()
-            parents = [p for p in self.upstream.get(current, ()) if p not in seen]
-            if not self.upstream.get(current):
-                roots.add(current)
+            parents = [p for p in self.upstream.get(queue.popleft(), ()) if p not in seen]
             seen.update(parents)
             queue.extend(parents)
-        return tuple(sorted(roots)) or (col,)  # a pure cycle has no root: it starts where it was entered
+        return seen
+
+    def origins(self, col: Col) -> tuple[Col, ...]:
+        """The columns with no upstream that ``col`` derives from; itself when lineage stops there."""
+        roots = {c for c in self.ancestry(col) if not self.upstream.get(c)}
+        return tuple(sorted(roots)) or (col,)  # a pure cycle has no root: it starts where it was entered  # a pure cycle has no root: it starts where it was entered
 
     def reach(self, cols: Iterable[Col]) -> dict[Col, Col | None]:
         """Every column downstream of ``cols`` (them included), each with the column it was reached from."""

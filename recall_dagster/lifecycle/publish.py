@@ -12,7 +12,6 @@ incident on the failing datasets alone, with the models named in its text.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -49,7 +48,7 @@ from recall_dagster.writeback.run import INCIDENTS_ON_MODELS
 from recall_dagster.writeback.store import WritebackStore
 from recall_dagster.writeback.keys import stamp
 from recall_dagster.writeback.writes import Write
-from recall_dagster.files import write_atomically
+from recall_dagster.files import write_record
 
 MANAGED_BY = {MANAGED_BY_KEY: "recall-lifecycle"}
 
@@ -146,16 +145,9 @@ def postmortem_info(entry: IncidentEntry, pm: Postmortem) -> DocumentInfoClass:
 
 
 def write_evidence(evidence_dir: Path, entry: IncidentEntry, pm: Postmortem) -> list[str]:
-    """``evidence/postmortems/<incident id>.md`` and ``.json``, replaced atomically."""
-    folder = evidence_dir / "postmortems"
-    written = []
-    for path, text in (
-        (folder / f"{entry.id}.md", pm.text),
-        (folder / f"{entry.id}.json", json.dumps({**pm.data, "ledger": entry.to_json()}, indent=1) + "\n"),
-    ):
-        write_atomically(path, text, "evidence")
-        written.append(str(path))
-    return written
+    """``evidence/postmortems/<incident id>.json`` and ``.md``, replaced atomically."""
+    data = {**pm.data, "ledger": entry.to_json()}
+    return [str(p) for p in write_record(evidence_dir / "postmortems", entry.id, data, pm.text, "evidence")]
 
 
 @dataclass

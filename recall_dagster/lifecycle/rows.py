@@ -11,11 +11,17 @@ left out with the reason, never guessed.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
 from datahub.utilities.urns.dataset_urn import DatasetUrn
+
+from recall_dagster.errors import reason
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
 
 ENV_PREFIX = "env:"
 
@@ -48,19 +54,28 @@ def resolve_url(value: str, environ: Mapping[str, str]) -> tuple[str | None, str
     return (url, "") if url else (None, f"{variable} is not set")
 
 
+@contextmanager
+def sql_connection(url: str) -> Iterator["Connection"]:
+    """One connection to any SQLAlchemy URL, given up after 5 s on Postgres, the engine disposed after."""
+    import sqlalchemy
+
+    connect_args = {"connect_timeout": 5} if url.startswith(("postgresql", "postgres")) else {}
+    engine = sqlalchemy.create_engine(url, connect_args=connect_args, poolclass=sqlalchemy.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            yield conn
+    finally:
+        engine.dispose()
+
+
 def _count(url: str, name: str) -> int:
     import sqlalchemy
 
     parts = name.split(".")
     schema, table = (parts[-2] if len(parts) > 1 else None), parts[-1]
-    connect_args = {"connect_timeout": 5} if url.startswith(("postgresql", "postgres")) else {}
-    engine = sqlalchemy.create_engine(url, connect_args=connect_args, poolclass=sqlalchemy.pool.NullPool)
-    try:
-        with engine.connect() as conn:
-            query = sqlalchemy.select(sqlalchemy.func.count()).select_from(sqlalchemy.table(table, schema=schema))
-            return int(conn.execute(query).scalar_one())
-    finally:
-        engine.dispose()
+    with sql_connection(url) as conn:
+        query = sqlalchemy.select(sqlalchemy.func.count()).select_from(sqlalchemy.table(table, schema=schema))
+        return int(conn.execute(query).scalar_one())
 
 
 def sql_row_counter(
@@ -87,7 +102,7 @@ def sql_row_counter(
                     result.counts[key] = _count(url, ident.partition(":")[2])  # type: ignore[union-attr]
                     break
                 except Exception as err:  # noqa: BLE001 - any driver's failure is a reason to skip, not a crash
-                    reasons.append(f"{ident}: {type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else 'failed'}")
+                    reasons.append(f"{ident}: {reason(err)}")
             else:
                 result.skipped[key] = "; ".join(dict.fromkeys(reasons)) or "no dataset in the graph holds it"
         return result

@@ -12,7 +12,6 @@ where the last failure came from.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -133,16 +132,6 @@ def reliability(
     return tuple(sorted(out, key=lambda r: (r.score, display_name(r.dataset))))
 
 
-def _upstream(columns: ColumnGraph, start: Col) -> set[Col]:
-    seen, queue = {start}, deque([start])
-    while queue:
-        for parent in columns.upstream.get(queue.popleft(), ()):
-            if parent not in seen:
-                seen.add(parent)
-                queue.append(parent)
-    return seen
-
-
 def _tested(closures: Sequence[ModelClosure], columns: ColumnGraph) -> set[Col]:
     return {
         (columns.canonical.get(urn, urn), a.column)
@@ -171,7 +160,7 @@ def gaps(closures: Sequence[ModelClosure], columns: ColumnGraph, entries: Sequen
                 table = columns.canonical.get(source, source)
                 if wanted not in columns.columns.get(table, ()):
                     continue
-                for col in _upstream(columns, (table, wanted)):
+                for col in columns.ancestry((table, wanted)):
                     entry = reach.setdefault(col, {"models": set(), "live": set(), "features": set()})
                     entry["models"].add(closure.registered_name)
                     entry["live"] |= {d.urn for d in closure.live_deployments}

@@ -60,6 +60,11 @@ class GraphState:
     def aspect(self, urn: str, aspect_class: type[A]) -> A | None:
         return _aspect(self.aspects, urn, aspect_class)
 
+    @classmethod
+    def of(cls, aspects: AspectMap) -> "GraphState":
+        """Just the aspects a few writes replace, without the listings a scan's write-back needs."""
+        return cls(aspects, (), (), (), ())
+
 
 def _owned(aspects: AspectMap, urn: str) -> bool:
     """Marked as Recall's: a custom property on assertions and documents, the type on incidents."""
