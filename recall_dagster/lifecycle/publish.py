@@ -145,9 +145,10 @@ def postmortem_info(entry: IncidentEntry, pm: Postmortem) -> DocumentInfoClass:
 
 
 def write_evidence(evidence_dir: Path, entry: IncidentEntry, pm: Postmortem) -> list[str]:
-    """``evidence/postmortems/<incident id>.json`` and ``.md``, replaced atomically."""
+    """``evidence/postmortems/<incident id>.md`` and ``.json``, replaced atomically (the ledger lists them so)."""
     data = {**pm.data, "ledger": entry.to_json()}
-    return [str(p) for p in write_record(evidence_dir / "postmortems", entry.id, data, pm.text, "evidence")]
+    json_path, md_path = write_record(evidence_dir / "postmortems", entry.id, data, pm.text, "evidence")
+    return [str(md_path), str(json_path)]
 
 
 @dataclass

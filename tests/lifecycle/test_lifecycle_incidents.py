@@ -97,7 +97,7 @@ def test_the_postmortem_has_timeline_durations_blast_radius_versions_and_class(l
         assert heading in pm.text
     assert "roll back to fraud_detector_1" in pm.text and "1 of 4 features poisoned, 1 suspect" in pm.text
     files = write_evidence(tmp_path, event.entry, pm)
-    assert [Path(f).name for f in files] == [f"{event.entry.id}.json", f"{event.entry.id}.md"]
+    assert [Path(f).name for f in files] == [f"{event.entry.id}.md", f"{event.entry.id}.json"]
     doc = postmortem_info(event.entry, pm)
     assert doc.status.state == DocumentStateClass.PUBLISHED and (doc.customProperties or {})["recall.managedBy"] == "recall-lifecycle"
 
