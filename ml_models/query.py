@@ -9,6 +9,7 @@ the same text runs on Postgres and on the SQLite stand-in the tests use.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from types import MappingProxyType
 from typing import Mapping
 
@@ -43,8 +44,11 @@ def label_column(column: str) -> str:
     return f"label__{column}"
 
 
-def build_training_query(model: ModelSpec, registry: FeatureRegistry) -> TrainingQuery:
+def build_training_query(model: ModelSpec, registry: FeatureRegistry, before: datetime | None = None) -> TrainingQuery:
     """Join every feature's source table to the label table on the entity keys.
+
+    ``before`` keeps only rows every table with a ``loaded_at`` column wrote
+    before that instant: training on the data as it stood before a bad load.
 
     The label table drives the join (one row per labelled entity) and feature
     tables are LEFT JOINed: an entity whose features are missing is a data
@@ -74,7 +78,12 @@ def build_training_query(model: ModelSpec, registry: FeatureRegistry) -> Trainin
         on = " AND ".join(f"{alias}.{k} = {label_alias}.{k}" for k in model.keys)
         joins.append(f"LEFT JOIN {registry.table(name).qualified_name} AS {alias} ON {on}")
     order_by = ", ".join(key_column(k) for k in model.keys)
-    sql = "SELECT\n  " + ",\n  ".join(select) + "\n" + "\n".join(joins) + f"\nORDER BY {order_by}"
+    cutoffs = [
+        f"{alias}.{registry.table(name).loaded_at} < TIMESTAMP WITH TIME ZONE '{before.isoformat()}'"
+        for name, alias in aliases.items() if before is not None and registry.table(name).loaded_at
+    ]
+    where = "\nWHERE " + " AND ".join(cutoffs) if cutoffs else ""
+    sql = "SELECT\n  " + ",\n  ".join(select) + "\n" + "\n".join(joins) + where + f"\nORDER BY {order_by}"
 
     return TrainingQuery(
         sql=sql,

@@ -59,6 +59,7 @@ class WarehouseTable:
     name: str
     schema: str
     columns: tuple[str, ...]
+    loaded_at: str | None = None  # the column saying when the loader wrote each row: what a cutoff filters on
     owners: tuple[Owner, ...] = ()
     glossary_terms: tuple[str, ...] = ()
     column_terms: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
@@ -241,7 +242,11 @@ def _parse_tables(entries: dict[str, YamlNode]) -> dict[str, WarehouseTable]:
         columns = node.strings("columns")
         for column in columns:
             _check(_IDENTIFIER, node.at("columns"), column, "a lower-case identifier")
-        tables[name] = WarehouseTable(name=name, schema=_identifier(node, "schema"), columns=columns)
+        loaded_at = node.optional("loaded_at", str)
+        if loaded_at is not None:
+            _check(_IDENTIFIER, node.at("loaded_at"), loaded_at, "a lower-case identifier")
+        tables[name] = WarehouseTable(name=name, schema=_identifier(node, "schema"), columns=columns,
+                                      loaded_at=loaded_at)
         node.finish()
     return tables
 
@@ -266,6 +271,7 @@ def _apply_ownership(
             name=name,
             schema=tables[name].schema,
             columns=tables[name].columns,
+            loaded_at=tables[name].loaded_at,
             owners=_owners(node),
             glossary_terms=_terms(node),
             column_terms=MappingProxyType(column_terms),

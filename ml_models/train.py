@@ -11,6 +11,7 @@ import hashlib
 import inspect
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Callable, Mapping
 
 import pandas as pd
@@ -109,9 +110,12 @@ def train_model(
     )
 
 
-def evaluate_model(model: ModelSpec, registry: FeatureRegistry, read_sql: ReadSql) -> dict[str, float]:
-    """Fit and score exactly as :func:`train_model` does, recording nothing: what a repair is proven with."""
-    query = build_training_query(model, registry)
+def evaluate_model(
+    model: ModelSpec, registry: FeatureRegistry, read_sql: ReadSql, before: datetime | None = None
+) -> dict[str, float]:
+    """Fit and score exactly as :func:`train_model` does, recording nothing: what a repair is proven with.
+    ``before``: only rows loaded before that instant (a retrain on the window before a failure)."""
+    query = build_training_query(model, registry, before)
     return fit_and_evaluate(prepare(read_sql(query.sql), query, model), model).metrics
 
 

@@ -7,6 +7,7 @@ and hands the scan to the product's own ``recall`` command.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import ContextManager
 
@@ -83,7 +84,8 @@ def _print_summary(summary) -> None:
 @estate.command("break")
 @click.option("--scenario", type=click.Choice(lifecycle.SCENARIOS), default="injuries", show_default=True,
               help="injuries: a normal Tuesday (DESIGN §6); regression: a feature's code change, retrained; "
-                   "ambiguous: that change and a bad load of the same feature at once.")
+                   "ambiguous: that change and a bad load of the same feature at once; "
+                   "bad_load: the device vendor reloads recent rows in percent, retrained.")
 def break_command(scenario: str) -> None:
     """Inflict a scenario on the estate; idempotent."""
     settings, progress = Settings.from_env(), Progress()
@@ -94,12 +96,24 @@ def break_command(scenario: str) -> None:
 
 @estate.command("evaluate")
 @click.argument("model")
-def evaluate_command(model: str) -> None:
+@click.option("--before", type=click.DateTime(formats=["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S.%f%z"]),
+              default=None, help="Train only on rows loaded before this ISO-8601 instant (with its offset).")
+def evaluate_command(model: str, before: datetime | None) -> None:
     """Fit and score MODEL as training would, recording nothing; the metrics are the last line, as JSON."""
     settings = Settings.from_env()
     with _quietly(settings):
-        metrics = lifecycle.evaluate(settings, model)
+        metrics = lifecycle.evaluate(settings, model, before)
     click.echo(json.dumps(metrics))
+
+
+@estate.command("dbt-test")
+@click.argument("select")
+def dbt_test_command(select: str) -> None:
+    """Run the dbt tests SELECT picks in this checkout's dbt project; results in its target/run_results.json."""
+    settings = Settings.from_env()
+    with _quietly(settings):
+        summary = lifecycle.dbt_test(settings, select)
+    click.echo(json.dumps(summary.counts.get("test", {})))
 
 
 @estate.command("heal")

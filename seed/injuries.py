@@ -29,6 +29,7 @@ PII_COLUMN = ("transactions", "card_number")
 STALE_SOURCE = "customers"
 STALE_DAYS = 40
 BAD_LOAD_DAYS = 3  # orders placed in the last days lose their price in the bad load
+RELOAD_DAYS = 60  # the device vendor's reload in percent covers its last days of rows
 DEPARTED_OWNER = "urn:li:corpuser:priya.nair"
 MIGRATED_FEATURE = "device_ip_risk_score"  # moved to the v2 feed; its sibling features were not
 RETIRED_TABLE, NEW_TABLE = "fct_device_features", "fct_device_features_v2"
@@ -110,6 +111,21 @@ def null_device_risk(warehouse: Warehouse, share: float = 0.02) -> None:
     try:
         with conn, conn.cursor() as cur:
             cur.execute(f"UPDATE raw.device_signals SET ip_risk_score = NULL WHERE transaction_id % {round(1 / share)} = 0")
+    except psycopg2.Error as err:
+        raise StackError(f"could not injure the warehouse at {warehouse.where}: {err}".strip()) from err
+    finally:
+        conn.close()
+
+
+def reload_in_percent(warehouse: Warehouse, days: int = RELOAD_DAYS) -> None:
+    """The vendor reloads its last ``days`` of rows with the IP risk score in percent; the rows land now."""
+    conn = warehouse.connect()
+    try:
+        with conn, conn.cursor() as cur:
+            cur.execute(
+                "UPDATE raw.device_signals SET ip_risk_score = ip_risk_score * 100, _loaded_at = now()"
+                f" WHERE observed_at > (SELECT max(observed_at) FROM raw.device_signals) - interval '{days} days'"
+            )
     except psycopg2.Error as err:
         raise StackError(f"could not injure the warehouse at {warehouse.where}: {err}".strip()) from err
     finally:

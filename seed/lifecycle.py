@@ -24,7 +24,9 @@ from recall_dagster.errors import StackError
 from recall_dagster.files import read_json_object, write_json
 from recall_dagster.progress import Progress
 from recall_dagster.settings import REPO_ROOT, Settings
-from seed.stack.dbt import DbtRunSummary, dbt_artifacts, dbt_build, dbt_docs_generate, dbt_source_freshness
+from seed.stack.dbt import (
+    DbtRunSummary, dbt_artifacts, dbt_build, dbt_docs_generate, dbt_source_freshness, dbt_test_in_project,
+)
 from seed.stack.warehouse import Warehouse, ensure_warehouse, stop_warehouse
 from seed import injuries
 from seed.generate import load_raw
@@ -86,7 +88,7 @@ def build(settings: Settings, progress: Progress, scale: float | None = None) ->
     return summary
 
 
-SCENARIOS = ("injuries", "regression", "ambiguous")
+SCENARIOS = ("injuries", "regression", "ambiguous", "bad_load")
 
 
 def break_estate(settings: Settings, progress: Progress, scenario: str = "injuries") -> EstateSummary:
@@ -99,6 +101,9 @@ def break_estate(settings: Settings, progress: Progress, scenario: str = "injuri
     ``ambiguous``: the same code change, and in the same interval a vendor load
     that lost the same feature's values on a share of rows: two causes, equally
     well placed to explain the drop.
+    ``bad_load``: the device vendor reloads its recent rows with the IP risk
+    score in percent; the range test on the mart fails after the mart is
+    rebuilt, and fraud_detector is retrained (a candidate, not promoted) on it.
     """
     state = _built_state(settings)
     if state.data.get("broken"):
@@ -107,6 +112,15 @@ def break_estate(settings: Settings, progress: Progress, scenario: str = "injuri
     if scenario not in SCENARIOS:
         raise StackError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
     warehouse = ensure_warehouse(settings)
+    if scenario == "bad_load":
+        with progress.step("warehouse: the device vendor reloads its recent rows in percent"):
+            injuries.reload_in_percent(warehouse)
+        run_dbt(settings, warehouse, progress)
+        train_and_deploy(settings, warehouse, load_registry(), state, progress, models=("fraud_detector",),
+                         redeploy=False, promote=False)
+        summary = _summary(settings, ingest(settings, injuries.serving_registry(settings), state, progress))
+        _mark(state, scenario)
+        return summary
     if scenario in ("regression", "ambiguous"):
         if scenario == "ambiguous":
             with progress.step("warehouse: a device-signal load without IP risk scores"):
@@ -149,8 +163,8 @@ def heal(settings: Settings, progress: Progress) -> EstateSummary:
         return _summary(settings)
     warehouse = ensure_warehouse(settings)
     registry = load_registry()
-    if state.data.get("scenario") in ("regression", "ambiguous"):
-        if state.data.get("scenario") == "ambiguous":
+    if state.data.get("scenario") in ("regression", "ambiguous", "bad_load"):
+        if state.data.get("scenario") in ("ambiguous", "bad_load"):
             with progress.step("warehouse: reload the raw layer as it was"):
                 load_raw_layer(state, warehouse)
             run_dbt(settings, warehouse, progress)
@@ -238,15 +252,21 @@ def train_and_deploy(
     return trained
 
 
-def evaluate(settings: Settings, model: str) -> dict[str, float]:
+def evaluate(settings: Settings, model: str, before: datetime | None = None) -> dict[str, float]:
     """Fit and score ``model`` on the warehouse as training would, with the training registry in force;
-    nothing is recorded. It imports the training code from wherever Python finds it: in a repair's copy,
-    the copy's."""
+    nothing is recorded. ``before``: only on rows loaded before then. It imports the training code from
+    wherever Python finds it: in a repair's copy, the copy's."""
     from ml_models.train import evaluate_model
 
     registry = injuries.training_registry(settings)
     with sql_connection(ensure_warehouse(settings).url) as conn:
-        return evaluate_model(registry.model(model), registry, lambda q: pd.read_sql(sqlalchemy.text(q), conn))
+        return evaluate_model(registry.model(model), registry, lambda q: pd.read_sql(sqlalchemy.text(q), conn),
+                              before)
+
+
+def dbt_test(settings: Settings, select: str) -> DbtRunSummary:
+    """Run the selected dbt tests of the project this code sits in (in a repair's copy, the copy's)."""
+    return dbt_test_in_project(settings, ensure_warehouse(settings), select)
 
 
 def ingest(

@@ -94,11 +94,10 @@ def render_diagnosis(d: Diagnosis, record: DiagnosisRecord, console: Console) ->
             console.print(f"       {clue.detail}", highlight=False)
         for clue in h.counter[:2]:
             console.print(f"       [dim]against:[/dim] {clue.detail}", highlight=False)
-    if d.repair is not None:
-        r = d.repair
-        proof = "proven in a copy" if r.strategy == "guard_division" else "measured by its own logged metrics"
-        state = f"[green]{proof}[/green]" if r.validated else "[yellow]not proven[/yellow]"
-        console.print(f"  repair ({r.strategy}, {state}): {r.description}", highlight=False)
+    for place, r in enumerate(d.repairs):
+        state = f"[green]{r.proof}[/green]" if r.validated else f"[yellow]{r.proof}[/yellow]"
+        label = "repair" if place == 0 else "or"
+        console.print(f"  {label} ({r.strategy}, {state}): {r.description}", highlight=False)
         console.print(f"    {r.reason}", highlight=False)
         if r.metric:
             console.print(f"    {r.metric}: {number(r.metric_before)} -> {number(r.metric_after)}", highlight=False)

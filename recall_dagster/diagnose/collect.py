@@ -22,6 +22,7 @@ from recall_dagster.diagnose.config import DiagnoseConfig
 from recall_dagster.diagnose.facts import Clue, Facts, Relevance, RunFacts
 from recall_dagster.errors import ConfigError, ModelNotFound, ServiceUnreachable
 from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.estate.dbt import dbt_nodes
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.models import ModelSource
@@ -33,6 +34,7 @@ from recall_dagster.lifecycle.gate import training_data
 from recall_dagster.lifecycle.records import AssertionRecord
 from recall_dagster.lifecycle.service import Assessment, assess
 from recall_dagster.lifecycle.verdict import Status
+from recall_dagster.lifecycle.window import PASSING
 
 
 class NoBaseline(ConfigError):
@@ -226,8 +228,11 @@ def _assertion_clues(
         labels = any(matches_dataset(g, closure.dataset(record.dataset)) for g in config.label_tables)
         kind = "label_shift" if labels else "assertion_failed"
         rows = f" ({failed[0].failed_rows:,} failing rows)" if failed[0].failed_rows is not None else ""
-        data = {"assertion": record.name, "dataset": record.dataset, "column": record.column,
-                "failed_rows": failed[0].failed_rows, "classification": lc.classify(record.kind or record.name)}
+        passed = [r.at_ms for r in record.runs if r.at_ms is not None and r.at_ms < (failed[0].at_ms or 0)
+                  and r.result == PASSING]
+        data = {"assertion": record.name, "dataset": record.dataset, "column": record.column, "kind": record.kind,
+                "failed_rows": failed[0].failed_rows, "classification": lc.classify(record.kind or record.name),
+                "clean_until_ms": max(passed) if passed else None}
         clues.append(Clue(kind, record.where, f"{record.name} on {record.where} failed{rows}", _relevance(
             closure, columns, record.dataset, fields), at_ms=failed[0].at_ms, fields=fields, data=data))
         if not lc.failing(inside[-1].result):
@@ -235,6 +240,26 @@ def _assertion_clues(
                               _relevance(closure, columns, record.dataset, fields), at_ms=inside[-1].at_ms,
                               fields=fields, against=True, data=data))
     return clues
+
+
+def _upstream_guards(graph: MetadataGraph, clues: list[Clue], columns: ColumnGraph) -> list[Clue]:
+    """Each failing column test with the dbt node it runs on and the columns one step upstream in tables dbt
+    builds or declares: where the same test would have failed before the table the model reads was rebuilt."""
+    out = []
+    for clue in clues:
+        data = clue.data
+        if clue.kind != "assertion_failed" or clue.against or not data.get("column") or not data.get("kind"):
+            out.append(clue)
+            continue
+        failing = columns.col((str(data["dataset"]), str(data["column"])))
+        parents = sorted(columns.upstream.get(failing, ()))
+        nodes = dbt_nodes(graph, columns, {failing[0], *(p[0] for p in parents)})
+        if failing[0] not in nodes:
+            out.append(clue)
+            continue
+        guards = [{"node": nodes[p[0]].unique_id, "column": p[1]} for p in parents if p[0] in nodes]
+        out.append(replace(clue, data={**data, "dbt_node": nodes[failing[0]].unique_id, "guard_upstream": guards}))
+    return out
 
 
 def _state_clues(assessment: Assessment, closure: ModelClosure, cand: RunFacts, config: RecallConfig) -> list[Clue]:
@@ -320,7 +345,8 @@ def collect(
         return _feature_readers(closure, columns, [(u, column) for u in closure.datasets if display_name(u) == table], lc)
 
     clues += _schema_clues(base, cand, readers)
-    clues += _assertion_clues(assessment.records, closure, columns, base, cand, config, lc)
+    clues += _upstream_guards(graph, _assertion_clues(assessment.records, closure, columns, base, cand, config, lc),
+                              columns)
     clues += _state_clues(assessment, closure, cand, config)
     if base_closure is not None:
         rows = {k[len(lc.training_rows_metric):]: int(v) for k, v in cand.metrics.items()

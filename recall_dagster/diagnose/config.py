@@ -41,6 +41,10 @@ class RepairConfig:
     command: tuple[str, ...]
     timeout_seconds: float
     ignore: tuple[str, ...]
+    min_recovery: float = 1.0
+    retrain: tuple[str, ...] = ()
+    dbt_project: str = ""
+    dbt_command: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,10 @@ def _hypotheses(s: _Section) -> HypothesisConfig:
 
 
 def _repair(s: _Section) -> RepairConfig:
+    dbt = s.section("dbt")
+    recovery = s.number("min_recovery")
+    if not 0 < recovery <= 1:
+        raise ConfigError(f"{s.source}: diagnose.repair.min_recovery must be a share in (0, 1], got {recovery:g}")
     return RepairConfig(
         project=s.text("project") or ".",
         allowed=s.texts("allowed"),
@@ -89,6 +97,10 @@ def _repair(s: _Section) -> RepairConfig:
         command=s.texts("command"),
         timeout_seconds=s.number("timeout_seconds", minimum=1),
         ignore=s.texts("ignore"),
+        min_recovery=recovery,
+        retrain=s.texts("retrain"),
+        dbt_project=dbt.text("project", optional=True) or "",
+        dbt_command=dbt.texts("command"),
     )
 
 

@@ -48,7 +48,12 @@ class MetricRow:
 
 @dataclass(frozen=True)
 class GateOutcome:
-    """The verdict, every row behind it, and the primary metric's relative loss (positive: worse)."""
+    """The verdict, every row behind it, and the primary metric's relative loss (positive: worse).
+
+    The primary is the first of ``diagnose.primary`` that regressed, else the
+    first metric that did, else the first of ``diagnose.primary`` both logged:
+    the drop a hypothesis has to explain is the one the gate saw.
+    """
 
     verdict: GateVerdict
     rows: tuple[MetricRow, ...]
@@ -136,9 +141,12 @@ def metric_gate(candidate: Mapping[str, float], baseline: Mapping[str, float], c
             parts.append(f"neither run logged {', '.join(unseen)}")
         reason = f"no metric in diagnose.metrics was logged by both runs: {'; '.join(parts)}"
         return GateOutcome("UNVERIFIED", rows, None, None, reason)
-    primary = next((name for name in config.primary if name in compared), None)
-    loss = _loss(compared[primary]) if primary is not None else None
     regressed = [row for row in compared.values() if row.regressed]
+    primary = next(
+        (name for name in config.primary if name in compared and compared[name].regressed),
+        regressed[0].name if regressed else next((name for name in config.primary if name in compared), None),
+    )
+    loss = _loss(compared[primary]) if primary is not None else None
     if regressed:
         reason = "; ".join(f"{row.name} {row.baseline:.4g} -> {row.candidate:.4g}, {row.note}" for row in regressed)
         return GateOutcome("REGRESSION", rows, primary, loss, f"the candidate regressed: {reason}")

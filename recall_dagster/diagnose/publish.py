@@ -52,11 +52,9 @@ def markdown(d: Diagnosis) -> str:
             lines.append(f"{place}. **{h.kind}** {h.score:.3f} ({signals})")
             lines += [f"   - {c.detail}" for c in h.evidence]
             lines += [f"   - against: {c.detail}" for c in h.counter]
-    if d.repair is not None:
-        r = d.repair
-        proven = ("proven in a copy" if r.strategy == "guard_division" else "measured by its own logged metrics") \
-            if r.validated else "not proven"
-        lines += ["", f"## Repair: {r.strategy} ({proven})", "", r.description, "", r.reason]
+    for place, r in enumerate(d.repairs):
+        heading = "Repair" if place == 0 else "Alternative"
+        lines += ["", f"## {heading}: {r.strategy} ({r.proof})", "", r.description, "", r.reason]
         if r.metric:
             lines.append(f"\n{r.metric}: {number(r.metric_before)} (candidate) -> {number(r.metric_after)} (repaired)")
         if r.patch:

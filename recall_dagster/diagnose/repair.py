@@ -166,13 +166,14 @@ def check_limits(edit: Edit, config: RepairConfig) -> None:
 
 @dataclass(frozen=True)
 class Validation:
-    """What happened to one edit in a copy: whether it compiled, how the command ended, the metrics it printed.
+    """What happened in one copy: whether the edit compiled, how the command ended, what it measured.
 
-    ``returncode`` is None when the command was not run (it did not compile,
-    or there is no command) or ran past its timeout.
+    ``edit`` is None for a repair that changes no file (a retrain on other
+    data); ``returncode`` is None when the command was not run (the edit did
+    not compile, or there is no command) or ran past its timeout.
     """
 
-    edit: Edit
+    edit: Edit | None
     compiled: bool
     returncode: int | None
     metrics: dict[str, float] | None
@@ -181,15 +182,16 @@ class Validation:
 
     @property
     def ok(self) -> bool:
-        """The edit compiled and the command retrained cleanly, printing metrics to judge it by."""
+        """The edit compiled and the command ran cleanly, printing metrics to judge it by."""
         return self.compiled and self.returncode == 0 and self.metrics is not None
 
     def to_json(self) -> dict[str, Any]:
+        edit = self.edit
         return {
-            "path": self.edit.path,
-            "description": self.edit.description,
-            "patch": self.edit.patch,
-            "changed_lines": self.edit.changed_lines,
+            "path": edit.path if edit else None,
+            "description": edit.description if edit else None,
+            "patch": edit.patch if edit else None,
+            "changed_lines": edit.changed_lines if edit else 0,
             "compiled": self.compiled,
             "returncode": self.returncode,
             "metrics": self.metrics,
@@ -219,14 +221,14 @@ def _metrics(stdout: str) -> dict[str, float] | None:
     return None
 
 
-def _command(config: RepairConfig, substitutions: Mapping[str, str]) -> list[str]:
+def _command(template: Sequence[str], key: str, substitutions: Mapping[str, str]) -> list[str]:
     try:
-        return [arg.format_map(substitutions) for arg in config.command]
+        return [arg.format_map(substitutions) for arg in template]
     except KeyError as err:
-        raise ConfigError(f"diagnose.repair.command names {{{err.args[0]}}}, which is not one of: "
+        raise ConfigError(f"diagnose.repair.{key} names {{{err.args[0]}}}, which is not one of: "
                           f"{', '.join(sorted(substitutions))}") from None
     except (ValueError, IndexError) as err:
-        raise ConfigError(f"diagnose.repair.command has a malformed placeholder: {err}") from None
+        raise ConfigError(f"diagnose.repair.{key} has a malformed placeholder: {err}") from None
 
 
 def _run(args: list[str], cwd: Path, env: Mapping[str, str], timeout: float) -> tuple[int | None, str, str]:
@@ -235,7 +237,7 @@ def _run(args: list[str], cwd: Path, env: Mapping[str, str], timeout: float) -> 
         proc = subprocess.Popen(args, cwd=cwd, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, errors="replace", start_new_session=True)
     except OSError as err:
-        raise ConfigError(f"diagnose.repair.command could not start {args[0]}: {err.strerror or err}") from None
+        raise ConfigError(f"the repair command could not start {args[0]}: {err.strerror or err}") from None
     with proc:
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
@@ -246,44 +248,61 @@ def _run(args: list[str], cwd: Path, env: Mapping[str, str], timeout: float) -> 
     return proc.returncode, stdout, stderr
 
 
+@dataclass(frozen=True)
+class Command:
+    """What runs in a copy: ``args`` (``{name}`` placeholders), the ``diagnose.repair`` key it is configured
+    under, and how its result is read from the copy and its stdout (by default, the last line of JSON)."""
+
+    args: tuple[str, ...]
+    key: str = "command"
+    read: Callable[[Path, str], dict[str, float] | None] = lambda _copy, stdout: _metrics(stdout)
+
+
 def validate_in_copy(
     project: Path,
-    edit: Edit,
+    edit: Edit | None,
     config: RepairConfig,
     substitutions: Mapping[str, str],
     env: Mapping[str, str] | None = None,
+    command: Command | None = None,
 ) -> Validation:
-    """Apply ``edit`` to a temporary copy of ``project``, compile it and run ``config.command`` there.
+    """Apply ``edit`` (if any) to a temporary copy of ``project``, compile it and run ``command`` there
+    (``diagnose.repair.command`` unless given).
 
     The copy comes first on PYTHONPATH so the command imports the edited code,
     not an installed or working-tree version of it. With no command the edit
     is only compiled: proposed, not proven.
     """
-    check_limits(edit, config)
-    args = _command(config, substitutions)
+    if edit is not None:
+        check_limits(edit, config)
+    run = command or Command(config.command)
+    args = _command(run.args, run.key, substitutions)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="recall-repair-") as tmp:
         copy = Path(tmp) / (project.resolve().name or "project")
         # Symlinks are copied as files so writing the edit can never write through one into the project.
         shutil.copytree(project, copy, ignore=shutil.ignore_patterns(*config.ignore), ignore_dangling_symlinks=True)
-        target = copy / edit.path
-        if not target.is_file():
-            raise RepairRefused(f"{edit.path} is not in the copy of {project} (missing, or left out by "
-                                "diagnose.repair.ignore)")
-        if target.read_bytes() != edit.before.encode("utf-8"):
-            raise RepairRefused(f"{edit.path} changed since the repair was proposed; propose it again")
-        target.write_bytes(edit.after.encode("utf-8"))
-        try:
-            py_compile.compile(str(target), doraise=True)
-        except py_compile.PyCompileError as err:
-            return Validation(edit, False, None, None, time.monotonic() - started, _tail(err.msg))
+        if edit is not None:
+            target = copy / edit.path
+            if not target.is_file():
+                raise RepairRefused(f"{edit.path} is not in the copy of {project} (missing, or left out by "
+                                    "diagnose.repair.ignore)")
+            if target.read_bytes() != edit.before.encode("utf-8"):
+                raise RepairRefused(f"{edit.path} changed since the repair was proposed; propose it again")
+            target.write_bytes(edit.after.encode("utf-8"))
+            if target.suffix == ".py":
+                try:
+                    py_compile.compile(str(target), doraise=True)
+                except py_compile.PyCompileError as err:
+                    return Validation(edit, False, None, None, time.monotonic() - started, _tail(err.msg))
         if not args:
             return Validation(edit, True, None, None, time.monotonic() - started, "")
         base = dict(os.environ if env is None else env)
         inherited = base.get("PYTHONPATH")
         base["PYTHONPATH"] = f"{copy}{os.pathsep}{inherited}" if inherited else str(copy)
         returncode, stdout, stderr = _run(args, copy, base, config.timeout_seconds)
-    return Validation(edit, True, returncode, _metrics(stdout), time.monotonic() - started, _tail(stdout + stderr))
+        measured = run.read(copy, stdout)
+    return Validation(edit, True, returncode, measured, time.monotonic() - started, _tail(stdout + stderr))
 
 
 def prove_smallest(

@@ -19,6 +19,7 @@ import yaml
 
 from recall_dagster.detect import RecallConfig
 from recall_dagster.estate import Dataset, ModelClosure, display_name
+from recall_dagster.estate.dbt import DbtNode
 from recall_dagster.lifecycle.columns import Col, ColumnGraph, column_name
 from recall_dagster.lifecycle.incidents import IncidentEntry
 from recall_dagster.protect.config import COMPONENTS, ProtectConfig
@@ -177,17 +178,17 @@ def gaps(closures: Sequence[ModelClosure], columns: ColumnGraph, entries: Sequen
     )))
 
 
-def tests_yaml(gaps_found: Sequence[Gap], identities: Mapping[str, str], tests: Sequence[str]) -> str:
-    """Paste-ready dbt properties for the gaps whose table dbt builds or declares (``identities``: canonical
-    table -> ``dbt_unique_id``); grouped as dbt wants them, one entry per model or source table."""
+def tests_yaml(gaps_found: Sequence[Gap], nodes: Mapping[str, DbtNode], tests: Sequence[str]) -> str:
+    """Paste-ready dbt properties for the gaps whose table dbt builds or declares (``nodes``: canonical
+    table -> its dbt node); grouped as dbt wants them, one entry per model or source table."""
     models: dict[str, dict[str, None]] = {}
     sources: dict[str, dict[str, dict[str, None]]] = {}
     for gap in gaps_found:
-        parts = identities.get(gap.column[0], "").split(".")
-        if parts[0] == "model" and len(parts) >= 3:  # model.<package>.<name>[.<version>]
-            models.setdefault(parts[2], {})[gap.column[1]] = None
-        elif parts[0] == "source" and len(parts) >= 4:  # source.<package>.<source>.<table>
-            sources.setdefault(parts[2], {}).setdefault(parts[3], {})[gap.column[1]] = None
+        node = nodes.get(gap.column[0])
+        if node is not None and node.kind == "model":
+            models.setdefault(node.path[0], {})[gap.column[1]] = None
+        elif node is not None and node.kind == "source":
+            sources.setdefault(node.path[0], {}).setdefault(node.path[1], {})[gap.column[1]] = None
     if not models and not sources:
         return ""
 

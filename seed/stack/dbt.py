@@ -105,6 +105,12 @@ def dbt_build(
     return _summarise(result)
 
 
+def dbt_test_in_project(settings: Settings, warehouse: Warehouse, select: str) -> DbtRunSummary:
+    """``dbt test --select`` with its artifacts in the project's own ``target/``: how a repair's copy runs the
+    test it adds, leaving the estate's artifacts under RECALL_HOME alone."""
+    return _summarise(_invoke(settings, warehouse, ["test", "--select", select], PROJECT_DIR / "target"))
+
+
 def dbt_source_freshness(settings: Settings, warehouse: Warehouse) -> DbtRunSummary:
     """``dbt source freshness`` against the real clock; statuses are pass / warn / error per source."""
     return _summarise(_invoke(settings, warehouse, ["source", "freshness"]))
@@ -122,13 +128,15 @@ def _vars_args(vars: Mapping[str, Any] | None) -> list[str]:
     return ["--vars", json.dumps(dict(vars))] if vars else []
 
 
-def _invoke(settings: Settings, warehouse: Warehouse, args: Sequence[str]) -> dbtRunnerResult:
+def _invoke(
+    settings: Settings, warehouse: Warehouse, args: Sequence[str], target: Path | None = None
+) -> dbtRunnerResult:
     settings.dbt_dir.mkdir(parents=True, exist_ok=True)
     full = [
         *args,
         "--project-dir", str(PROJECT_DIR),
         "--profiles-dir", str(PROJECT_DIR),
-        "--target-path", str(dbt_target_dir(settings)),
+        "--target-path", str(target or dbt_target_dir(settings)),
         "--log-path", str(settings.dbt_dir / "logs"),
         "--log-level-file", "info",
         "--no-send-anonymous-usage-stats",

@@ -79,7 +79,7 @@ def test_nothing_compared_is_unverified_and_says_what_was_missing() -> None:
     assert metric_gate({}, {}, CONFIG).verdict == "UNVERIFIED"
 
 
-def test_the_primary_is_the_first_configured_metric_both_logged_and_its_loss_is_a_share_of_skill() -> None:
+def test_the_primary_is_the_first_configured_metric_that_regressed_and_its_loss_is_a_share_of_skill() -> None:
     both = metric_gate({"roc_auc": 0.7, "mae": 2.5}, {"roc_auc": 0.8, "mae": 2.0}, CONFIG)
     assert both.primary == "roc_auc" and both.loss == pytest.approx(0.1 / 0.3), "skill above chance 0.5"
     no_auc = metric_gate({"mae": 2.5}, {"roc_auc": 0.8, "mae": 2.0}, CONFIG)
@@ -89,8 +89,14 @@ def test_the_primary_is_the_first_configured_metric_both_logged_and_its_loss_is_
     assert mae_first.primary == "mae"
     at_chance = metric_gate({"roc_auc": 0.45}, {"roc_auc": 0.5}, CONFIG)
     assert at_chance.loss == pytest.approx(0.05), "no skill to share: the drop itself"
-    no_primary = metric_gate({"r2": 0.5}, {"r2": 0.6}, CONFIG)
-    assert no_primary.verdict == "REGRESSION" and (no_primary.primary, no_primary.loss) == (None, None)
+    only_r2 = metric_gate({"r2": 0.5}, {"r2": 0.6}, CONFIG)
+    assert only_r2.verdict == "REGRESSION" and only_r2.primary == "r2", "the drop the gate saw, though not listed"
+    auc_held = metric_gate({"roc_auc": 0.799, "average_precision": 0.5}, {"roc_auc": 0.8, "average_precision": 0.6},
+                           CONFIG)
+    assert auc_held.primary == "average_precision", "a primary that held is not the drop to explain"
+    assert auc_held.loss == pytest.approx(0.1 / 0.6)
+    nothing_regressed = metric_gate({"roc_auc": 0.81, "r2": 0.6}, {"roc_auc": 0.8, "r2": 0.6}, CONFIG)
+    assert nothing_regressed.primary == "roc_auc"
 
 
 def test_the_outcome_serialises_every_row() -> None:

@@ -33,7 +33,7 @@ def diagnosis(transform: bool) -> Diagnosis:
     gate = metric_gate(cand.metrics, base.metrics, config)
     ranked = rank(facts, gate.loss, config.hypotheses)
     return Diagnosis(Pair("fraud_detector", "2", "1"), gate, "REGRESSION", f"{ranked[0].kind} explains it", ranked,
-                     None, facts)
+                     (), facts)
 
 
 def test_evidence_first_one_document_and_news_only_once(tmp_path: Path, inbox: Inbox) -> None:

@@ -1,5 +1,6 @@
 """``recall diagnose`` on the demo estate: the regression scenario's transform bug found, repaired in a copy and
-proven by retraining there; the ambiguous scenario abstained on; healthy versions pass the metric gate."""
+proven by retraining there; the ambiguous scenario abstained on; the bad load retrained around, with the test
+that caught it moved upstream; healthy versions pass the metric gate."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def test_the_transform_bug_is_ranked_first_and_its_guard_proven_in_a_copy(env: S
     repair = report["repair"]
     assert repair["strategy"] == "guard_division" and repair["validated"], repair["reason"]
     assert "+    trust = 1 / (points).where((points) != 0)" in repair["patch"]
-    assert repair["metric"] == "roc_auc" and repair["metric_after"] > repair["metric_before"]
+    assert repair["metric"] == report["gate"]["primary"] and repair["metric_after"] > repair["metric_before"]
     evidence = Path(report["record"]["evidence"][1]).read_text()
     assert "## Repair: guard_division (proven in a copy)" in evidence and "```diff" in evidence
 
@@ -84,3 +85,31 @@ def test_heal_undoes_the_scenario_and_a_version_that_did_not_regress_passes(env:
     code, report = diagnose("--baseline", "1")
     assert (code, report["verdict"], report["hypotheses"]) == (0, "PASS", [])
     assert all(not row["regressed"] for row in report["gate"]["metrics"])
+
+
+def test_a_bad_load_is_retrained_around_and_the_test_that_caught_it_moved_upstream(env: Settings) -> None:
+    before = checkout_digest()
+    lifecycle.break_estate(env, Progress(quiet=True), "bad_load")
+    code, report = diagnose()
+    assert checkout_digest() == before, "the retrain and the dbt test run only in copies"
+    assert (code, report["verdict"]) == (1, "REGRESSION"), report["reason"]
+    top = report["hypotheses"][0]
+    assert top["kind"] == "upstream_data_quality", [(h["kind"], h["score"]) for h in report["hypotheses"]]
+    [failing] = [c for c in top["evidence"] if c["kind"] == "assertion_failed"]
+    assert "fct_device_features.ip_risk_score" in failing["subject"] and failing["data"]["clean_until_ms"]
+
+    repair = report["repair"]
+    assert (repair["strategy"], repair["validated"]) == ("retrain_before_failure", True), repair["reason"]
+    assert repair["tried"][0]["returncode"] == 0 and repair["patch"] is None, "a retrain changes no file"
+    assert repair["metric_after"] > repair["metric_before"]
+    alternatives = {r["strategy"]: r for r in report["alternatives"]}
+    assert alternatives["rollback"]["validated"], "the version the blind window proves clean"
+    guard = alternatives["add_dbt_test"]
+    assert guard["validated"], guard["reason"]
+    assert "dbt_project/models/staging/_staging.yml" in guard["patch"]
+    assert "+        data_tests: [not_null, {between: {arguments: {min_value: 0, max_value: 1}}}]" in guard["patch"]
+    assert guard["tried"][0]["metrics"]["fail"] == 1, "the moved test fails on the bad load: dbt build would stop"
+
+    lifecycle.heal(env, Progress(quiet=True))
+    code, healed = diagnose("--baseline", report["baseline"])
+    assert (code, healed["verdict"]) == (0, "PASS"), "retrained on the reloaded data, it matches the version before"

@@ -36,10 +36,11 @@ from lifecycle_estates import (  # noqa: E402
 from recall_dagster.detect import RecallConfig  # noqa: E402
 from recall_dagster.estate import Dataset, ModelClosure  # noqa: E402
 from recall_dagster.estate.views import Assertion, Deployment, Owner, Term  # noqa: E402
+from recall_dagster.estate.dbt import DbtNode  # noqa: E402
 from recall_dagster.lifecycle.columns import Col, column_graph  # noqa: E402
 from recall_dagster.lifecycle.incidents import ACTIVE, RESOLVED, IncidentEntry  # noqa: E402
 from recall_dagster.protect.assess import Gap, Reliability, gaps, reliability  # noqa: E402
-from recall_dagster.protect.assess import tests_yaml as render_yaml  # noqa: E402  (not collected as a test)
+from recall_dagster.protect.assess import tests_yaml as _tests_yaml  # noqa: E402  (not collected as a test)
 from recall_dagster.protect.config import COMPONENTS, ProtectConfig, load_protect_config  # noqa: E402
 from recall_dagster.scan import load_config  # noqa: E402
 
@@ -426,6 +427,12 @@ def test_the_estate_helper_and_column_graph_agree() -> None:
 
 
 # --- tests_yaml ---------------------------------------------------------------------------------------------
+
+
+def render_yaml(found: Sequence[Gap], identities: Mapping[str, str], tests: Sequence[str]) -> str:
+    """The YAML for gaps on tables whose dbt twins carry these ``dbt_unique_id`` values."""
+    return _tests_yaml(found, {table: DbtNode(unique_id) for table, unique_id in identities.items()}, tests)
+
 
 IDENTITIES = {
     RAW: "source.shop.raw.orders",

@@ -26,7 +26,7 @@ MARTS = {
                          "merchant_category", "hour_of_day", "unit_price", "amount_to_price_ratio", "occurred_at"],
     "dim_customers": ["customer_id", "email", "country", "segment", "tenure_days", "lifetime_orders",
                       "lifetime_spend", "days_since_last_order"],
-    "fct_device_features": ["transaction_id", "ip_risk_score", "is_emulator", "session_seconds"],
+    "fct_device_features": ["transaction_id", "ip_risk_score", "is_emulator", "session_seconds", "loaded_at"],
     "fct_device_features_v2": ["transaction_id", "ip_risk_score", "is_emulator", "session_seconds",
                                "device_trust_score"],
     "fct_daily_demand": ["order_date", "category", "units_sold", "revenue", "avg_unit_price", "order_count"],

@@ -2,5 +2,6 @@ select
     transaction_id,
     ip_risk_score,
     is_emulator,
-    session_seconds
+    session_seconds,
+    loaded_at
 from {{ ref('stg_device_signals') }}
