@@ -30,6 +30,7 @@ STALE_SOURCE = "customers"
 STALE_DAYS = 40
 BAD_LOAD_DAYS = 3  # orders placed in the last days lose their price in the bad load
 RELOAD_DAYS = 60  # the device vendor's reload in percent covers its last days of rows
+IN_CENTS = ("transactions", "amount", 14)  # the processor sends its last days of amounts in cents: same type
 DEPARTED_OWNER = "urn:li:corpuser:priya.nair"
 MIGRATED_FEATURE = "device_ip_risk_score"  # moved to the v2 feed; its sibling features were not
 RETIRED_TABLE, NEW_TABLE = "fct_device_features", "fct_device_features_v2"
@@ -73,7 +74,8 @@ def _edited_registry(target: Path, feature_name: str, edit: Callable[[dict], Non
 
 
 def injure_warehouse(warehouse: Warehouse) -> None:
-    """Retype a column, add an unclassified card-number column, stop a feed, and load NULL prices."""
+    """Retype a column, add an unclassified card-number column, stop a feed, load NULL prices, and switch
+    recent amounts to cents (a unit change only a profile shows)."""
     table, column, new_type = RETYPED
     pii_table, pii_column = PII_COLUMN
     conn = warehouse.connect()
@@ -102,6 +104,11 @@ def _injure(cur, table: str, column: str, new_type: str, pii_table: str, pii_col
     cur.execute(
         f"UPDATE raw.orders SET unit_price = NULL"
         f" WHERE ordered_at > (SELECT max(ordered_at) FROM raw.orders) - interval '{BAD_LOAD_DAYS} days'"
+    )
+    cents_table, cents_column, cents_days = IN_CENTS
+    cur.execute(
+        f"UPDATE raw.{cents_table} SET {cents_column} = {cents_column} * 100"
+        f" WHERE _loaded_at > (SELECT max(_loaded_at) FROM raw.{cents_table}) - interval '{cents_days} days'"
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,6 +20,7 @@ import sqlalchemy
 from ml_models.registry import FeatureRegistry, load_registry
 from recall_dagster.graph import open_graph
 from recall_dagster.lifecycle.rows import sql_connection
+from seed.ingest.enrich import dataset_urn
 from seed.ingest.run import ingest_all
 from recall_dagster.errors import StackError
 from recall_dagster.files import read_json_object, write_json
@@ -27,6 +29,7 @@ from recall_dagster.settings import REPO_ROOT, Settings
 from seed.stack.dbt import (
     DbtRunSummary, dbt_artifacts, dbt_build, dbt_docs_generate, dbt_source_freshness, dbt_test_in_project,
 )
+from seed.stack.profiles import profile_mcps
 from seed.stack.warehouse import Warehouse, ensure_warehouse, stop_warehouse
 from seed import injuries
 from seed.generate import load_raw
@@ -214,13 +217,20 @@ def load_raw_layer(state: EstateState, warehouse: Warehouse, scale: float | None
 
 
 def run_dbt(settings: Settings, warehouse: Warehouse, progress: Progress) -> DbtRunSummary:
-    """The daily dbt run: build with tests, source freshness, and the catalog DataHub reads."""
+    """The daily dbt run: build with tests, source freshness, the catalog DataHub reads, and table profiles."""
     with progress.step("dbt build (models and tests)"):
         result = dbt_build(settings, warehouse)
         progress.note(_counts_line(result))
     with progress.step("dbt source freshness and docs generate"):
         dbt_source_freshness(settings, warehouse)
         dbt_docs_generate(settings, warehouse)
+    with progress.step("profile the warehouse tables → DataHub"):
+        registry = load_registry()
+
+        def urn_of(relation: str) -> str:
+            return dataset_urn(registry, f"{registry.warehouse_database}.{relation}")
+
+        injuries.write_metadata(settings, profile_mcps(warehouse, urn_of, int(time.time() * 1000)))
     return result
 
 

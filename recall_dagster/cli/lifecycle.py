@@ -24,7 +24,7 @@ from recall_dagster.graph.port import location_of
 from recall_dagster.impact.config import load_impact_config
 from recall_dagster.impact.measured import gate_measure
 from recall_dagster.lifecycle.blast import describe
-from recall_dagster.lifecycle.columns import column_name
+from recall_dagster.estate.columns import column_name
 from recall_dagster.lifecycle.config import load_lifecycle_config
 from recall_dagster.lifecycle.gate import GateResult
 from recall_dagster.lifecycle.service import (

@@ -69,6 +69,18 @@ class BlastRadiusConfig:
 
 
 @dataclass(frozen=True)
+class ProfileDriftConfig:
+    """How far a profiled statistic may move before ``profile_drift`` reports it."""
+
+    row_count_change: float  # relative
+    null_fraction_increase: float  # absolute rise in the share of NULLs
+    distinct_change: float  # relative
+    mean_shift: float  # in the reference's standard deviations
+    relative_mean_shift: float  # share of the reference mean, when no standard deviation was profiled
+    range_growth: float  # how far beyond the reference min..max, as a share of that range
+
+
+@dataclass(frozen=True)
 class DetectorConfig:
     enabled: bool
     severity: Mapping[str, Severity]  # case name -> severity
@@ -85,6 +97,7 @@ class RecallConfig:
     min_fan_in: int
     blast_radius: BlastRadiusConfig
     detectors: Mapping[str, DetectorConfig]
+    profile_drift: ProfileDriftConfig
 
     def enabled(self, detector: str) -> bool:
         return self._detector(detector).enabled
@@ -231,6 +244,7 @@ def parse_config(data: Mapping[str, Any], source: str = "recall.yaml") -> Recall
     pii = root.section("pii")
     justification = root.section("justification")
     blast = root.section("blast_radius")
+    drift = root.section("profile_drift")
     detectors_section = root.section("detectors")
     detectors: dict[str, DetectorConfig] = {}
     for name in detectors_section.data:
@@ -269,4 +283,12 @@ def parse_config(data: Mapping[str, Any], source: str = "recall.yaml") -> Recall
             min_severity=blast.severity("min_severity"),
         ),
         detectors=detectors,
+        profile_drift=ProfileDriftConfig(
+            row_count_change=drift.number("row_count_change"),
+            null_fraction_increase=drift.number("null_fraction_increase"),
+            distinct_change=drift.number("distinct_change"),
+            mean_shift=drift.number("mean_shift"),
+            relative_mean_shift=drift.number("relative_mean_shift"),
+            range_growth=drift.number("range_growth"),
+        ),
     )

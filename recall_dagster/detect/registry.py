@@ -17,6 +17,7 @@ from recall_dagster.detect import (
     orphaned_feature,
     ownership_vacuum,
     pii_exposure,
+    profile_drift,
     training_serving_skew,
     training_source_schema_drift,
     undocumented_critical_path,
@@ -53,6 +54,7 @@ DETECTORS: tuple[Detector, ...] = tuple(
         failing_assertion,
         deprecated_upstream,
         version_mismatch,
+        profile_drift,
     )
 )
 _ORDER = {d.name: i for i, d in enumerate(DETECTORS)}

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from recall_dagster.detect import RecallConfig, run_detectors, training_serving_skew
 from recall_dagster.detect.config import matches_dataset
+from recall_dagster.detect.profile_drift import drifts
 from recall_dagster.diagnose.config import DiagnoseConfig
 from recall_dagster.diagnose.facts import Clue, Facts, Relevance, RunFacts
 from recall_dagster.errors import ConfigError, ModelNotFound, ServiceUnreachable
@@ -28,7 +29,7 @@ from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.models import ModelSource
 from recall_dagster.impact.measured import Measurer, assertion_replay
 from recall_dagster.lifecycle.blast import poisoned_features
-from recall_dagster.lifecycle.columns import ColumnGraph
+from recall_dagster.estate.columns import ColumnGraph
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.gate import training_data
 from recall_dagster.lifecycle.records import AssertionRecord
@@ -289,6 +290,18 @@ def _state_clues(assessment: Assessment, closure: ModelClosure, cand: RunFacts, 
     return clues
 
 
+def _profile_clues(closure: ModelClosure, base: RunFacts, cand: RunFacts, config: RecallConfig) -> list[Clue]:
+    """Profiled columns the features read that moved between the two trainings, one clue per table it starts in."""
+    if base.start_ms is None or cand.start_ms is None:
+        return []
+    found = drifts(closure, config.profile_drift, cand.start_ms, base.start_ms, "the profile when the baseline trained")
+    return [
+        Clue("profile_shifted", display_name(d.urn), d.message, "feature" if d.features else "input",
+             at_ms=d.profiled_at_ms, fields=d.features, data={"dataset": d.urn, "columns": list(d.shifts)})
+        for d in found
+    ]
+
+
 def _row_clues(base: RunFacts, cand: RunFacts, lc: LifecycleConfig) -> list[Clue]:
     prefix, limit = lc.training_rows_metric, lc.gate.max_row_drop
     clues = []
@@ -348,6 +361,7 @@ def collect(
     clues += _upstream_guards(graph, _assertion_clues(assessment.records, closure, columns, base, cand, config, lc),
                               columns)
     clues += _state_clues(assessment, closure, cand, config)
+    clues += _profile_clues(closure, base, cand, config)
     if base_closure is not None:
         rows = {k[len(lc.training_rows_metric):]: int(v) for k, v in cand.metrics.items()
                 if k.startswith(lc.training_rows_metric)}

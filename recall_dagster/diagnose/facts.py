@@ -78,6 +78,7 @@ CLUE_KINDS = (
     "label_shift",  # the label's base rate or label table changed
     "serving_skew",  # the candidate serves from data its training never read
     "rows_changed",  # an input's row count moved beyond tolerance
+    "profile_shifted",  # a profiled column a feature reads moved between the two trainings (profile_drift's bounds)
 )
 
 

@@ -26,7 +26,7 @@ Decision = Literal["REGRESSION", "INCONCLUSIVE"]
 NO_DATA_CAUSE = "no_data_cause"
 # Hypothesis kind -> the clue kinds that support it, in the order the report lists them.
 SUPPORT: dict[str, tuple[str, ...]] = {
-    "upstream_data_quality": ("assertion_failed", "contaminated", "rows_changed"),
+    "upstream_data_quality": ("assertion_failed", "contaminated", "rows_changed", "profile_shifted"),
     "schema_change": ("schema_changed",),
     "feature_transformation": ("transform_changed", "code_changed"),
     "stale_input": ("input_stale",),
@@ -41,7 +41,7 @@ _HYPOTHESIS_OF = {clue_kind: kind for kind, kinds in SUPPORT.items() for clue_ki
 # Clue kinds that exist only because the two runs differ, so an unknown time still falls between them.
 _BETWEEN_BY_CONSTRUCTION = frozenset({
     "transform_changed", "code_changed", "param_changed", "features_changed", "schema_changed", "label_shift",
-    "rows_changed",
+    "rows_changed", "profile_shifted",
 })
 _LINEAGE = {"feature": 1.0, "input": 0.6, "upstream": 0.3, "none": 0.0}
 _LINEAGE_WHY = {

@@ -15,7 +15,7 @@ from typing import Iterable
 from datahub.metadata.schema_classes import DatasetPropertiesClass
 
 from recall_dagster.graph.port import MetadataGraph
-from recall_dagster.lifecycle.columns import ColumnGraph
+from recall_dagster.estate.columns import ColumnGraph
 
 UNIQUE_ID = "dbt_unique_id"
 FILE_PATH = "dbt_file_path"

@@ -9,6 +9,7 @@ are read alongside the current ones.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timezone
 from typing import Iterable, Mapping
 
@@ -21,7 +22,9 @@ from datahub.metadata.schema_classes import (
     DataJobInputOutputClass,
     DataProcessInstanceInputClass,
     DataProcessInstancePropertiesClass,
+    DatasetFieldProfileClass,
     DatasetLineageTypeClass,
+    DatasetProfileClass,
     DatasetPropertiesClass,
     DeprecationClass,
     EditableDatasetPropertiesClass,
@@ -48,6 +51,7 @@ from recall_dagster.estate.names import display_name
 from recall_dagster.estate.views import (
     Assertion,
     ColumnEdge,
+    ColumnProfile,
     Dataset,
     Deployment,
     Feature,
@@ -55,6 +59,7 @@ from recall_dagster.estate.views import (
     FieldRef,
     Model,
     Owner,
+    Profile,
     SchemaField,
     Term,
     TrainingRun,
@@ -223,6 +228,7 @@ def parse_dataset(
     freshness_property: str | None,
     operations_ms: tuple[tuple[int, int], ...] = (),
     assertions: tuple[Assertion, ...] = (),
+    profiles: tuple[Profile, ...] = (),
 ) -> Dataset:
     if not aspects and not operations_ms:
         return Dataset(urn=urn, name=display_name(urn), missing=True)
@@ -252,7 +258,45 @@ def parse_dataset(
         property_updated_ms=_epoch_ms(property_value) if property_value else None,
         property_name=freshness_property if property_value else None,
         assertions=assertions,
+        profiles=profiles,
     )
+
+
+def _number(value: str | None) -> float | None:
+    """A profiled statistic as a number; None for what is not one (a date's min, "NaN", an empty string)."""
+    try:
+        number = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return number if number is not None and math.isfinite(number) else None
+
+
+def _column_profile(field: DatasetFieldProfileClass, rows: int | None) -> ColumnProfile:
+    nulls = field.nullProportion
+    if nulls is None and field.nullCount is not None and rows:
+        nulls = field.nullCount / rows
+    return ColumnProfile(
+        null_fraction=nulls,
+        distinct=field.uniqueCount,
+        minimum=_number(field.min),
+        maximum=_number(field.max),
+        mean=_number(field.mean),
+        stdev=_number(field.stdev),
+    )
+
+
+def parse_profiles(events: Iterable[DatasetProfileClass]) -> tuple[Profile, ...]:
+    """Profiles newest first, one per instant, fields by their simple path (v2 paths reduced, as schemas are)."""
+    by_time: dict[int, Profile] = {}
+    for event in events:
+        if event.timestampMillis is None or event.timestampMillis in by_time:
+            continue
+        by_time[event.timestampMillis] = Profile(
+            at_ms=event.timestampMillis,
+            row_count=event.rowCount,
+            columns={simple_path(f.fieldPath): _column_profile(f, event.rowCount) for f in event.fieldProfiles or ()},
+        )
+    return tuple(by_time[t] for t in sorted(by_time, reverse=True))
 
 
 def _datasets_only(urns: Iterable[str]) -> tuple[str, ...]:
@@ -314,6 +358,7 @@ def parse_training_run(urn: str, aspects: Aspects) -> TrainingRun:
         name=name or display_name(urn),
         missing=not aspects,
         inputs=_datasets_only(inputs),
+        created_ms=dpi_props.created.time if dpi_props and dpi_props.created and dpi_props.created.time else None,
     )
 
 

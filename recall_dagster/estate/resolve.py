@@ -14,6 +14,7 @@ from typing import Iterable, Mapping, Sequence
 from datahub.metadata.schema_classes import (
     AssertionInfoClass,
     AssertionRunEventClass,
+    DatasetProfileClass,
     OperationClass,
     StatusClass,
     UpstreamLineageClass,
@@ -192,6 +193,7 @@ def resolve_closures(
             # a table known only by its operations (written by a job, never catalogued) still exists
             operations_ms=_operations(graph, u, options.history_limit),
             assertions=assertions.get(u, ()),
+            profiles=parse.parse_profiles(graph.timeseries(u, DatasetProfileClass, limit=options.history_limit)),  # type: ignore[arg-type]
         )
         for u, aspects in raw_datasets.items()
     }

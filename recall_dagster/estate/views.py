@@ -63,6 +63,28 @@ class Assertion:
 
 
 @dataclass(frozen=True)
+class ColumnProfile:
+    """One column's statistics in a profile; a statistic the profiler did not compute (or that is not a number,
+    like a date's min) is None."""
+
+    null_fraction: float | None = None
+    distinct: int | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    mean: float | None = None
+    stdev: float | None = None
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A ``datasetProfile``: the table's row count and its columns' statistics at one instant."""
+
+    at_ms: int
+    row_count: int | None = None
+    columns: Mapping[str, ColumnProfile] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Freshness:
     updated_ms: int
     source: str  # "operation", "lastModified" or "property:<name>"
@@ -91,6 +113,7 @@ class Dataset:
     property_updated_ms: int | None = None
     property_name: str | None = None
     assertions: tuple[Assertion, ...] = ()
+    profiles: tuple[Profile, ...] = ()  # newest first
 
     @property
     def has_active_owner(self) -> bool:
@@ -101,6 +124,10 @@ class Dataset:
             if f.path == path:
                 return f
         return None
+
+    def profile_at(self, instant_ms: int) -> Profile | None:
+        """The newest profile taken at or before ``instant_ms``: the data as it stood then."""
+        return next((p for p in self.profiles if p.at_ms <= instant_ms), None)
 
     def freshness_at(self, instant_ms: int) -> Freshness | None:
         """When the data last changed as seen at ``instant_ms``; None when nobody recorded it.
@@ -152,6 +179,7 @@ class TrainingRun:
     name: str
     missing: bool = False
     inputs: tuple[str, ...] = ()  # dataset URNs, from inputEdges and legacy inputs
+    created_ms: int | None = None  # when the run was created (its start, as DataHub's mlflow source records it)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from recall_dagster.impact.models import ModelSource, ModelUnavailable, Subject
 from recall_dagster.impact.mutations import Mutation, MutationError, apply
 from recall_dagster.impact.policy import Verdict, judge, worst
 from recall_dagster.impact.targets import AffectedInput, AffectedModel
-from recall_dagster.lifecycle.columns import Col, column_name
+from recall_dagster.estate.columns import Col, column_name
 
 SCHEMA_VERSION = 1
 Progress = Callable[[str], None]

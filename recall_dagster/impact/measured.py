@@ -27,7 +27,7 @@ from recall_dagster.impact.models import MlflowModels, ModelSource
 from recall_dagster.impact.mutations import Mutation, parse_mutation
 from recall_dagster.impact.policy import Verdict, worst
 from recall_dagster.impact.targets import affected_models
-from recall_dagster.lifecycle.columns import Col, ColumnGraph, column_graph, column_name
+from recall_dagster.estate.columns import Col, ColumnGraph, column_graph, column_name
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.read import read_profile_rows, read_training_spans, relation
 from recall_dagster.lifecycle.service import Measure

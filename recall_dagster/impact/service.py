@@ -19,7 +19,7 @@ from recall_dagster.impact.models import ModelSource
 from recall_dagster.impact.mutations import parse_mutation
 from recall_dagster.impact.publish import ImpactPublished, publish_impact, write_evidence
 from recall_dagster.impact.targets import affected_models, changed_column
-from recall_dagster.lifecycle.columns import column_graph
+from recall_dagster.estate.columns import column_graph
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.scan import select_closures
 from recall_dagster.settings import Settings

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.lifecycle.blast import poisoned_features, read_columns
-from recall_dagster.lifecycle.columns import Col, ColumnGraph, column_name, lineage_to
+from recall_dagster.estate.columns import Col, ColumnGraph, column_name, lineage_to
 from recall_dagster.lifecycle.config import LifecycleConfig
 
 

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 from recall_dagster.estate import display_name
 from recall_dagster.lifecycle.blast import BlastRadius, blast_radius, origins_of
-from recall_dagster.lifecycle.columns import Col, column_name
+from recall_dagster.estate.columns import Col, column_name
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.records import AssertionRecord, Estate, TrainingSpan
 from recall_dagster.lifecycle.verdict import VersionVerdict, judge, newest_first, rollback_target

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Mapping, Sequence
 
 from recall_dagster.estate import ModelClosure, display_name
-from recall_dagster.lifecycle.columns import Col, ColumnGraph, column_name, lineage_to
+from recall_dagster.estate.columns import Col, ColumnGraph, column_name, lineage_to
 from recall_dagster.lifecycle.config import LifecycleConfig, SeverityConfig
 from recall_dagster.lifecycle.records import AssertionRecord
 

@@ -28,7 +28,7 @@ from recall_dagster.detect import (
 )
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.lifecycle.assess import RootCause
-from recall_dagster.lifecycle.columns import ColumnGraph
+from recall_dagster.estate.columns import ColumnGraph
 from recall_dagster.lifecycle.config import CHECK_NAMES, LifecycleConfig
 from recall_dagster.lifecycle.records import OpenIncident, TrainingSpan
 from recall_dagster.lifecycle.verdict import Status

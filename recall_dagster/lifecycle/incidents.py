@@ -19,7 +19,7 @@ from datahub.emitter.mce_builder import datahub_guid
 from datahub.metadata.urns import IncidentUrn
 
 from recall_dagster.lifecycle.assess import RootCause
-from recall_dagster.lifecycle.columns import Col
+from recall_dagster.estate.columns import Col
 from recall_dagster.scan import iso_instant
 
 # incidentInfo.customType of lifecycle incidents; not under the scan write-back's "recall:" prefix,

@@ -26,7 +26,7 @@ from recall_dagster.detect import RecallConfig
 from recall_dagster.estate import ModelClosure, display_name, resolve_closures
 from recall_dagster.estate.parse import parse_assertion
 from recall_dagster.graph.port import MetadataGraph
-from recall_dagster.lifecycle.columns import column_graph
+from recall_dagster.estate.columns import column_graph
 from recall_dagster.lifecycle.incidents import INCIDENT_TYPE
 from recall_dagster.lifecycle.records import AssertionRecord, AssertionRun, Estate, OpenIncident, TrainingSpan
 

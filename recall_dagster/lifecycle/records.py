@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from recall_dagster.estate import Dataset, ModelClosure, display_name
-from recall_dagster.lifecycle.columns import ColumnGraph
+from recall_dagster.estate.columns import ColumnGraph
 
 
 @dataclass(frozen=True)

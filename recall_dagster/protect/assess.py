@@ -20,7 +20,7 @@ import yaml
 from recall_dagster.detect import RecallConfig
 from recall_dagster.estate import Dataset, ModelClosure, display_name
 from recall_dagster.estate.dbt import DbtNode
-from recall_dagster.lifecycle.columns import Col, ColumnGraph, column_name
+from recall_dagster.estate.columns import Col, ColumnGraph, column_name
 from recall_dagster.lifecycle.incidents import IncidentEntry
 from recall_dagster.protect.config import COMPONENTS, ProtectConfig
 
@@ -155,17 +155,11 @@ def gaps(closures: Sequence[ModelClosure], columns: ColumnGraph, entries: Sequen
     """Untested columns production features read (through lineage), the last incident's pattern first."""
     reach: dict[Col, dict[str, set[str]]] = {}
     for closure in closures:
-        for feature in closure.features:
-            wanted = feature.column or feature.name
-            for source in feature.sources:
-                table = columns.canonical.get(source, source)
-                if wanted not in columns.columns.get(table, ()):
-                    continue
-                for col in columns.ancestry((table, wanted)):
-                    entry = reach.setdefault(col, {"models": set(), "live": set(), "features": set()})
-                    entry["models"].add(closure.registered_name)
-                    entry["live"] |= {d.urn for d in closure.live_deployments}
-                    entry["features"].add(feature.name)
+        for col, names in columns.feeding(closure).items():
+            entry = reach.setdefault(col, {"models": set(), "live": set(), "features": set()})
+            entry["models"].add(closure.registered_name)
+            entry["live"] |= {d.urn for d in closure.live_deployments}
+            entry["features"].update(names)
     tested, past = _tested(closures, columns), _incident_columns(entries, columns)
     found = [
         Gap(col, tuple(sorted(r["models"])), tuple(sorted(r["live"])), tuple(sorted(r["features"])),

@@ -8,7 +8,7 @@ from typing import Any
 from recall_dagster.detect import RecallConfig
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.estate.dbt import dbt_nodes
-from recall_dagster.lifecycle.columns import column_graph
+from recall_dagster.estate.columns import column_graph
 from recall_dagster.lifecycle.ledger import Ledger
 from recall_dagster.protect.assess import Gap, Reliability, gaps, reliability, tests_yaml
 from recall_dagster.protect.config import ProtectConfig

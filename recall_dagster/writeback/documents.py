@@ -43,6 +43,8 @@ WHAT_TO_DO = {
     "failing_assertion": "Fix the data the failing test names and rerun the test before the next retrain.",
     "deprecated_upstream": "Move to the replacement the deprecation names before the table disappears.",
     "version_mismatch": "Deploy the version the registry marks production, or move the alias to it.",
+    "profile_drift": "Ask the table's owner whether the values changed meaning (a unit, a scale, a default); "
+    "convert them back upstream, or retrain on the new values and measure it with `recall impact`.",
 }
 
 

@@ -206,3 +206,11 @@ def test_a_hypothesis_serialises_its_signals_evidence_and_counter() -> None:
     assert [s["name"] for s in out["signals"]] == ["temporal", "lineage", "fields", "size", "corroboration"]
     assert set(out["signals"][0]) == {"name", "value", "weight", "why"}
     assert out["evidence"][0]["data"] == {"rows": 3} and out["counter"][0]["kind"] == "assertion_recovered"
+
+
+def test_a_profile_shift_on_a_feature_column_argues_for_bad_upstream_data() -> None:
+    shifted = clue("profile_shifted", "warehouse.raw.transactions", "feature", at_ms=9_000, fields=("amount",))
+    ranked = rank(facts(shifted, total=4), 0.1, CONFIG)
+    assert ranked[0].kind == "upstream_data_quality" and ranked[0].evidence == (shifted,)
+    corroborated = hypothesis("upstream_data_quality", shifted, clue(at_ms=8_000, fields=("amount",)), total=4)
+    assert corroborated.score > ranked[0].score, "a failing test and a moved profile agree"

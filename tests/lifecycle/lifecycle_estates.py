@@ -20,7 +20,7 @@ from recall_dagster.estate import (
     SchemaField,
     TrainingRun,
 )
-from recall_dagster.lifecycle.columns import column_graph
+from recall_dagster.estate.columns import column_graph
 from recall_dagster.lifecycle.records import AssertionRecord, AssertionRun, Estate, TrainingSpan
 
 HOUR = 3_600_000

@@ -37,7 +37,7 @@ from recall_dagster.detect import RecallConfig  # noqa: E402
 from recall_dagster.estate import Dataset, ModelClosure  # noqa: E402
 from recall_dagster.estate.views import Assertion, Deployment, Owner, Term  # noqa: E402
 from recall_dagster.estate.dbt import DbtNode  # noqa: E402
-from recall_dagster.lifecycle.columns import Col, column_graph  # noqa: E402
+from recall_dagster.estate.columns import Col, column_graph  # noqa: E402
 from recall_dagster.lifecycle.incidents import ACTIVE, RESOLVED, IncidentEntry  # noqa: E402
 from recall_dagster.protect.assess import Gap, Reliability, gaps, reliability  # noqa: E402
 from recall_dagster.protect.assess import tests_yaml as _tests_yaml  # noqa: E402  (not collected as a test)

@@ -218,6 +218,20 @@ def test_healthy_estate_has_no_findings_at_all(estate, config):
     assert {d.name for d in DETECTORS} <= set(config.detectors)  # every detector ran
 
 
+def test_a_unit_change_only_a_profile_shows_is_reported_by_profile_drift_alone(estate, config):
+    db = estate("healthy")
+    store = MemoryStateStore()
+    scan(db, config, store)
+    ingest(db, "estate_healthy_profile_shift.json")  # the export now counts sessions in thousandths
+    result = scan(db, config, store)
+    [found] = result.models[0].findings
+    assert (found.detector, found.severity.value) == ("profile_drift", "WARN"), "no schema detector sees it"
+    assert found.subject == "urn:li:dataset:(urn:li:dataPlatform:bigquery,proj.features.user_stats,PROD)"
+    assert "sessions_7d: mean 4.2 -> 4,300" in found.message and found.evidence["features"] == ["sessions_7d"]
+    assert found.evidence["reference"] == "the profile when this version trained"
+    assert result.models[0].score.tier != "HEALTHY"
+
+
 def test_sparse_estate_reports_only_the_dangling_feature(estate, config):
     result = scan(estate("sparse"), config)
     assert {m.closure.model.name for m in result.models} == {"rules_engine", "hinter"}

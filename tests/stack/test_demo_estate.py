@@ -137,12 +137,18 @@ def test_break_is_reported_by_the_detector_that_owns_each_injury(estate, monkeyp
     assert fired == {
         "training_source_schema_drift", "orphaned_feature", "upstream_staleness", "ownership_vacuum",
         "training_serving_skew", "undocumented_critical_path", "blast_radius", "pii_exposure",
-        "failing_assertion", "deprecated_upstream", "version_mismatch",
+        "failing_assertion", "deprecated_upstream", "version_mismatch", "profile_drift",
     }
     messages = " ".join(f["message"] for f in retrained["findings"])
     assert "occurred_at" in messages and "fct_device_features_v2" in messages and "priya.nair" in messages
     mismatch = [f for f in by_name["fraud_detector_1"]["findings"] if f["detector"] == "version_mismatch"]
     assert mismatch and "fraud-api-us" in mismatch[0]["message"]
+    [cents] = [f for f in by_name["fraud_detector_1"]["findings"] if f["detector"] == "profile_drift"]
+    assert cents["subject"].endswith("warehouse.raw.transactions,PROD)") and "amount: mean" in cents["message"]
+    assert cents["evidence"]["features"] == ["amount_to_price_ratio", "txn_amount"]
+    assert not any("amount" in f["message"] for f in by_name["fraud_detector_1"]["findings"]
+                   if f["detector"] == "training_source_schema_drift"), "the unit change keeps the type"
+    assert not [f for f in retrained["findings"] if f["detector"] == "profile_drift"], "it trained on the cents"
     stale = [f for f in by_name["churn_predictor_1"]["findings"] if f["detector"] == "upstream_staleness"]
     assert stale and "raw.customers" in stale[0]["message"]
     assert any(row["dataset"].endswith("warehouse.raw.transactions,PROD)") for row in report["blast_radius"])

@@ -64,10 +64,23 @@ class ColumnGraph:
             queue.extend(parents)
         return seen
 
+    def feeding(self, closure: ModelClosure) -> dict[Col, tuple[str, ...]]:
+        """Every column a feature of ``closure`` reads, directly or through lineage, with the features it feeds."""
+        fed: dict[Col, dict[str, None]] = {}
+        for feature in closure.features:
+            wanted = feature.column or feature.name
+            for source in feature.sources:
+                table = self.canonical.get(source, source)
+                if wanted not in self.columns.get(table, ()):
+                    continue
+                for col in self.ancestry((table, wanted)):
+                    fed.setdefault(col, {})[feature.name] = None
+        return {col: tuple(sorted(names)) for col, names in fed.items()}
+
     def origins(self, col: Col) -> tuple[Col, ...]:
         """The columns with no upstream that ``col`` derives from; itself when lineage stops there."""
         roots = {c for c in self.ancestry(col) if not self.upstream.get(c)}
-        return tuple(sorted(roots)) or (col,)  # a pure cycle has no root: it starts where it was entered  # a pure cycle has no root: it starts where it was entered
+        return tuple(sorted(roots)) or (col,)  # a pure cycle has no root: it starts where it was entered
 
     def reach(self, cols: Iterable[Col]) -> dict[Col, Col | None]:
         """Every column downstream of ``cols`` (them included), each with the column it was reached from."""
