@@ -16,6 +16,7 @@ from typing import Any, Iterator
 
 from mcp.server.fastmcp import FastMCP
 
+from recall_dagster.acks.service import in_force
 from recall_dagster.cli.options import opened_graph
 from recall_dagster.graph.port import MetadataGraph, location_of
 from recall_dagster.impact.config import load_impact_config
@@ -51,7 +52,7 @@ def _scan(model: str | None, config_path: str | None) -> dict[str, Any]:
     with _graph() as (settings, graph):
         baselines = JsonStateStore(settings.state_dir).load_baselines()  # read, never recorded: tools are read-only
         result = run_scan(graph, config, MemoryStateStore(baselines), scanned_at_ms=_now_ms(),
-                          models=[model] if model else ())
+                          models=[model] if model else (), acks=in_force(graph, settings))
         return measure_scan(graph, result, lc, ic, MlflowModels(settings.mlflow_uri, ic)).to_json()
 
 

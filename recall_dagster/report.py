@@ -73,6 +73,14 @@ def render_report(result: ScanResult, console: Console) -> None:
             console.print(f"  [bold]{report.closure.model.name}[/] [dim]{f.detector}[/]  {f.message}", highlight=False)
             console.print(f"    [dim]{_path(list(f.evidence.get('path', [])))}[/]", highlight=False)
 
+    accepted = [(r, f, a) for r in result.models for f, a in r.accepted]
+    if accepted:
+        console.print()
+        console.print(Text(f"Acknowledged, not scored ({len(accepted)})", style="dim"))
+        for report, f, a in accepted:
+            console.print(f"  [bold]{report.closure.model.name}[/] [dim]{f.detector}[/]  {f.message}", highlight=False)
+            console.print(f"    [dim]{a.by} until {iso_instant(a.until_ms)}: {a.reason} ({a.id})[/]", highlight=False)
+
     if result.blast_radius:
         console.print()
         console.print(Text("Blast radius", style="bold"))

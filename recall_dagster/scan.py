@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol, Sequence
 
@@ -18,14 +17,16 @@ import yaml
 
 from recall_dagster.detect import Detection, Finding, RecallConfig, check_config, parse_config, run_detectors
 from recall_dagster.detect.blast_radius import BlastRadius
+from recall_dagster.acks.model import Accepted, Acknowledgement, split
 from recall_dagster.config_schema import validate_layer
 from recall_dagster.detect.config import merge
 from recall_dagster.files import read_json_object, write_json
 from recall_dagster.errors import ConfigError, ModelNotFound
-from recall_dagster.estate import ModelClosure, resolve_closures
+from recall_dagster.estate import ModelClosure, display_name, resolve_closures
 from recall_dagster.estate.coverage import Coverage, coverage
 from recall_dagster.estate.select import select
 from recall_dagster.graph.port import MetadataGraph
+from recall_dagster.instants import iso_instant
 from recall_dagster.score import Score, score_model
 from recall_dagster.settings import env_home
 
@@ -109,32 +110,52 @@ class MemoryStateStore:
         self.baselines = {u: dict(c) for u, c in baselines.items()}
 
 
-def record_baselines(closures: Sequence[ModelClosure], baselines: Baselines, *, rebaseline: bool) -> Baselines:
-    """Record the schema of every dataset seen for the first time (every dataset when rebaselining).
+def _named(closure: ModelClosure, urn: str, names: Sequence[str]) -> bool:
+    """Whether ``names`` (URNs, full names, dotted suffixes, or ``*`` for all) name the table ``urn`` is a twin of."""
+    if "*" in names:
+        return True
+    twins = {urn, closure.canonical(urn)}
+    shown = {display_name(t) for t in twins}
+    return any(n in twins or any(s == n or s.endswith("." + n) for s in shown) for n in names)
+
+
+def record_baselines(
+    closures: Sequence[ModelClosure], baselines: Baselines, *, accept: Sequence[str] = ()
+) -> Baselines:
+    """Record the schema of every dataset seen for the first time, and of those ``accept`` names.
 
     A baseline is kept until it is deliberately replaced, so drift stays
-    reported on every scan until someone accepts it with ``--rebaseline``.
+    reported on every scan until someone accepts that table's schema
+    (``recall scan --accept-schema TABLE``; ``*`` accepts every one). A name
+    that matches no scanned table is a :class:`ConfigError`, not a silent no-op.
     """
     updated = {u: dict(c) for u, c in baselines.items()}
+    matched: set[str] = set()
     for closure in closures:
         for urn, dataset in closure.datasets.items():
-            if dataset.fields is not None and (rebaseline or urn not in updated):
+            named = [n for n in accept if _named(closure, urn, [n])]
+            matched.update(named)
+            if dataset.fields is not None and (named or urn not in updated):
                 updated[urn] = {f.path: f.type for f in dataset.fields}
+    unknown = [n for n in accept if n not in matched]
+    if unknown:
+        raise ConfigError(f"--accept-schema {', '.join(unknown)} names no table in the scanned models' closures")
     return updated
-
-
-def iso_instant(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True)
 class ModelReport:
+    """A model's open findings (what its score counts) and those an acknowledgement covers (shown, not counted)."""
+
     closure: ModelClosure
     findings: tuple[Finding, ...]
     score: Score
+    accepted: tuple[tuple[Finding, Accepted], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         model = self.closure.model
+        findings = [{**f.to_json(), "acknowledged": None} for f in self.findings]
+        findings += [{**f.to_json(), "acknowledged": a.to_json()} for f, a in self.accepted]
         return {
             "urn": model.urn,
             "name": model.name,
@@ -144,7 +165,7 @@ class ModelReport:
             "tier": self.score.tier,
             "deployments": len(self.closure.live_deployments),
             "live_deployments": [d.urn for d in self.closure.live_deployments],
-            "findings": [f.to_json() for f in self.findings],
+            "findings": findings,
         }
 
 
@@ -155,6 +176,7 @@ class ScanResult:
     models: tuple[ModelReport, ...]  # highest score first
     blast_radius: tuple[BlastRadius, ...]
     config: RecallConfig
+    acks: tuple[Acknowledgement, ...] = ()  # the acknowledgements the scan honoured
 
     @property
     def failing(self) -> tuple[ModelReport, ...]:
@@ -179,26 +201,26 @@ class ScanResult:
 
 
 def score_models(
-    closures: Sequence[ModelClosure], detection: Detection, config: RecallConfig
+    closures: Sequence[ModelClosure], detection: Detection, config: RecallConfig,
+    acks: Sequence[Acknowledgement] = (), at_ms: int = 0,
 ) -> tuple[ModelReport, ...]:
-    reports = [
-        ModelReport(
-            closure=c,
-            findings=detection.findings.get(c.urn, ()),
-            score=score_model(detection.findings.get(c.urn, ()), len(c.live_deployments), config.scoring),
-        )
-        for c in closures
-    ]
+    """Each model scored on the findings no acknowledgement in force at ``at_ms`` covers."""
+    reports = []
+    for c in closures:
+        part = split(c, detection.findings.get(c.urn, ()), acks, at_ms)
+        score = score_model(part.open, len(c.live_deployments), config.scoring)
+        reports.append(ModelReport(closure=c, findings=part.open, score=score, accepted=part.accepted))
     return tuple(sorted(reports, key=lambda r: (-r.score.value, r.closure.model.name, r.closure.urn)))
 
 
 def detect_and_record(
-    closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, *, rebaseline: bool = False
+    closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, *, accept_schema: Sequence[str] = ()
 ) -> Detection:
-    """Run every detector against the stored baselines, then record the schemas first seen now."""
+    """Run every detector against the stored baselines, then record the schemas first seen now (and the
+    accepted ones)."""
     baselines = store.load_baselines()
     detection = run_detectors(closures, config, baselines)
-    updated = record_baselines(closures, baselines, rebaseline=rebaseline)
+    updated = record_baselines(closures, baselines, accept=accept_schema)
     if updated != baselines:
         store.save_baselines(updated)
     return detection
@@ -248,22 +270,25 @@ def run_scan(
     scanned_at_ms: int,
     include_all: bool = False,
     models: Sequence[str] = (),
-    rebaseline: bool = False,
+    accept_schema: Sequence[str] = (),
+    acks: Sequence[Acknowledgement] = (),
 ) -> ScanResult:
     """Scan production models, every model with ``include_all``, or the ones ``models`` selects
     (:func:`select_closures`).
 
-    ``scanned_at_ms`` is the instant freshness is judged at (now, or ``--as-of``).
+    ``scanned_at_ms`` is the instant freshness is judged at (now, or ``--as-of``), and the one ``acks`` are
+    in force at or not.
     New schema baselines are saved to ``store`` after detection, so the scan
     that first sees a dataset reports no drift for it.
     """
     closures = select_closures(graph, config, scanned_at_ms=scanned_at_ms, include_all=include_all, models=models)
-    detection = detect_and_record(closures, config, store, rebaseline=rebaseline)
+    detection = detect_and_record(closures, config, store, accept_schema=accept_schema)
     return ScanResult(
         scanned_at_ms=scanned_at_ms,
         graph=graph.location,
-        models=score_models(closures, detection, config),
+        models=score_models(closures, detection, config, acks, scanned_at_ms),
         blast_radius=detection.blast_radius,
         config=config,
+        acks=tuple(acks),
     )
 

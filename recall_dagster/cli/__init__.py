@@ -34,4 +34,6 @@ def main() -> None:
 
 
 # Subcommands register themselves on `cli`; imported last because they import it.
-from recall_dagster.cli import dagster_cmd, diagnose, evidence, impact, lifecycle, mcp_cmd, protect, scan, verify  # noqa: E402,F401
+from recall_dagster.cli import (  # noqa: E402,F401
+    ack, dagster_cmd, diagnose, evidence, impact, lifecycle, mcp_cmd, protect, scan, verify,
+)

@@ -36,6 +36,7 @@ from recall_dagster.lifecycle.service import (
     sync_incidents,
 )
 from recall_dagster.scan import load_config
+from recall_dagster.instants import iso_instant
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import load_writeback_config
 
@@ -145,6 +146,9 @@ def _render_gate(result: GateResult, console: Console) -> None:
         console.print(f"  [{colour}]{check.status:<4}[/{colour}] {check.name}: {check.summary}")
         for detail in check.details if check.status == "FAIL" else ():
             console.print(f"         - {detail}")
+    for finding, accepted in result.accepted:
+        console.print(f"  [dim]relied on acknowledgement {accepted.id} ({accepted.by}, until "
+                      f"{iso_instant(accepted.until_ms)}): {finding.detector}: {finding.message}[/dim]", highlight=False)
 
 
 @cli.group("incidents")

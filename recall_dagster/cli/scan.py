@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 import click
 from rich.console import Console
 
+from recall_dagster.acks.service import in_force
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
 from recall_dagster.errors import EXIT_FINDINGS, ConfigError
@@ -47,7 +48,10 @@ def _instant_ms(value: str) -> int:
 @json_option
 @click.option("--as-of", "as_of", metavar="ISO-8601", help="Judge freshness at this instant instead of now.")
 @config_option
-@click.option("--rebaseline", is_flag=True, help="Accept every current schema as the new baseline.")
+@click.option(
+    "--accept-schema", "accept_schema", multiple=True, metavar="TABLE",
+    help="Accept this table's current schema as its baseline (a URN or name; * for every table; repeatable).",
+)
 @click.option("--write", is_flag=True, help="Write the diagnosis back into the graph (evidence first).")
 @click.option("--dry-run", "dry", is_flag=True, help="Print what --write would write, and write nothing.")
 @click.option(
@@ -62,7 +66,7 @@ def scan(
     as_json: bool,
     as_of: str | None,
     config_path: str | None,
-    rebaseline: bool,
+    accept_schema: tuple[str, ...],
     write: bool,
     dry: bool,
     no_measure: bool,
@@ -87,7 +91,8 @@ def scan(
             scanned_at_ms=scanned_at_ms,
             include_all=include_all,
             models=models,
-            rebaseline=rebaseline,
+            accept_schema=accept_schema,
+            acks=in_force(graph, settings),
         )
         if not no_measure:
             result = measure_scan(graph, result, lc, ic, MlflowModels(settings.mlflow_uri, ic))

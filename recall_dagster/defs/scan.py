@@ -27,6 +27,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from recall_dagster.acks.service import in_force
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.detect import Detection, count_by_severity
 from recall_dagster.errors import ModelNotFound, ServiceUnreachable
@@ -69,7 +70,9 @@ class ScanConfig(Config):
 
 
 class FindingsConfig(Config):
-    rebaseline: bool = Field(default=False, description="Accept every current schema as the new baseline.")
+    accept_schema: list[str] = Field(
+        default=[], description="Tables whose current schema becomes the baseline (URNs or names; * for all)."
+    )
 
 
 class Closures(NamedTuple):
@@ -126,7 +129,8 @@ def risk_findings(model_closures: Closures, config: FindingsConfig, recall: Reca
     settings = recall.settings()
     with settings.writing("risk_findings"):
         store = JsonStateStore(settings.state_dir)
-        detection = detect_and_record(model_closures.closures, recall.config(), store, rebaseline=config.rebaseline)
+        detection = detect_and_record(model_closures.closures, recall.config(), store,
+                                      accept_schema=config.accept_schema)
     findings = [f for found in detection.findings.values() for f in found]
     return Output(
         detection,
@@ -161,14 +165,19 @@ def impact_tests(model_closures: Closures, risk_findings: Detection, recall: Rec
 
 @asset(group_name=GROUP, check_specs=[AssetCheckSpec(FAIL_TIER_CHECK, asset="risk_scores")])
 def risk_scores(model_closures: Closures, impact_tests: Detection, recall: RecallResource) -> Iterator[Any]:
-    """A score and a tier per model, worst first; the check fails (WARN) when a model reaches the fail tier."""
+    """A score and a tier per model, worst first, leaving out what an acknowledgement in force covers; the
+    check fails (WARN) when a model reaches the fail tier."""
     config = recall.config()
+    with recall.open_graph() as graph:
+        acks = in_force(graph, recall.settings())
+    at = model_closures.scanned_at_ms
     result = ScanResult(
-        scanned_at_ms=model_closures.scanned_at_ms,
+        scanned_at_ms=at,
         graph=model_closures.graph,
-        models=score_models(model_closures.closures, impact_tests, config),
+        models=score_models(model_closures.closures, impact_tests, config, acks, at),
         blast_radius=impact_tests.blast_radius,
         config=config,
+        acks=acks,
     )
     failing = [m.closure.model.name for m in result.failing]
     yield Output(

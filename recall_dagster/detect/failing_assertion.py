@@ -40,7 +40,13 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
                     failed_rows=assertion.failed_rows,
                     metric=dict([assertion.metric]) if assertion.metric else None,
                     ran_at_ms=assertion.ran_at_ms,
+                    since_ms=assertion.since_ms,
                     detail=assertion.detail,
                 )
             )
     return findings
+
+
+def identity(f: Finding) -> dict[str, object]:
+    """The test and the streak it is in: a test that passed and failed again is a new failure."""
+    return {k: f.evidence.get(k) for k in ("assertion", "dataset", "column", "result", "since_ms")}

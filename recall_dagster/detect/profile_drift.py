@@ -181,3 +181,9 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
         )
         for d in drifts(closure, config.profile_drift, closure.scanned_at_ms, _trained_ms(closure), TRAINED)
     ]
+
+
+def identity(f: Finding) -> dict[str, object]:
+    """Which columns moved and against which profile: fresh profiles of the same shift are the same finding."""
+    return {"reference_at_ms": f.evidence.get("reference_at_ms"), "columns": sorted(f.evidence.get("columns", {})),
+            "reached": f.evidence.get("reached")}

@@ -8,7 +8,7 @@ through the state, so it stays a pure ``(closure, config, state)`` function.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from recall_dagster.detect import (
     blast_radius,
@@ -38,10 +38,11 @@ class Detector:
     name: str
     detect: DetectFn
     cases: tuple[str, ...]  # severity cases it reads from recall.yaml
+    identity: Callable[[Finding], Any] | None  # what identifies a finding's evidence, when not all of it
 
 
 DETECTORS: tuple[Detector, ...] = tuple(
-    Detector(m.NAME, m.detect, m.CASES)
+    Detector(m.NAME, m.detect, m.CASES, getattr(m, "identity", None))
     for m in (
         training_source_schema_drift,
         orphaned_feature,
@@ -58,6 +59,7 @@ DETECTORS: tuple[Detector, ...] = tuple(
     )
 )
 _ORDER = {d.name: i for i, d in enumerate(DETECTORS)}
+IDENTITIES: Mapping[str, Callable[[Finding], Any]] = {d.name: d.identity for d in DETECTORS if d.identity}
 _SECOND_PASS = blast_radius.NAME
 
 

@@ -49,3 +49,8 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
             )
         )
     return findings
+
+
+def identity(f: Finding) -> dict[str, object]:
+    """The outage, not its age: the same last change (growing older) is the same staleness."""
+    return {k: f.evidence.get(k) for k in ("last_updated_ms", "freshness_source")}

@@ -50,9 +50,10 @@ class MetricRow:
 class GateOutcome:
     """The verdict, every row behind it, and the primary metric's relative loss (positive: worse).
 
-    The primary is the first of ``diagnose.primary`` that regressed, else the
-    first metric that did, else the first of ``diagnose.primary`` both logged:
-    the drop a hypothesis has to explain is the one the gate saw.
+    The primary is the regressed metric that lost the largest share of its
+    skill (``diagnose.primary``'s order breaks ties), else the first of
+    ``diagnose.primary`` both logged: the drop a hypothesis has to explain, and a
+    repair has to win back, is the biggest one the gate saw.
     """
 
     verdict: GateVerdict
@@ -142,10 +143,9 @@ def metric_gate(candidate: Mapping[str, float], baseline: Mapping[str, float], c
         reason = f"no metric in diagnose.metrics was logged by both runs: {'; '.join(parts)}"
         return GateOutcome("UNVERIFIED", rows, None, None, reason)
     regressed = [row for row in compared.values() if row.regressed]
-    primary = next(
-        (name for name in config.primary if name in compared and compared[name].regressed),
-        regressed[0].name if regressed else next((name for name in config.primary if name in compared), None),
-    )
+    order = {name: i for i, name in enumerate(config.primary)}
+    worst = max(regressed, key=lambda r: (_loss(r) or 0.0, -order.get(r.name, len(order))), default=None)
+    primary = worst.name if worst else next((name for name in config.primary if name in compared), None)
     loss = _loss(compared[primary]) if primary is not None else None
     if regressed:
         reason = "; ".join(f"{row.name} {row.baseline:.4g} -> {row.candidate:.4g}, {row.note}" for row in regressed)

@@ -91,24 +91,31 @@ class Context:
         return self.facts.candidate.metrics.get(self.primary) if self.primary else None
 
     def recovery(self, metrics: Mapping[str, float]) -> tuple[bool, str]:
-        """Whether every metric the candidate regressed on is back within tolerance of the baseline, or has
-        won back ``diagnose.repair.min_recovery`` of its drop; and what each one did, as a reviewer reads it."""
+        """Whether the primary drop is back within tolerance of the baseline or has won back
+        ``diagnose.repair.min_recovery`` of itself, with no other metric worse than the candidate's beyond its
+        tolerance; and what each metric did, as a reviewer reads it."""
         baseline, floor = self.facts.baseline.metrics, self.config.repair.min_recovery
-        dropped = {r.name: r for r in metric_gate(self.facts.candidate.metrics, baseline, self.config).rows
-                   if r.regressed}
+        before = {r.name: r for r in metric_gate(self.facts.candidate.metrics, baseline, self.config).rows}
         after = {r.name: r for r in metric_gate(metrics, baseline, self.config).rows}
+        harm = {r.name: r for r in metric_gate(metrics, self.facts.candidate.metrics, self.config).rows}
         verdicts, parts = [], []
-        for name, drop in dropped.items():
+        for name, drop in before.items():
             now = after.get(name)
-            if now is None or now.delta is None:
-                verdicts.append(False)
-                parts.append(f"{name} was not measured")
+            if now is None or now.delta is None or drop.delta is None:
+                if name == self.primary:
+                    verdicts.append(False)
+                    parts.append(f"{name} was not measured")
                 continue
-            share = (now.delta - drop.delta) / -drop.delta if drop.delta else 0.0  # either direction: 1 = all of it
-            within = not now.regressed
-            verdicts.append(within or share >= floor)
-            parts.append(f"{name} {drop.candidate:.4g} -> {now.candidate:.4g} "
-                         + ("(within tolerance of the baseline)" if within else f"({share:.0%} of its drop won back)"))
+            if name == self.primary:
+                won = (now.delta - drop.delta) / -drop.delta if drop.delta else 1.0  # either direction: 1 = all
+                within = not now.regressed
+                verdicts.append(within or won >= floor)
+                told = "(within tolerance of the baseline)" if within else f"({won:.0%} of its drop won back)"
+            else:
+                worse = harm[name].regressed
+                verdicts.append(not worse)
+                told = "(worse than the candidate beyond its tolerance)" if worse else "(no worse than the candidate)"
+            parts.append(f"{name} {drop.candidate:.4g} -> {now.candidate:.4g} {told}")
         return bool(verdicts) and all(verdicts), "; ".join(parts)
 
     def after(self, metrics: Mapping[str, float] | None) -> float | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
+from itertools import takewhile
 from typing import Iterable, Mapping
 
 from datahub.metadata.schema_classes import (
@@ -511,10 +512,11 @@ def _metric(info: AssertionInfoClass | None, event: AssertionRunEventClass | Non
 
 def parse_assertion(urn: str, info: AssertionInfoClass | None, events: Iterable[AssertionRunEventClass]) -> Assertion:
     """An assertion and its latest completed result (by event time, not storage order)."""
-    completed = [e for e in events if e.result is not None]
-    latest = max(completed, key=lambda e: e.timestampMillis, default=None)
+    completed = sorted((e for e in events if e.result is not None), key=lambda e: e.timestampMillis, reverse=True)
+    latest = completed[0] if completed else None
     result = latest.result if latest else None
     metric = _metric(info, latest)
+    streak = [e.timestampMillis for e in takewhile(lambda e: e.result.type == result.type, completed)] if result else []
     return Assertion(
         urn=urn,
         name=_assertion_name(urn, info),
@@ -524,6 +526,7 @@ def parse_assertion(urn: str, info: AssertionInfoClass | None, events: Iterable[
         metric=metric,
         ran_at_ms=latest.timestampMillis if latest else None,
         detail=_text((result.nativeResults or {}).get("message")) if result else None,
+        since_ms=streak[-1] if streak else None,
     )
 
 

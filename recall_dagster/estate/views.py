@@ -60,6 +60,7 @@ class Assertion:
     metric: tuple[str, float] | None = None  # a metric or volume assertion's value, under its own name
     ran_at_ms: int | None = None
     detail: str | None = None  # the native result message, when the runner gave one
+    since_ms: int | None = None  # the first run of the streak the latest result belongs to (within the runs read)
 
 
 @dataclass(frozen=True)

@@ -236,11 +236,12 @@ def measure_scan(
 ) -> ScanResult:
     """``recall scan``'s measured pass: the findings measured, each model rescored."""
     closures = [m.closure for m in result.models]
-    detection = Detection(findings={m.closure.urn: m.findings for m in result.models}, blast_radius=result.blast_radius)
+    every = {m.closure.urn: (*m.findings, *(f for f, _ in m.accepted)) for m in result.models}
+    detection = Detection(findings=every, blast_radius=result.blast_radius)
     measured = measure_findings(graph, closures, detection, lc, ic, source)
     if measured is detection:
         return result
-    return replace(result, models=score_models(closures, measured, result.config))
+    return replace(result, models=score_models(closures, measured, result.config, result.acks, result.scanned_at_ms))
 
 
 def gate_measure(settings: Settings, lc: LifecycleConfig, ic: ImpactConfig) -> Measure | None:

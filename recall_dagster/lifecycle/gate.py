@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping, Sequence
 
+from recall_dagster.acks.model import Accepted
 from recall_dagster.detect import (
     Finding,
     RecallConfig,
@@ -65,6 +66,7 @@ class GateInputs:
     config: LifecycleConfig
     now_ms: int
     measured: bool = False  # whether the findings were replayed on the model (impact.measured)
+    accepted: tuple[tuple[Finding, Accepted], ...] = ()  # findings an acknowledgement covers: not held against it
 
     @property
     def direct_inputs(self) -> tuple[str, ...]:
@@ -271,6 +273,7 @@ class GateResult:
     findings: tuple[Finding, ...] = ()  # the scan's findings on the version, for a reader who wants them all
     required: frozenset[str] = frozenset()  # checks whose SKIP makes the verdict UNVERIFIED
     reason: str | None = None  # why no version could be judged at all
+    accepted: tuple[tuple[Finding, Accepted], ...] = ()  # the acknowledgements the verdict relied on
 
     @classmethod
     def unverified(cls, model: str, reason: str, judged_at_ms: int) -> "GateResult":
@@ -315,6 +318,10 @@ class GateResult:
                 "skipped": {c.name: c.summary for c in self.checks if c.status == "SKIP"},
             },
             "checks": [c.to_json() for c in self.checks],
+            "acknowledged": [
+                {**a.to_json(), "detector": f.detector, "subject": f.subject, "message": f.message}
+                for f, a in self.accepted
+            ],
         }
 
 
@@ -333,4 +340,5 @@ def run_gate(inputs: GateInputs) -> GateResult:
         checks=checks,
         findings=tuple(inputs.findings),
         required=inputs.config.gate.required - skipped,
+        accepted=inputs.accepted,
     )

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from recall_dagster.acks.model import Acknowledgement, split
+from recall_dagster.acks.service import in_force
 from recall_dagster.detect import Detection, RecallConfig, run_detectors
 from recall_dagster.detect.state import SchemaBaseline
 from recall_dagster.errors import ConfigError, ModelNotFound
@@ -162,6 +164,7 @@ def evaluate_gate(
     baselines: Mapping[str, SchemaBaseline],
     row_counter: RowCounter | None = None,
     measure: Measure | None = None,
+    acks: Sequence[Acknowledgement] = (),
 ) -> GateResult:
     """GO / NO-GO / UNVERIFIED for retraining ``model`` (a name means the version its production alias serves).
 
@@ -176,7 +179,8 @@ def evaluate_gate(
     detection = run_detectors([closure], config, baselines)
     if measure is not None:
         detection = measure(graph, [closure], detection)
-    findings = detection.findings.get(closure.urn, ())
+    part = split(closure, detection.findings.get(closure.urn, ()), acks, now_ms)
+    findings = part.open
     twins = _twins_of(closure, closure.training_inputs)
     rows = read_profile_rows(graph, twins)
     missing = {t: [u for u in twins if relation(u) == t] for t in (span.table_rows if span else {}) if t not in rows}
@@ -198,6 +202,7 @@ def evaluate_gate(
         config=lc,
         now_ms=now_ms,
         measured=measure is not None,
+        accepted=part.accepted,
     )
     return run_gate(inputs)
 
@@ -214,11 +219,12 @@ def judge_retrain(
     """:func:`evaluate_gate` as ``recall gate`` and the Dagster gate run it: the scans' schema baselines, read
     and never recorded (a retrain refused on a broken estate must not make the broken schema the norm),
     row counts from the connections in ``lifecycle.row_counts``, and the findings replayed on the model by
-    ``measure`` (:func:`recall_dagster.impact.measured.gate_measure`), given."""
+    ``measure`` (:func:`recall_dagster.impact.measured.gate_measure`), given; the acknowledgements in force
+    (local and published) are honoured and named."""
     baselines = JsonStateStore(settings.state_dir).load_baselines()
     return evaluate_gate(
         graph, config, lc, model, now_ms, baselines=baselines, row_counter=sql_row_counter(lc.row_counts),
-        measure=measure,
+        measure=measure, acks=in_force(graph, settings),
     )
 
 

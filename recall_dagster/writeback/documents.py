@@ -30,7 +30,7 @@ from recall_dagster.writeback.writes import Write
 
 WHAT_TO_DO = {
     "training_source_schema_drift": "Compare the column with the type the model was trained on; "
-    "retrain on the new schema or restore the old type, then accept it with `recall scan --rebaseline`.",
+    "retrain on the new schema or restore the old type, then accept it with `recall scan --accept-schema TABLE`.",
     "orphaned_feature": "Point the feature at a dataset the catalog knows (or its replacement) and retrain, "
     "or drop the feature from the model.",
     "upstream_staleness": "Find out why the table stopped refreshing (its job, its sources): "

@@ -79,14 +79,16 @@ def test_nothing_compared_is_unverified_and_says_what_was_missing() -> None:
     assert metric_gate({}, {}, CONFIG).verdict == "UNVERIFIED"
 
 
-def test_the_primary_is_the_first_configured_metric_that_regressed_and_its_loss_is_a_share_of_skill() -> None:
+def test_the_primary_is_the_biggest_drop_and_its_loss_is_a_share_of_skill() -> None:
     both = metric_gate({"roc_auc": 0.7, "mae": 2.5}, {"roc_auc": 0.8, "mae": 2.0}, CONFIG)
     assert both.primary == "roc_auc" and both.loss == pytest.approx(0.1 / 0.3), "skill above chance 0.5"
     no_auc = metric_gate({"mae": 2.5}, {"roc_auc": 0.8, "mae": 2.0}, CONFIG)
     assert no_auc.primary == "mae" and no_auc.loss == pytest.approx(0.25), "relative to the error's size"
-    mae_first = metric_gate({"roc_auc": 0.7, "mae": 2.5}, {"roc_auc": 0.8, "mae": 2.0},
-                            replace(CONFIG, primary=("mae", "roc_auc")))
-    assert mae_first.primary == "mae"
+    bigger = metric_gate({"roc_auc": 0.79, "mae": 3.0}, {"roc_auc": 0.8, "mae": 2.0}, CONFIG)
+    assert bigger.primary == "mae", "half its size lost beats a thirtieth of AUC's skill, whatever the order"
+    tie = ({"roc_auc": 0.65, "mae": 3.0}, {"roc_auc": 0.8, "mae": 2.0})  # both lose half
+    assert metric_gate(*tie, CONFIG).primary == "roc_auc"
+    assert metric_gate(*tie, replace(CONFIG, primary=("mae", "roc_auc"))).primary == "mae", "the order breaks ties"
     at_chance = metric_gate({"roc_auc": 0.45}, {"roc_auc": 0.5}, CONFIG)
     assert at_chance.loss == pytest.approx(0.05), "no skill to share: the drop itself"
     only_r2 = metric_gate({"r2": 0.5}, {"r2": 0.6}, CONFIG)

@@ -141,3 +141,19 @@ def test_a_recovery_share_outside_0_to_1_is_refused_naming_the_key(tmp_path: Pat
     overlay.write_text(f"diagnose:\n  repair:\n    min_recovery: {value}\n")
     with pytest.raises(ConfigError, match=r"diagnose\.repair\.min_recovery must be a share in \(0, 1\]"):
         load_diagnose_config(overlay)
+
+
+def test_a_repair_that_wins_the_drop_back_by_costing_another_metric_is_not_proven(project: Path) -> None:
+    (project / "train.py").write_text(TRAIN.replace(
+        'print(json.dumps({"roc_auc": 0.95 if', 'print(json.dumps({"average_precision": 0.2, "roc_auc": 0.95 if'))
+    config = configured(project)
+    f = facts()
+    f = dataclasses.replace(
+        f, candidate=dataclasses.replace(f.candidate, metrics={"roc_auc": 0.80, "average_precision": 0.6}),
+        baseline=dataclasses.replace(f.baseline, metrics={"roc_auc": 0.95, "average_precision": 0.6}),
+    )
+    gate = metric_gate(f.candidate.metrics, f.baseline.metrics, config)
+    found = propose_repairs(f, rank(f, gate.loss, config.hypotheses), config, gate.primary, lambda v: {})
+    retrain = next(r for r in found if r.strategy == "retrain_before_failure")
+    assert not retrain.validated
+    assert "average_precision 0.6 -> 0.2 (worse than the candidate beyond its tolerance)" in retrain.reason

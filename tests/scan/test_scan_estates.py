@@ -7,9 +7,11 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from recall_dagster.detect import DETECTORS, RecallConfig, Severity
+from recall_dagster.errors import ConfigError
 from recall_dagster.estate import resolve_closures
 from recall_dagster.estate.coverage import DATASET_SIGNALS
 from recall_dagster.graph import LiteGraph
@@ -161,7 +163,13 @@ def test_schema_drift_is_reported_against_the_first_scan(estate, config):
     # baselines are kept until accepted, so the drift is still reported next time
     third = scan(db, config, store)
     assert any(f.detector == "training_source_schema_drift" for f in third.models[0].findings)
-    scan(db, config, store, rebaseline=True)
+    scan(db, config, store, accept_schema=["raw.payments"])
+    one = scan(db, config, store)
+    assert {f.subject for m in one.models for f in m.findings if f.detector == "training_source_schema_drift"} == {
+        RAW_CUST}, "only the table accepted stops drifting"
+    with pytest.raises(ConfigError, match=r"--accept-schema raw\.nowhere names no table"):
+        scan(db, config, store, accept_schema=["raw.nowhere"])
+    scan(db, config, store, accept_schema=["*"])
     accepted = scan(db, config, store)
     assert not any(f.detector == "training_source_schema_drift" for m in accepted.models for f in m.findings)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Iterator
 
@@ -17,9 +18,12 @@ from click.testing import CliRunner
 from datahub.metadata import schema_classes as m
 
 from recall_dagster.cli import cli
+from recall_dagster.detect.finding import Finding, Severity
 from recall_dagster.estate.marks import is_managed
 from recall_dagster.graph import open_graph
 from recall_dagster.progress import Progress
+from recall_dagster.scan import load_config
+from recall_dagster.score import score_model
 from recall_dagster.settings import Settings
 from seed import lifecycle
 
@@ -163,6 +167,35 @@ def test_break_is_reported_by_the_detector_that_owns_each_injury(estate, monkeyp
     before = lifecycle.entity_counts(settings)
     lifecycle.break_estate(settings, Progress(quiet=True))
     assert lifecycle.entity_counts(settings) == before, "a second break retrains and writes nothing"
+
+
+def test_an_acknowledged_pii_finding_is_shown_not_scored_until_it_expires(
+    estate, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings, _ = estate
+    tomorrow = (datetime.now(timezone.utc) + timedelta(days=1)).date().isoformat()
+    monkeypatch.setenv("RECALL_USER", "ana.lopez")
+    _, before = _scan(settings, monkeypatch, "--no-measure")
+    made = CliRunner().invoke(cli, ["ack", "pii_exposure", "raw.transactions", "--model", "fraud_detector", "--until",
+                                    tomorrow, "--reason", "card numbers are masked before training; legal signs off"])
+    assert made.exit_code == 0, made.output
+    _, after = _scan(settings, monkeypatch, "--no-measure")
+    scoring = load_config().scoring
+    for name in ("fraud_detector_1", "fraud_detector_2"):
+        model = {m["name"]: m for m in after["models"]}[name]
+        [pii] = [f for f in model["findings"] if f["detector"] == "pii_exposure"]
+        assert pii["acknowledged"]["by"] == "ana.lopez" and "legal signs off" in pii["acknowledged"]["reason"]
+        assert pii["acknowledged"]["until"].startswith((datetime.now(timezone.utc) + timedelta(days=2)).date().isoformat())
+        counted = [Finding(f["detector"], Severity(f["severity"]), f["subject"], f["message"])
+                   for f in model["findings"] if f["acknowledged"] is None]
+        assert model["score"] == score_model(counted, model["deployments"], scoring).value, "scored without it"
+    churn = {m["name"]: m for m in after["models"]}["churn_predictor_1"]
+    assert all(f["acknowledged"] is None for f in churn["findings"]), "--model fraud_detector: only there"
+    later = (datetime.now(timezone.utc) + timedelta(days=3)).isoformat()
+    _, expired = _scan(settings, monkeypatch, "--no-measure", "--as-of", later)
+    again = [f for m in expired["models"] for f in m["findings"] if f["detector"] == "pii_exposure"]
+    assert again and all(f["acknowledged"] is None for f in again), "counted again after it expires"
+    assert len(before["models"]) == len(after["models"])
 
 
 def test_write_back_twice_writes_the_diagnosis_once(estate, monkeypatch: pytest.MonkeyPatch) -> None:

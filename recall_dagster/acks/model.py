@@ -1,0 +1,131 @@
+"""Acknowledgements: "we know, and we accept it until Friday", for one finding and the evidence it had.
+
+An acknowledgement names a detector, the finding's subject and (optionally) a
+registered model, and carries the fingerprints of the evidence it accepted.
+It covers a finding while that finding's evidence still has one of those
+fingerprints and the scan's instant lies between the acknowledgement's
+creation and its expiry.  Evidence that changes (another column dropped, a
+new failing streak, a table that refreshed and stopped again) makes a new
+finding nobody accepted.  What identifies a finding's evidence is each
+detector's ``identity`` (everything but the path and the measurement, unless
+the detector says which keys are stable).  Pure: time is the scan's instant.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from datahub.emitter.mce_builder import datahub_guid
+
+from recall_dagster.detect.finding import Finding
+from recall_dagster.detect.registry import IDENTITIES
+from recall_dagster.estate import ModelClosure
+from recall_dagster.instants import iso_instant
+
+VOLATILE = ("path", "measured")  # evidence that changes without the problem changing
+
+
+def _everything_stable(f: Finding) -> Any:
+    return {k: v for k, v in f.evidence.items() if k not in VOLATILE}
+
+
+def fingerprint(f: Finding) -> str:
+    """A short, stable digest of what the finding's evidence says, as its detector identifies it."""
+    identity = IDENTITIES.get(f.detector, _everything_stable)(f)
+    return datahub_guid({"detector": f.detector, "identity": json.dumps(identity, sort_keys=True, default=str)})[:16]
+
+
+@dataclass(frozen=True)
+class Acknowledgement:
+    """Who accepted a finding, why, and until when (epoch millis)."""
+
+    id: str
+    detector: str
+    subject: str
+    model: str | None  # a registered model name; None: every model the finding is on
+    fingerprints: tuple[str, ...]
+    reason: str
+    by: str
+    created_ms: int
+    until_ms: int
+
+    @staticmethod
+    def make(detector: str, subject: str, model: str | None, fingerprints: Iterable[str], reason: str, by: str,
+             created_ms: int, until_ms: int) -> "Acknowledgement":
+        prints = tuple(sorted(set(fingerprints)))
+        ident = datahub_guid({"detector": detector, "subject": subject, "model": model or "", "prints": ",".join(prints)})
+        return Acknowledgement(ident[:12], detector, subject, model, prints, reason, by, created_ms, until_ms)
+
+    def covers(self, f: Finding, closure: ModelClosure, at_ms: int) -> bool:
+        return (
+            self.detector == f.detector and self.subject == f.subject
+            and (self.model is None or self.model == closure.registered_name)
+            and self.created_ms <= at_ms < self.until_ms
+            and fingerprint(f) in self.fingerprints
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "detector": self.detector, "subject": self.subject, "model": self.model,
+            "fingerprints": list(self.fingerprints), "reason": self.reason, "by": self.by,
+            "created_ms": self.created_ms, "until_ms": self.until_ms,
+        }
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> "Acknowledgement":
+        """One acknowledgement as stored; a malformed one raises ``ValueError`` naming what is wrong."""
+        try:
+            return Acknowledgement(
+                id=str(data["id"]), detector=str(data["detector"]), subject=str(data["subject"]),
+                model=str(data["model"]) if data.get("model") else None,
+                fingerprints=tuple(str(p) for p in data["fingerprints"]), reason=str(data["reason"]),
+                by=str(data["by"]), created_ms=int(data["created_ms"]), until_ms=int(data["until_ms"]),
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"an acknowledgement lacks or mangles {err}") from None
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """What a finding shows when an acknowledgement covers it."""
+
+    id: str
+    by: str
+    reason: str
+    until_ms: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "by": self.by, "reason": self.reason, "until": iso_instant(self.until_ms)}
+
+
+@dataclass(frozen=True)
+class Split:
+    """A model's findings parted into those still open and those an acknowledgement covers."""
+
+    open: tuple[Finding, ...] = ()
+    accepted: tuple[tuple[Finding, Accepted], ...] = ()
+    used: tuple[str, ...] = field(default=())  # the acknowledgements relied on
+
+
+def split(closure: ModelClosure, findings: Sequence[Finding], acks: Sequence[Acknowledgement], at_ms: int) -> Split:
+    """Each finding either open or covered by the first acknowledgement (by id) that accepts it."""
+    ordered = sorted(acks, key=lambda a: a.id)
+    open_, accepted = [], []
+    for f in findings:
+        ack = next((a for a in ordered if a.covers(f, closure, at_ms)), None)
+        if ack is None:
+            open_.append(f)
+        else:
+            accepted.append((f, Accepted(ack.id, ack.by, ack.reason, ack.until_ms)))
+    return Split(tuple(open_), tuple(accepted), tuple(dict.fromkeys(a.id for _, a in accepted)))
+
+
+def merged(*sources: Iterable[Acknowledgement]) -> tuple[Acknowledgement, ...]:
+    """Every acknowledgement once, by id, the first source's copy winning."""
+    seen: dict[str, Acknowledgement] = {}
+    for source in sources:
+        for ack in source:
+            seen.setdefault(ack.id, ack)
+    return tuple(seen[k] for k in sorted(seen))

@@ -1,0 +1,123 @@
+"""``recall ack``: accept a current finding until a date, list what is accepted, revoke it.
+
+An acknowledgement is made from the finding as the graph shows it now: the
+detectors run on the selected models (no measurement, no schema baseline
+recorded), the findings the request names are found, and their evidence's
+fingerprints are what is accepted.  Asking for a finding that is not there is a
+usage error listing what is, never an acknowledgement of nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+from recall_dagster.acks.model import Acknowledgement, fingerprint, merged
+from recall_dagster.acks.store import LocalAcks, publish, read_published
+from recall_dagster.detect import RecallConfig, run_detectors
+from recall_dagster.detect.finding import Finding
+from recall_dagster.errors import ConfigError
+from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.graph.port import MetadataGraph
+from recall_dagster.scan import JsonStateStore, select_closures
+from recall_dagster.settings import Settings
+from recall_dagster.writeback.config import RetryPolicy
+
+
+@dataclass(frozen=True)
+class AckRequest:
+    detector: str
+    subject: str  # a URN, a name (``raw.transactions``) or the dataset a finding is caused by
+    model: str | None
+    reason: str
+    until_ms: int
+    by: str
+
+
+def who() -> str:
+    """Who is acknowledging, when ``--by`` does not say: RECALL_USER, else the login name."""
+    return os.environ.get("RECALL_USER") or os.environ.get("USER") or os.environ.get("USERNAME") or "unknown"
+
+
+def in_force(graph: MetadataGraph, settings: Settings) -> tuple[Acknowledgement, ...]:
+    """This instance's acknowledgements and those another instance published to the graph, less any revoked."""
+    published, revoked = read_published(graph)
+    return tuple(a for a in merged(LocalAcks(settings.state_dir).load(), published) if a.id not in revoked)
+
+
+def _names(urn: str | None) -> set[str]:
+    if not urn:
+        return set()
+    name = display_name(urn)
+    return {urn, name, *(name.split(".", i)[-1] for i in range(1, name.count(".") + 1))}
+
+
+def _named(f: Finding, subject: str) -> bool:
+    return subject in _names(f.subject) or subject in _names(f.cause)
+
+
+def _current(
+    graph: MetadataGraph, settings: Settings, config: RecallConfig, request: AckRequest, now_ms: int
+) -> list[tuple[ModelClosure, Finding]]:
+    closures = select_closures(graph, config, scanned_at_ms=now_ms, models=[request.model] if request.model else ())
+    detection = run_detectors(closures, config, JsonStateStore(settings.state_dir).load_baselines())
+    of_detector = [(c, f) for c in closures for f in detection.findings.get(c.urn, ()) if f.detector == request.detector]
+    matched = [(c, f) for c, f in of_detector if _named(f, request.subject)]
+    if not matched:
+        seen = sorted({display_name(f.subject) for _, f in of_detector})
+        raise ConfigError(
+            f"no current {request.detector} finding on {request.subject}"
+            + (f" for {request.model}" if request.model else "")
+            + (f"; it is on: {', '.join(seen)}" if seen else f"; {request.detector} finds nothing now")
+        )
+    subjects = sorted({f.subject for _, f in matched})
+    if len(subjects) > 1:
+        raise ConfigError(f"{request.subject!r} names several subjects ({', '.join(subjects)}): give its URN")
+    return matched
+
+
+def acknowledge(
+    graph: MetadataGraph, settings: Settings, config: RecallConfig, request: AckRequest, now_ms: int,
+    policy: RetryPolicy, write: bool = True,
+) -> tuple[Acknowledgement, int, list[str]]:
+    """The acknowledgement, on disk first, then published; with the writes that landed and those that did not."""
+    if request.until_ms <= now_ms:
+        raise ConfigError("--until must lie in the future: an acknowledgement that has expired accepts nothing")
+    if not request.reason.strip():
+        raise ConfigError("--reason must say why the finding is accepted")
+    matched = _current(graph, settings, config, request, now_ms)
+    ack = Acknowledgement.make(
+        request.detector, matched[0][1].subject, request.model, (fingerprint(f) for _, f in matched),
+        request.reason.strip(), request.by, now_ms, request.until_ms,
+    )
+    local = LocalAcks(settings.state_dir)
+    local.save(merged([ack], local.load()))
+    if not write:
+        return ack, 0, []
+    landed, failures = publish(graph, [ack], policy, now_ms)
+    return ack, landed, failures
+
+
+def revoke(
+    graph: MetadataGraph, settings: Settings, ack_id: str, by: str, now_ms: int, policy: RetryPolicy,
+    write: bool = True,
+) -> tuple[Acknowledgement, int, list[str]]:
+    """Drop the acknowledgement here and unpublish its document; an unknown id lists the known ones."""
+    local = LocalAcks(settings.state_dir)
+    held = local.load()
+    known = merged(held, read_published(graph)[0])
+    ack = next((a for a in known if a.id == ack_id), None)
+    if ack is None:
+        ids = ", ".join(a.id for a in known) or "none"
+        raise ConfigError(f"no acknowledgement {ack_id!r}; known: {ids}")
+    local.save(a for a in held if a.id != ack_id)
+    if not write:
+        return ack, 0, []
+    landed, failures = publish(graph, [ack], policy, now_ms, revoked_by=by)
+    return ack, landed, failures
+
+
+def listing(acks: Sequence[Acknowledgement], now_ms: int) -> list[dict[str, object]]:
+    """Every acknowledgement with whether it is in force now."""
+    return [{**a.to_json(), "in_force": a.created_ms <= now_ms < a.until_ms} for a in acks]

@@ -1,0 +1,131 @@
+"""``recall ack DETECTOR SUBJECT --reason TEXT --until DATE [--model NAME]``, ``recall ack list``, ``recall ack revoke ID``.
+
+Exit codes: 0 done, 2 bad usage (no such finding, a date in the past, an
+unknown id), 3 the graph is unreachable or the acknowledgement could not be
+published (it is on disk, and the next ``recall ack`` or scan still honours it here).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timedelta, timezone
+
+import click
+from rich.console import Console
+
+from recall_dagster.acks.service import AckRequest, acknowledge, in_force, listing, revoke, who
+from recall_dagster.cli import RecallGroup, cli
+from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
+from recall_dagster.errors import EXIT_UNREACHABLE, ConfigError
+from recall_dagster.instants import iso_instant
+from recall_dagster.scan import load_config
+from recall_dagster.settings import Settings
+from recall_dagster.writeback.config import load_writeback_config
+
+DEFAULT = "accept"
+
+
+class AckGroup(RecallGroup):
+    """``recall ack DETECTOR SUBJECT ...`` runs the hidden ``accept`` command; ``list`` and ``revoke`` are named."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = [DEFAULT, *args]
+        return super().parse_args(ctx, args)
+
+
+def until_ms(value: str) -> int:
+    """An ISO-8601 date (through the end of that day, UTC) or instant (naive means UTC) as epoch millis."""
+    text = value.strip()
+    try:
+        if len(text) == 10:
+            day = datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
+            return int((day + timedelta(days=1)).timestamp() * 1000)
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise ConfigError(f"--until {value!r} is not an ISO-8601 date or time (e.g. 2026-12-04)") from None
+    return int((parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).timestamp() * 1000)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@cli.group("ack", cls=AckGroup)
+def ack() -> None:
+    """Accept a finding until a date (`recall ack DETECTOR SUBJECT --reason .. --until ..`), list, revoke."""
+
+
+@ack.command(DEFAULT, hidden=True)
+@click.argument("detector")
+@click.argument("subject")
+@click.option("--reason", required=True, help="Why the finding is accepted; shown wherever it is.")
+@click.option("--until", "until", required=True, metavar="DATE", help="Through this ISO date (UTC), or until an instant.")
+@click.option("--model", default=None, metavar="NAME", help="Only on this registered model (default: every model).")
+@click.option("--by", default=None, help="Who accepts it [env RECALL_USER, else the login name].")
+@click.option("--no-write", is_flag=True, help="Keep it on this machine; publish nothing to DataHub.")
+@graph_option
+@config_option
+@json_option
+@click.pass_context
+def accept(ctx: click.Context, detector: str, subject: str, reason: str, until: str, model: str | None,
+           by: str | None, no_write: bool, graph_target: str | None, config_path: str | None, as_json: bool) -> None:
+    """Accept the current DETECTOR finding on SUBJECT (a URN or a name such as raw.transactions)."""
+    config, policy = load_config(config_path), load_writeback_config(config_path).retry
+    request = AckRequest(detector, subject, model, reason, until_ms(until), by or who())
+    settings = Settings.from_env(graph=graph_target)
+    settings.ensure_home()
+    with settings.writing("recall ack"), opened_graph(settings, read_only=no_write) as graph:
+        made, landed, failures = acknowledge(graph, settings, config, request, _now_ms(), policy, write=not no_write)
+    if as_json:
+        click.echo(json.dumps({**made.to_json(), "writes": landed, "failures": failures}, indent=2))
+    else:
+        scope = f"on {made.model}" if made.model else "on every model it reaches"
+        click.echo(f"acknowledged {made.id}: {made.detector} on {made.subject} {scope} until "
+                   f"{iso_instant(made.until_ms)}, by {made.by}")
+        for failure in failures:
+            click.secho(f"not published yet: {failure}", fg="yellow")
+    if failures:
+        ctx.exit(EXIT_UNREACHABLE)
+
+
+@ack.command("list")
+@graph_option
+@json_option
+def list_command(graph_target: str | None, as_json: bool) -> None:
+    """Every acknowledgement this instance keeps or the graph publishes, and whether it is in force."""
+    settings = Settings.from_env(graph=graph_target)
+    with opened_graph(settings, read_only=True) as graph:
+        rows = listing(in_force(graph, settings), _now_ms())
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    console = Console()
+    if not rows:
+        console.print("no acknowledgements")
+    for r in rows:
+        state = "[green]in force[/green]" if r["in_force"] else "[dim]expired[/dim]"
+        console.print(f"{r['id']}  {r['detector']} on {r['subject']} ({r['model'] or 'every model'}) until "
+                      f"{iso_instant(int(r['until_ms']))} {state}\n    {r['by']}: {r['reason']}", highlight=False)
+
+
+@ack.command("revoke")
+@click.argument("ack_id", metavar="ID")
+@click.option("--by", default=None, help="Who revokes it [env RECALL_USER, else the login name].")
+@click.option("--no-write", is_flag=True, help="Drop it here only; leave the DataHub document as it is.")
+@graph_option
+@config_option
+@click.pass_context
+def revoke_command(ctx: click.Context, ack_id: str, by: str | None, no_write: bool, graph_target: str | None,
+                   config_path: str | None) -> None:
+    """Withdraw an acknowledgement: its finding counts again from the next scan."""
+    policy = load_writeback_config(config_path).retry
+    settings = Settings.from_env(graph=graph_target)
+    with settings.writing("recall ack revoke"), opened_graph(settings, read_only=no_write) as graph:
+        gone, _, failures = revoke(graph, settings, ack_id, by or who(), _now_ms(), policy, write=not no_write)
+    click.echo(f"revoked {gone.id}: {gone.detector} on {gone.subject}")
+    for failure in failures:
+        click.secho(f"not unpublished yet: {failure}", fg="yellow")
+    if failures:
+        ctx.exit(EXIT_UNREACHABLE)
