@@ -1,9 +1,26 @@
-"""Instants as Recall prints them: ISO-8601 in UTC, to the second."""
+"""Instants as Recall reads and prints them: epoch millis inside, ISO-8601 in UTC (to the second) outside."""
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timezone
+
+from recall_dagster.errors import ConfigError
+
+
+def clock_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def iso_instant(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+def parse_instant(value: str, option: str) -> datetime:
+    """ISO-8601 (``2025-03-01``, ``2025-03-01T12:00:00Z``) as an aware datetime; naive means UTC. A value that
+    is not one is a :class:`ConfigError` naming ``option``."""
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ConfigError(f"{option} {value!r} is not an ISO-8601 date or time (e.g. 2025-03-01T12:00:00Z)") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)

@@ -10,7 +10,6 @@ bound to localhost when asked.
 
 from __future__ import annotations
 
-import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -23,6 +22,7 @@ from recall_dagster.impact.config import load_impact_config
 from recall_dagster.impact.measured import gate_measure, measure_scan
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.impact.service import ImpactRequest, impact_test
+from recall_dagster.instants import clock_ms
 from recall_dagster.lifecycle.config import load_lifecycle_config
 from recall_dagster.lifecycle.service import blind_window_report, judge_retrain, list_incidents
 from recall_dagster.scan import JsonStateStore, MemoryStateStore, load_config, run_scan
@@ -36,10 +36,6 @@ INSTRUCTIONS = (
 )
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 @contextmanager
 def _graph() -> Iterator[tuple[Settings, MetadataGraph]]:
     settings = Settings.from_env()
@@ -51,7 +47,7 @@ def _scan(model: str | None, config_path: str | None) -> dict[str, Any]:
     config, lc, ic = load_config(config_path), load_lifecycle_config(config_path), load_impact_config(config_path)
     with _graph() as (settings, graph):
         baselines = JsonStateStore(settings.state_dir).load_baselines()  # read, never recorded: tools are read-only
-        result = run_scan(graph, config, MemoryStateStore(baselines), scanned_at_ms=_now_ms(),
+        result = run_scan(graph, config, MemoryStateStore(baselines), scanned_at_ms=clock_ms(),
                           models=[model] if model else (), acks=in_force(graph, settings))
         return measure_scan(graph, result, lc, ic, MlflowModels(settings.mlflow_uri, ic)).to_json()
 
@@ -76,7 +72,7 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
         roll back; without a target, every root cause."""
         config, lc = load_config(config_path), load_lifecycle_config(config_path)
         with _graph() as (_, graph):
-            return blind_window_report(graph, config, lc, target, _now_ms()).to_json()
+            return blind_window_report(graph, config, lc, target, clock_ms()).to_json()
 
     @server.tool()
     def retrain_gate(model: str) -> dict[str, Any]:
@@ -84,7 +80,7 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
         config, lc, ic = load_config(config_path), load_lifecycle_config(config_path), load_impact_config(config_path)
         with _graph() as (settings, graph):
             measure = gate_measure(settings, lc, ic)
-            return judge_retrain(graph, settings, config, lc, model, _now_ms(), measure).to_json()
+            return judge_retrain(graph, settings, config, lc, model, clock_ms(), measure).to_json()
 
     @server.tool(name="impact_test")
     def impact(dataset: str, column: str, mutation: str, fraction: float | None = None) -> dict[str, Any]:
@@ -92,7 +88,7 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
         config, lc, ic = load_config(config_path), load_lifecycle_config(config_path), load_impact_config(config_path)
         with _graph() as (settings, graph):
             report = impact_test(graph, config, lc, ic, ImpactRequest(dataset, column, mutation, fraction),
-                                 MlflowModels(settings.mlflow_uri, ic), _now_ms())
+                                 MlflowModels(settings.mlflow_uri, ic), clock_ms())
             return report.to_json()
 
     @server.tool()

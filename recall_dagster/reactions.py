@@ -11,20 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from recall_dagster.estate import ModelClosure, display_name
-
-
-def _names(urn: str) -> tuple[str, str]:
-    return urn, display_name(urn).casefold()
+from recall_dagster.estate import ModelClosure
+from recall_dagster.estate.names import named_by
 
 
 def reads(closure: ModelClosure, dataset: str) -> bool:
     """True when the closure holds ``dataset``: a URN, a full name, or a name's trailing parts (``marts.fct_orders``)."""
-    wanted = dataset.casefold()
-    return any(
-        dataset == urn or name == wanted or name.endswith("." + wanted)
-        for urn, name in map(_names, closure.datasets)
-    )
+    return any(named_by(urn, dataset) for urn in closure.datasets)
 
 
 def models_reading(closures: Iterable[ModelClosure], datasets: Iterable[str]) -> tuple[str, ...]:

@@ -22,7 +22,8 @@ from recall_dagster.config_schema import validate_layer
 from recall_dagster.detect.config import merge
 from recall_dagster.files import read_json_object, write_json
 from recall_dagster.errors import ConfigError, ModelNotFound
-from recall_dagster.estate import ModelClosure, display_name, resolve_closures
+from recall_dagster.estate import ModelClosure, resolve_closures
+from recall_dagster.estate.names import named_by
 from recall_dagster.estate.coverage import Coverage, coverage
 from recall_dagster.estate.select import select
 from recall_dagster.graph.port import MetadataGraph
@@ -110,13 +111,9 @@ class MemoryStateStore:
         self.baselines = {u: dict(c) for u, c in baselines.items()}
 
 
-def _named(closure: ModelClosure, urn: str, names: Sequence[str]) -> bool:
-    """Whether ``names`` (URNs, full names, dotted suffixes, or ``*`` for all) name the table ``urn`` is a twin of."""
-    if "*" in names:
-        return True
-    twins = {urn, closure.canonical(urn)}
-    shown = {display_name(t) for t in twins}
-    return any(n in twins or any(s == n or s.endswith("." + n) for s in shown) for n in names)
+def _named(closure: ModelClosure, urn: str, name: str) -> bool:
+    """Whether ``name`` (a URN, full name, dotted suffix, or ``*`` for all) names the table ``urn`` is a twin of."""
+    return name == "*" or any(named_by(twin, name) for twin in {urn, closure.canonical(urn)})
 
 
 def record_baselines(
@@ -133,7 +130,7 @@ def record_baselines(
     matched: set[str] = set()
     for closure in closures:
         for urn, dataset in closure.datasets.items():
-            named = [n for n in accept if _named(closure, urn, [n])]
+            named = [n for n in accept if _named(closure, urn, n)]
             matched.update(named)
             if dataset.fields is not None and (named or urn not in updated):
                 updated[urn] = {f.path: f.type for f in dataset.fields}

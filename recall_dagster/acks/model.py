@@ -14,7 +14,7 @@ the detector says which keys are stable).  Pure: time is the scan's instant.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from datahub.emitter.mce_builder import datahub_guid
@@ -106,7 +106,6 @@ class Split:
 
     open: tuple[Finding, ...] = ()
     accepted: tuple[tuple[Finding, Accepted], ...] = ()
-    used: tuple[str, ...] = field(default=())  # the acknowledgements relied on
 
 
 def split(closure: ModelClosure, findings: Sequence[Finding], acks: Sequence[Acknowledgement], at_ms: int) -> Split:
@@ -119,7 +118,7 @@ def split(closure: ModelClosure, findings: Sequence[Finding], acks: Sequence[Ack
             open_.append(f)
         else:
             accepted.append((f, Accepted(ack.id, ack.by, ack.reason, ack.until_ms)))
-    return Split(tuple(open_), tuple(accepted), tuple(dict.fromkeys(a.id for _, a in accepted)))
+    return Split(tuple(open_), tuple(accepted))
 
 
 def merged(*sources: Iterable[Acknowledgement]) -> tuple[Acknowledgement, ...]:

@@ -19,6 +19,7 @@ from recall_dagster.detect import RecallConfig, run_detectors
 from recall_dagster.detect.finding import Finding
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.estate.names import named_by
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.scan import JsonStateStore, select_closures
 from recall_dagster.settings import Settings
@@ -46,15 +47,9 @@ def in_force(graph: MetadataGraph, settings: Settings) -> tuple[Acknowledgement,
     return tuple(a for a in merged(LocalAcks(settings.state_dir).load(), published) if a.id not in revoked)
 
 
-def _names(urn: str | None) -> set[str]:
-    if not urn:
-        return set()
-    name = display_name(urn)
-    return {urn, name, *(name.split(".", i)[-1] for i in range(1, name.count(".") + 1))}
-
-
 def _named(f: Finding, subject: str) -> bool:
-    return subject in _names(f.subject) or subject in _names(f.cause)
+    """The finding is on ``subject``, or caused by it (a test's dataset)."""
+    return named_by(f.subject, subject) or (f.cause is not None and named_by(f.cause, subject))
 
 
 def _current(

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from datahub.emitter.mce_builder import datahub_guid
 from datahub.metadata.schema_classes import DocumentInfoClass, DocumentStateClass, DocumentStatusClass
 from datahub.metadata.urns import DocumentUrn
 
@@ -55,7 +54,8 @@ class LocalAcks:
 
 
 def document_urn(ack_id: str) -> str:
-    return DocumentUrn(datahub_guid({"recall": "ack", "id": ack_id})).urn()
+    """Named by the acknowledgement, so a scan reads these documents alone, not every document in the graph."""
+    return DocumentUrn(f"{MARK}-{ack_id}").urn()
 
 
 def _markdown(ack: Acknowledgement) -> str:
@@ -98,7 +98,8 @@ def publish(
 def read_published(graph: MetadataGraph) -> tuple[tuple[Acknowledgement, ...], frozenset[str]]:
     """Every acknowledgement a published Recall document in the graph carries, and the ids of those revoked
     (their documents unpublished): a revocation anywhere outweighs a copy kept here."""
-    urns = graph.list_urns("document")
+    prefix = document_urn("")
+    urns = [u for u in graph.list_urns("document") if u.startswith(prefix)]
     infos = graph.get_aspects(urns, [DocumentInfoClass]) if urns else {}
     found, revoked = [], set()
     for urn in urns:

@@ -8,8 +8,7 @@ published (it is on disk, and the next ``recall ack`` or scan still honours it h
 from __future__ import annotations
 
 import json
-import time
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import click
 from rich.console import Console
@@ -17,8 +16,8 @@ from rich.console import Console
 from recall_dagster.acks.service import AckRequest, acknowledge, in_force, listing, revoke, who
 from recall_dagster.cli import RecallGroup, cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
-from recall_dagster.errors import EXIT_UNREACHABLE, ConfigError
-from recall_dagster.instants import iso_instant
+from recall_dagster.errors import EXIT_UNREACHABLE
+from recall_dagster.instants import clock_ms, iso_instant, parse_instant
 from recall_dagster.scan import load_config
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import load_writeback_config
@@ -37,19 +36,9 @@ class AckGroup(RecallGroup):
 
 def until_ms(value: str) -> int:
     """An ISO-8601 date (through the end of that day, UTC) or instant (naive means UTC) as epoch millis."""
-    text = value.strip()
-    try:
-        if len(text) == 10:
-            day = datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
-            return int((day + timedelta(days=1)).timestamp() * 1000)
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        raise ConfigError(f"--until {value!r} is not an ISO-8601 date or time (e.g. 2026-12-04)") from None
-    return int((parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).timestamp() * 1000)
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
+    parsed = parse_instant(value, "--until")
+    end = parsed + timedelta(days=1) if len(value.strip()) == 10 else parsed  # a bare date: through that day
+    return int(end.timestamp() * 1000)
 
 
 @cli.group("ack", cls=AckGroup)
@@ -77,7 +66,7 @@ def accept(ctx: click.Context, detector: str, subject: str, reason: str, until: 
     settings = Settings.from_env(graph=graph_target)
     settings.ensure_home()
     with settings.writing("recall ack"), opened_graph(settings, read_only=no_write) as graph:
-        made, landed, failures = acknowledge(graph, settings, config, request, _now_ms(), policy, write=not no_write)
+        made, landed, failures = acknowledge(graph, settings, config, request, clock_ms(), policy, write=not no_write)
     if as_json:
         click.echo(json.dumps({**made.to_json(), "writes": landed, "failures": failures}, indent=2))
     else:
@@ -97,7 +86,7 @@ def list_command(graph_target: str | None, as_json: bool) -> None:
     """Every acknowledgement this instance keeps or the graph publishes, and whether it is in force."""
     settings = Settings.from_env(graph=graph_target)
     with opened_graph(settings, read_only=True) as graph:
-        rows = listing(in_force(graph, settings), _now_ms())
+        rows = listing(in_force(graph, settings), clock_ms())
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
@@ -123,7 +112,7 @@ def revoke_command(ctx: click.Context, ack_id: str, by: str | None, no_write: bo
     policy = load_writeback_config(config_path).retry
     settings = Settings.from_env(graph=graph_target)
     with settings.writing("recall ack revoke"), opened_graph(settings, read_only=no_write) as graph:
-        gone, _, failures = revoke(graph, settings, ack_id, by or who(), _now_ms(), policy, write=not no_write)
+        gone, _, failures = revoke(graph, settings, ack_id, by or who(), clock_ms(), policy, write=not no_write)
     click.echo(f"revoked {gone.id}: {gone.detector} on {gone.subject}")
     for failure in failures:
         click.secho(f"not unpublished yet: {failure}", fg="yellow")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import click
 from rich.console import Console
@@ -24,6 +23,7 @@ from recall_dagster.diagnose.service import Diagnosis, diagnose, version_urns
 from recall_dagster.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREACHABLE, EXIT_UNVERIFIED
 from recall_dagster.impact.config import load_impact_config
 from recall_dagster.impact.models import MlflowModels
+from recall_dagster.instants import clock_ms
 from recall_dagster.lifecycle.config import load_lifecycle_config
 from recall_dagster.progress import Progress
 from recall_dagster.scan import load_config
@@ -60,7 +60,7 @@ def diagnose_command(
     dc, ic, wc = load_diagnose_config(config_path), load_impact_config(config_path), load_writeback_config(config_path)
     settings = Settings.from_env(graph=graph_target)
     progress = Progress(quiet=as_json)
-    now_ms = int(time.time() * 1000)
+    now_ms = clock_ms()
     models = MlflowModels(settings.mlflow_uri, ic)
     with settings.writing("recall diagnose"), opened_graph(settings, read_only=no_write) as graph:
         result = diagnose(graph, models.client(), model, Configs(config, lc, dc, ic), models, now_ms,

@@ -6,7 +6,6 @@ the document is still pending (the local pack is written either way)."""
 from __future__ import annotations
 
 import json
-import time
 
 import click
 from datahub.emitter.mce_builder import datahub_guid
@@ -18,6 +17,7 @@ from recall_dagster.cli.options import config_option, graph_option, json_option,
 from recall_dagster.errors import EXIT_UNREACHABLE
 from recall_dagster.estate.marks import MANAGED_BY_KEY
 from recall_dagster.governance import evidence_pack, markdown, write_pack
+from recall_dagster.instants import clock_ms
 from recall_dagster.lifecycle.config import load_lifecycle_config
 from recall_dagster.scan import load_config
 from recall_dagster.settings import Settings
@@ -41,7 +41,7 @@ def evidence_command(
     """Data sources and lineage, checks and results, personal data, gaps, incidents, versions: regenerated now."""
     config, lc = load_config(config_path), load_lifecycle_config(config_path)
     settings = Settings.from_env(graph=graph_target)
-    now_ms = int(time.time() * 1000)
+    now_ms = clock_ms()
     failures: list[str] = []
     with settings.writing("recall evidence"), opened_graph(settings, read_only=no_write) as graph:
         pack = evidence_pack(graph, settings, config, lc, model, now_ms)

@@ -9,7 +9,6 @@ disk either way).
 from __future__ import annotations
 
 import json
-import time
 
 import click
 from rich.console import Console
@@ -25,6 +24,7 @@ from recall_dagster.impact.mutations import OPERATORS
 from recall_dagster.impact.policy import Verdict
 from recall_dagster.impact.publish import ImpactPublished
 from recall_dagster.impact.service import ImpactRequest, impact_test, record_impact
+from recall_dagster.instants import clock_ms
 from recall_dagster.lifecycle.config import load_lifecycle_config
 from recall_dagster.progress import Progress
 from recall_dagster.scan import load_config
@@ -76,7 +76,7 @@ def impact_command(
     policy = load_writeback_config(config_path).retry
     settings = Settings.from_env(graph=graph_target)
     progress = Progress(quiet=as_json)
-    now_ms = int(time.time() * 1000)
+    now_ms = clock_ms()
     request = ImpactRequest(dataset, column, mutation, fraction, models)
     with settings.writing("recall impact"), opened_graph(settings, read_only=no_write) as graph:
         report = impact_test(graph, config, lc, ic, request, MlflowModels(settings.mlflow_uri, ic), now_ms, progress.note)

@@ -10,7 +10,6 @@ version, else 4 when one serves a version whose training time is unknown;
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import click
@@ -36,14 +35,10 @@ from recall_dagster.lifecycle.service import (
     sync_incidents,
 )
 from recall_dagster.scan import load_config
-from recall_dagster.instants import iso_instant
+from recall_dagster.instants import clock_ms, iso_instant
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import load_writeback_config
 
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def _echo_json(data: Any) -> None:
@@ -67,7 +62,7 @@ def blind_window_command(
     config, lc = load_config(config_path), load_lifecycle_config(config_path)
     settings = Settings.from_env(graph=graph_target)
     with opened_graph(settings, read_only=True) as graph:
-        report = blind_window_report(graph, config, lc, target, _now_ms())
+        report = blind_window_report(graph, config, lc, target, clock_ms())
     if as_json:
         _echo_json(report.to_json())
     else:
@@ -123,7 +118,7 @@ def gate_command(
     settings = Settings.from_env(graph=graph_target)
     with opened_graph(settings, read_only=True) as graph:
         measure = gate_measure(settings, lc, load_impact_config(config_path))
-        result = judge_retrain(graph, settings, config, lc, model, _now_ms(), measure)
+        result = judge_retrain(graph, settings, config, lc, model, clock_ms(), measure)
     if as_json:
         _echo_json(result.to_json())
     else:
@@ -167,7 +162,7 @@ def sync_command(graph_target: str | None, config_path: str | None, as_json: boo
     settings = Settings.from_env(graph=graph_target)
     settings.ensure_home()
     with settings.writing("recall incidents sync"), opened_graph(settings, read_only=False) as graph:
-        result = sync_incidents(graph, settings, config, lc, _now_ms(), policy)
+        result = sync_incidents(graph, settings, config, lc, clock_ms(), policy)
     if as_json:
         _echo_json(result.to_json())
     else:

@@ -4,7 +4,6 @@ and the dbt tests to add. Exit 0 (a report, not a verdict); 2 bad usage or confi
 from __future__ import annotations
 
 import json
-import time
 
 import click
 from rich.console import Console
@@ -13,6 +12,7 @@ from rich.table import Table
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
 from recall_dagster.estate import display_name
+from recall_dagster.instants import clock_ms
 from recall_dagster.protect.config import load_protect_config
 from recall_dagster.protect.service import ProtectReport, protect_report
 from recall_dagster.scan import load_config
@@ -28,7 +28,7 @@ def protect_command(graph_target: str | None, config_path: str | None, as_json: 
     config, pc = load_config(config_path), load_protect_config(config_path)
     settings = Settings.from_env(graph=graph_target)
     with opened_graph(settings, read_only=True) as graph:
-        report = protect_report(graph, settings, config, pc, int(time.time() * 1000))
+        report = protect_report(graph, settings, config, pc, clock_ms())
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:

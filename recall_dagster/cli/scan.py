@@ -8,8 +8,6 @@ pending after retries; the evidence is on disk either way).
 from __future__ import annotations
 
 import json
-import time
-from datetime import datetime, timezone
 import click
 from rich.console import Console
 
@@ -18,6 +16,7 @@ from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
 from recall_dagster.errors import EXIT_FINDINGS, ConfigError
 from recall_dagster.impact.config import load_impact_config
+from recall_dagster.instants import clock_ms, parse_instant
 from recall_dagster.impact.measured import measure_scan
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.lifecycle.config import load_lifecycle_config
@@ -25,17 +24,6 @@ from recall_dagster.report import render_report
 from recall_dagster.scan import JsonStateStore, load_config, run_scan
 from recall_dagster.settings import Settings
 from recall_dagster.writeback import WritebackReport, dry_run, load_writeback_config, write_back
-
-
-def _instant_ms(value: str) -> int:
-    """ISO-8601 (``2025-03-01``, ``2025-03-01T12:00:00Z``) to epoch millis; naive means UTC."""
-    try:
-        parsed = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise ConfigError(f"--as-of {value!r} is not an ISO-8601 date or time (e.g. 2025-03-01T12:00:00Z)") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return int(parsed.timestamp() * 1000)
 
 
 @cli.command("scan")
@@ -81,7 +69,7 @@ def scan(
             "the incidents and tags of every model it did not look at (drop --model)"
         )
     writeback_config = load_writeback_config(config_path) if writing else None
-    scanned_at_ms = _instant_ms(as_of) if as_of else int(time.time() * 1000)
+    scanned_at_ms = int(parse_instant(as_of, "--as-of").timestamp() * 1000) if as_of else clock_ms()
     settings = Settings.from_env(graph=graph_target)
     with settings.writing("recall scan"), opened_graph(settings, read_only=not write or dry) as graph:
         result = run_scan(
@@ -98,9 +86,8 @@ def scan(
             result = measure_scan(graph, result, lc, ic, MlflowModels(settings.mlflow_uri, ic))
         report = None
         if writeback_config is not None:
-            now_ms = int(time.time() * 1000)
             run = dry_run if dry else write_back
-            report = run(graph, result, settings, writeback_config, now_ms)
+            report = run(graph, result, settings, writeback_config, clock_ms())
     if as_json:
         body = result.to_json()
         if report is not None:

@@ -7,13 +7,13 @@ config, 3 the graph is unreachable.
 from __future__ import annotations
 
 import json
-import time
 
 import click
 
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
 from recall_dagster.errors import EXIT_FINDINGS
+from recall_dagster.instants import clock_ms
 from recall_dagster.scan import load_config
 from recall_dagster.settings import Settings
 from recall_dagster.writeback import load_writeback_config
@@ -31,7 +31,7 @@ def verify_command(
     """Write a scratch model through every write path, read each back, heal it, and remove it."""
     settings = Settings.from_env(graph=graph_target)
     with opened_graph(settings, read_only=False) as graph:
-        now_ms = int(time.time() * 1000)
+        now_ms = clock_ms()
         result = verify(graph, settings, load_config(config_path), load_writeback_config(config_path), now_ms)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))

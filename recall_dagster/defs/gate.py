@@ -16,7 +16,6 @@ there the check sees the checks the job itself selects.
 """
 
 
-import time
 from dataclasses import replace
 from typing import Any, Iterator
 
@@ -43,6 +42,7 @@ from recall_dagster.impact.measured import gate_measure
 from recall_dagster.defs.translator import RecallTranslator
 from recall_dagster.detect import Severity
 from recall_dagster.errors import ModelNotFound
+from recall_dagster.instants import clock_ms
 from recall_dagster.lifecycle.gate import CheckResult, GateResult
 from recall_dagster.lifecycle.service import judge_retrain
 from recall_dagster.scan_markdown import checks_table, findings_table
@@ -144,7 +144,7 @@ def _gate_asset(
 
 
 def _judge(recall: RecallResource, model: str) -> GateResult:
-    now_ms = int(time.time() * 1000)
+    now_ms = clock_ms()
     with recall.open_graph() as graph:
         try:
             settings, lc = recall.settings(), recall.lifecycle_config()

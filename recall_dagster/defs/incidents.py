@@ -5,12 +5,12 @@ They run in the scan and rescan jobs, so a failing test that a sensor notices
 and a passing one its postmortem.
 """
 
-import time
 from typing import Any, Sequence
 
 from dagster import AssetKey, AssetsDefinition, Failure, MaterializeResult, MetadataValue, asset
 
 from recall_dagster.defs.resources import RecallResource
+from recall_dagster.instants import clock_ms
 from recall_dagster.lifecycle import blind_window_report, sync_incidents
 from recall_dagster.lifecycle.markdown import blind_window_table, incidents_table
 
@@ -28,7 +28,7 @@ def _data_incidents(deps: Sequence[AssetKey | str]) -> AssetsDefinition:
                 settings,
                 recall.config(),
                 recall.lifecycle_config(),
-                int(time.time() * 1000),
+                clock_ms(),
                 recall.writeback_config().retry,
             ).to_json()
         metadata: dict[str, Any] = {
@@ -48,7 +48,7 @@ def blind_window(recall: RecallResource) -> MaterializeResult:
     """``recall blind-window``: which model versions trained while the data was bad, and where to roll back."""
     with recall.open_graph() as graph:
         report = blind_window_report(
-            graph, recall.config(), recall.lifecycle_config(), None, int(time.time() * 1000)
+            graph, recall.config(), recall.lifecycle_config(), None, clock_ms()
         ).to_json()
     return MaterializeResult(
         metadata={

@@ -12,7 +12,6 @@ written here as there.
 
 from __future__ import annotations
 
-import time
 
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetChecksDefinition, AssetKey, MetadataValue, asset_check
 
@@ -20,6 +19,7 @@ from recall_dagster.defs.resources import RecallResource
 from recall_dagster.diagnose.collect import Configs, NoBaseline
 from recall_dagster.diagnose.publish import record_diagnosis
 from recall_dagster.diagnose.service import Diagnosis, diagnose, version_urns
+from recall_dagster.instants import clock_ms
 from recall_dagster.scan_markdown import table
 
 METRIC_GATE = "metric_gate"
@@ -36,7 +36,7 @@ def metric_gate(training: AssetKey, model: str) -> AssetChecksDefinition:
     def check(recall: RecallResource) -> AssetCheckResult:
         settings = recall.settings()
         configs = Configs(recall.config(), recall.lifecycle_config(), recall.diagnose_config(), recall.impact_config())
-        now_ms = int(time.time() * 1000)
+        now_ms = clock_ms()
         with settings.writing("metric_gate"), recall.open_graph(read_only=False) as graph:
             try:
                 result = diagnose(graph, recall.mlflow_client(), model, configs, recall.models(), now_ms, repair=False)

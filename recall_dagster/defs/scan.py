@@ -9,7 +9,6 @@ names (its DataHub ingestion, say); ``datahub_writeback`` writes the diagnosis
 back into the graph.
 """
 
-import time
 from typing import Any, Iterator, NamedTuple, Sequence
 
 from dagster import (
@@ -33,6 +32,7 @@ from recall_dagster.detect import Detection, count_by_severity
 from recall_dagster.errors import ModelNotFound, ServiceUnreachable
 from recall_dagster.estate import ModelClosure
 from recall_dagster.impact.measured import measure_findings
+from recall_dagster.instants import clock_ms
 from recall_dagster.scan import (
     JsonStateStore,
     ScanResult,
@@ -102,7 +102,7 @@ def _model_closures(deps: Sequence[AssetKey | str]) -> AssetsDefinition:
 
 def _closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
     """The closures a scan config picks; a named model the graph does not know fails the step by name."""
-    scanned_at_ms = int(time.time() * 1000)
+    scanned_at_ms = clock_ms()
     with recall.open_graph() as graph:
         try:
             closures = select_closures(
@@ -213,7 +213,7 @@ def datahub_writeback(model_closures: Closures, risk_scores: ScanResult, recall:
         )
     settings = recall.settings()
     with settings.writing("datahub_writeback"), recall.open_graph(read_only=False) as graph:
-        report = write_back(graph, risk_scores, settings, recall.writeback_config(), int(time.time() * 1000))
+        report = write_back(graph, risk_scores, settings, recall.writeback_config(), clock_ms())
     writes = ((path, *(counts[k] for k in COUNTS)) for path, counts in report.counts().items())
     metadata = {
         "written": report.ok,

@@ -15,7 +15,6 @@ closures (:mod:`recall_dagster.reactions`), never from a list kept beside it.
 
 
 import json
-import time
 from typing import Sequence
 
 from dagster import (
@@ -39,6 +38,7 @@ from recall_dagster.estate.marks import is_managed
 from recall_dagster.estate.parse import asserted_entity
 from recall_dagster.estate.select import select
 from recall_dagster.graph.port import MetadataGraph
+from recall_dagster.instants import clock_ms
 from recall_dagster.reactions import AssertionResult, models_reading, new_failures
 
 RUNNING = DefaultSensorStatus.RUNNING  # reactions are on from the first `dagster dev`; the UI can stop them
@@ -47,7 +47,7 @@ Job = JobDefinition | UnresolvedAssetJobDefinition
 
 def _closures(recall: RecallResource, graph: MetadataGraph, include_all: bool = False) -> list[ModelClosure]:
     return resolve_closures(
-        graph, recall.config().resolve, scanned_at_ms=int(time.time() * 1000), include_all=include_all
+        graph, recall.config().resolve, scanned_at_ms=clock_ms(), include_all=include_all
     )
 
 

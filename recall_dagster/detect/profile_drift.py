@@ -123,6 +123,8 @@ def drifts(
 ) -> tuple[Drift, ...]:
     """Every shift between the profiles at ``reference_ms`` (``label`` names it; without one, each table's
     previous profile) and at ``at_ms``, in the columns ``closure``'s features read or derive from; one per origin."""
+    if not any(d.profiles for d in closure.datasets.values()):
+        return ()  # nobody profiles this closure: no lineage walk on the scan's path
     columns = column_graph([closure])
     fed = columns.feeding(closure)
     fed_tables = {table for table, _ in fed}

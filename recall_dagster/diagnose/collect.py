@@ -246,20 +246,22 @@ def _assertion_clues(
 def _upstream_guards(graph: MetadataGraph, clues: list[Clue], columns: ColumnGraph) -> list[Clue]:
     """Each failing column test with the dbt node it runs on and the columns one step upstream in tables dbt
     builds or declares: where the same test would have failed before the table the model reads was rebuilt."""
-    out = []
-    for clue in clues:
+    def guarded(clue: Clue) -> bool:
         data = clue.data
-        if clue.kind != "assertion_failed" or clue.against or not data.get("column") or not data.get("kind"):
+        return clue.kind == "assertion_failed" and not clue.against and bool(data.get("column") and data.get("kind"))
+
+    failing = {i: columns.col((str(c.data["dataset"]), str(c.data["column"]))) for i, c in enumerate(clues) if guarded(c)}
+    parents = {key: sorted(columns.upstream.get(col, ())) for key, col in failing.items()}
+    tables = {col[0] for col in failing.values()} | {p[0] for found in parents.values() for p in found}
+    nodes = dbt_nodes(graph, columns, tables) if tables else {}
+    out = []
+    for i, clue in enumerate(clues):
+        col = failing.get(i)
+        if col is None or col[0] not in nodes:
             out.append(clue)
             continue
-        failing = columns.col((str(data["dataset"]), str(data["column"])))
-        parents = sorted(columns.upstream.get(failing, ()))
-        nodes = dbt_nodes(graph, columns, {failing[0], *(p[0] for p in parents)})
-        if failing[0] not in nodes:
-            out.append(clue)
-            continue
-        guards = [{"node": nodes[p[0]].unique_id, "column": p[1]} for p in parents if p[0] in nodes]
-        out.append(replace(clue, data={**data, "dbt_node": nodes[failing[0]].unique_id, "guard_upstream": guards}))
+        guards = [{"node": nodes[p[0]].unique_id, "column": p[1]} for p in parents[i] if p[0] in nodes]
+        out.append(replace(clue, data={**clue.data, "dbt_node": nodes[col[0]].unique_id, "guard_upstream": guards}))
     return out
 
 

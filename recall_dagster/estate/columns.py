@@ -16,6 +16,7 @@ from typing import Iterable, Mapping, Sequence
 
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.estate.names import named_by
 from recall_dagster.estate.views import FieldRef
 
 Col = tuple[str, str]  # (canonical dataset URN, simple column path)
@@ -38,11 +39,7 @@ class ColumnGraph:
 
     def tables_named(self, target: str) -> set[str]:
         """Canonical tables ``target`` may name: a URN of any twin, a full name, or a suffix (``marts.fct_orders``)."""
-        return {
-            canonical
-            for urn, canonical in self.canonical.items()
-            if target == urn or display_name(urn) == target or display_name(urn).endswith("." + target)
-        }
+        return {canonical for urn, canonical in self.canonical.items() if named_by(urn, target)}
 
     def table_named(self, target: str) -> str:
         """The one canonical table ``target`` names; several or none is a :class:`ConfigError`."""

@@ -25,3 +25,12 @@ def display_name(urn: str) -> str:
         return f"{display_name(ids[0])}.{ids[1]}"
     return ids[-1] if ids else urn
 
+
+
+def named_by(urn: str, target: str) -> bool:
+    """Whether ``target`` names ``urn``: the URN itself, its full name, or the name's trailing parts
+    (``marts.fct_orders``), names compared case-insensitively."""
+    if target == urn:
+        return True
+    name, wanted = display_name(urn).casefold(), target.casefold()
+    return name == wanted or name.endswith("." + wanted)
