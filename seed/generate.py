@@ -1,8 +1,10 @@
 """A deterministic retail-and-payments raw layer, anchored to an injected ``now``.
 
-Every number comes from one seeded numpy Generator and every timestamp from
-``now``, so the same ``(now, seed, scale)`` loads byte-identical tables and tests
-can pin results. The signals are planted on purpose, because three demo models
+Every number comes from one seeded numpy Generator on a fixed calendar, and every
+timestamp is then moved by whole days to end on ``now``'s UTC day. So the same
+``(seed, scale)`` loads the same rows on any day, shifted by whole days (hours of
+the day, and so every model's data and metrics, are identical), and a test run at
+any hour sees the estate the tests were written against. The signals are planted on purpose, because three demo models
 must learn something real from them:
 
 * demand has a weekly shape per category and a mild upward trend (demand forecaster);
@@ -12,8 +14,9 @@ must learn something real from them:
 * churners stop ordering at least 35 days before ``now``; low-activity customers
   churn more, so recency, order count and spend all predict the label (churn).
 
-Facts span the 180 days before ``now`` and end three hours before it, with load
-lags under two hours, so every source is fresh for dbt's freshness rules.
+Facts span the 180 days before the UTC midnight starting ``now``'s day and end
+three hours before it, with load lags under two hours, so every source is under
+27 hours old, fresh for dbt's freshness rules.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ HOUR = 3_600
 WINDOW_DAYS = 180
 CUSTOMER_HISTORY_DAYS = 540
 FACTS_END_LAG_S = 3 * HOUR
+CALENDAR = datetime(2026, 1, 5, tzinfo=timezone.utc)  # the day every estate is generated on, then moved
 
 # The contract other engineers code against: table -> (column, Postgres type).
 RAW_TABLES: dict[str, list[tuple[str, str]]] = {
@@ -160,7 +164,8 @@ def generate_raw(now: datetime, seed: int = 7, scale: float = 1.0) -> dict[str, 
     if scale <= 0:
         raise ValueError(f"scale must be positive, got {scale}")
     now_utc = now.replace(tzinfo=timezone.utc) if now.tzinfo is None else now.astimezone(timezone.utc)
-    end_s = int(now_utc.timestamp()) - FACTS_END_LAG_S
+    day = now_utc.replace(hour=0, minute=0, second=0, microsecond=0)
+    end_s = int(CALENDAR.timestamp()) - FACTS_END_LAG_S
     rng = np.random.default_rng(seed)
 
     customers = _customers(rng, max(50, round(20_000 * scale)), end_s)
@@ -169,14 +174,15 @@ def generate_raw(now: datetime, seed: int = 7, scale: float = 1.0) -> dict[str, 
     transactions = _transactions(rng, customers, orders, end_s)
     signals, signals_v2 = _device_signals(rng, customers, transactions)
     fraud_labels = _fraud_labels(rng, transactions, end_s)
-    churn_labels = _churn_labels(rng, customers, now_utc)
+    churn_labels = _churn_labels(rng, customers, day)
 
     frames = {
         "customers": customers, "products": products, "orders": orders, "transactions": transactions,
         "device_signals": signals, "device_signals_v2": signals_v2,
         "fraud_labels": fraud_labels, "churn_labels": churn_labels,
     }
-    return {table: _timestamps(frames[table])[[c for c, _ in cols]] for table, cols in RAW_TABLES.items()}
+    shift_s = int((day - CALENDAR).total_seconds())
+    return {table: _timestamps(frames[table], shift_s)[[c for c, _ in cols]] for table, cols in RAW_TABLES.items()}
 
 
 def _customers(rng: np.random.Generator, n: int, end_s: int) -> pd.DataFrame:
@@ -397,25 +403,25 @@ def _fraud_labels(rng: np.random.Generator, transactions: pd.DataFrame, end_s: i
     })
 
 
-def _churn_labels(rng: np.random.Generator, customers: pd.DataFrame, now_utc: datetime) -> pd.DataFrame:
+def _churn_labels(rng: np.random.Generator, customers: pd.DataFrame, day: datetime) -> pd.DataFrame:
     """Today's churn flag from the latent churners, with 3% label noise as in any CRM."""
     flip = rng.random(len(customers)) < 0.03
     return pd.DataFrame({
         "customer_id": customers.customer_id,
         "churned": customers.churner.to_numpy() ^ flip,
-        "as_of_date": now_utc.date().isoformat(),
+        "as_of_date": day.date().isoformat(),
     })
 
 
 
-def _timestamps(frame: pd.DataFrame) -> pd.DataFrame:
-    """Epoch seconds -> ISO-8601 UTC text, once at the end so the maths stays in integers.
+def _timestamps(frame: pd.DataFrame, shift_s: int) -> pd.DataFrame:
+    """Epoch seconds moved by ``shift_s`` -> ISO-8601 UTC text, once at the end so the maths stays in integers.
 
     numpy formats a column in one C call; letting pandas format datetimes in
     ``to_csv`` costs several seconds per 200k rows.
     """
     cols = {
-        c: np.datetime_as_string(frame[c].to_numpy().astype("datetime64[s]"), timezone="UTC")
+        c: np.datetime_as_string((frame[c].to_numpy() + shift_s).astype("datetime64[s]"), timezone="UTC")
         for c in frame.columns if c in TIMESTAMP_COLUMNS
     }
     return frame.assign(**cols)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -34,6 +33,7 @@ from recall_dagster.diagnose.repair import (
     validate_in_copy,
 )
 from recall_dagster.estate.dbt import DbtNode
+from recall_dagster.instants import iso_instant
 
 MetricsOf = Callable[[str], Mapping[str, float]]  # a version's logged metrics
 DATA_CAUSES = ("upstream_data_quality", "label_change")
@@ -151,10 +151,6 @@ def guard_division(ctx: Context) -> Repair | None:
                   f"retrained in a copy of {ctx.project}: {ctx.recovery(chosen.metrics or {})[1]}", tuple(tried))
 
 
-def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms // 1000, tz=timezone.utc).isoformat()
-
-
 def retrain_before_failure(ctx: Context) -> Repair | None:
     """Retrain, in a copy, on the rows loaded before the failing test last passed; proven when the metric
     comes back."""
@@ -162,7 +158,7 @@ def retrain_before_failure(ctx: Context) -> Repair | None:
              if c.kind in ("assertion_failed", "label_shift") and not c.against and c.data.get("clean_until_ms")]
     if not clean:
         return None
-    before = _iso(min(clean))
+    before = iso_instant(min(clean))
     description = f"retrain {ctx.facts.model} on the rows loaded before {before}, when the failing test last passed"
     if not ctx.config.repair.retrain:
         return Repair("retrain_before_failure", description, None, False, ctx.primary, ctx.before, None,

@@ -194,8 +194,8 @@ def _table_rows(
 ) -> dict[str, int]:
     """``schema.table`` -> rows: a DataHub profile's count, else the most any training run counted."""
     rows: dict[str, int] = {}
-    for span in read_training_spans(graph, closures, lc.training_rows_metric).values():
-        for table, count in (span.table_rows if span else {}).items():
+    for spans in read_training_spans(graph, closures, lc.training_rows_metric).values():
+        for table, count in (row for span in spans for row in span.table_rows.items()):
             rows[table] = max(rows.get(table, 0), count)
     failing = [
         f.evidence.get("dataset") for found in detection.findings.values() for f in found

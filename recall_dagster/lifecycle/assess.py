@@ -119,7 +119,7 @@ def _groups(records: Sequence[AssertionRecord], origins: Mapping[str, tuple[Col,
 
 
 def _versions(
-    estate: Estate, blast: BlastRadius, windows: Sequence[BlindWindow], spans: Mapping[str, TrainingSpan | None]
+    estate: Estate, blast: BlastRadius, windows: Sequence[BlindWindow], spans: Mapping[str, tuple[TrainingSpan, ...]]
 ) -> tuple[ModelVersions, ...]:
     hit_groups = dict.fromkeys(m.group for m in blast.models)
     out = []
@@ -135,8 +135,8 @@ def _versions(
                     model=closure.urn,
                     name=closure.model.name,
                     version=closure.model.version,
-                    verdict=judge(spans.get(closure.urn), windows, poisoned),
-                    span=spans.get(closure.urn),
+                    verdict=judge(spans.get(closure.urn, ()), windows, poisoned),
+                    spans=spans.get(closure.urn, ()),
                     live_deployments=tuple(d.urn for d in closure.live_deployments),
                     poisoned_inputs=poisoned,
                 )
@@ -149,7 +149,7 @@ def _versions(
 def root_causes(
     records: Sequence[AssertionRecord],
     estate: Estate,
-    spans: Mapping[str, TrainingSpan | None],
+    spans: Mapping[str, tuple[TrainingSpan, ...]],
     config: LifecycleConfig,
 ) -> tuple[RootCause, ...]:
     """Every root cause with a failing run in the given histories; active ones first."""

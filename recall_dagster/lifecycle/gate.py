@@ -58,7 +58,7 @@ class GateInputs:
     findings: Sequence[Finding]  # the scan detectors' findings on it
     causes: Sequence[RootCause]
     open_incidents: Sequence[OpenIncident]  # ACTIVE DataHub incidents on its training data, raised by others
-    span: TrainingSpan | None  # its training run
+    span: TrainingSpan | None  # the training run it was last fit on
     current_rows: Mapping[str, int]  # "schema.table" -> rows now, where measured
     unmeasured_rows: Mapping[str, str]  # "schema.table" -> why its rows could not be counted now
     columns: ColumnGraph

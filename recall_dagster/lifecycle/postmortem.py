@@ -54,7 +54,7 @@ def contaminated(cause: RootCause | None) -> list[VersionVerdict]:
     found = []
     for model in cause.models:
         for v in model.versions:
-            verdict = judge(v.span, latest, v.poisoned_inputs)
+            verdict = judge(v.spans, latest, v.poisoned_inputs)
             if verdict.status is Status.CONTAMINATED:
                 found.append(replace(v, verdict=verdict))
     return found

@@ -155,14 +155,18 @@ def training_span(
 
 def read_training_spans(
     graph: MetadataGraph, closures: Sequence[ModelClosure], rows_metric: str
-) -> dict[str, TrainingSpan | None]:
-    """Each version's (first recorded) training run as a span; None for a version with no run."""
-    runs = sorted({c.model.training_runs[0] for c in closures if c.model.training_runs})
+) -> dict[str, tuple[TrainingSpan, ...]]:
+    """Every training run each version records, in its order; empty for a version with none.
+
+    A version fine-tuned after its first fit, or refit on a second run, read data
+    at each of those times, so each is judged against the blind window.
+    """
+    runs = sorted({r for c in closures for r in c.model.training_runs})
     wanted = [DataProcessInstancePropertiesClass, MLTrainingRunPropertiesClass]
     aspects = graph.get_aspects(runs, wanted) if runs else {}
     events = {r: graph.timeseries(r, DataProcessInstanceRunEventClass) for r in runs}
     spans = {r: training_span(r, aspects.get(r, {}), events[r], rows_metric) for r in runs}  # type: ignore[arg-type]
-    return {c.urn: spans.get(c.model.training_runs[0]) if c.model.training_runs else None for c in closures}
+    return {c.urn: tuple(spans[r] for r in c.model.training_runs) for c in closures}
 
 
 def read_open_incidents(graph: MetadataGraph, datasets: Sequence[str]) -> tuple[OpenIncident, ...]:

@@ -9,7 +9,7 @@ pure core reasons over; hand-made ones drive the tests.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 from recall_dagster.estate import Dataset, ModelClosure, display_name
 from recall_dagster.estate.columns import ColumnGraph
@@ -66,6 +66,14 @@ class TrainingSpan:
     start_ms: int | None
     end_ms: int | None
     table_rows: Mapping[str, int] = field(default_factory=dict)  # "schema.table" -> rows
+
+
+def newest_run(spans: Sequence[TrainingSpan]) -> TrainingSpan | None:
+    """The run that ended (else started) last: its row counts are what the version was finally fit on."""
+    timed = [s for s in spans if s.end_ms is not None or s.start_ms is not None]
+    if not timed:
+        return spans[-1] if spans else None
+    return max(timed, key=lambda s: s.end_ms if s.end_ms is not None else s.start_ms)  # type: ignore[arg-type,return-value]
 
 
 @dataclass(frozen=True)

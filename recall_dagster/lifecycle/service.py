@@ -34,7 +34,7 @@ from recall_dagster.lifecycle.read import (
     read_training_spans,
     relation,
 )
-from recall_dagster.lifecycle.records import AssertionRecord, Estate, TrainingSpan
+from recall_dagster.lifecycle.records import AssertionRecord, Estate, TrainingSpan, newest_run
 from recall_dagster.lifecycle.rows import RowCounter, sql_row_counter
 from recall_dagster.lifecycle.verdict import Status
 from recall_dagster.scan import JsonStateStore, iso_instant
@@ -54,7 +54,7 @@ class Assessment:
 
     estate: Estate
     records: tuple[AssertionRecord, ...]
-    spans: Mapping[str, TrainingSpan | None]
+    spans: Mapping[str, tuple[TrainingSpan, ...]]
     causes: tuple[RootCause, ...]
 
 
@@ -175,7 +175,7 @@ def evaluate_gate(
     """
     assessment = assess(graph, config, lc, now_ms)
     closure = select_version(assessment.estate, model)
-    span = assessment.spans.get(closure.urn)
+    span = newest_run(assessment.spans.get(closure.urn, ()))
     detection = run_detectors([closure], config, baselines)
     if measure is not None:
         detection = measure(graph, [closure], detection)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Sequence
 
-from recall_dagster.lifecycle.records import TrainingSpan
+from recall_dagster.estate import display_name
+from recall_dagster.lifecycle.records import TrainingSpan, newest_run
 from recall_dagster.lifecycle.window import BlindWindow
 from recall_dagster.scan import iso_instant
 
@@ -39,9 +40,14 @@ class VersionVerdict:
     name: str
     version: str | None
     verdict: Verdict
-    span: TrainingSpan | None
+    spans: tuple[TrainingSpan, ...]  # every training run it records
     live_deployments: tuple[str, ...] = ()
     poisoned_inputs: tuple[str, ...] = ()  # "table.column" of each poisoned column it read
+
+    @property
+    def span(self) -> TrainingSpan | None:
+        """The run it was last fit on."""
+        return newest_run(self.spans)
 
     def to_json(self) -> dict[str, Any]:
         span = self.span
@@ -54,6 +60,7 @@ class VersionVerdict:
             "training_run": span.run if span else None,
             "training_started": iso_instant(span.start_ms) if span and span.start_ms is not None else None,
             "training_ended": iso_instant(span.end_ms) if span and span.end_ms is not None else None,
+            "training_runs": [s.run for s in self.spans],
             "live_deployments": list(self.live_deployments),
             "poisoned_inputs": list(self.poisoned_inputs),
         }
@@ -96,22 +103,36 @@ def _against(span: TrainingSpan, window: BlindWindow) -> Verdict:
     return Verdict(Status.UNKNOWN, f"training ran {_at(start)} – {_at(end)}; {why}")
 
 
-def judge(span: TrainingSpan | None, windows: Sequence[BlindWindow], poisoned_inputs: Sequence[str]) -> Verdict:
-    """The verdict of one version: the worst over every window, CLEAN when it reads nothing poisoned."""
-    if not poisoned_inputs:
-        return Verdict(Status.CLEAN, "reads none of the poisoned columns")
-    if not windows:
-        return Verdict(Status.CLEAN, "no failing run recorded")
-    if span is None:
-        return Verdict(Status.UNKNOWN, "no training run is recorded for this version")
-    if span.start_ms is None and span.end_ms is None:
-        return Verdict(Status.UNKNOWN, "its training run records neither a start nor an end")
-    verdicts = [_against(span, w) for w in windows]
+def _worst(verdicts: Sequence[Verdict]) -> Verdict:
     for status in (Status.CONTAMINATED, Status.UNKNOWN):
         found = next((v for v in verdicts if v.status is status), None)
         if found is not None:
             return found
     return verdicts[-1]
+
+
+def _run(span: TrainingSpan, windows: Sequence[BlindWindow]) -> Verdict:
+    if span.start_ms is None and span.end_ms is None:
+        return Verdict(Status.UNKNOWN, "its training run records neither a start nor an end")
+    return _worst([_against(span, w) for w in windows])
+
+
+def judge(spans: Sequence[TrainingSpan], windows: Sequence[BlindWindow], poisoned_inputs: Sequence[str]) -> Verdict:
+    """The verdict of one version: the worst over every training run and every window, CLEAN when it reads
+    nothing poisoned.  With several runs the reason names the run that decided it."""
+    if not poisoned_inputs:
+        return Verdict(Status.CLEAN, "reads none of the poisoned columns")
+    if not windows:
+        return Verdict(Status.CLEAN, "no failing run recorded")
+    if not spans:
+        return Verdict(Status.UNKNOWN, "no training run is recorded for this version")
+    verdicts = [_run(s, windows) for s in spans]
+    if len(spans) > 1:
+        verdicts = [
+            Verdict(v.status, f"run {display_name(s.run) if s.run else i + 1} of {len(spans)}: {v.reason}")
+            for i, (s, v) in enumerate(zip(spans, verdicts))
+        ]
+    return _worst(verdicts)
 
 
 def _number(version: VersionVerdict) -> tuple[int, int, str]:

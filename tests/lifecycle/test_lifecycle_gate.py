@@ -40,7 +40,7 @@ def inputs(
     )
     version = closure(2, live=True, views=views)
     world = estate([closure(1, live=True, views=views), version])
-    spans = {model_urn(1): span_for(2, 3), model_urn(2): trained or span_for(11, 12)}
+    spans = {model_urn(1): (span_for(2, 3),), model_urn(2): (trained or span_for(11, 12),)}
     causes = root_causes([record(history, writes=(9,))], world, spans, lc) if history else ()
     base = GateInputs(
         closure=version,

@@ -41,7 +41,7 @@ def test_a_streak_of_30_failures_with_a_limit_of_20_still_names_the_rollback(tmp
         [record] = read_assertions(graph, world, 20, lc.failing)
     assert len(record.runs) > 30, "read past history_limit until a passing run"
     assert record.runs[30].result == "SUCCESS" and record.runs[30].at_ms == at(4), "the last pass before the streak"
-    spans = {model_urn(1): span_for(2, 3), model_urn(2): span_for(20, 21)}  # before the streak; inside it
+    spans = {model_urn(1): (span_for(2, 3),), model_urn(2): (span_for(20, 21),)}  # before the streak; inside it
     (cause,) = root_causes([record], world, spans, lc)
     (fraud,) = cause.models
     assert {v.name: v.verdict.status for v in fraud.versions} == {

@@ -31,7 +31,7 @@ def causes(
 ) -> tuple[RootCause, ...]:
     """The hand-made estate with versions 1 and 2 trained for an hour from the given hours."""
     world = estate([closure(1, live=True), closure(2, live=True)])
-    spans = {model_urn(1): span_for(trained[0], trained[0] + 1), model_urn(2): span_for(trained[1], trained[1] + 1)}
+    spans = {model_urn(1): (span_for(trained[0], trained[0] + 1),), model_urn(2): (span_for(trained[1], trained[1] + 1),)}
     return root_causes([record(history, rows=rows, writes=(9, 19, 29, 39))], world, spans, lc)
 
 

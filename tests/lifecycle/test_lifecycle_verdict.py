@@ -11,7 +11,7 @@ from datahub.metadata.schema_classes import (
 from lifecycle_estates import at, span_for
 
 from recall_dagster.lifecycle.read import training_span
-from recall_dagster.lifecycle.records import AssertionRun
+from recall_dagster.lifecycle.records import AssertionRun, TrainingSpan
 from recall_dagster.lifecycle.verdict import Status, Verdict, VersionVerdict, judge, newest_first, rollback_target
 from recall_dagster.lifecycle.window import BlindWindow, blind_windows
 
@@ -28,57 +28,79 @@ OPEN = window((0, "SUCCESS"), (10, "FAILURE"), writes=(9,))
 
 
 def test_training_inside_the_window_is_contaminated() -> None:
-    assert judge(span_for(12, 13), HEALED, POISONED).status is Status.CONTAMINATED
-    assert judge(span_for(12, 13), OPEN, POISONED).status is Status.CONTAMINATED
-    assert "still fails" in judge(span_for(12, 13), OPEN, POISONED).reason
+    assert judge((span_for(12, 13),), HEALED, POISONED).status is Status.CONTAMINATED
+    assert judge((span_for(12, 13),), OPEN, POISONED).status is Status.CONTAMINATED
+    assert "still fails" in judge((span_for(12, 13),), OPEN, POISONED).reason
 
 
 def test_training_before_the_first_write_after_the_pass_is_clean() -> None:
-    verdict = judge(span_for(2, 5), HEALED, POISONED)
+    verdict = judge((span_for(2, 5),), HEALED, POISONED)
     assert verdict.status is Status.CLEAN and "before" in verdict.reason
 
 
 def test_training_after_the_heal_is_clean_and_an_open_window_never_ends() -> None:
-    assert judge(span_for(21, 22), HEALED, POISONED).status is Status.CLEAN
-    assert judge(span_for(21, 22), OPEN, POISONED).status is Status.CONTAMINATED
+    assert judge((span_for(21, 22),), HEALED, POISONED).status is Status.CLEAN
+    assert judge((span_for(21, 22),), OPEN, POISONED).status is Status.CONTAMINATED
 
 
 def test_training_between_the_last_write_and_the_passing_run_is_clean() -> None:
-    assert judge(span_for(19.5, 19.8), HEALED, POISONED).status is Status.CLEAN
+    assert judge((span_for(19.5, 19.8),), HEALED, POISONED).status is Status.CLEAN
 
 
 def test_a_version_that_reads_no_poisoned_column_is_clean_whenever_it_trained() -> None:
-    assert judge(span_for(12, 13), OPEN, ()).status is Status.CLEAN
+    assert judge((span_for(12, 13),), OPEN, ()).status is Status.CLEAN
 
 
 def test_missing_times_are_reasoned_about_not_guessed() -> None:
-    assert judge(None, OPEN, POISONED).status is Status.UNKNOWN
-    assert judge(span_for(None, None), OPEN, POISONED).status is Status.UNKNOWN
-    assert judge(span_for(5, None), HEALED, POISONED).status is Status.UNKNOWN, "may have run into the window"
-    assert judge(span_for(12, None), OPEN, POISONED).status is Status.CONTAMINATED, "started inside it"
-    assert judge(span_for(None, 5), HEALED, POISONED).status is Status.CLEAN, "ended before it could begin"
-    assert judge(span_for(None, 25), HEALED, POISONED).status is Status.UNKNOWN, "may have begun inside it"
+    assert judge((), OPEN, POISONED).status is Status.UNKNOWN
+    assert judge((span_for(None, None),), OPEN, POISONED).status is Status.UNKNOWN
+    assert judge((span_for(5, None),), HEALED, POISONED).status is Status.UNKNOWN, "may have run into the window"
+    assert judge((span_for(12, None),), OPEN, POISONED).status is Status.CONTAMINATED, "started inside it"
+    assert judge((span_for(None, 5),), HEALED, POISONED).status is Status.CLEAN, "ended before it could begin"
+    assert judge((span_for(None, 25),), HEALED, POISONED).status is Status.UNKNOWN, "may have begun inside it"
 
 
 def test_no_pass_before_the_failures_makes_earlier_training_unknown() -> None:
     unbounded = window((10, "FAILURE"), (20, "SUCCESS"))
-    verdict = judge(span_for(2, 3), unbounded, POISONED)
+    verdict = judge((span_for(2, 3),), unbounded, POISONED)
     assert verdict.status is Status.UNKNOWN and "no passing run" in verdict.reason
-    assert judge(span_for(12, 13), unbounded, POISONED).status is Status.CONTAMINATED
+    assert judge((span_for(12, 13),), unbounded, POISONED).status is Status.CONTAMINATED
 
 
 def test_untimed_failures_leave_every_version_unknown() -> None:
-    assert judge(span_for(2, 3), window((0, "SUCCESS"), (None, "FAILURE")), POISONED).status is Status.UNKNOWN
+    assert judge((span_for(2, 3),), window((0, "SUCCESS"), (None, "FAILURE")), POISONED).status is Status.UNKNOWN
 
 
 def test_the_worst_window_wins() -> None:
     two = window((0, "SUCCESS"), (1, "FAILURE"), (2, "SUCCESS"), (10, "FAILURE"), (20, "SUCCESS"), writes=(0.5, 1.8, 9, 19))
-    assert judge(span_for(1.2, 1.5), two, POISONED).status is Status.CONTAMINATED
-    assert judge(span_for(5, 6), two, POISONED).status is Status.CLEAN
+    assert judge((span_for(1.2, 1.5),), two, POISONED).status is Status.CONTAMINATED
+    assert judge((span_for(5, 6),), two, POISONED).status is Status.CLEAN
+
+
+def run(name: str, start: float | None, end: float | None) -> TrainingSpan:
+    span = span_for(start, end)
+    return TrainingSpan(f"urn:li:dataProcessInstance:{name}", span.start_ms, span.end_ms)
+
+
+def test_every_training_run_of_a_version_is_judged_and_the_worst_decides() -> None:
+    """A version fit before the failure and fine-tuned inside it read bad data on its second run."""
+    verdict = judge((run("fit", 2, 3), run("finetune", 12, 13)), HEALED, POISONED)
+    assert verdict.status is Status.CONTAMINATED and verdict.reason.startswith("run finetune of 2:")
+    assert judge((run("fit", 2, 3), run("refit", 21, 22)), HEALED, POISONED).status is Status.CLEAN
+    untimed = judge((run("fit", 2, 3), run("lost", None, None)), HEALED, POISONED)
+    assert untimed.status is Status.UNKNOWN and "run lost of 2: its training run records neither" in untimed.reason
+
+
+def test_a_version_shows_the_run_it_was_last_fit_on_and_lists_them_all() -> None:
+    runs = (run("fit", 2, 3), run("finetune", 21, 22), run("lost", None, None))
+    version = VersionVerdict("urn:li:mlModel:m", "m", "1", judge(runs, HEALED, POISONED), runs)
+    shown = version.to_json()
+    assert shown["training_run"] == "urn:li:dataProcessInstance:finetune" and shown["verdict"] == "UNKNOWN"
+    assert shown["training_runs"] == [r.run for r in runs]
 
 
 def _version(n: int, status: Status) -> VersionVerdict:
-    return VersionVerdict(f"urn:li:mlModel:m_{n}", f"m_{n}", str(n), Verdict(status, ""), span_for(n, n + 1))
+    return VersionVerdict(f"urn:li:mlModel:m_{n}", f"m_{n}", str(n), Verdict(status, ""), (span_for(n, n + 1),))
 
 
 def test_rollback_is_the_newest_clean_version_and_none_without_one() -> None:

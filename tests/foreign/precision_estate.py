@@ -1,0 +1,172 @@
+"""A second foreign estate, for the precision rules: MCP JSON in the shapes DataHub's dbt, mlflow and feast
+sources write, dated around the moment the test runs, loaded with the file source like ``datahub ingest``.
+
+* ``shop.marts.mart.total`` is built from ``raw.lines.amount`` and ``qty``; ``shop.marts.qty_mart.qty``
+  from ``qty`` alone. The dbt test on ``total`` passed five times, then failed thirty hourly runs.
+* ``total_model`` reads ``total``: version 1 trained before the streak; version 2 was fit before it and
+  fine-tuned inside it (two training runs). ``qty_model`` reads only ``qty_mart.qty``, trained inside the
+  streak, and serves traffic.
+* ``risk_model`` trained on ``marts.trained``; its feature table is served from ``marts.serving``, which
+  joins ``trained`` with ``raw.bureau``, a source training never read.
+* ``raw.events`` reports an operation forty days old but a ``lastModified`` an hour old; ``raw.bureau``
+  reports only the forty-day-old operation.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+HOUR = 3_600_000
+DAY = 24 * HOUR
+STREAK = 30  # failing runs, more than the history_limit the tests read with
+
+
+def dataset(name: str) -> str:
+    return f"urn:li:dataset:(urn:li:dataPlatform:postgres,shop.{name},PROD)"
+
+
+def field(name: str, column: str) -> str:
+    return f"urn:li:schemaField:({dataset(name)},{column})"
+
+
+def model(name: str) -> str:
+    return f"urn:li:mlModel:(urn:li:dataPlatform:mlflow,{name},PROD)"
+
+
+def _mcp(urn: str, aspect: str, value: dict[str, Any]) -> dict[str, Any]:
+    entity = urn.split(":")[2]
+    return {"entityType": entity, "entityUrn": urn, "changeType": "UPSERT", "aspectName": aspect,
+            "aspect": {"json": value}}
+
+
+def _table(name: str, columns: list[str], upstreams: dict[str, list[tuple[str, str]]] | None = None,
+           operation_ms: int | None = None, last_modified_ms: int | None = None) -> list[dict[str, Any]]:
+    """A table as the dbt source writes it; ``upstreams`` maps each upstream table to (its column, ours)."""
+    props: dict[str, Any] = {"name": name.split(".")[-1], "customProperties": {}, "tags": []}
+    if last_modified_ms is not None:
+        props["lastModified"] = {"time": last_modified_ms}
+    out = [
+        _mcp(dataset(name), "datasetProperties", props),
+        _mcp(dataset(name), "schemaMetadata", {
+            "schemaName": name, "platform": "urn:li:dataPlatform:postgres", "version": 0, "hash": "",
+            "platformSchema": {"com.linkedin.schema.MySqlDDL": {"tableSchema": ""}},
+            "fields": [{"fieldPath": c, "nullable": True, "type": {"type": {"com.linkedin.schema.NumberType": {}}},
+                        "nativeDataType": "numeric", "recursive": False, "isPartOfKey": False} for c in columns],
+        }),
+    ]
+    if upstreams:
+        out.append(_mcp(dataset(name), "upstreamLineage", {
+            "upstreams": [{"auditStamp": {"time": 0, "actor": "urn:li:corpuser:unknown"}, "dataset": dataset(u),
+                           "type": "TRANSFORMED"} for u in upstreams],
+            "fineGrainedLineages": [
+                {"upstreamType": "FIELD_SET", "upstreams": [field(u, theirs)], "downstreamType": "FIELD",
+                 "downstreams": [field(name, ours)], "confidenceScore": 0.9}
+                for u, pairs in upstreams.items() for theirs, ours in pairs
+            ],
+        }))
+    if operation_ms is not None:
+        out.append(_mcp(dataset(name), "operation", {
+            "timestampMillis": operation_ms, "lastUpdatedTimestamp": operation_ms, "operationType": "INSERT",
+            "actor": "urn:li:corpuser:loader",
+        }))
+    return out
+
+
+def _run(name: str, inputs: list[str], start_ms: int) -> list[dict[str, Any]]:
+    urn = f"urn:li:dataProcessInstance:{name}"
+    return [
+        _mcp(urn, "dataProcessInstanceProperties", {"name": name, "type": "BATCH_AD_HOC",
+                                                    "created": {"time": start_ms, "actor": "urn:li:corpuser:ml"}}),
+        _mcp(urn, "dataProcessInstanceInput", {"inputs": [dataset(i) for i in inputs]}),
+        _mcp(urn, "dataProcessInstanceRunEvent", {"timestampMillis": start_ms, "status": "STARTED"}),
+        _mcp(urn, "dataProcessInstanceRunEvent", {
+            "timestampMillis": start_ms + 600_000, "status": "COMPLETE", "durationMillis": 600_000,
+            "result": {"type": "SUCCESS", "nativeResultType": "mlflow"},
+        }),
+    ]
+
+
+def _version(group: str, version: int, runs: list[str], features: list[str], deployment: str | None = None,
+             ) -> list[dict[str, Any]]:
+    props: dict[str, Any] = {
+        "name": f"{group}_{version}", "customProperties": {}, "version": {"versionTag": str(version)},
+        "trainingJobs": [f"urn:li:dataProcessInstance:{r}" for r in runs], "mlFeatures": features,
+        "groups": [f"urn:li:mlModelGroup:(urn:li:dataPlatform:mlflow,{group},PROD)"], "tags": [],
+    }
+    out = []
+    if deployment:
+        urn = f"urn:li:mlModelDeployment:(urn:li:dataPlatform:mlflow,{deployment},PROD)"
+        props["deployments"] = [urn]
+        out.append(_mcp(urn, "mlModelDeploymentProperties", {
+            "customProperties": {}, "version": {"versionTag": str(version)}, "status": "IN_SERVICE"}))
+    return [
+        _mcp(f"urn:li:mlModelGroup:(urn:li:dataPlatform:mlflow,{group},PROD)", "mlModelGroupProperties",
+             {"name": group, "customProperties": {}}),
+        _mcp(model(f"{group}_{version}"), "mlModelProperties", props),
+        *out,
+    ]
+
+
+def _features(table: str, columns: dict[str, str]) -> list[dict[str, Any]]:
+    """A feast feature view: each feature named ``column`` reads the given source table."""
+    urns = [f"urn:li:mlFeature:({table},{c})" for c in columns]
+    return [
+        _mcp(f"urn:li:mlFeatureTable:(urn:li:dataPlatform:feast,{table})", "mlFeatureTableProperties",
+             {"customProperties": {}, "mlFeatures": urns, "mlPrimaryKeys": []}),
+        *(_mcp(u, "mlFeatureProperties", {"dataType": "CONTINUOUS", "sources": [dataset(s)], "customProperties": {}})
+          for u, s in zip(urns, columns.values())),
+    ]
+
+
+def _assertion(streak_start_ms: int) -> list[dict[str, Any]]:
+    urn, on = "urn:li:assertion:shop-not-null-mart-total", dataset("marts.mart")
+    runs = [(streak_start_ms - (5 - i) * HOUR, "SUCCESS") for i in range(5)]
+    runs += [(streak_start_ms + i * HOUR, "FAILURE") for i in range(STREAK)]
+    return [
+        _mcp(urn, "assertionInfo", {
+            "type": "CUSTOM", "source": {"type": "EXTERNAL"},
+            "customProperties": {"dbt_unique_id": "test.shop.not_null_mart_total"},
+            "customAssertion": {"type": "dbt", "entity": on, "field": field("marts.mart", "total"),
+                                "fields": [field("marts.mart", "total")], "scope": "DATASET_COLUMN",
+                                "operator": "NOT_NULL", "aggregation": "IDENTITY", "nativeType": "not_null"},
+        }),
+        *(_mcp(urn, "assertionRunEvent", {
+            "timestampMillis": at, "runId": f"inv-{at}", "asserteeUrn": on, "assertionUrn": urn, "status": "COMPLETE",
+            "result": {"type": result, "nativeResults": {"failures": "7"} if result == "FAILURE" else {}},
+        }) for at, result in runs),
+    ]
+
+
+def write_estate(path: Path, now_ms: int) -> Path:
+    """The estate as MCP JSON at ``path``, its streak ending an hour before ``now_ms``."""
+    streak = now_ms - (STREAK + 1) * HOUR
+    old = now_ms - 40 * DAY
+    mcps = [
+        *_table("raw.lines", ["amount", "qty"], operation_ms=now_ms - HOUR),
+        *_table("marts.mart", ["total"], {"raw.lines": [("amount", "total"), ("qty", "total")]}, now_ms - HOUR),
+        *_table("marts.qty_mart", ["qty"], {"raw.lines": [("qty", "qty")]}, now_ms - HOUR),
+        *_assertion(streak),
+        *_features("mart_stats", {"total": "marts.mart"}),
+        *_features("qty_stats", {"qty": "marts.qty_mart"}),
+        *_run("total-fit-1", ["marts.mart"], streak - 3 * DAY),
+        *_run("total-fit-2", ["marts.mart"], streak - DAY),
+        *_run("total-finetune-2", ["marts.mart"], streak + 10 * HOUR),
+        *_version("total_model", 1, ["total-fit-1"], ["urn:li:mlFeature:(mart_stats,total)"]),
+        *_version("total_model", 2, ["total-fit-2", "total-finetune-2"], ["urn:li:mlFeature:(mart_stats,total)"],
+                  deployment="total-endpoint"),
+        *_run("qty-fit-1", ["marts.qty_mart"], streak + 2 * HOUR),
+        *_version("qty_model", 1, ["qty-fit-1"], ["urn:li:mlFeature:(qty_stats,qty)"], deployment="qty-endpoint"),
+        *_table("raw.events", ["score"], operation_ms=old, last_modified_ms=now_ms - HOUR),
+        *_table("raw.bureau", ["rating"], operation_ms=old),
+        *_table("marts.trained", ["score"], {"raw.events": [("score", "score")]}, now_ms - HOUR),
+        *_table("marts.serving", ["score", "rating"],
+                {"marts.trained": [("score", "score")], "raw.bureau": [("rating", "rating")]}, now_ms - HOUR),
+        *_features("risk_features", {"score": "marts.serving"}),
+        *_run("risk-fit-1", ["marts.trained"], now_ms - 2 * DAY),
+        *_version("risk_model", 1, ["risk-fit-1"], ["urn:li:mlFeature:(risk_features,score)"],
+                  deployment="risk-endpoint"),
+    ]
+    path.write_text(json.dumps(mcps, indent=1))
+    return path

@@ -1,0 +1,76 @@
+"""The precision rules on an estate written in DataHub's own source shapes (``precision_estate``), through the CLI
+a team runs: a sibling column is suspect, not critical; a streak longer than the page size still names the
+rollback, judging every training run; a join that brings in a new input is skew; the newest freshness
+evidence wins."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from precision_estate import dataset, write_estate
+
+from recall_dagster.cli import cli
+from tests.scan.scan_estates import ingest
+
+
+@pytest.fixture(scope="module")
+def estate(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("precision")
+    graph = ingest(root / "graph.db", str(write_estate(root / "estate.json", int(time.time() * 1000))))
+    overlay = root / "recall.yaml"
+    overlay.write_text(yaml.safe_dump({"closure": {"history_limit": 20}}))
+    return {"graph": str(graph), "config": str(overlay), "home": str(root / "home")}
+
+
+def recall(estate: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
+    done = CliRunner().invoke(
+        cli, [*args, "--json", "--graph", estate["graph"], "--config", estate["config"]], env={"RECALL_HOME": estate["home"]}
+    )
+    assert done.exit_code in (0, 1, 4), done.output
+    return done.exit_code, json.loads(done.output)
+
+
+def test_a_failing_total_leaves_a_model_reading_only_qty_suspect_never_critical(estate: dict[str, str]) -> None:
+    _, window = recall(estate, "blind-window")
+    (cause,) = window["causes"]
+    hit = {m["name"]: m for m in cause["blast_radius"]["models"]}
+    qty = hit["qty_model_1"]
+    assert (qty["poisoned_features"], [f["name"] for f in qty["suspect_features"]]) == (0, ["qty"])
+    assert qty["severity"] == "MEDIUM", "it serves traffic, but only shares an origin column with the failure"
+    assert hit["total_model_2"]["severity"] == "CRITICAL" and hit["total_model_2"]["poisoned_features"] == 1
+    versions = {v["name"]: v for m in cause["models"] for v in m["versions"]}
+    assert versions["qty_model_1"]["verdict"] == "CONTAMINATED", "its training read a suspect column in the window"
+
+
+def test_a_streak_longer_than_the_page_still_names_the_rollback_judging_every_run(estate: dict[str, str]) -> None:
+    code, window = recall(estate, "blind-window")
+    (cause,) = window["causes"]
+    (failing,) = cause["assertions"]
+    assert [w["onset"] is not None for w in failing["windows"]] == [True], "the pass before the 30 failures bounds it"
+    total = next(m for m in cause["models"] if m["name"] == "total_model")
+    verdicts = {v["name"]: (v["verdict"], v["reason"]) for v in total["versions"]}
+    assert verdicts["total_model_1"][0] == "CLEAN"
+    status, reason = verdicts["total_model_2"]
+    assert status == "CONTAMINATED" and reason.startswith("run total-finetune-2 of 2:"), "fit clean, fine-tuned inside"
+    assert total["rollback"]["name"] == "total_model_1"
+    assert code == 1 and "total_model_2" in window["contaminated_live"]
+
+
+def test_a_serving_table_joining_a_new_input_is_critical_skew(estate: dict[str, str]) -> None:
+    _, scan = recall(estate, "scan", "--model", "risk_model")
+    (risk,) = scan["models"]
+    (skew,) = [f for f in risk["findings"] if f["detector"] == "training_serving_skew"]
+    assert (skew["subject"], skew["severity"]) == (dataset("marts.serving"), "CRITICAL")
+    assert skew["evidence"]["unseen_inputs"] == [dataset("raw.bureau")]
+
+
+def test_an_old_operation_with_a_newer_last_modified_is_not_stale(estate: dict[str, str]) -> None:
+    _, scan = recall(estate, "scan", "--model", "risk_model")
+    (risk,) = scan["models"]
+    stale = {f["subject"] for f in risk["findings"] if f["detector"] == "upstream_staleness"}
+    assert stale == {dataset("raw.bureau")}, "raw.events changed an hour ago by its lastModified"
