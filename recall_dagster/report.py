@@ -1,11 +1,15 @@
 """The terminal report: what is about to break, how badly, and where to start.
 
-Rows are models (worst first) with a score bar; findings follow grouped by
-severity so the critical ones are read first; the blast-radius section shows
-which broken datasets to fix first because they endanger the most traffic.
+Rows are models (worst first) with a score bar, a registered model's versions
+under it; findings follow grouped by severity so the critical ones are read
+first, one line for a finding every version of a model shares; the blast-radius
+section shows which broken datasets to fix first because they endanger the most
+traffic.  The JSON keeps one entry per version.
 """
 
 from __future__ import annotations
+
+from typing import Iterable
 
 from rich.console import Console
 from rich.table import Table
@@ -13,7 +17,9 @@ from rich.text import Text
 
 from recall_dagster.detect import Severity, count_by_severity
 from recall_dagster.estate import display_name
-from recall_dagster.scan import ScanResult, iso_instant
+from recall_dagster.detect.config import ScoringConfig
+from recall_dagster.detect.finding import Finding
+from recall_dagster.scan import ModelReport, ScanResult, iso_instant
 
 _TIER_STYLE = {"CRITICAL": "bold red", "AT_RISK": "yellow", "WATCH": "cyan", "HEALTHY": "green"}
 _SEVERITY_STYLE = {Severity.CRITICAL: "bold red", Severity.WARN: "yellow", Severity.INFO: "dim"}
@@ -27,6 +33,37 @@ def _bar(score: int, max_score: int, style: str) -> Text:
 
 def _path(path: list[str]) -> str:
     return " → ".join(display_name(u) for u in path)
+
+
+def _registered(reports: Iterable[ModelReport]) -> dict[str, list[ModelReport]]:
+    """Versions under their registered model, in the order the worst version of each comes."""
+    groups: dict[str, list[ModelReport]] = {}
+    for report in reports:
+        groups.setdefault(report.closure.registered_model, []).append(report)
+    return groups
+
+
+def _version(report: ModelReport) -> str:
+    model = report.closure.model
+    return f"v{model.version}" if model.version else model.name
+
+
+def _shared(entries: list[tuple[ModelReport, Finding]]) -> list[tuple[str, str, Finding]]:
+    """(who, message, finding): one line per finding every version of a registered model shares, its message
+    naming the registered model rather than one version."""
+    lines: dict[tuple[str, str, str, str], list[tuple[ModelReport, Finding]]] = {}
+    for report, f in entries:
+        closure = report.closure
+        said = f.message.replace(closure.model.name, closure.registered_name)
+        lines.setdefault((closure.registered_model, f.detector, f.subject, said), []).append((report, f))
+    out = []
+    for (_, _, _, said), found in lines.items():
+        (report, f), *more = found
+        if more:
+            out.append((f"{report.closure.registered_name} {', '.join(_version(r) for r, _ in found)}", said, f))
+        else:
+            out.append((report.closure.model.name, f.message, f))
+    return out
 
 
 def render_report(result: ScanResult, console: Console) -> None:
@@ -48,18 +85,12 @@ def render_report(result: ScanResult, console: Console) -> None:
     table.add_column("", no_wrap=True)
     table.add_column("live", justify="right")
     table.add_column("crit/warn/info", justify="right", no_wrap=True)
-    for report in result.models:
-        style = _TIER_STYLE.get(report.score.tier, "white")
-        counts = list(count_by_severity(report.findings).values())
-        table.add_row(
-            report.closure.model.name,
-            "yes" if report.closure.production else "no",
-            Text(report.score.tier, style=style),
-            str(report.score.value),
-            _bar(report.score.value, scoring.max_score, style),
-            str(len(report.closure.live_deployments)),
-            "/".join(map(str, counts)),
-        )
+    for versions in _registered(result.models).values():
+        grouped = len(versions) > 1
+        if grouped:
+            table.add_row(Text(versions[0].closure.registered_name, style="bold"), "", "", "", "", "", "")
+        for report in versions:
+            _model_row(table, report, f"  {_version(report)}" if grouped else report.closure.model.name, scoring)
     console.print(table)
     console.print("[dim]Coverage: " + "; ".join(result.coverage.lines()) + "[/]", highlight=False)
 
@@ -69,8 +100,8 @@ def render_report(result: ScanResult, console: Console) -> None:
             continue
         console.print()
         console.print(Text(f"{severity.value} ({len(entries)})", style=_SEVERITY_STYLE[severity]))
-        for report, f in entries:
-            console.print(f"  [bold]{report.closure.model.name}[/] [dim]{f.detector}[/]  {f.message}", highlight=False)
+        for who, message, f in _shared(entries):
+            console.print(f"  [bold]{who}[/] [dim]{f.detector}[/]  {message}", highlight=False)
             console.print(f"    [dim]{_path(list(f.evidence.get('path', [])))}[/]", highlight=False)
 
     accepted = [(r, f, a) for r in result.models for f, a in r.accepted]
@@ -105,3 +136,17 @@ def render_report(result: ScanResult, console: Console) -> None:
         )
     else:
         console.print(f"[green]No model reaches the fail tier {scoring.fail_tier}.[/]")
+
+
+def _model_row(table: Table, report: ModelReport, label: str, scoring: ScoringConfig) -> None:
+    style = _TIER_STYLE.get(report.score.tier, "white")
+    counts = list(count_by_severity(report.findings).values())
+    table.add_row(
+        label,
+        "yes" if report.closure.production else "no",
+        Text(report.score.tier, style=style),
+        str(report.score.value),
+        _bar(report.score.value, scoring.max_score, style),
+        str(len(report.closure.live_deployments)),
+        "/".join(map(str, counts)),
+    )

@@ -198,8 +198,8 @@ class ScanResult:
 
 
 def score_models(
-    closures: Sequence[ModelClosure], detection: Detection, config: RecallConfig,
-    acks: Sequence[Acknowledgement] = (), at_ms: int = 0,
+    closures: Sequence[ModelClosure], detection: Detection, config: RecallConfig, *,
+    acks: Sequence[Acknowledgement] = (), at_ms: int,
 ) -> tuple[ModelReport, ...]:
     """Each model scored on the findings no acknowledgement in force at ``at_ms`` covers."""
     reports = []
@@ -211,12 +211,16 @@ def score_models(
 
 
 def detect_and_record(
-    closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, *, accept_schema: Sequence[str] = ()
+    closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, *, accept_schema: Sequence[str] = (),
+    acks: Sequence[Acknowledgement] = (), at_ms: int | None = None,
 ) -> Detection:
     """Run every detector against the stored baselines, then record the schemas first seen now (and the
-    accepted ones)."""
+    accepted ones). A finding ``acks`` cover at ``at_ms`` puts no dataset at risk."""
     baselines = store.load_baselines()
-    detection = run_detectors(closures, config, baselines)
+    if acks and at_ms is None:
+        raise ValueError("acknowledgements are in force at an instant: give at_ms")
+    open_findings = (lambda c, fs: split(c, fs, acks, at_ms).open) if acks else None  # type: ignore[arg-type]
+    detection = run_detectors(closures, config, baselines, open_findings)
     updated = record_baselines(closures, baselines, accept=accept_schema)
     if updated != baselines:
         store.save_baselines(updated)
@@ -279,11 +283,11 @@ def run_scan(
     that first sees a dataset reports no drift for it.
     """
     closures = select_closures(graph, config, scanned_at_ms=scanned_at_ms, include_all=include_all, models=models)
-    detection = detect_and_record(closures, config, store, accept_schema=accept_schema)
+    detection = detect_and_record(closures, config, store, accept_schema=accept_schema, acks=acks, at_ms=scanned_at_ms)
     return ScanResult(
         scanned_at_ms=scanned_at_ms,
         graph=graph.location,
-        models=score_models(closures, detection, config, acks, scanned_at_ms),
+        models=score_models(closures, detection, config, acks=acks, at_ms=scanned_at_ms),
         blast_radius=detection.blast_radius,
         config=config,
         acks=tuple(acks),

@@ -91,7 +91,7 @@ def _render_window(report: BlindWindowReport, console: Console) -> None:
                 f" (last pass {w['began_after'] or 'never recorded'}, first failure {w['began_by'] or 'untimed'})"
                 f" to {w['end'] or 'now, still open'}"
             )
-        for line in describe(cause.blast.to_json()):
+        for line in describe(cause.to_json()):
             console.print(f"  {line}")
         for model in cause.models:
             console.print(f"  [bold]{model.name}[/bold]: {model.rollback_note}")

@@ -127,10 +127,13 @@ def _closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
 def risk_findings(model_closures: Closures, config: FindingsConfig, recall: RecallResource) -> Output[Detection]:
     """Every detector over every closure; schema baselines are kept in RECALL_HOME/state between scans."""
     settings = recall.settings()
+    with recall.open_graph() as graph:
+        acks = in_force(graph, settings)
     with settings.writing("risk_findings"):
         store = JsonStateStore(settings.state_dir)
         detection = detect_and_record(model_closures.closures, recall.config(), store,
-                                      accept_schema=config.accept_schema)
+                                      accept_schema=config.accept_schema, acks=acks,
+                                      at_ms=model_closures.scanned_at_ms)
     findings = [f for found in detection.findings.values() for f in found]
     return Output(
         detection,
@@ -174,7 +177,7 @@ def risk_scores(model_closures: Closures, impact_tests: Detection, recall: Recal
     result = ScanResult(
         scanned_at_ms=at,
         graph=model_closures.graph,
-        models=score_models(model_closures.closures, impact_tests, config, acks, at),
+        models=score_models(model_closures.closures, impact_tests, config, acks=acks, at_ms=at),
         blast_radius=impact_tests.blast_radius,
         config=config,
         acks=acks,

@@ -154,8 +154,7 @@ def _fold(
 ) -> tuple[Drift, ...]:
     """One drift per table where a shift starts; a shifted column that derives from another shifted column is
     listed under the origin it came from, not reported again."""
-    upstream = {c: {a for a in columns.ancestry(c) - {c} if a in shifts} if c[1] != ROWS else set() for c in shifts}
-    origin_of = {c: min((a for a in ups if not upstream[a]), default=c) for c, ups in upstream.items()}
+    origin_of = columns.starts(shifts)
     grouped: dict[str, list[Col]] = {}
     for col in sorted(shifts):
         grouped.setdefault(origin_of[col][0], []).append(col)

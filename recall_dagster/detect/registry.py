@@ -89,11 +89,17 @@ class Detection:
     blast_radius: tuple[blast_radius.BlastRadius, ...]  # estate-wide, ranked
 
 
+OpenFindings = Callable[[ModelClosure, Sequence[Finding]], Sequence[Finding]]
+
+
 def run_detectors(
     closures: Sequence[ModelClosure],
     config: RecallConfig,
     schema_baselines: Mapping[str, SchemaBaseline],
+    open_findings: OpenFindings | None = None,
 ) -> Detection:
+    """Every enabled detector over every closure; ``blast_radius`` last, over what the others found that is
+    still open (``open_findings`` leaves out what an acknowledgement covers: an accepted risk endangers no one)."""
     enabled = [d for d in DETECTORS if config.enabled(d.name)]
     state = DetectorState(schema_baselines=schema_baselines, exposure=blast_radius.exposure_index(closures))
     found: dict[str, list[Finding]] = {c.urn: [] for c in closures}
@@ -101,7 +107,8 @@ def run_detectors(
         for d in enabled:
             if d.name != _SECOND_PASS:
                 found[closure.urn].extend(d.detect(closure, config, state))
-    state = replace(state, at_risk=blast_radius.at_risk_index((f for fs in found.values() for f in fs), config))
+    still_open = (open_findings(c, found[c.urn]) if open_findings else found[c.urn] for c in closures)
+    state = replace(state, at_risk=blast_radius.at_risk_index((f for fs in still_open for f in fs), config))
     for closure in closures:
         for d in enabled:
             if d.name == _SECOND_PASS:

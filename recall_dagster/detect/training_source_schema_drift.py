@@ -4,6 +4,11 @@ Severity follows consequence: a change to a column training reads directly, or
 to one that reaches a feature through column-level lineage, changes what the
 model sees (CRITICAL); anything else in the closure is worth knowing (WARN).
 The first scan only records baselines (in the state store), so it reports nothing.
+
+One change is one finding: a table's twins (its dbt node, its warehouse table)
+speak as one, and a change that flows down column lineage (a retyped raw
+column retypes its staging and mart copies) is reported where it starts,
+listing the columns it reached.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState, SchemaBaseline
 from recall_dagster.estate import FieldRef, ModelClosure
+from recall_dagster.estate.columns import Col, column_graph, column_name
 
 NAME = "training_source_schema_drift"
 CASES = ("model_input_column", "other_column")
@@ -61,8 +67,11 @@ def model_input_columns(closure: ModelClosure, baselines: Mapping[str, SchemaBas
     return frozenset(reached)
 
 
-def _changes(before: SchemaBaseline, after: Mapping[str, str]) -> list[dict[str, str | None]]:
-    changes: list[dict[str, str | None]] = []
+Change = dict[str, "str | None"]
+
+
+def _changes(before: SchemaBaseline, after: Mapping[str, str]) -> list[Change]:
+    changes: list[Change] = []
     for column in sorted(set(before) | set(after)):
         if column not in before:
             changes.append({"column": column, "change": "added", "before": None, "after": after[column]})
@@ -73,7 +82,7 @@ def _changes(before: SchemaBaseline, after: Mapping[str, str]) -> list[dict[str,
     return changes
 
 
-def _describe(changes: Iterable[dict[str, str | None]]) -> str:
+def _describe(changes: Iterable[Change]) -> str:
     words = []
     for c in changes:
         if c["change"] == "retyped":
@@ -85,34 +94,63 @@ def _describe(changes: Iterable[dict[str, str | None]]) -> str:
     return ", ".join(shown) + more
 
 
-def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
-    baselines = state.schema_baselines
-    inputs = model_input_columns(closure, baselines)
-    findings: list[Finding] = []
+def _table_changes(closure: ModelClosure, baselines: Mapping[str, SchemaBaseline]) -> dict[str, tuple[str, list[Change]]]:
+    """Canonical table -> (the twin that speaks for it, its changes): a table's dbt node and warehouse twin
+    drift together, and are one table."""
+    found: dict[str, tuple[str, list[Change]]] = {}
     for urn, dataset in sorted(closure.datasets.items()):
         if dataset.fields is None or urn not in baselines:
             continue
         changes = _changes(baselines[urn], {f.path: f.type for f in dataset.fields})
+        table = closure.canonical(urn)
         if not changes:
             continue
-        reaching = [c for c in changes if (urn, c["column"]) in inputs]
+        if table not in found:
+            found[table] = (urn, changes)
+            continue
+        listed = {c["column"] for c in found[table][1]}
+        found[table][1].extend(c for c in changes if c["column"] not in listed)
+    return found
+
+
+def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
+    baselines = state.schema_baselines
+    tables = _table_changes(closure, baselines)
+    if not tables:
+        return []
+    inputs = {(closure.canonical(urn), column) for urn, column in model_input_columns(closure, baselines)}
+    changed = [(table, str(c["column"])) for table, (_, changes) in tables.items() for c in changes]
+    start = column_graph([closure]).starts(changed) if len(tables) > 1 else {col: col for col in changed}
+    copies: dict[Col, list[Col]] = {}
+    for col, origin in sorted(start.items()):
+        copies.setdefault(origin, []).append(col)
+    findings: list[Finding] = []
+    for table, (urn, changes) in sorted(tables.items()):
+        own = [c for c in changes if (table, c["column"]) in copies]
+        if not own:
+            continue  # every change here came down lineage from a table that reports it
+        flowed = {str(c["column"]): copies[(table, str(c["column"]))] for c in own}
+        reaching = sorted(column for column, cols in flowed.items() if any(col in inputs for col in cols))
+        reached = sorted(column_name(col) for cols in flowed.values() for col in cols if col[0] != table)
         case = "model_input_column" if reaching else "other_column"
         consequence = (
-            f"; {', '.join(sorted(str(c['column']) for c in reaching))} feed{'s' if len(reaching) == 1 else ''} "
+            f"; {', '.join(reaching)} feed{'s' if len(reaching) == 1 else ''} "
             f"what {closure.model.name} trains or serves on"
             if reaching
             else ""
         )
+        spread = f"; reached {', '.join(reached)}" if reached else ""
         findings.append(
             finding(
                 closure,
                 NAME,
                 config.severity(NAME, case),
                 urn,
-                f"{dataset.name} changed schema since its baseline: {_describe(changes)}{consequence}",
+                f"{closure.dataset(urn).name} changed schema since its baseline: {_describe(own)}{consequence}{spread}",
                 cause=urn,
-                changes=changes,
-                model_input_columns=sorted(str(c["column"]) for c in reaching),
+                changes=own,
+                model_input_columns=reaching,
+                reached=reached,
             )
         )
     return findings

@@ -116,8 +116,19 @@ class ModelClosure:
         return frozenset(seen)
 
     def path_to(self, urn: str) -> Path:
-        """Model first, ``urn`` last; the serving route is preferred when there are several."""
-        return self.paths.get(urn, (self.model.urn, urn) if urn != self.model.urn else (urn,))
+        """Model first, ``urn`` last; the serving route is preferred when there are several.
+
+        A table shows once, under the last of its twins the walk passed (a dbt node
+        reads its parent's warehouse twin, so a walk steps through both names).
+        """
+        walked = self.paths.get(urn, (self.model.urn, urn) if urn != self.model.urn else (urn,))
+        shown: list[str] = []
+        for step in walked:
+            if shown and self.canonical(shown[-1]) == self.canonical(step):
+                shown[-1] = step
+            else:
+                shown.append(step)
+        return tuple(shown)
 
 
 def _missing(urn: str) -> Dataset:

@@ -79,6 +79,16 @@ class ColumnGraph:
         roots = {c for c in self.ancestry(col) if not self.upstream.get(c)}
         return tuple(sorted(roots)) or (col,)  # a pure cycle has no root: it starts where it was entered
 
+    def starts(self, changed: Iterable[Col]) -> dict[Col, Col]:
+        """Each changed column -> the changed column above it where the change starts; itself when none is.
+
+        A change that flows down lineage (a retyped raw column retypes its staging
+        and mart copies) is one change: reported where it starts, listing where it went.
+        """
+        wanted = set(changed)
+        above = {c: (self.ancestry(c) - {c}) & wanted for c in wanted}
+        return {c: min((a for a in ups if not above[a]), default=c) for c, ups in above.items()}
+
     def reach(self, cols: Iterable[Col]) -> dict[Col, Col | None]:
         """Every column downstream of ``cols`` (them included), each with the column it was reached from."""
         parent: dict[Col, Col | None] = {c: None for c in cols}

@@ -241,7 +241,7 @@ def measure_scan(
     measured = measure_findings(graph, closures, detection, lc, ic, source)
     if measured is detection:
         return result
-    return replace(result, models=score_models(closures, measured, result.config, result.acks, result.scanned_at_ms))
+    return replace(result, models=score_models(closures, measured, result.config, acks=result.acks, at_ms=result.scanned_at_ms))
 
 
 def gate_measure(settings: Settings, lc: LifecycleConfig, ic: ImpactConfig) -> Measure | None:

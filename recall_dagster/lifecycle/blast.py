@@ -261,10 +261,16 @@ def blast_radius(
     )
 
 
-def describe(radius: Mapping[str, Any]) -> list[str]:
-    """One line per model version of a blast radius's JSON: incidents keep only that, postmortems share it."""
-    lines = []
-    for m in radius.get("models", ()):
+def describe(cause: Mapping[str, Any]) -> list[str]:
+    """One line per model version a root cause's JSON reaches (incidents keep only that, postmortems and the
+    blind window share it), versions that serve nothing, are not in production and are no rollback target
+    folded into one line: after a few retrains they are most of the list and none of the risk."""
+    rollbacks = {(m.get("rollback") or {}).get("name") for m in cause.get("models", ())}
+    lines, retired = [], []
+    for m in cause.get("blast_radius", {}).get("models", ()):
+        if not m["live_deployments"] and not m.get("production") and m["name"] not in rollbacks:
+            retired.append(m)
+            continue
         serving = ", ".join(display_name(d) for d in m["live_deployments"]) or "no live deployment"
         rows = ""
         if m.get("failed_rows") is not None:
@@ -274,4 +280,8 @@ def describe(radius: Mapping[str, Any]) -> list[str]:
         suspects = ", ".join(f["name"] for f in m.get("suspect_features", ()))
         named = ", ".join(p for p in (named, suspects and f"suspect: {suspects}") if p) or ", ".join(m["poisoned_inputs"])
         lines.append(f"{m['name']} [{m['severity']}]: {m['summary']} ({named}); {serving}{rows}")
+    if retired:
+        names = ", ".join(m["name"] for m in retired)
+        lines.append(f"{len(retired)} retired version{'s' if len(retired) > 1 else ''} (serving nothing, "
+                     f"not in production, no rollback target), at most [{retired[0]['severity']}]: {names}")
     return lines

@@ -137,7 +137,7 @@ def postmortem(entry: IncidentEntry, cause: RootCause | None, config: LifecycleC
         "",
         "## Blast radius",
         f"Origin columns: {origins}.",
-        *(f"- {line}" for line in describe(entry.snapshot.get("blast_radius", {}))),
+        *(f"- {line}" for line in describe(entry.snapshot)),
         "",
         "## Contaminated versions",
         *(f"- {v.name}: {v.verdict.reason}" for v in bad),

@@ -76,7 +76,7 @@ def incident_description(entry: IncidentEntry) -> str:
         f"bad since {window.get('onset') or window.get('began_by') or 'an unknown time'} at the earliest.",
         "",
         "Poisoned models:",
-        *(f"- {line}" for line in describe(snapshot.get("blast_radius", {}))),
+        *(f"- {line}" for line in describe(snapshot)),
     ]
     for model in snapshot.get("models", ()):
         bad = [v["name"] for v in model["versions"] if v["verdict"] == "CONTAMINATED"]

@@ -91,6 +91,20 @@ def test_a_scan_picks_models_by_the_registry_s_names(shop: Settings, overlay: st
     assert unknown.exit_code == 2 and "no model churn_model/9" in unknown.output
 
 
+def test_the_terminal_report_groups_a_registered_model_s_versions(shop: Settings, overlay: str) -> None:
+    fail_the_test(shop)
+    args = ["scan", "--graph", shop.graph, "--config", overlay, "--as-of", "2025-06-01T00:00:00Z"]
+    done = CliRunner().invoke(cli, args, env={"RECALL_HOME": str(shop.home)}, terminal_width=200)
+    lines = done.output.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.strip().startswith("churn_model"))
+    assert [lines[header + 1].split()[0], lines[header + 2].split()[0]] in (["v1", "v2"], ["v2", "v1"])
+    shared = [line for line in lines if line.startswith("  churn_model") and "failing_assertion" in line]
+    assert len(shared) == 1 and "churn_model v1, v2 failing_assertion" in shared[0].replace("v2, v1", "v1, v2"), (
+        "a finding both versions share is one line naming both")
+    json_models = {m["name"] for m in scan_json(shop, overlay)["models"]}
+    assert {"churn_model_1", "churn_model_2"} <= json_models, "the JSON keeps one entry per version"
+
+
 def test_the_scan_reads_stock_shapes(shop: Settings, overlay: str) -> None:
     models = {m["name"]: m for m in scan_json(shop, overlay)["models"]}
     assert set(models) == {"churn_model_1", "churn_model_2", "ltv_model_1"}

@@ -10,7 +10,7 @@ from lifecycle_estates import DEVICE, FCT, FCT_PG, RAW, STG, at, closure, estate
 from recall_dagster.estate import ColumnEdge, Dataset, SchemaField
 
 from recall_dagster.lifecycle.assess import root_causes
-from recall_dagster.lifecycle.blast import blast_radius, severity_of
+from recall_dagster.lifecycle.blast import blast_radius, describe, severity_of
 from recall_dagster.lifecycle.config import LifecycleConfig, load_lifecycle_config
 from recall_dagster.lifecycle.verdict import Status
 
@@ -128,3 +128,20 @@ def test_a_sibling_of_the_failing_column_is_suspect_never_critical(lc: Lifecycle
     assert impact.severity == "MEDIUM", "a whole model reached only through a sibling is at most MEDIUM, live or not"
     cleared = blast_radius([failing], world.closures, world.columns, lc, passing=frozenset({(qty_mart, "qty")}))
     assert cleared.models == (), "a passing test on the sibling's own column clears the suspicion"
+
+
+def test_an_incident_folds_retired_versions_into_one_line() -> None:
+    """After a few retrains most versions serve nothing and are no rollback target: one line, not one each."""
+    def version(n: int, live: bool = False, production: bool = False) -> dict:
+        return {"name": f"fraud_{n}", "severity": "HIGH" if live or production else "MEDIUM", "summary": "1 of 6",
+                "features": [{"name": "amount", "evidence": "lineage"}], "suspect_features": [], "poisoned_inputs": [],
+                "live_deployments": ["urn:li:mlModelDeployment:(urn:li:dataPlatform:k,api,PROD)"] if live else [],
+                "production": production, "failed_rows": None, "observed_by": []}
+    cause = {"blast_radius": {"models": [version(9, live=True, production=True), version(8), version(7), version(6),
+                                         version(5)]},
+             "models": [{"name": "fraud", "rollback": {"name": "fraud_6"}}]}
+    lines = describe(cause)
+    assert [line.split(" ")[0] for line in lines[:2]] == ["fraud_9", "fraud_6"], "live, then the rollback target"
+    assert lines[2] == ("3 retired versions (serving nothing, not in production, no rollback target), "
+                        "at most [MEDIUM]: fraud_8, fraud_7, fraud_5")
+    assert len(lines) == 3

@@ -69,8 +69,8 @@ def test_changed_evidence_is_a_new_finding_for_detectors_without_an_identity() -
 def test_an_accepted_finding_is_shown_not_scored(config):
     c, found = stale(config, NOW - 300 * HOUR)
     detection = run_detectors([c], config, {})
-    [plain] = score_models([c], detection, config)
-    [acked] = score_models([c], detection, config, [accept(found)], NOW)
+    [plain] = score_models([c], detection, config, at_ms=NOW)
+    [acked] = score_models([c], detection, config, acks=[accept(found)], at_ms=NOW)
     assert plain.score.value > acked.score.value, "the staleness no longer counts"
     assert "upstream_staleness" not in {f.detector for f in acked.findings}
     assert [f for f, _ in acked.accepted] == [found]
@@ -78,6 +78,13 @@ def test_an_accepted_finding_is_shown_not_scored(config):
     assert shown["acknowledged"] == {"id": accept(found).id, "by": "ana", "reason": "known outage",
                                      "until": "2025-06-03T00:00:00+00:00"}
     assert split(c, [found], [], NOW).open == (found,)
+
+
+def test_an_accepted_finding_puts_no_dataset_at_risk(config):
+    c, found = stale(config, NOW - 300 * HOUR)
+    assert found.cause in {b.dataset for b in run_detectors([c], config, {}).blast_radius}
+    still_open = run_detectors([c], config, {}, lambda closure, fs: split(closure, fs, [accept(found)], NOW).open)
+    assert still_open.blast_radius == () and "blast_radius" not in {f.detector for f in still_open.findings[c.urn]}
 
 
 @pytest.fixture

@@ -266,3 +266,16 @@ def test_a_serving_table_joining_the_trained_table_with_a_new_input_is_skew(conf
     only_trained = [ds("trained", "events"), ds("events"), ds("serving", "trained")]
     derived = closure(features=[feature("f", "serving")], runs=[run("r", "trained")], datasets=only_trained)
     assert training_serving_skew.detect(derived, config, STATE) == [], "derived from the trained table alone"
+
+
+def test_a_path_shows_each_table_once_whichever_twin_was_walked(config):
+    """A dbt node reads its parent's warehouse twin: the walk passes both names, the reader sees one table."""
+    old = ((NOW - 40 * 24 * HOUR, NOW - 40 * 24 * HOUR),)
+    datasets = [
+        ds("mart_pg", "mart", copy_of=urn("mart")), ds("mart", "stg_pg"),
+        ds("stg_pg", "stg", copy_of=urn("stg")), ds("stg", "raw"), ds("raw", operations_ms=old),
+    ]
+    c = closure(features=[feature("f", "mart_pg")], datasets=datasets)
+    (stale,) = upstream_staleness.detect(c, config, STATE)
+    tables = [step for step in stale.evidence["path"] if step.startswith("urn:li:dataset:")]
+    assert tables == [urn("mart"), urn("stg"), urn("raw")]

@@ -156,6 +156,9 @@ def test_schema_drift_is_reported_against_the_first_scan(estate, config):
     assert drift[RAW_PAY].evidence["changes"] == [
         {"column": "amount", "change": "retyped", "before": "NUMBER(38,2)", "after": "VARCHAR"}
     ]
+    assert set(drift) == {RAW_PAY, RAW_CUST}, "the retype is one finding, where it starts, not one per copy"
+    assert drift[RAW_PAY].evidence["reached"] == ["shop.staging.payments_clean.amount"], "where the retype went"
+    assert drift[RAW_PAY].message.endswith("; reached shop.staging.payments_clean.amount")
     # a new column that feeds nothing the model reads
     assert drift[RAW_CUST].severity is Severity.WARN
     assert drift[RAW_CUST].evidence["changes"][0]["change"] == "added"
@@ -166,7 +169,7 @@ def test_schema_drift_is_reported_against_the_first_scan(estate, config):
     scan(db, config, store, accept_schema=["raw.payments"])
     one = scan(db, config, store)
     assert {f.subject for m in one.models for f in m.findings if f.detector == "training_source_schema_drift"} == {
-        RAW_CUST}, "only the table accepted stops drifting"
+        RAW_CUST, STG_PAY}, "only the table accepted stops drifting: its staging copy now speaks for itself"
     with pytest.raises(ConfigError, match=r"--accept-schema raw\.nowhere names no table"):
         scan(db, config, store, accept_schema=["raw.nowhere"])
     scan(db, config, store, accept_schema=["*"])
