@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
+from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import RecallConfig
 from recall_dagster.detect.pii_exposure import marks_pii, justified
 from recall_dagster.estate import ModelClosure, display_name
@@ -28,7 +29,6 @@ from recall_dagster.protect.assess import gaps
 from recall_dagster.scan import iso_instant, select_closures
 from recall_dagster.settings import Settings
 
-SCHEMA_VERSION = 1
 
 
 def _sources(closures: Sequence[ModelClosure]) -> list[dict[str, Any]]:
@@ -107,7 +107,7 @@ def evidence_pack(
     ]
     model_view = closures[0].model
     return {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": VERSION,
         "model": closures[0].registered_name,
         "judged": [c.urn for c in closures],  # the versions the pack is about: production ones, or the one named
         "generated_at": iso_instant(now_ms),

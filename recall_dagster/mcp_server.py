@@ -102,7 +102,7 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
         ]
 
     @server.tool(name="list_incidents")
-    def incidents() -> list[dict[str, Any]]:
+    def incidents() -> dict[str, Any]:
         """The data incidents Recall's ledger holds for this graph, open ones first."""
         settings = Settings.from_env()
         return list_incidents(settings, location_of(settings.graph))

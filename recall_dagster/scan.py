@@ -15,6 +15,7 @@ from typing import Any, Protocol, Sequence
 
 import yaml
 
+from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import Detection, Finding, RecallConfig, check_config, parse_config, run_detectors
 from recall_dagster.detect.blast_radius import BlastRadius
 from recall_dagster.acks.model import Accepted, Acknowledgement, split
@@ -188,6 +189,7 @@ class ScanResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "schema_version": VERSION,
             "scanned_at": iso_instant(self.scanned_at_ms),
             "graph": self.graph,
             "fail_tier": self.config.scoring.fail_tier,

@@ -191,10 +191,11 @@ def _render_sync(result: SyncResult, console: Console) -> None:
 def list_command(graph_target: str | None, as_json: bool) -> None:
     """The incidents the ledger holds for this graph, open ones first."""
     settings = Settings.from_env(graph=graph_target)
-    entries = list_incidents(settings, location_of(settings.graph))  # the ledger is local: no graph is opened
+    listed = list_incidents(settings, location_of(settings.graph))  # the ledger is local: no graph is opened
     if as_json:
-        _echo_json(entries)
+        _echo_json(listed)
         return
+    entries = listed["incidents"]
     console = Console()
     for e in entries:
         names = ", ".join(a["name"] for a in e["snapshot"].get("assertions", ()))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping
 
+from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import RecallConfig
 from recall_dagster.diagnose.collect import Configs, Pair, collect, pick_versions, run_facts
 from recall_dagster.diagnose.facts import Facts
@@ -23,7 +24,6 @@ from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.impact.models import ModelSource
 from recall_dagster.scan import select_closures
 
-SCHEMA_VERSION = 1
 Verdict = Literal["PASS", "REGRESSION", "INCONCLUSIVE"]
 Progress = Callable[[str], None]
 
@@ -44,7 +44,7 @@ class Diagnosis:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": VERSION,
             "model": self.pair.model,
             "candidate": self.pair.candidate,
             "baseline": self.pair.baseline,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from recall_dagster.contracts.base import VERSION
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.measure import Inference, Measurement, infer, measure
@@ -23,7 +24,6 @@ from recall_dagster.impact.policy import Verdict, judge, worst
 from recall_dagster.impact.targets import AffectedInput, AffectedModel
 from recall_dagster.estate.columns import Col, column_name
 
-SCHEMA_VERSION = 1
 Progress = Callable[[str], None]
 
 
@@ -90,7 +90,7 @@ class ImpactReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": VERSION,
             "dataset": self.dataset,
             "column": self.column,
             "mutation": self.mutation.label,

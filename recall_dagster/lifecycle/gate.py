@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from recall_dagster.acks.model import Accepted
+from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import (
     Finding,
     RecallConfig,
@@ -304,6 +305,7 @@ class GateResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "schema_version": VERSION,
             "model": self.model,
             "name": self.name,
             "registered_model": self.registered_model,

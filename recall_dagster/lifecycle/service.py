@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from recall_dagster.acks.model import Acknowledgement, split
 from recall_dagster.acks.service import in_force
+from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import Detection, RecallConfig, run_detectors
 from recall_dagster.detect.state import SchemaBaseline
 from recall_dagster.errors import ConfigError, ModelNotFound
@@ -101,6 +102,7 @@ class BlindWindowReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "schema_version": VERSION,
             "target": self.target,
             "judged_at": iso_instant(self.judged_at_ms),
             "assertions": list(self.assertions),
@@ -259,6 +261,7 @@ class SyncResult:
             }
 
         return {
+            "schema_version": VERSION,
             "raised": [brief(e) for e in self.raised],
             "updated": [brief(e) for e in self.updated],
             "resolved": [brief(e) for e in self.resolved],
@@ -312,7 +315,7 @@ def sync_incidents(
 
 
 
-def list_incidents(settings: Settings, location: str) -> list[dict[str, Any]]:
+def list_incidents(settings: Settings, location: str) -> dict[str, Any]:
     """The incidents the ledger holds for the graph at ``location``, open ones first (``recall incidents list``)."""
     entries = sorted(Ledger(settings.state_dir, location).load().values(), key=lambda e: (not e.active, -e.raised_at_ms))
-    return [e.to_json() for e in entries]
+    return {"schema_version": VERSION, "incidents": [e.to_json() for e in entries]}

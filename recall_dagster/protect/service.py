@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import RecallConfig
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.estate.dbt import dbt_nodes
@@ -15,7 +16,6 @@ from recall_dagster.protect.config import ProtectConfig
 from recall_dagster.scan import iso_instant, select_closures
 from recall_dagster.settings import Settings
 
-SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class ProtectReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": VERSION,
             "assessed_at": iso_instant(self.assessed_at_ms),
             "datasets": [r.to_json() for r in self.datasets],
             "gaps": [g.to_json() for g in self.gaps],

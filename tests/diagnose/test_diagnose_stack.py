@@ -17,6 +17,7 @@ from recall_dagster.cli import cli
 from recall_dagster.instants import iso_instant
 from recall_dagster.progress import Progress
 from recall_dagster.settings import REPO_ROOT, Settings
+from tests.contracts.conform import conforms
 from tests.conftest import built_estate, point_recall_at
 from seed import injuries, lifecycle
 
@@ -37,7 +38,9 @@ def env(estate: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
 def diagnose(*args: str) -> tuple[int, dict]:
     result = CliRunner().invoke(cli, ["diagnose", "fraud_detector", "--json", *args])
     assert result.exit_code in (0, 1), result.output
-    return result.exit_code, json.loads(result.stdout)
+    report = json.loads(result.stdout)
+    conforms("diagnose", report)
+    return result.exit_code, report
 
 
 def checkout_digest() -> dict[str, str]:

@@ -25,6 +25,7 @@ from recall_dagster.lifecycle.config import load_lifecycle_config
 from recall_dagster.scan import load_config
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import RetryPolicy
+from tests.contracts.conform import conforms
 from tests.conftest import built_estate, point_recall_at
 from seed.stack.warehouse import ensure_warehouse
 from tests.writeback.wb_support import WritebackGms, serve
@@ -55,7 +56,9 @@ def env(estate: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
 def impact(*args: str) -> tuple[int, dict]:
     result = CliRunner().invoke(cli, ["impact", *args, "--json"])
     assert result.exit_code in (0, 1, 4), result.output
-    return result.exit_code, json.loads(result.stdout)
+    report = json.loads(result.stdout)
+    conforms("impact", report)
+    return result.exit_code, report
 
 
 def measure(settings: Settings, table: str, column: str, mutation: str) -> dict:

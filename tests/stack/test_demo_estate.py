@@ -25,6 +25,7 @@ from recall_dagster.progress import Progress
 from recall_dagster.scan import load_config
 from recall_dagster.score import score_model
 from recall_dagster.settings import Settings
+from tests.contracts.conform import conforms
 from seed import lifecycle
 
 pytestmark = pytest.mark.stack
@@ -114,7 +115,9 @@ def _scan(settings: Settings, monkeypatch: pytest.MonkeyPatch, *flags: str) -> t
     monkeypatch.setenv("RECALL_HOME", str(settings.home))
     monkeypatch.setenv("RECALL_GRAPH", settings.graph)
     result = CliRunner().invoke(cli, ["scan", "--json", *flags])
-    return result.exit_code, json.loads(result.stdout)
+    report = json.loads(result.stdout)
+    conforms("scan", report)
+    return result.exit_code, report
 
 
 WRITTEN_TYPES = ("assertion", "incident", "document", "structuredProperty", "tag")

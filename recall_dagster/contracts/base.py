@@ -1,0 +1,25 @@
+"""What every contract shares: open to additions, closed to nothing a consumer relies on."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+VERSION = 1  # every contract's schema_version today; a contract that renames a field moves on alone
+
+Instant = str  # ISO-8601 UTC, seconds precision
+Json = dict[str, Any]
+
+
+class Part(BaseModel):
+    """A nested object of a contract. Fields it does not name are admitted (an addition is not a break);
+    the tests check that Recall's own outputs name none."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Contract(Part):
+    """A whole answer: one command's ``--json``, one MCP tool's result."""
+
+    schema_version: Literal[VERSION]

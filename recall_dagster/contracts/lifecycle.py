@@ -1,0 +1,185 @@
+"""``recall gate``, ``recall blind-window`` and ``recall incidents sync|list``: the incident lifecycle's answers."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from recall_dagster.contracts.base import Contract, Instant, Json, Part
+
+
+class Check(Part):
+    name: str
+    status: Literal["PASS", "FAIL", "SKIP"]
+    summary: str
+    details: list[str]
+
+
+class GateCoverage(Part):
+    checks: int
+    measured: int
+    skipped: dict[str, str]  # check -> why it could not measure
+
+
+class Gate(Contract):
+    model: str
+    name: str
+    registered_model: str
+    judged_at: Instant
+    verdict: Literal["GO", "NO-GO", "UNVERIFIED"]
+    reason: str | None
+    failing_checks: list[str]
+    unverified_checks: list[str]
+    coverage: GateCoverage
+    checks: list[Check]
+    acknowledged: list[Json]  # the acknowledgements the verdict relied on, with the findings they cover
+
+
+class Window(Part):
+    began_after: Instant | None
+    began_by: Instant | None
+    onset: Instant | None
+    last_failed: Instant | None
+    ended_by: Instant | None
+    end: Instant | None
+    open: bool
+    untimed_runs: int
+
+
+class AssertionHistory(Part):
+    urn: str
+    name: str
+    dataset: str
+    on: str
+    kind: str | None
+    failing: bool
+    failed_rows: int | None
+    windows: list[Window]
+
+
+class PoisonedFeature(Part):
+    urn: str
+    name: str
+    column: str
+    evidence: str
+    lineage: list[str]
+
+
+class ModelImpact(Part):
+    urn: str
+    name: str
+    version: str | None
+    group: str
+    severity: str
+    poisoned_features: int
+    total_features: int
+    summary: str
+    training_columns: int
+    features: list[PoisonedFeature]  # confirmed: derived from the failing column
+    suspect_features: list[PoisonedFeature]  # sharing only an origin column with it
+    poisoned_inputs: list[str]
+    live_deployments: list[str]
+    production: bool
+    failed_rows: int | None
+    observed_by: list[str]
+
+
+class BlastRadius(Part):
+    severity: str | None
+    origins: list[str]
+    poisoned_columns: list[str]
+    models: list[ModelImpact]
+
+
+class Version(Part):
+    urn: str
+    name: str
+    version: str | None
+    verdict: Literal["CONTAMINATED", "UNKNOWN", "CLEAN"]
+    reason: str
+    training_run: str | None  # the run it was last fit on
+    training_started: Instant | None
+    training_ended: Instant | None
+    training_runs: list[str]  # every run it records, each judged
+    live_deployments: list[str]
+    poisoned_inputs: list[str]
+
+
+class ModelVersions(Part):
+    group: str
+    name: str
+    rollback: Version | None
+    rollback_note: str
+    versions: list[Version]  # newest first
+
+
+class Cause(Part):
+    origins: list[str]
+    active: bool
+    window: Window | None
+    assertions: list[AssertionHistory]
+    blast_radius: BlastRadius
+    models: list[ModelVersions]
+
+
+class BlindWindowCoverage(Part):
+    versions: int
+    judged: int
+    unknown: dict[str, str]  # version -> why its verdict is UNKNOWN
+
+
+class BlindWindow(Contract):
+    target: str | None
+    judged_at: Instant
+    assertions: list[str]
+    contaminated_live: list[str]
+    unknown_live: list[str]
+    coverage: BlindWindowCoverage
+    causes: list[Cause]
+
+
+class IncidentModel(Part):
+    name: str
+    summary: str
+    severity: str
+    failed_rows: int | None
+    live_deployments: list[str]
+    suspect: list[str]
+
+
+class IncidentBrief(Part):
+    id: str
+    urn: str
+    state: str
+    severity: str | None
+    tests: list[str]
+    models: list[IncidentModel]
+    postmortem: Json | None
+
+
+class IncidentSync(Contract):
+    raised: list[IncidentBrief]
+    updated: list[IncidentBrief]
+    resolved: list[IncidentBrief]
+    active: list[IncidentBrief]
+    failures: list[str]
+
+
+class Incident(Part):
+    id: str
+    urn: str
+    state: str
+    origins: list[list[str]]
+    assertions: list[str]
+    raised_at_ms: int
+    updated_at_ms: int
+    resolved_at_ms: int | None
+    started_at_ms: int | None
+    fingerprint: str
+    snapshot: Json  # the root cause as it stood (the blind window's cause)
+    timeline: list[Json]
+    published: bool
+    postmortem: Json | None
+
+
+class IncidentList(Contract):
+    incidents: list[Incident]  # open ones first

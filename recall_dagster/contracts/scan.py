@@ -1,0 +1,60 @@
+"""``recall scan --json`` and the MCP ``scan_model`` tool."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from recall_dagster.contracts.base import Contract, Instant, Json, Part
+
+Severity = Literal["CRITICAL", "WARN", "INFO"]
+
+
+class Acknowledged(Part):
+    id: str
+    by: str
+    reason: str
+    until: Instant
+
+
+class Finding(Part):
+    detector: str
+    severity: Severity
+    subject: str  # the URN the message is about
+    message: str
+    evidence: Json  # always holds "path", model first
+    cause: str | None  # the dataset at fault, when there is one
+    acknowledged: Acknowledged | None  # set when an acknowledgement covers it: shown, not scored
+
+
+class ModelReport(Part):
+    urn: str
+    name: str
+    version: str | None
+    production: bool
+    score: int
+    tier: str
+    deployments: int
+    live_deployments: list[str]
+    findings: list[Finding]
+
+
+class AtRisk(Part):
+    dataset: str
+    models: list[str]
+    deployments: int
+    flagged_by: list[str]
+
+
+class Coverage(Part):
+    models: dict[str, int]
+    datasets: dict[str, int]
+
+
+class Scan(Contract):
+    scanned_at: Instant
+    graph: str
+    fail_tier: str
+    models: list[ModelReport]  # highest score first; one entry per version
+    blast_radius: list[AtRisk]
+    coverage: Coverage
+    writeback: Json | None = None  # with --writeback or --dry-run
