@@ -25,9 +25,9 @@ from recall_dagster.impact.service import ImpactRequest, impact_test
 from recall_dagster.instants import clock_ms
 from recall_dagster.lifecycle.config import load_lifecycle_config
 from recall_dagster.lifecycle.service import blind_window_report, judge_retrain, list_incidents
-from recall_dagster.scan import JsonStateStore, MemoryStateStore, load_config, run_scan
+from recall_dagster.narrate import DEFAULT_STEP, WHAT_TO_DO, finding_paragraph
+from recall_dagster.scan import JsonStateStore, MemoryStateStore, ScanResult, load_config, run_scan
 from recall_dagster.settings import Settings
-from recall_dagster.writeback.documents import WHAT_TO_DO
 
 INSTRUCTIONS = (
     "Recall reads DataHub's metadata graph backwards from every production model: which models are about to "
@@ -43,13 +43,13 @@ def _graph() -> Iterator[tuple[Settings, MetadataGraph]]:
         yield settings, graph
 
 
-def _scan(model: str | None, config_path: str | None) -> dict[str, Any]:
+def _scan(model: str | None, config_path: str | None) -> ScanResult:
     config, lc, ic = load_config(config_path), load_lifecycle_config(config_path), load_impact_config(config_path)
     with _graph() as (settings, graph):
         baselines = JsonStateStore(settings.state_dir).load_baselines()  # read, never recorded: tools are read-only
         result = run_scan(graph, config, MemoryStateStore(baselines), scanned_at_ms=clock_ms(),
                           models=[model] if model else (), acks=in_force(graph, settings))
-        return measure_scan(graph, result, lc, ic, MlflowModels(settings.mlflow_uri, ic)).to_json()
+        return measure_scan(graph, result, lc, ic, MlflowModels(settings.mlflow_uri, ic))
 
 
 def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: int = 8000) -> FastMCP:
@@ -59,12 +59,12 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
     @server.tool()
     def scan_model(model: str) -> dict[str, Any]:
         """Scan one model (registered name: its production versions; name/version; or URN): findings, score, tier."""
-        return _scan(model, config_path)
+        return _scan(model, config_path).to_json()
 
     @server.tool()
     def blast_radius() -> list[dict[str, Any]]:
         """Datasets at risk across the estate, ranked by the production models and live deployments they endanger."""
-        return _scan(None, config_path)["blast_radius"]
+        return _scan(None, config_path).to_json()["blast_radius"]
 
     @server.tool()
     def blind_window(target: str | None = None) -> dict[str, Any]:
@@ -93,12 +93,14 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
 
     @server.tool()
     def explain_finding(model: str, detector: str, subject: str | None = None) -> list[dict[str, Any]]:
-        """A model's findings of one detector (on one subject, when given), each with what to do about it."""
+        """A model's findings of one detector (on one subject, when given), each narrated: what, why it matters
+        for which deployments, whom to call, what to do."""
         return [
-            {**f, "model": m["name"], "what_to_do": WHAT_TO_DO.get(detector, "")}
-            for m in _scan(model, config_path)["models"]
-            for f in m["findings"]
-            if f["detector"] == detector and (subject is None or subject in (f["subject"], f.get("cause")))
+            {**f.to_json(), "model": m.closure.model.name, "what_to_do": WHAT_TO_DO.get(detector, DEFAULT_STEP),
+             "narrative": finding_paragraph(m.closure, f)}
+            for m in _scan(model, config_path).models
+            for f in m.findings
+            if f.detector == detector and (subject is None or subject in (f.subject, f.cause))
         ]
 
     @server.tool(name="list_incidents")

@@ -19,6 +19,7 @@ from recall_dagster.detect import Severity, count_by_severity
 from recall_dagster.estate import display_name
 from recall_dagster.detect.config import ScoringConfig
 from recall_dagster.detect.finding import Finding
+from recall_dagster.narrate import DEFAULT_STEP, WHAT_TO_DO, whom_to_call
 from recall_dagster.scan import ModelReport, ScanResult, iso_instant
 
 _TIER_STYLE = {"CRITICAL": "bold red", "AT_RISK": "yellow", "WATCH": "cyan", "HEALTHY": "green"}
@@ -48,9 +49,9 @@ def _version(report: ModelReport) -> str:
     return f"v{model.version}" if model.version else model.name
 
 
-def _shared(entries: list[tuple[ModelReport, Finding]]) -> list[tuple[str, str, Finding]]:
-    """(who, message, finding): one line per finding every version of a registered model shares, its message
-    naming the registered model rather than one version."""
+def _shared(entries: list[tuple[ModelReport, Finding]]) -> list[tuple[ModelReport, str, str, Finding]]:
+    """(a report, who, message, finding): one line per finding every version of a registered model shares, its
+    message naming the registered model rather than one version."""
     lines: dict[tuple[str, str, str, str], list[tuple[ModelReport, Finding]]] = {}
     for report, f in entries:
         closure = report.closure
@@ -60,9 +61,9 @@ def _shared(entries: list[tuple[ModelReport, Finding]]) -> list[tuple[str, str, 
     for (_, _, _, said), found in lines.items():
         (report, f), *more = found
         if more:
-            out.append((f"{report.closure.registered_name} {', '.join(_version(r) for r, _ in found)}", said, f))
+            out.append((report, f"{report.closure.registered_name} {', '.join(_version(r) for r, _ in found)}", said, f))
         else:
-            out.append((report.closure.model.name, f.message, f))
+            out.append((report, report.closure.model.name, f.message, f))
     return out
 
 
@@ -100,9 +101,12 @@ def render_report(result: ScanResult, console: Console) -> None:
             continue
         console.print()
         console.print(Text(f"{severity.value} ({len(entries)})", style=_SEVERITY_STYLE[severity]))
-        for who, message, f in _shared(entries):
+        for report, who, message, f in _shared(entries):
             console.print(f"  [bold]{who}[/] [dim]{f.detector}[/]  {message}", highlight=False)
             console.print(f"    [dim]{_path(list(f.evidence.get('path', [])))}[/]", highlight=False)
+            if severity is not Severity.INFO:
+                console.print(f"    call {whom_to_call(report.closure, f)}: "
+                              f"{WHAT_TO_DO.get(f.detector, DEFAULT_STEP)}", highlight=False)
 
     accepted = [(r, f, a) for r in result.models for f, a in r.accepted]
     if accepted:

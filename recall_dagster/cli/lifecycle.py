@@ -34,6 +34,7 @@ from recall_dagster.lifecycle.service import (
     list_incidents,
     sync_incidents,
 )
+from recall_dagster.narrate import gate_paragraph, window_paragraph
 from recall_dagster.scan import load_config
 from recall_dagster.instants import clock_ms, iso_instant
 from recall_dagster.settings import Settings
@@ -101,6 +102,7 @@ def _render_window(report: BlindWindowReport, console: Console) -> None:
                 serving = f" (serves {serves})" if serves else ""
                 status = f"[{colour}]{v.verdict.status.value:<12}[/{colour}]"
                 console.print(f"    {status} {v.name}{serving}: {v.verdict.reason}")
+        console.print(f"  {window_paragraph(cause.to_json())}", highlight=False)
 
 
 @cli.command("gate")
@@ -144,6 +146,8 @@ def _render_gate(result: GateResult, console: Console) -> None:
     for finding, accepted in result.accepted:
         console.print(f"  [dim]relied on acknowledgement {accepted.id} ({accepted.by}, until "
                       f"{iso_instant(accepted.until_ms)}): {finding.detector}: {finding.message}[/dim]", highlight=False)
+    console.print()
+    console.print(gate_paragraph(result.to_json()), highlight=False)
 
 
 @cli.group("incidents")

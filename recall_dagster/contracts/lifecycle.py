@@ -32,6 +32,7 @@ class Gate(Contract):
     coverage: GateCoverage
     checks: list[Check]
     acknowledged: list[Json]  # the acknowledgements the verdict relied on, with the findings they cover
+    narrative: str  # the verdict as a person acts on it
 
 
 class Window(Part):
@@ -121,6 +122,10 @@ class Cause(Part):
     models: list[ModelVersions]
 
 
+class NarratedCause(Cause):
+    narrative: str  # when the data was bad, which versions learned from it, what to roll back to
+
+
 class BlindWindowCoverage(Part):
     versions: int
     judged: int
@@ -134,7 +139,7 @@ class BlindWindow(Contract):
     contaminated_live: list[str]
     unknown_live: list[str]
     coverage: BlindWindowCoverage
-    causes: list[Cause]
+    causes: list[NarratedCause]
 
 
 class IncidentModel(Part):

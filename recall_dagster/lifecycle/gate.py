@@ -34,6 +34,7 @@ from recall_dagster.estate.columns import ColumnGraph
 from recall_dagster.lifecycle.config import CHECK_NAMES, LifecycleConfig
 from recall_dagster.lifecycle.records import OpenIncident, TrainingSpan
 from recall_dagster.lifecycle.verdict import Status
+from recall_dagster.narrate import gate_paragraph
 from recall_dagster.scan import iso_instant
 from recall_dagster.score import score_model
 
@@ -304,7 +305,7 @@ class GateResult:
         return self.verdict == "GO"
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        answer = {
             "schema_version": VERSION,
             "model": self.model,
             "name": self.name,
@@ -325,6 +326,7 @@ class GateResult:
                 for f, a in self.accepted
             ],
         }
+        return {**answer, "narrative": gate_paragraph(answer)}
 
 
 def run_gate(inputs: GateInputs) -> GateResult:

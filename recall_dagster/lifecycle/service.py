@@ -38,6 +38,7 @@ from recall_dagster.lifecycle.read import (
 from recall_dagster.lifecycle.records import AssertionRecord, Estate, TrainingSpan, newest_run
 from recall_dagster.lifecycle.rows import RowCounter, sql_row_counter
 from recall_dagster.lifecycle.verdict import Status
+from recall_dagster.narrate import window_paragraph
 from recall_dagster.scan import JsonStateStore, iso_instant
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import RetryPolicy
@@ -109,7 +110,7 @@ class BlindWindowReport:
             "contaminated_live": list(self.contaminated_live),
             "unknown_live": list(self.unknown_live),
             "coverage": self.coverage,
-            "causes": [c.to_json() for c in self.causes],
+            "causes": [{**cause, "narrative": window_paragraph(cause)} for cause in (c.to_json() for c in self.causes)],
         }
 
 

@@ -22,37 +22,12 @@ from datahub.metadata.schema_classes import (
 )
 
 from recall_dagster.detect import Finding
-from recall_dagster.estate import ModelClosure, Owner, display_name
+from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.narrate import finding_paragraph, owners_text
 from recall_dagster.scan import ModelReport, iso_instant
 from recall_dagster.writeback.context import PlanContext
 from recall_dagster.writeback.keys import MANAGED_BY, assertion_urn, document_urn, managed, stamp
 from recall_dagster.writeback.writes import Write
-
-WHAT_TO_DO = {
-    "training_source_schema_drift": "Compare the column with the type the model was trained on; "
-    "retrain on the new schema or restore the old type, then accept it with `recall scan --accept-schema TABLE`.",
-    "orphaned_feature": "Point the feature at a dataset the catalog knows (or its replacement) and retrain, "
-    "or drop the feature from the model.",
-    "upstream_staleness": "Find out why the table stopped refreshing (its job, its sources): "
-    "the model serves stale data until it does.",
-    "ownership_vacuum": "Name an active owner in DataHub: nobody is paged when this breaks.",
-    "training_serving_skew": "Serve from what the model was trained on, or retrain on what it serves.",
-    "undocumented_critical_path": "Document the table in DataHub: upstreams meet in it and models depend on it.",
-    "blast_radius": "Fix the at-risk dataset first: it endangers the most live traffic.",
-    "pii_exposure": "Justify the personal data on the model (tag or property) or stop feeding the column.",
-    "failing_assertion": "Fix the data the failing test names and rerun the test before the next retrain.",
-    "deprecated_upstream": "Move to the replacement the deprecation names before the table disappears.",
-    "version_mismatch": "Deploy the version the registry marks production, or move the alias to it.",
-    "profile_drift": "Ask the table's owner whether the values changed meaning (a unit, a scale, a default); "
-    "convert them back upstream, or retrain on the new values and measure it with `recall impact`.",
-}
-
-
-def _owners(owners: tuple[Owner, ...]) -> str:
-    if not owners:
-        return "nobody"
-    return ", ".join(display_name(o.urn) + ("" if o.active else " (left)") for o in owners)
-
 
 def _datasets(closure: ModelClosure, finding: Finding) -> list[str]:
     """Datasets on the finding's causal chain, and the one at fault."""
@@ -61,25 +36,26 @@ def _datasets(closure: ModelClosure, finding: Finding) -> list[str]:
 
 
 def premortem(report: ModelReport) -> str:
-    """The document's Markdown: findings worst first, each with its chain, owners and next step."""
+    """The document's Markdown: findings worst first, each narrated (what, why, whom, what to do) with its
+    chain and owners."""
     closure, model = report.closure, report.closure.model
     lines = [
         f"# Pre-mortem: {model.name}",
         "",
         f"Recall scores **{model.name}** {report.score.tier} ({report.score.value}), "
         f"serving from {len(closure.live_deployments)} live deployment(s). "
-        f"Model owners: {_owners(model.owners)}.",
+        f"Model owners: {owners_text(model.owners)}.",
     ]
     worst_first = sorted(report.findings, key=lambda f: (f.severity.rank, f.detector, f.subject))
     for number, finding in enumerate(worst_first, 1):
         chain = " → ".join(display_name(u) for u in finding.evidence.get("path", []))
-        lines += ["", f"## {number}. {finding.severity.value}: {finding.detector}", "", finding.message, ""]
+        lines += ["", f"## {number}. {finding.severity.value}: {finding.detector}", "",
+                  finding_paragraph(closure, finding), ""]
         lines.append(f"- Causal chain: {chain}")
         for dataset in _datasets(closure, finding):
-            lines.append(f"- Owners of {display_name(dataset)}: {_owners(closure.dataset(dataset).owners)}")
+            lines.append(f"- Owners of {display_name(dataset)}: {owners_text(closure.dataset(dataset).owners)}")
         if finding.cause:
             lines.append(f"- Assertion: {assertion_urn(finding.detector, finding.subject)}")
-        lines.append(f"- What to do: {WHAT_TO_DO.get(finding.detector, 'see the scan report for the evidence.')}")
     return "\n".join(lines) + "\n"
 
 
