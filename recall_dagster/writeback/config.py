@@ -8,6 +8,8 @@ never written in the file.
 
 from __future__ import annotations
 
+import math
+
 import os
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -24,10 +26,17 @@ class RetryPolicy:
     attempts: int  # tries per write within one scan, the first included
     backoff_seconds: float  # wait before the second try, doubled after each failure
     max_backoff_seconds: float
+    budget_seconds: float = math.inf  # the most one run may spend waiting between tries, whatever is left to try
 
     def delay(self, failures: int) -> float:
         """Seconds to wait after ``failures`` failed tries (1 for the first)."""
         return min(self.max_backoff_seconds, self.backoff_seconds * 2 ** (failures - 1))
+
+    def next_wait(self, failures: int, waited: float) -> float | None:
+        """The wait before the next try, or None when there is no next try: the attempts are spent, or waiting
+        would take the run past its budget (a GMS down for an hour must not hold a scan for an hour)."""
+        delay = self.delay(failures)
+        return delay if failures < self.attempts and waited + delay <= self.budget_seconds else None
 
 
 @dataclass(frozen=True)
@@ -83,6 +92,7 @@ def parse_writeback_config(data: Mapping[str, Any], source: str = "recall.yaml")
             attempts=retry.integer("attempts", minimum=1),
             backoff_seconds=retry.number("backoff_seconds"),
             max_backoff_seconds=retry.number("max_backoff_seconds"),
+            budget_seconds=retry.number("budget_seconds"),
         ),
         slack=SlackConfig(webhook_url_env=slack.text("webhook_url_env") or "")
         if slack.boolean("enabled")

@@ -74,11 +74,16 @@ def emit(
     """
     outcome = Outcome()
     todo: list[tuple[Write, str]] = [(w, "") for w in writes]
+    waited = 0.0
     for attempt in range(1, policy.attempts + 1):
         if not todo:
             break
         if attempt > 1:
-            sleep(policy.delay(attempt - 1))
+            wait = policy.next_wait(attempt - 1, waited)
+            if wait is None:
+                break  # the budget is spent: what is left stays pending, retried next run
+            waited += wait
+            sleep(wait)
         outcome.attempts = attempt
         batch = [w for w, _ in todo]
         try:

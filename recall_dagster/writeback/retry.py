@@ -30,18 +30,22 @@ class RetryingReads:
         self, graph: MetadataGraph, policy: RetryPolicy, sleep: Callable[[float], None] = time.sleep
     ) -> None:
         self._graph, self._policy, self._sleep = graph, policy, sleep
+        self._waited = 0.0  # across every read of the run: the policy's budget bounds them together
 
     def _retry(self, call: Callable[[], T]) -> T:
-        """``call()``, tried up to ``policy.attempts`` times while it fails as a server does (5xx, no answer)."""
+        """``call()``, tried up to ``policy.attempts`` times while it fails as a server does (5xx, no answer),
+        while the run's waiting stays within the policy's budget."""
         failures = 0
         while True:
             try:
                 return call()
             except (ServiceUnreachable, GraphError):
                 failures += 1
-                if failures >= self._policy.attempts:
+                wait = self._policy.next_wait(failures, self._waited)
+                if wait is None:
                     raise
-                self._sleep(self._policy.delay(failures))
+                self._waited += wait
+                self._sleep(wait)
 
     @property
     def location(self) -> str:

@@ -15,6 +15,7 @@ from recall_dagster.scan import load_yaml_config
 from recall_dagster.writeback import parse_writeback_config
 from recall_dagster.writeback.config import RetryPolicy
 from recall_dagster.writeback.emit import emit
+from recall_dagster.writeback.retry import RetryingReads
 from recall_dagster.writeback.keys import assertion_urn, document_urn, incident_urn
 from recall_dagster.writeback.store import WritebackStore
 from recall_dagster.writeback.writes import Write
@@ -140,3 +141,36 @@ def test_the_store_keeps_events_only_and_graphs_apart(tmp_path) -> None:
     assert gms.capability("incident_on_mlModel") is False
     lite.save_pending([])
     assert lite.pending() == [] and gms.capability("incident_on_mlModel") is False
+
+
+def test_retries_stop_when_the_run_has_waited_its_budget() -> None:
+    """Ten attempts with doubling backoff would wait 1+2+4+... minutes; the budget ends it after 3 seconds."""
+    patient = RetryPolicy(attempts=10, backoff_seconds=1, max_backoff_seconds=60, budget_seconds=3)
+    down = Flaky(script=[ServiceUnreachable("no answer")] * 10)
+    waits: list[float] = []
+    outcome = emit(down, [_status("urn:li:document:d")], patient, waits.append)  # type: ignore[arg-type]
+    assert waits == [1, 2] and len(down.calls) == 3, "a third wait of 4 s would pass the 3 s budget"
+    assert [w.urn for w, _ in outcome.pending] == ["urn:li:document:d"] and outcome.unreachable
+
+
+class DownReads:
+    location = "down"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def list_urns(self, entity_type: str) -> list[str]:
+        self.calls += 1
+        raise ServiceUnreachable("GMS at http://gms: no answer listing mlModel")
+
+
+def test_reads_share_one_budget_across_the_run() -> None:
+    waits: list[float] = []
+    policy = RetryPolicy(attempts=5, backoff_seconds=1, max_backoff_seconds=60, budget_seconds=4)
+    reads = RetryingReads(DownReads(), policy, waits.append)  # type: ignore[arg-type]
+    with pytest.raises(ServiceUnreachable):
+        reads.list_urns("mlModel")
+    assert waits == [1, 2], "1 + 2 + 4 would pass the 4 s budget"
+    with pytest.raises(ServiceUnreachable):
+        reads.list_urns("mlModel")
+    assert waits == [1, 2, 1], "the next read has only what is left of the budget"
