@@ -129,7 +129,7 @@ def main() -> None:
                 ("scan, cold", cold),
                 ("resolve closures", timed(lambda: resolve_closures(graph, config.resolve, scanned_at_ms=NOW), args.repeat)),
                 ("run detectors", timed(lambda: run_detectors(closures, config, {}), args.repeat)),
-                ("score", timed(lambda: score_models(closures, detection, config), args.repeat)),
+                ("score", timed(lambda: score_models(closures, detection, config, at_ms=NOW), args.repeat)),
                 ("scan, warm (end to end)", timed(scan, args.repeat)),
             ]
         finally:

@@ -7,6 +7,8 @@ run) and handed over as plain values, so the core never sees the graph.
 
 from __future__ import annotations
 
+import math
+
 from typing import Callable, Mapping, Sequence
 
 from datahub.metadata.schema_classes import (
@@ -147,9 +149,11 @@ def training_span(
         for metric in training.trainingMetrics or ():
             if rows_metric and metric.name.startswith(rows_metric) and metric.value:
                 try:
-                    rows[metric.name[len(rows_metric) :]] = int(float(metric.value))
+                    count = float(metric.value)
                 except ValueError:
                     continue
+                if math.isfinite(count) and count >= 0:  # "inf", "NaN" or a negative count counts nothing
+                    rows[metric.name[len(rows_metric) :]] = int(count)
     return TrainingSpan(run=run, start_ms=start, end_ms=end, table_rows=rows)
 
 

@@ -124,5 +124,10 @@ def test_a_training_span_is_read_from_whatever_the_run_recorded() -> None:
     started = DataProcessInstanceRunEventClass(timestampMillis=at(2), status=DataProcessRunStatusClass.STARTED)
     running = training_span("run", {}, [started], "table_rows.")
     assert (running.start_ms, running.end_ms) == (at(2), None)
+    nonsense = MLTrainingRunPropertiesClass(trainingMetrics=[
+        MLMetricClass(f"table_rows.marts.t{i}", value=v) for i, v in enumerate(("1e400", "inf", "NaN", "-3", "many"))
+    ])
+    assert training_span("run", {MLTrainingRunPropertiesClass.ASPECT_NAME: nonsense}, [], "table_rows.").table_rows == {}, (
+        "a count that is no count is left out, not a crash")
     empty = training_span("run", {}, [], "table_rows.")
     assert (empty.start_ms, empty.end_ms, empty.table_rows) == (None, None, {})
