@@ -1,0 +1,29 @@
+"""The benchmark scripts run outside the suite; here each runs at its smallest, so an API change cannot leave one
+broken until someone needs its figures."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(script: str, *args: str, cwd: Path) -> str:
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_the_scan_benchmark_prints_its_stages_against_the_baseline(tmp_path: Path) -> None:
+    out = run("scan_bench.py", "--scale", "1", "--repeat", "1", cwd=tmp_path)
+    assert "scan, warm (end to end)" in out and "x baseline" in out
+
+
+def test_the_fuzz_report_ends_with_its_json_line(tmp_path: Path) -> None:
+    last = json.loads(run("fuzz_report.py", "--estates", "3", "--fan-in", "50", cwd=tmp_path).splitlines()[-1])
+    assert last["estates"] == 3 and last["crashes"] == 0
+    assert set(last) == {"estates", "crashes", "recall_errors", "slowest_s", "seconds"}
