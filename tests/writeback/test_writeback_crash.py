@@ -1,0 +1,80 @@
+"""A write-back or an incident sync killed (SIGKILL) part-way through: the next run completes it, and the graph
+ends exactly where one uninterrupted run leaves it, every entity once."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from recall_dagster.graph import LiteGraph
+
+RECALL = str(Path(sys.executable).parent / "recall")
+KINDS = ("assertion", "incident", "document", "structuredProperty")
+WRITE_BACK = ("scan", "--write", "--json", "--as-of", "2025-06-01T00:00:00Z")
+SYNC = ("incidents", "sync", "--json")
+
+
+def recall(command: tuple[str, ...], graph: Path, home: Path, config: Path,
+           kill_after_s: float | None = None) -> subprocess.CompletedProcess | None:
+    """``recall COMMAND`` on ``graph``; with ``kill_after_s``, SIGKILLed then (None when it died first)."""
+    args = [RECALL, *command, "--graph", str(graph), "--config", str(config)]
+    env = {"RECALL_HOME": str(home), "PATH": "/usr/bin:/bin"}
+    if kill_after_s is None:
+        return subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+    process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(kill_after_s)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    return None
+
+
+def recall_state(graph: Path) -> dict[str, list[tuple[str, str]]]:
+    """What Recall wrote, by kind: each entity once, with its aspects as stored (run events excluded)."""
+    with closing(LiteGraph(graph, read_only=True)) as lite:
+        found = {}
+        for kind in KINDS:
+            urns = lite.list_urns(kind)
+            aspects = lite.get_aspects(urns) if urns else {}
+            found[kind] = sorted((u, json.dumps({n: a.to_obj() for n, a in sorted(aspects[u].items())},
+                                                sort_keys=True, default=str)) for u in urns)
+        return found
+
+
+@pytest.mark.parametrize("command", [WRITE_BACK, SYNC], ids=["write-back", "incidents-sync"])
+def test_a_killed_run_is_completed_by_the_next_exactly_once(command: tuple[str, ...], lite_path: Path,
+                                                          tmp_path: Path) -> None:
+    config = tmp_path / "fast.yaml"
+    config.write_text("writeback:\n  retry: {attempts: 1, backoff_seconds: 0, max_backoff_seconds: 0}\n")
+    reference = tmp_path / "reference.db"
+    shutil.copyfile(lite_path, reference)
+    started = time.perf_counter()
+    once = recall(command, reference, tmp_path / "ref-home", config)
+    took = time.perf_counter() - started
+    assert once is not None and once.returncode in (0, 1), once.stderr if once else ""
+
+    home = tmp_path / "home"
+    for share in (0.55, 0.7, 0.8, 0.9, 0.97):  # from the end of the imports to the last writes
+        recall(command, lite_path, home, config, kill_after_s=took * share)
+    done = recall(command, lite_path, home, config)
+    assert done is not None and done.returncode == once.returncode, done.stderr
+    answer = json.loads(done.stdout)
+    if command == WRITE_BACK:
+        report = answer["writeback"]
+        assert report["ok"] and all(c.get("pending", 0) == 0 for c in report["counts"].values()), report
+        evidence = sorted((home / "evidence").glob("recall-*"))
+        assert len(evidence) > 1, "at least one killed run had written its evidence and begun writing to the graph"
+        assert {p.name for p in evidence[-1].iterdir()} == {"findings.json", "plan.json", "report.md", "outcome.json"}
+    else:
+        assert answer["failures"] == [] and (answer["raised"] or answer["active"]), answer
+
+    killed, whole = recall_state(lite_path), recall_state(reference)
+    assert {k: [u for u, _ in v] for k, v in killed.items()} == {k: [u for u, _ in v] for k, v in whole.items()}
+    assert sum(len(v) for v in whole.values()) > 0
