@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -86,3 +88,27 @@ def test_writing_twice_from_the_cli_changes_nothing_but_events(run, lite_path) -
     planned = {path: c["planned"] for path, c in second["writeback"]["counts"].items()}
     assert planned.pop("property") <= 1, "only recall.lastScanned may move, and only if the clock did"
     assert planned == {"tag": 0, "assertion": 3, "incident": 0, "document": 0}
+
+
+def test_a_full_disk_stops_the_write_back_before_any_remote_write(run, lite_path, settings, monkeypatch) -> None:
+    before = lite_path.read_bytes()
+    real = Path.write_text
+
+    def full(self: Path, *args, **kwargs):
+        if settings.evidence_dir in self.parents:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", full)
+    result = run("--graph", str(lite_path), "--write")
+    assert result.exit_code == 2 and "No space left on device; check RECALL_HOME" in result.output
+    assert lite_path.read_bytes() == before, "no evidence, no remote write"
+
+
+def test_an_evidence_directory_that_cannot_be_made_stops_before_any_remote_write(run, lite_path, settings) -> None:
+    before = lite_path.read_bytes()
+    settings.home.mkdir(parents=True, exist_ok=True)
+    settings.evidence_dir.write_text("a file where the evidence directory should be")
+    result = run("--graph", str(lite_path), "--write")
+    assert result.exit_code == 2 and "cannot write evidence" in result.output
+    assert lite_path.read_bytes() == before
