@@ -8,7 +8,7 @@ import time
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, TextIO
 
 from rich.console import Console
 
@@ -20,6 +20,12 @@ class Progress:
         # bound to stderr as it is now, so libraries' output sent elsewhere later (quiet_libraries) is not ours
         self.console = console or Console(file=sys.stderr)
         self.quiet = quiet
+
+    @classmethod
+    def for_command(cls, as_json: bool, stream: TextIO | None = None) -> "Progress":
+        """Steps on a person's terminal; nothing with --json or when stderr is piped to a file or a CI log."""
+        stream = stream or sys.stderr
+        return cls(Console(file=stream), quiet=as_json or not stream.isatty())
 
     @contextmanager
     def step(self, label: str) -> Iterator[None]:

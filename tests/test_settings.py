@@ -39,3 +39,4 @@ def test_home_under_a_file_is_a_config_error(tmp_path: Path) -> None:
     blocker.write_text("not a directory")
     with pytest.raises(ConfigError, match="RECALL_HOME .* is not writable"):
         Settings.from_env(home=blocker / "home").ensure_home()
+

@@ -59,7 +59,7 @@ def diagnose_command(
     config, lc = load_config(config_path), load_lifecycle_config(config_path)
     dc, ic, wc = load_diagnose_config(config_path), load_impact_config(config_path), load_writeback_config(config_path)
     settings = Settings.from_env(graph=graph_target)
-    progress = Progress(quiet=as_json)
+    progress = Progress.for_command(as_json)
     now_ms = clock_ms()
     models = MlflowModels(settings.mlflow_uri, ic)
     with settings.writing("recall diagnose"), opened_graph(settings, read_only=no_write) as graph:

@@ -75,7 +75,7 @@ def impact_command(
     config, lc, ic = load_config(config_path), load_lifecycle_config(config_path), load_impact_config(config_path)
     policy = load_writeback_config(config_path).retry
     settings = Settings.from_env(graph=graph_target)
-    progress = Progress(quiet=as_json)
+    progress = Progress.for_command(as_json)
     now_ms = clock_ms()
     request = ImpactRequest(dataset, column, mutation, fraction, models)
     with settings.writing("recall impact"), opened_graph(settings, read_only=no_write) as graph:

@@ -20,6 +20,7 @@ from recall_dagster.instants import clock_ms, parse_instant
 from recall_dagster.impact.measured import measure_scan
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.lifecycle.config import load_lifecycle_config
+from recall_dagster.progress import Progress
 from recall_dagster.report import render_report
 from recall_dagster.scan import JsonStateStore, load_config, run_scan
 from recall_dagster.settings import Settings
@@ -71,23 +72,28 @@ def scan(
     writeback_config = load_writeback_config(config_path) if writing else None
     scanned_at_ms = int(parse_instant(as_of, "--as-of").timestamp() * 1000) if as_of else clock_ms()
     settings = Settings.from_env(graph=graph_target)
+    progress = Progress.for_command(as_json)
     with settings.writing("recall scan"), opened_graph(settings, read_only=not write or dry) as graph:
-        result = run_scan(
-            graph,
-            config,
-            JsonStateStore(settings.state_dir),
-            scanned_at_ms=scanned_at_ms,
-            include_all=include_all,
-            models=models,
-            accept_schema=accept_schema,
-            acks=in_force(graph, settings),
-        )
+        with progress.step(f"read the closures of {'every model' if include_all else 'the production models'} "
+                           "and run the detectors"):
+            result = run_scan(
+                graph,
+                config,
+                JsonStateStore(settings.state_dir),
+                scanned_at_ms=scanned_at_ms,
+                include_all=include_all,
+                models=models,
+                accept_schema=accept_schema,
+                acks=in_force(graph, settings),
+            )
         if not no_measure:
-            result = measure_scan(graph, result, lc, ic, MlflowModels(settings.mlflow_uri, ic))
+            with progress.step("replay the findings on their models (impact.measured)"):
+                result = measure_scan(graph, result, lc, ic, MlflowModels(settings.mlflow_uri, ic))
         report = None
         if writeback_config is not None:
-            run = dry_run if dry else write_back
-            report = run(graph, result, settings, writeback_config, clock_ms())
+            with progress.step("plan the write-back" if dry else "write back: evidence first, then the graph"):
+                run = dry_run if dry else write_back
+                report = run(graph, result, settings, writeback_config, clock_ms())
     if as_json:
         body = result.to_json()
         if report is not None:
