@@ -6,13 +6,20 @@ gate verdict's JSON, a blind window's cause JSON): the same answer always reads
 the same, so a document that narrates it is rewritten only when the answer
 changes. The terminal report, the write-back documents, the CLI's text output
 and the MCP tools all speak through these; nothing here needs a language model.
+A team may still have one reword what a person reads at the terminal
+(:class:`Rewrite`, off by default); the JSON always keeps the template.
 """
 
 from __future__ import annotations
 
+import os
+import shlex
+import subprocess
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from recall_dagster.detect import Finding
+from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure, Owner, display_name
 
 WHAT_TO_DO = {
@@ -111,3 +118,41 @@ def window_paragraph(cause: Mapping[str, Any]) -> str:
         line += f". Roll back to {rollback['name']}." if rollback and live else f". {note[:1].upper()}{note[1:]}."
         parts.append(line)
     return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """``narration.rewrite_command``: a command given a paragraph on stdin whose stdout a person reads instead.
+
+    Off when no command is set. A command that fails, times out or prints
+    nothing leaves the template, so a rewrite can make text friendlier but
+    never make it missing.
+    """
+
+    command: str | None = None
+    timeout_seconds: float = 20.0
+
+    def __call__(self, text: str) -> str:
+        if not self.command:
+            return text
+        try:
+            done = subprocess.run(shlex.split(self.command), input=text, capture_output=True, text=True,
+                                  timeout=self.timeout_seconds, check=False)
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            return text
+        rewritten = done.stdout.strip()
+        return rewritten if done.returncode == 0 and rewritten else text
+
+
+def load_rewrite(config_path: str | os.PathLike[str] | None = None) -> Rewrite:
+    """The ``narration`` section of the layered ``recall.yaml``."""
+    from recall_dagster.scan import load_yaml_config  # the scan module imports the report, which imports this
+
+    data, source = load_yaml_config(config_path)
+    section = data.get("narration") or {}
+    command, timeout = section.get("rewrite_command"), section.get("timeout_seconds", 20)
+    if command is not None and not isinstance(command, str):
+        raise ConfigError(f"{source}: `narration.rewrite_command` must be a command line or null")
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+        raise ConfigError(f"{source}: `narration.timeout_seconds` must be a number above 0")
+    return Rewrite(command or None, float(timeout))

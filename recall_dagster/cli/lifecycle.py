@@ -34,7 +34,7 @@ from recall_dagster.lifecycle.service import (
     list_incidents,
     sync_incidents,
 )
-from recall_dagster.narrate import gate_paragraph, window_paragraph
+from recall_dagster.narrate import Rewrite, gate_paragraph, load_rewrite, window_paragraph
 from recall_dagster.scan import load_config
 from recall_dagster.instants import clock_ms, iso_instant
 from recall_dagster.settings import Settings
@@ -67,14 +67,14 @@ def blind_window_command(
     if as_json:
         _echo_json(report.to_json())
     else:
-        _render_window(report, Console())
+        _render_window(report, Console(), load_rewrite(config_path))
     if report.contaminated_live:
         ctx.exit(EXIT_FINDINGS)
     if report.unknown_live:
         ctx.exit(EXIT_UNVERIFIED)
 
 
-def _render_window(report: BlindWindowReport, console: Console) -> None:
+def _render_window(report: BlindWindowReport, console: Console, rewrite: Rewrite) -> None:
     if not report.causes:
         console.print(f"No failing run recorded for {report.target or 'any assertion'}: there is no blind window.")
         return
@@ -102,7 +102,7 @@ def _render_window(report: BlindWindowReport, console: Console) -> None:
                 serving = f" (serves {serves})" if serves else ""
                 status = f"[{colour}]{v.verdict.status.value:<12}[/{colour}]"
                 console.print(f"    {status} {v.name}{serving}: {v.verdict.reason}")
-        console.print(f"  {window_paragraph(cause.to_json())}", highlight=False)
+        console.print(f"  {rewrite(window_paragraph(cause.to_json()))}", highlight=False)
 
 
 @cli.command("gate")
@@ -124,14 +124,14 @@ def gate_command(
     if as_json:
         _echo_json(result.to_json())
     else:
-        _render_gate(result, Console())
+        _render_gate(result, Console(), load_rewrite(config_path))
     ctx.exit(GATE_EXIT[result.verdict])
 
 
 GATE_EXIT = {"GO": EXIT_OK, "NO-GO": EXIT_FINDINGS, "UNVERIFIED": EXIT_UNVERIFIED}
 
 
-def _render_gate(result: GateResult, console: Console) -> None:
+def _render_gate(result: GateResult, console: Console, rewrite: Rewrite) -> None:
     colour = {"GO": "green", "NO-GO": "red", "UNVERIFIED": "yellow"}[result.verdict]
     console.print(f"Retrain {result.registered_model} (judged on {result.name}): [{colour}]{result.verdict}[/{colour}]")
     if result.reason:
@@ -147,7 +147,7 @@ def _render_gate(result: GateResult, console: Console) -> None:
         console.print(f"  [dim]relied on acknowledgement {accepted.id} ({accepted.by}, until "
                       f"{iso_instant(accepted.until_ms)}): {finding.detector}: {finding.message}[/dim]", highlight=False)
     console.print()
-    console.print(gate_paragraph(result.to_json()), highlight=False)
+    console.print(rewrite(gate_paragraph(result.to_json())), highlight=False)
 
 
 @cli.group("incidents")

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import shlex
+import sys
+
+import yaml
+from click.testing import CliRunner
 from scan_closures import closure, ds, feature, urn
 
+from recall_dagster.cli import cli
 from recall_dagster.detect import Severity
 from recall_dagster.detect.finding import finding
 from recall_dagster.estate import Owner
-from recall_dagster.narrate import finding_paragraph, gate_paragraph, window_paragraph
+from recall_dagster.narrate import Rewrite, finding_paragraph, gate_paragraph, window_paragraph
+from tests.foreign.foreign_estate import FIXTURES, OVERLAY
+from tests.scan.scan_estates import ingest
 
 BOB = (Owner("urn:li:corpuser:bob"),)
 GONE = (Owner("urn:li:corpuser:carol", active=False),)
@@ -60,3 +69,27 @@ def test_a_blind_window_names_the_contaminated_live_version_and_the_rollback() -
     assert window_paragraph(cause) == (
         "The data behind not_null_price was bad from 2026-11-30T10:00:00+00:00 at the earliest, and it still is. "
         "fraud: fraud_3 trained on it, and fraud_3 serves traffic now. Roll back to fraud_2.")
+
+
+def test_a_configured_rewrite_replaces_the_text_and_any_failure_keeps_the_template() -> None:
+    shout = Rewrite(f"{shlex.quote(sys.executable)} -c 'import sys; print(sys.stdin.read().upper())'")
+    assert shout("roll back to fraud_2.") == "ROLL BACK TO FRAUD_2."
+    assert Rewrite()("kept") == "kept", "off by default"
+    for broken in (f"{shlex.quote(sys.executable)} -c 'raise SystemExit(1)'", "/no/such/command",
+                   f"{shlex.quote(sys.executable)} -c 'print()'"):
+        assert Rewrite(broken)("kept") == "kept", broken
+    slow = Rewrite(f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(5)'", timeout_seconds=0.5)
+    assert slow("kept") == "kept"
+
+
+def test_the_gate_text_reads_through_the_rewrite_and_its_json_keeps_the_template(tmp_path) -> None:
+    graph = ingest(tmp_path / "shop.db", str(FIXTURES / "estate_stock.json"))
+    overlay = tmp_path / "recall.yaml"
+    command = f"{shlex.quote(sys.executable)} -c 'import sys; print(sys.stdin.read().upper())'"
+    overlay.write_text(yaml.safe_dump({**OVERLAY, "narration": {"rewrite_command": command}}))
+    args = ["gate", "churn_model", "--graph", str(graph), "--config", str(overlay)]
+    env = {"RECALL_HOME": str(tmp_path / "home")}
+    text = CliRunner().invoke(cli, args, env=env, terminal_width=400).output
+    assert "RETRAINING CHURN_MODEL MAY GO AHEAD" in text
+    answer = json.loads(CliRunner().invoke(cli, [*args, "--json"], env=env).output)
+    assert answer["narrative"].startswith("Retraining churn_model may go ahead")
