@@ -108,11 +108,12 @@ def datahub_assertion_sensor(job: Job, interval_s: int = 60) -> SensorDefinition
 
 
 def mlflow_sensor(job: Job, models: Sequence[str] = (), interval_s: int = 60) -> SensorDefinition:
-    """Scan each version registered in MLflow since the last tick, once DataHub holds it.
+    """Scan the versions registered in MLflow since the last tick, once DataHub holds them: one rescan per
+    tick, however many arrived.
 
     ``models`` narrows the watch to some registered models; empty watches the
     whole registry. A version DataHub has not ingested yet holds the cursor
-    back, so it is scanned on a later tick rather than skipped.
+    back, so it (and what came after it) is scanned on a later tick rather than skipped.
     """
     watched = frozenset(models)
 
@@ -129,19 +130,20 @@ def mlflow_sensor(job: Job, models: Sequence[str] = (), interval_s: int = 60) ->
             return SensorResult(skip_reason="no new model version")
         with recall.open_graph() as graph:
             known = _closures(recall, graph, include_all=True)
-        requests, cursor = [], after
+        ready, cursor, waiting = [], after, None
         for v in new:
             selector = f"{v.name}/{v.version}"
             if not select(known, versions=[selector]):
                 waiting = f"waiting for DataHub to ingest {selector}"
-                return SensorResult(run_requests=requests, cursor=str(cursor), skip_reason=None if requests else waiting)
-            requests.append(RunRequest(
-                run_key=f"mlflow-{v.name}-{v.version}",
-                run_config=scan_run_config(models=[selector]),
-                tags={"recall/trigger": "mlflow_new_version", "recall/models": selector},
-            ))
+                break
+            ready.append(v)
             cursor = v.creation_timestamp
-        return SensorResult(run_requests=requests, cursor=str(cursor))
+        if not ready:
+            return SensorResult(cursor=str(cursor), skip_reason=waiting)
+        # a burst of registrations (a retrain of every model, a backfill) is one rescan of them all, not one each
+        selectors = [f"{v.name}/{v.version}" for v in ready]
+        request = _rescan("mlflow-" + "+".join(f"{v.name}-{v.version}" for v in ready), selectors, "mlflow_new_version")
+        return SensorResult(run_requests=[request], cursor=str(cursor))
 
     return mlflow_new_versions
 

@@ -187,6 +187,22 @@ def test_the_mlflow_sensor_scans_a_new_version_once_datahub_holds_it(shop: Setti
     assert waiting.run_requests == [] and waiting.cursor == result.cursor
     assert "waiting for DataHub to ingest churn_model/3" in (waiting.skip_reason or "")
 
+    burst = sense(defs, instance, "mlflow_new_versions", first.cursor)  # 2 is ingested, 3 is not: 2 alone
+    assert [r.run_config for r in burst.run_requests] == [scan_run_config(models=["churn_model/2"])]
+
+
+def test_a_burst_of_registrations_is_one_rescan(shop: Settings, overlay: str, instance) -> None:
+    client = MlflowClient(tracking_uri=shop.mlflow_uri, registry_uri=shop.mlflow_uri)
+    client.create_registered_model("churn_model")
+    client.create_model_version("churn_model", source="file:///nowhere/1")
+    defs = team_location(shop, overlay)
+    first = sense(defs, instance, "mlflow_new_versions", None)
+    before = str(int(first.cursor) - 1)  # as if version 1 and 2 both arrived since the last tick
+    client.create_model_version("churn_model", source="file:///nowhere/2")
+    [request] = sense(defs, instance, "mlflow_new_versions", before).run_requests
+    assert request.run_config == scan_run_config(models=["churn_model/1", "churn_model/2"])
+    assert request.run_key == "mlflow-churn_model-1+churn_model-2"
+
 
 def test_the_cli_blind_window_and_gate_say_what_they_could_not_verify(shop: Settings, overlay: str) -> None:
     fail_the_test(shop)
