@@ -18,7 +18,7 @@ demo: $(STAMP)
 	$(BIN)/python -m seed demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest --basetemp=.pytest-tmp --durations=20
+	$(BIN)/python -m pytest --basetemp=.pytest-tmp --durations=20 -n auto --dist loadfile
 
 dagster: $(STAMP)
 	$(BIN)/recall dagster

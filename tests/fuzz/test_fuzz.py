@@ -12,7 +12,7 @@ from tests.fuzz.estates import estates
 from tests.fuzz.exercise import exercise
 
 
-@settings(max_examples=15, deadline=None, derandomize=True,
+@settings(max_examples=8, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(estates(fan_in=2_000))
 def test_a_malformed_estate_gets_answers_or_clear_errors_never_a_traceback(mcps) -> None:
