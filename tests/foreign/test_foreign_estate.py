@@ -169,12 +169,17 @@ def test_the_datahub_sensor_rescans_what_a_new_failure_reaches(shop: Settings, o
     assert sense(defs, instance, "datahub_assertion_results", result.cursor).run_requests == []
 
 
-def test_the_mlflow_sensor_scans_a_new_version_once_datahub_holds_it(shop: Settings, overlay: str, instance) -> None:
+def watching(shop: Settings, overlay: str, instance: DagsterInstance) -> tuple[MlflowClient, Definitions, SensorResult]:
+    """The team's registry holding churn_model version 1, and the MLflow sensor's first tick on it."""
     client = MlflowClient(tracking_uri=shop.mlflow_uri, registry_uri=shop.mlflow_uri)
     client.create_registered_model("churn_model")
     client.create_model_version("churn_model", source="file:///nowhere/1")
     defs = team_location(shop, overlay)
-    first = sense(defs, instance, "mlflow_new_versions", None)
+    return client, defs, sense(defs, instance, "mlflow_new_versions", None)
+
+
+def test_the_mlflow_sensor_scans_a_new_version_once_datahub_holds_it(shop: Settings, overlay: str, instance) -> None:
+    client, defs, first = watching(shop, overlay, instance)
     assert first.run_requests == [] and first.cursor
 
     client.create_model_version("churn_model", source="file:///nowhere/2")
@@ -192,11 +197,7 @@ def test_the_mlflow_sensor_scans_a_new_version_once_datahub_holds_it(shop: Setti
 
 
 def test_a_burst_of_registrations_is_one_rescan(shop: Settings, overlay: str, instance) -> None:
-    client = MlflowClient(tracking_uri=shop.mlflow_uri, registry_uri=shop.mlflow_uri)
-    client.create_registered_model("churn_model")
-    client.create_model_version("churn_model", source="file:///nowhere/1")
-    defs = team_location(shop, overlay)
-    first = sense(defs, instance, "mlflow_new_versions", None)
+    client, defs, first = watching(shop, overlay, instance)
     before = str(int(first.cursor) - 1)  # as if version 1 and 2 both arrived since the last tick
     client.create_model_version("churn_model", source="file:///nowhere/2")
     [request] = sense(defs, instance, "mlflow_new_versions", before).run_requests
