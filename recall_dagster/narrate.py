@@ -50,10 +50,6 @@ def owners_text(owners: Sequence[Owner]) -> str:
     return ", ".join(display_name(o.urn) + ("" if o.active else " (left)") for o in owners)
 
 
-def _listing(names: Sequence[str], none: str) -> str:
-    return ", ".join(names) if names else none
-
-
 def whom_to_call(closure: ModelClosure, finding: Finding) -> str:
     """The active owners of the dataset at fault, else of the model: who can act on it first."""
     if finding.cause and finding.cause in closure.datasets:
@@ -66,7 +62,7 @@ def whom_to_call(closure: ModelClosure, finding: Finding) -> str:
 
 def why_it_matters(closure: ModelClosure) -> str:
     live = [display_name(d.urn) for d in closure.live_deployments]
-    where = f"serves live traffic from {_listing(live, '')}" if live else "serves no live deployment"
+    where = f"serves live traffic from {', '.join(live)}" if live else "serves no live deployment"
     stage = "a production version" if closure.production else "not a production version"
     return f"{closure.model.name} is {stage} and {where}"
 
@@ -108,11 +104,11 @@ def window_paragraph(cause: Mapping[str, Any]) -> str:
         bad = [v["name"] for v in model["versions"] if v["verdict"] == "CONTAMINATED"]
         live = [v["name"] for v in model["versions"] if v["verdict"] == "CONTAMINATED" and v["live_deployments"]]
         unknown = [v["name"] for v in model["versions"] if v["verdict"] == "UNKNOWN"]
-        line = f"{model['name']}: " + (f"{_listing(bad, '')} trained on it" if bad else "no version trained on it")
+        line = f"{model['name']}: " + (f"{', '.join(bad)} trained on it" if bad else "no version trained on it")
         if live:
-            line += f", and {_listing(live, '')} serve{'s' if len(live) == 1 else ''} traffic now"
+            line += f", and {', '.join(live)} serve{'s' if len(live) == 1 else ''} traffic now"
         if unknown:
-            line += f"; {_listing(unknown, '')} cannot be judged (training time unknown)"
+            line += f"; {', '.join(unknown)} cannot be judged (training time unknown)"
         rollback = model.get("rollback")
         note = model["rollback_note"].rstrip(".")
         line += f". Roll back to {rollback['name']}." if rollback and live else f". {note[:1].upper()}{note[1:]}."

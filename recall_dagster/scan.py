@@ -15,10 +15,10 @@ from typing import Any, Protocol, Sequence
 
 import yaml
 
+from recall_dagster.acks.model import Accepted, Acknowledgement, split
 from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import Detection, Finding, RecallConfig, check_config, parse_config, run_detectors
 from recall_dagster.detect.blast_radius import BlastRadius
-from recall_dagster.acks.model import Accepted, Acknowledgement, split
 from recall_dagster.config_schema import validate_layer
 from recall_dagster.detect.config import merge
 from recall_dagster.files import read_json_object, write_json
@@ -214,14 +214,12 @@ def score_models(
 
 def detect_and_record(
     closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, *, accept_schema: Sequence[str] = (),
-    acks: Sequence[Acknowledgement] = (), at_ms: int | None = None,
+    acks: Sequence[Acknowledgement] = (), at_ms: int,
 ) -> Detection:
     """Run every detector against the stored baselines, then record the schemas first seen now (and the
     accepted ones). A finding ``acks`` cover at ``at_ms`` puts no dataset at risk."""
     baselines = store.load_baselines()
-    if acks and at_ms is None:
-        raise ValueError("acknowledgements are in force at an instant: give at_ms")
-    open_findings = (lambda c, fs: split(c, fs, acks, at_ms).open) if acks else None  # type: ignore[arg-type]
+    open_findings = (lambda c, fs: split(c, fs, acks, at_ms).open) if acks else None
     detection = run_detectors(closures, config, baselines, open_findings)
     updated = record_baselines(closures, baselines, accept=accept_schema)
     if updated != baselines:

@@ -4,8 +4,8 @@ Every number comes from one seeded numpy Generator on a fixed calendar, and ever
 timestamp is then moved by whole days to end on ``now``'s UTC day. So the same
 ``(seed, scale)`` loads the same rows on any day, shifted by whole days (hours of
 the day, and so every model's data and metrics, are identical), and a test run at
-any hour sees the estate the tests were written against. The signals are planted on purpose, because three demo models
-must learn something real from them:
+any hour sees the estate the tests were written against. The signals are planted
+on purpose, because three demo models must learn something real from them:
 
 * demand has a weekly shape per category and a mild upward trend (demand forecaster);
 * fraud (~2% of transactions) comes with high ``ip_risk_score``, emulators, short

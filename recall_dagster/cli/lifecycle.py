@@ -22,6 +22,7 @@ from recall_dagster.estate import display_name
 from recall_dagster.graph.port import location_of
 from recall_dagster.impact.config import load_impact_config
 from recall_dagster.impact.measured import gate_measure
+from recall_dagster.instants import clock_ms, iso_instant
 from recall_dagster.lifecycle.blast import describe
 from recall_dagster.estate.columns import column_name
 from recall_dagster.lifecycle.config import load_lifecycle_config
@@ -36,7 +37,6 @@ from recall_dagster.lifecycle.service import (
 )
 from recall_dagster.narrate import Rewrite, gate_paragraph, load_rewrite, window_paragraph
 from recall_dagster.scan import load_config
-from recall_dagster.instants import clock_ms, iso_instant
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import load_writeback_config
 
@@ -82,7 +82,7 @@ def _render_window(report: BlindWindowReport, console: Console, rewrite: Rewrite
     console.print(f"[dim]Coverage: training times known for {coverage['judged']} of {coverage['versions']} "
                   "version(s) the failures reach[/]", highlight=False)
     for cause in report.causes:
-        window = cause.window
+        window, said = cause.window, cause.to_json()
         state = "still failing" if cause.active else "healed"
         console.print(f"[bold]{', '.join(column_name(o) for o in cause.origins)}[/bold] ({state})")
         if window is not None:
@@ -92,7 +92,7 @@ def _render_window(report: BlindWindowReport, console: Console, rewrite: Rewrite
                 f" (last pass {w['began_after'] or 'never recorded'}, first failure {w['began_by'] or 'untimed'})"
                 f" to {w['end'] or 'now, still open'}"
             )
-        for line in describe(cause.to_json()):
+        for line in describe(said):
             console.print(f"  {line}")
         for model in cause.models:
             console.print(f"  [bold]{model.name}[/bold]: {model.rollback_note}")
@@ -102,7 +102,7 @@ def _render_window(report: BlindWindowReport, console: Console, rewrite: Rewrite
                 serving = f" (serves {serves})" if serves else ""
                 status = f"[{colour}]{v.verdict.status.value:<12}[/{colour}]"
                 console.print(f"    {status} {v.name}{serving}: {v.verdict.reason}")
-        console.print(f"  {rewrite(window_paragraph(cause.to_json()))}", highlight=False)
+        console.print(f"  {rewrite(window_paragraph(said))}", highlight=False)
 
 
 @cli.command("gate")

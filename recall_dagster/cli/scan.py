@@ -16,9 +16,9 @@ from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
 from recall_dagster.errors import EXIT_FINDINGS, ConfigError
 from recall_dagster.impact.config import load_impact_config
-from recall_dagster.instants import clock_ms, parse_instant
 from recall_dagster.impact.measured import measure_scan
 from recall_dagster.impact.models import MlflowModels
+from recall_dagster.instants import clock_ms, parse_instant
 from recall_dagster.lifecycle.config import load_lifecycle_config
 from recall_dagster.progress import Progress
 from recall_dagster.report import render_report

@@ -26,6 +26,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from recall_dagster.acks.model import Acknowledgement
 from recall_dagster.acks.service import in_force
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.detect import Detection, count_by_severity
@@ -82,6 +83,7 @@ class Closures(NamedTuple):
     graph: str
     closures: tuple[ModelClosure, ...]
     whole_estate: bool  # no model was picked out: what the scan did not see, it may stand down
+    acks: tuple[Acknowledgement, ...] = ()  # in force when the closures were read: findings and scores honour them
 
 
 def scan_run_config(models: Sequence[str] = ()) -> dict[str, Any]:
@@ -112,8 +114,9 @@ def _closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
         except ModelNotFound as err:
             raise Failure(str(err)) from err
         location = graph.location
+        acks = in_force(graph, recall.settings())
     return Output(
-        Closures(scanned_at_ms, location, tuple(closures), whole_estate=not config.models),
+        Closures(scanned_at_ms, location, tuple(closures), whole_estate=not config.models, acks=acks),
         metadata={
             "scanned_at": iso_instant(scanned_at_ms),
             "models": len(closures),
@@ -127,12 +130,10 @@ def _closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
 def risk_findings(model_closures: Closures, config: FindingsConfig, recall: RecallResource) -> Output[Detection]:
     """Every detector over every closure; schema baselines are kept in RECALL_HOME/state between scans."""
     settings = recall.settings()
-    with recall.open_graph() as graph:
-        acks = in_force(graph, settings)
     with settings.writing("risk_findings"):
         store = JsonStateStore(settings.state_dir)
         detection = detect_and_record(model_closures.closures, recall.config(), store,
-                                      accept_schema=config.accept_schema, acks=acks,
+                                      accept_schema=config.accept_schema, acks=model_closures.acks,
                                       at_ms=model_closures.scanned_at_ms)
     findings = [f for found in detection.findings.values() for f in found]
     return Output(
@@ -170,10 +171,7 @@ def impact_tests(model_closures: Closures, risk_findings: Detection, recall: Rec
 def risk_scores(model_closures: Closures, impact_tests: Detection, recall: RecallResource) -> Iterator[Any]:
     """A score and a tier per model, worst first, leaving out what an acknowledgement in force covers; the
     check fails (WARN) when a model reaches the fail tier."""
-    config = recall.config()
-    with recall.open_graph() as graph:
-        acks = in_force(graph, recall.settings())
-    at = model_closures.scanned_at_ms
+    config, at, acks = recall.config(), model_closures.scanned_at_ms, model_closures.acks
     result = ScanResult(
         scanned_at_ms=at,
         graph=model_closures.graph,

@@ -21,7 +21,7 @@ from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.estate.views import ColumnProfile, Dataset, Profile
-from recall_dagster.estate.columns import Col, ColumnGraph, column_graph, column_name
+from recall_dagster.estate.columns import Col, ColumnGraph, column_name
 
 NAME = "profile_drift"
 CASES = ("shift",)
@@ -125,7 +125,7 @@ def drifts(
     previous profile) and at ``at_ms``, in the columns ``closure``'s features read or derive from; one per origin."""
     if not any(d.profiles for d in closure.datasets.values()):
         return ()  # nobody profiles this closure: no lineage walk on the scan's path
-    columns = column_graph([closure])
+    columns = closure.columns
     fed = columns.feeding(closure)
     fed_tables = {table for table, _ in fed}
     shifts: dict[Col, Shift] = {}

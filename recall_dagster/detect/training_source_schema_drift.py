@@ -20,7 +20,7 @@ from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState, SchemaBaseline
 from recall_dagster.estate import FieldRef, ModelClosure
-from recall_dagster.estate.columns import Col, column_graph, column_name
+from recall_dagster.estate.columns import Col, column_name
 
 NAME = "training_source_schema_drift"
 CASES = ("model_input_column", "other_column")
@@ -120,7 +120,7 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
         return []
     inputs = {(closure.canonical(urn), column) for urn, column in model_input_columns(closure, baselines)}
     changed = [(table, str(c["column"])) for table, (_, changes) in tables.items() for c in changes]
-    start = column_graph([closure]).starts(changed) if len(tables) > 1 else {col: col for col in changed}
+    start = closure.columns.starts(changed) if len(tables) > 1 else {col: col for col in changed}
     copies: dict[Col, list[Col]] = {}
     for col, origin in sorted(start.items()):
         copies.setdefault(origin, []).append(col)

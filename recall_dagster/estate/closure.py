@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from functools import cached_property
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from recall_dagster.estate.names import display_name
 from recall_dagster.estate.views import Dataset, Deployment, Feature, FeatureTable, Model, TrainingRun
+
+if TYPE_CHECKING:
+    from recall_dagster.estate.columns import ColumnGraph
 
 Path = tuple[str, ...]
 
@@ -37,6 +41,13 @@ class ModelClosure:
     @property
     def urn(self) -> str:
         return self.model.urn
+
+    @cached_property
+    def columns(self) -> "ColumnGraph":
+        """This closure's column lineage, built once and shared by every detector that walks it."""
+        from recall_dagster.estate.columns import column_graph  # columns names tables through closures
+
+        return column_graph([self])
 
     @property
     def registered_model(self) -> str:

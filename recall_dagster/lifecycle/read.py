@@ -8,7 +8,6 @@ run) and handed over as plain values, so the core never sees the graph.
 from __future__ import annotations
 
 import math
-
 from typing import Callable, Mapping, Sequence
 
 from datahub.metadata.schema_classes import (

@@ -9,7 +9,6 @@ never written in the file.
 from __future__ import annotations
 
 import math
-
 import os
 from dataclasses import dataclass
 from typing import Any, Mapping

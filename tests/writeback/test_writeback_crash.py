@@ -36,16 +36,11 @@ def recall(command: tuple[str, ...], graph: Path, home: Path, config: Path,
     return None
 
 
-def recall_state(graph: Path) -> dict[str, list[tuple[str, str]]]:
-    """What Recall wrote, by kind: each entity once, with its aspects as stored (run events excluded)."""
+def recall_state(graph: Path) -> dict[str, list[str]]:
+    """What Recall wrote, by kind: the URNs of each (an entity written twice would still be one URN, so a
+    second entity for one subject shows as an extra URN)."""
     with closing(LiteGraph(graph, read_only=True)) as lite:
-        found = {}
-        for kind in KINDS:
-            urns = lite.list_urns(kind)
-            aspects = lite.get_aspects(urns) if urns else {}
-            found[kind] = sorted((u, json.dumps({n: a.to_obj() for n, a in sorted(aspects[u].items())},
-                                                sort_keys=True, default=str)) for u in urns)
-        return found
+        return {kind: lite.list_urns(kind) for kind in KINDS}
 
 
 @pytest.mark.parametrize("command", [WRITE_BACK, SYNC], ids=["write-back", "incidents-sync"])
@@ -75,6 +70,5 @@ def test_a_killed_run_is_completed_by_the_next_exactly_once(command: tuple[str, 
     else:
         assert answer["failures"] == [] and (answer["raised"] or answer["active"]), answer
 
-    killed, whole = recall_state(lite_path), recall_state(reference)
-    assert {k: [u for u, _ in v] for k, v in killed.items()} == {k: [u for u, _ in v] for k, v in whole.items()}
-    assert sum(len(v) for v in whole.values()) > 0
+    whole = recall_state(reference)
+    assert recall_state(lite_path) == whole and sum(len(v) for v in whole.values()) > 0
