@@ -127,10 +127,8 @@ class RecallResource(ConfigurableResource):
             graph.close()
 
     def mlflow_client(self) -> "MlflowClient":
-        from mlflow import MlflowClient  # imported on use: loading the definitions must stay fast
-
-        uri = self.settings().mlflow_uri
-        return MlflowClient(tracking_uri=uri, registry_uri=uri)
+        """The registry client impact tests use too: the same limits, the same refusal of a missing store."""
+        return self.models().client()
 
 
 def _env(name: str, default: str = "") -> str:

@@ -37,6 +37,7 @@ from recall_dagster.estate import ModelClosure, resolve_closures
 from recall_dagster.estate.marks import is_managed
 from recall_dagster.estate.parse import asserted_entity
 from recall_dagster.estate.select import select
+from recall_dagster.impact.registry import failing, unreachable
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.instants import clock_ms
 from recall_dagster.reactions import AssertionResult, models_reading, new_failures
@@ -119,7 +120,15 @@ def mlflow_sensor(job: Job, models: Sequence[str] = (), interval_s: int = 60) ->
 
     @sensor(name="mlflow_new_versions", job=job, minimum_interval_seconds=interval_s, default_status=RUNNING)
     def mlflow_new_versions(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
-        versions = [v for v in recall.mlflow_client().search_model_versions() if not watched or v.name in watched]
+        client = recall.mlflow_client()
+        try:
+            registered = client.search_model_versions()
+        except Exception as err:
+            if failing(err):  # the tick fails and keeps its cursor: the next tick sees the same versions
+                raise unreachable(client.tracking_uri, "listing model versions for the mlflow_new_versions sensor",
+                                  err) from None
+            raise
+        versions = [v for v in registered if not watched or v.name in watched]
         newest = max((v.creation_timestamp for v in versions), default=0)
         if context.cursor is None:
             return SensorResult(skip_reason=f"watching from now on ({len(versions)} version(s) exist)",

@@ -21,12 +21,13 @@ from recall_dagster.detect.config import matches_dataset
 from recall_dagster.detect.profile_drift import drifts
 from recall_dagster.diagnose.config import DiagnoseConfig
 from recall_dagster.diagnose.facts import Clue, Facts, Relevance, RunFacts
-from recall_dagster.errors import ConfigError, ModelNotFound, ServiceUnreachable
+from recall_dagster.errors import ConfigError, ModelNotFound
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.estate.dbt import dbt_nodes
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.models import ModelSource
+from recall_dagster.impact.registry import failing, unreachable
 from recall_dagster.impact.measured import Measurer, assertion_replay
 from recall_dagster.lifecycle.blast import poisoned_features
 from recall_dagster.estate.columns import ColumnGraph
@@ -71,10 +72,10 @@ def pick_versions(
     try:
         versions = sorted(int(v.version) for v in client.search_model_versions(f"name = '{model}'"))
         named = client.get_registered_model(model).aliases if versions else {}
-    except MlflowException as err:
+    except (MlflowException, OSError) as err:
+        if failing(err):
+            raise unreachable(client.tracking_uri, f"listing the versions of {model}", err) from None
         raise ModelNotFound(f"MLflow has no registered model {model!r}: {err.message}") from None
-    except OSError as err:
-        raise ServiceUnreachable(f"MLflow did not answer for {model}: {err}") from None
     if not versions:
         raise ModelNotFound(f"MLflow has no version of {model!r}")
     for label, given in (("candidate", candidate), ("baseline", baseline)):
@@ -111,7 +112,9 @@ def run_facts(client: Any, model: str, version: str) -> RunFacts:
     try:
         run_id = client.get_model_version(model, version).run_id
         run = client.get_run(run_id) if run_id else None
-    except MlflowException as err:
+    except (MlflowException, OSError) as err:
+        if failing(err):
+            raise unreachable(client.tracking_uri, f"reading the training run of {model} version {version}", err) from None
         raise ModelNotFound(f"{model} version {version}: {err.message}") from None
     if run is None:
         return RunFacts(version=version, run_id=None, start_ms=None, end_ms=None)

@@ -15,6 +15,7 @@ from recall_dagster.detect import Severity
 from recall_dagster.detect.config import _Section
 from recall_dagster.errors import ConfigError
 from recall_dagster.impact.mutations import parse_mutation
+from recall_dagster.impact.registry import RegistryLimits
 from recall_dagster.scan import load_yaml_config
 
 DRIFT_CHANGES = ("retyped", "retyped_time", "removed")
@@ -55,6 +56,7 @@ class ImpactConfig:
     artifact: str
     label_column: str
     query: QueryConfig
+    registry: RegistryLimits
     min_rows: int
     seed: int
     bootstrap: int
@@ -120,6 +122,13 @@ def _query(s: _Section) -> QueryConfig:
     )
 
 
+def _registry(s: _Section) -> RegistryLimits:
+    retries = s.integer("retries")
+    if retries > 9:
+        raise ConfigError(f"{s.source}: {s.where}.retries must be at most 9 (MLflow refuses more)")
+    return RegistryLimits(timeout_seconds=s.integer("timeout_seconds", minimum=1), retries=retries)
+
+
 def parse_impact_config(data: Mapping[str, Any], source: str = "recall.yaml") -> ImpactConfig:
     root = _Section(data, "impact", source)
     evaluation = root.section("evaluation")
@@ -135,6 +144,7 @@ def parse_impact_config(data: Mapping[str, Any], source: str = "recall.yaml") ->
         artifact=evaluation.text("artifact") or "",
         label_column=evaluation.text("label_column") or "",
         query=_query(evaluation.section("query")),
+        registry=_registry(root.section("registry")),
         min_rows=root.integer("min_rows", minimum=1),
         seed=root.integer("seed"),
         bootstrap=root.integer("bootstrap"),

@@ -6,8 +6,10 @@ rows from the artifact ``impact.evaluation.artifact`` of that version's run:
 the rows the model was scored on when it was trained, with the label beside
 its inputs.  Whatever stands in the way (no tracking store, no such version,
 no artifact, a flavor that will not load) is a :class:`ModelUnavailable`
-naming it, which the experiment turns into INCOMPLETE; a tracking server that
-does not answer is a :class:`~recall_dagster.errors.ServiceUnreachable`.
+naming it, which the experiment turns into INCOMPLETE; a tracking server or
+warehouse that does not answer, before or in the middle of a run, is a
+:class:`~recall_dagster.errors.ServiceUnreachable` (exit 3) naming what was
+being read (:mod:`recall_dagster.impact.registry` tells the two apart).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from recall_dagster.errors import RecallError, ServiceUnreachable, reason
 from recall_dagster.estate import ModelClosure
 from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.measure import Predictor, Task
+from recall_dagster.impact.registry import failing, mlflow_client, unreachable
 from recall_dagster.lifecycle.rows import resolve_url, sql_connection
 
 
@@ -145,9 +148,7 @@ class MlflowModels:
         store = _sqlite_store(self.tracking_uri)
         if store is not None and not store.exists():
             raise ModelUnavailable(f"no MLflow tracking store at {store} (set MLFLOW_TRACKING_URI)")
-        from mlflow import MlflowClient
-
-        return MlflowClient(tracking_uri=self.tracking_uri, registry_uri=self.tracking_uri)
+        return mlflow_client(self.tracking_uri, self.config.registry)
 
     def _load(self, closure: ModelClosure) -> Subject:
         name, version = closure.registered_name, closure.model.version
@@ -160,10 +161,10 @@ class MlflowModels:
         try:
             mv = client.get_model_version(name, version)
             model_uri = client.get_model_version_download_uri(name, version)
-        except MlflowException as err:
+        except (MlflowException, OSError) as err:
+            if failing(err):
+                raise unreachable(self.tracking_uri, f"reading {where}", err) from None
             raise ModelUnavailable(f"MLflow at {self.tracking_uri} has no {where}: {reason(err)}") from None
-        except OSError as err:
-            raise ServiceUnreachable(f"MLflow at {self.tracking_uri} did not answer for {where}: {err}") from None
         if not mv.run_id:
             raise ModelUnavailable(f"{where} names no training run, so no evaluation rows")
         with tempfile.TemporaryDirectory(prefix="recall-impact-") as tmp:
@@ -177,7 +178,7 @@ class MlflowModels:
         """The held-out rows the run logged; without them, its training query rerun when one is configured."""
         artifact = self.config.artifact
         try:
-            local = self._download(client, run_id, artifact, tmp / "evaluation")
+            local = self._download(client, run_id, artifact, tmp / "evaluation", where)
         except ModelUnavailable as missing:
             if not self.config.query.connection:
                 raise ModelUnavailable(
@@ -198,21 +199,22 @@ class MlflowModels:
             )
         return frame
 
-    @staticmethod
-    def _download(client, run_id: str, artifact: str, folder: Path) -> Path:  # noqa: ANN001
+    def _download(self, client, run_id: str, artifact: str, folder: Path, where: str) -> Path:  # noqa: ANN001
         from mlflow.exceptions import MlflowException
 
         folder.mkdir(exist_ok=True)
         try:
             return Path(client.download_artifacts(run_id, artifact, str(folder)))
         except (MlflowException, OSError) as err:
+            if isinstance(err, MlflowException) and failing(err):
+                raise unreachable(self.tracking_uri, f"downloading {artifact} of {where}", err) from None
             raise ModelUnavailable(reason(err)) from None
 
     def _queried(self, client, run_id: str, tmp: Path, where: str) -> pd.DataFrame:  # noqa: ANN001
         """The training query's rows, inputs renamed to the model's names and the label to ``label_column``."""
         query = self.config.query
         try:
-            sql = self._download(client, run_id, query.artifact, tmp / "query").read_text()
+            sql = self._download(client, run_id, query.artifact, tmp / "query", where).read_text()
         except ModelUnavailable as err:
             raise ModelUnavailable(
                 f"the training run {run_id} of {where} logged neither evaluation rows at {self.config.artifact} "
@@ -254,4 +256,8 @@ class MlflowModels:
             task: Task = "classification" if set(pd.unique(raw)) <= {0, 1, True, False} else "regression"
             return PyfuncPredictor(mlflow.pyfunc.load_model(local), task)
         except Exception as err:  # noqa: BLE001 - a model that will not load is a reason, not a crash
+            from mlflow.exceptions import MlflowException
+
+            if isinstance(err, MlflowException) and failing(err):
+                raise unreachable(self.tracking_uri, f"downloading the model of {where}", err) from None
             raise ModelUnavailable(f"{where} cannot be loaded from {model_uri}: {reason(err)}") from None

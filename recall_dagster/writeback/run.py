@@ -9,9 +9,10 @@ retries, then remember what did not land and announce what changed.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Callable
 
-from recall_dagster.errors import GraphError, RecallError, ServiceUnreachable
+from recall_dagster.errors import GraphError, ServiceUnreachable
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.scan import ScanResult
 from recall_dagster.settings import Settings
@@ -36,10 +37,13 @@ def plan_writeback(
     store: WritebackStore,
     sleep: Callable[[float], None],
 ) -> Plan:
-    """The plan against the graph as it is, aiming incidents where this server is known to take them."""
+    """The plan against the graph as it is, aiming incidents where this server is known to take them, and
+    leaving out the run events of a scan already written (they landed, or wait in ``pending``)."""
     on_models = store.capability(INCIDENTS_ON_MODELS) is not False
     reads = RetryingReads(graph, config.retry, sleep)
-    return build_plan(reads, result, config, now_ms, incidents_on_models=on_models)
+    plan = build_plan(reads, result, config, now_ms, incidents_on_models=on_models)
+    sent = store.events_sent(result.scanned_at_ms)
+    return replace(plan, writes=tuple(w for w in plan.writes if not (w.is_event and w.evaluation in sent)))
 
 
 def dry_run(
@@ -114,12 +118,13 @@ def write_back(
     evidence.record_plan(plan, carried)
     planned = WritebackReport(run_id, graph.location, evidence.dir, plan, carried_over=tuple(carried))
     evidence.record_report(result, planned)
-    try:
-        outcome = emit(graph, [*carried, *plan.writes], config.retry, sleep)
-        outcome = reaim_incidents(graph, result, config, now_ms, outcome, store, sleep)
-    except RecallError:
-        store.save_pending([*carried, *plan.writes])  # no account of what landed: keep every event
-        raise
+    # Written ahead: a run that dies while emitting leaves this scan's events to be resent as they are (the
+    # same timestamps, so GMS keeps one of each), never planned again with new ones.
+    store.save_pending([*carried, *plan.writes])
+    sent = store.events_sent(result.scanned_at_ms) | {w.evaluation for w in plan.writes if w.is_event}
+    store.save_events_sent(result.scanned_at_ms, sent)
+    outcome = emit(graph, [*carried, *plan.writes], config.retry, sleep)
+    outcome = reaim_incidents(graph, result, config, now_ms, outcome, store, sleep)
     store.save_pending([w for w, _ in outcome.pending])
     failed = {w.key for w, _ in [*outcome.pending, *outcome.refused]}
     held = [w for w in plan.desired if w.path == "incident" and w.key not in failed]

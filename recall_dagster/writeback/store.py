@@ -1,6 +1,6 @@
 """Recall's own memory between write-backs, under ``state_dir/writeback/``, per graph.
 
-Three small JSON files, each keyed by the graph's location so a Lite file and a
+Four small JSON files, each keyed by the graph's location so a Lite file and a
 GMS server never share entries:
 
 * ``pending.json``: run events that did not land.  State (tags, properties,
@@ -10,6 +10,9 @@ GMS server never share entries:
   mlModels), so it is probed once rather than on every scan.
 * ``notifications.json``: which incident states were announced on which
   channel, so nothing is announced twice.
+* ``events.json``: the run events sent for the latest scan instant (landed or
+  kept pending), so a scan written again (a Dagster re-execution from a failed
+  write-back, a rerun with the same ``--as-of``) records each evaluation once.
 """
 
 from __future__ import annotations
@@ -60,3 +63,11 @@ class WritebackStore:
 
     def save_notified(self, notified: dict[str, dict[str, Any]]) -> None:
         self._save("notifications.json", notified)
+
+    def events_sent(self, scanned_at_ms: int) -> set[str]:
+        """The evaluations (:attr:`Write.evaluation`) already sent for the scan at ``scanned_at_ms``."""
+        entry = self._section("events.json") or {}
+        return set(entry.get("sent", [])) if entry.get("scanned_at_ms") == scanned_at_ms else set()
+
+    def save_events_sent(self, scanned_at_ms: int, sent: set[str]) -> None:
+        self._save("events.json", {"scanned_at_ms": scanned_at_ms, "sent": sorted(sent)})

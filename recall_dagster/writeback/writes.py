@@ -6,6 +6,8 @@ its ``key`` says what a later write of the same thing replaces.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -45,6 +47,13 @@ class Write:
         if self.is_event:
             return (self.urn, self.aspect_name, str(getattr(self.mcp.aspect, "timestampMillis", "")))
         return (self.urn, self.aspect_name)
+
+    @property
+    def evaluation(self) -> str:
+        """What an event records, apart from when and by which run it was written: two writes of one scan's
+        evaluation share it, so the second can be left out."""
+        record = {k: v for k, v in self.mcp.aspect.to_obj().items() if k not in ("timestampMillis", "runId")}  # type: ignore[union-attr]
+        return hashlib.sha256(json.dumps([self.urn, self.aspect_name, record], sort_keys=True).encode()).hexdigest()
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "why": self.why, "mcp": self.mcp.to_obj(simplified_structure=True)}

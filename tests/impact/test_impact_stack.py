@@ -26,6 +26,7 @@ from recall_dagster.scan import load_config
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import RetryPolicy
 from tests.contracts.conform import conforms
+from tests.cutting import HttpCut, TcpCut, mlflow_server
 from tests.conftest import built_estate, point_recall_at
 from seed.stack.warehouse import ensure_warehouse
 from tests.writeback.wb_support import WritebackGms, serve
@@ -189,3 +190,50 @@ def test_the_experiment_is_on_disk_before_a_write_back_that_fails(env: Settings)
     assert kept["results"] == report.to_json()["results"] and published.evidence[1].read_text().startswith(
         "# Impact test: shift:5 on warehouse.marts.fct_transactions.amount"
     )
+
+
+def evidence_files(settings: Settings) -> set[Path]:
+    return set(settings.evidence_dir.rglob("*")) if settings.evidence_dir.exists() else set()
+
+
+def test_mlflow_that_stops_answering_mid_run_exits_3_naming_what_was_read(
+    env: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    overlay = tmp_path / "recall.yaml"
+    overlay.write_text("impact:\n  registry:\n    timeout_seconds: 5\n    retries: 1\n")
+    before = evidence_files(env)
+    with mlflow_server(env.mlflow_uri, tmp_path / "mlflow-server.log") as upstream:
+        proxy = HttpCut(upstream, lambda path, _: path.endswith("/model-versions/get-download-uri"))
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", proxy.url)
+        try:
+            result = CliRunner().invoke(cli, ["impact", "fct_transactions", "--column", "amount", "--mutation",
+                                              "scale", "--config", str(overlay), "--no-write"])
+        finally:
+            proxy.close()
+    assert "/api/2.0/mlflow/model-versions/get" in proxy.seen, "MLflow answered before it stopped"
+    assert result.exit_code == 3, result.output
+    assert f"MLflow at {proxy.url} did not answer while reading fraud_detector version" in result.output
+    assert "Traceback" not in result.output and evidence_files(env) == before, "no half experiment is kept"
+
+
+def test_a_warehouse_that_goes_away_in_the_middle_of_a_result_exits_3(
+    env: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    warehouse = ensure_warehouse(env)
+    cut = TcpCut(f"{warehouse.host}/.s.PGSQL.{warehouse.port}", limit=64_000)
+    overlay = tmp_path / "recall.yaml"
+    overlay.write_text(
+        "impact:\n  evaluation:\n    artifact: evaluation/never_logged.parquet\n    query:\n"
+        "      connection: env:DEMO_WAREHOUSE\n      input_prefix: feature__\n      label_prefix: label__\n"
+    )
+    monkeypatch.setenv("DEMO_WAREHOUSE", f"postgresql://{warehouse.user}@127.0.0.1:{cut.port}/{warehouse.database}")
+    before = evidence_files(env)
+    try:
+        result = CliRunner().invoke(cli, ["impact", "fct_transactions", "--column", "amount", "--mutation", "scale",
+                                          "--config", str(overlay), "--no-write"])
+    finally:
+        cut.close()
+    assert cut.severed >= 1, "the connection was cut while the rows were on their way"
+    assert result.exit_code == 3, result.output
+    assert "the warehouse did not answer the training query of fraud_detector version" in result.output
+    assert "Traceback" not in result.output and evidence_files(env) == before

@@ -81,13 +81,16 @@ def test_a_gms_that_stops_answering_writes_exits_3_with_the_evidence(run, fake, 
     assert {p.name for p in evidence.iterdir()} == {"findings.json", "plan.json", "report.md", "outcome.json"}
 
 
-def test_writing_twice_from_the_cli_changes_nothing_but_events(run, lite_path) -> None:
+def test_writing_one_scan_twice_from_the_cli_changes_nothing(run, lite_path) -> None:
     first = json.loads(run("--graph", str(lite_path), "--write", "--json").output)
     second = json.loads(run("--graph", str(lite_path), "--write", "--json").output)
     assert second["models"] == first["models"]
     planned = {path: c["planned"] for path, c in second["writeback"]["counts"].items()}
     assert planned.pop("property") <= 1, "only recall.lastScanned may move, and only if the clock did"
-    assert planned == {"tag": 0, "assertion": 3, "incident": 0, "document": 0}
+    assert planned == {"tag": 0, "assertion": 0, "incident": 0, "document": 0}, "one scan, one evaluation each"
+    later = CliRunner().invoke(cli, ["scan", "--as-of", "2025-06-01T00:01:00Z", "--graph", str(lite_path), "--write",
+                                     "--json"], catch_exceptions=False)
+    assert json.loads(later.output)["writeback"]["counts"]["assertion"]["planned"] == 3, "a later scan evaluates anew"
 
 
 def test_a_full_disk_stops_the_write_back_before_any_remote_write(run, lite_path, settings, monkeypatch) -> None:

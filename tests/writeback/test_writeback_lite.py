@@ -20,9 +20,11 @@ from datahub.metadata.schema_classes import (
     IncidentInfoClass,
     StructuredPropertiesClass,
 )
+from scan_estates import SCAN_AT_MS
 from wb_support import BREAK, HEAL_DATA, HEAL_TRAINING, MODEL, USER_STATS, lite_estate, scan
 
 from recall_dagster.graph import LiteGraph
+from recall_dagster.scan import MemoryStateStore, run_scan
 from recall_dagster.writeback import WritebackReport, write_back
 from recall_dagster.writeback.keys import LAST_SCANNED, RISK_SCORE, RISK_TIER, document_urn, incident_urn
 from recall_dagster.writeback.state import read_state
@@ -108,7 +110,7 @@ def test_first_write_covers_every_path(lite_path, recall_config, settings, wb_co
         assert "What to do" in document.contents.text
 
 
-def test_a_second_write_changes_nothing_but_run_events_and_scan_times(
+def test_one_scan_written_twice_records_each_evaluation_once_and_a_later_scan_adds_its_own(
     lite_path, recall_config, settings, wb_config
 ) -> None:
     _scan_and_write(lite_path, recall_config, settings, wb_config, T1)
@@ -116,15 +118,19 @@ def test_a_second_write_changes_nothing_but_run_events_and_scan_times(
     with closing(LiteGraph(lite_path)) as graph:
         runs_before = sum(len(graph.timeseries(u, AssertionRunEventClass)) for u in _latest_runs(graph))
 
-    second = _scan_and_write(lite_path, recall_config, settings, wb_config, T2)
+    again = _scan_and_write(lite_path, recall_config, settings, wb_config, T2)
 
-    assert second.plan is not None
-    assert {(w.path, w.aspect_name) for w in second.plan.writes} == {
-        ("property", "structuredProperties"),  # lastScanned moves
-        ("assertion", "assertionRunEvent"),
-    }
+    assert again.plan is not None
+    assert {(w.path, w.aspect_name) for w in again.plan.writes} == {("property", "structuredProperties")}, (
+        "only lastScanned moves: the scan's evaluations are recorded already"
+    )
     assert _snapshot(lite_path) == before  # same entities, assertions, incidents, documents, values
     with closing(LiteGraph(lite_path)) as graph:
+        assert sum(len(graph.timeseries(u, AssertionRunEventClass)) for u in _latest_runs(graph)) == runs_before
+        later = run_scan(graph, recall_config, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS + 60_000)
+        report = write_back(graph, later, settings, wb_config, T3)
+        assert report.ok and report.plan is not None
+        assert ("assertion", "assertionRunEvent") in {(w.path, w.aspect_name) for w in report.plan.writes}
         assert sum(len(graph.timeseries(u, AssertionRunEventClass)) for u in _latest_runs(graph)) == runs_before + 3
 
 

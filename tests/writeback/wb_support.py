@@ -70,14 +70,19 @@ class WritebackGms(FakeGms):
     fail_every: int = 0
     fail_burst: int = 1
     fail_writes: bool = False  # every write request answers 503 (reads still work)
+    fail_writes_after: int | None = None  # this many write requests land, then every write answers 503
     drop_writes: bool = False  # write requests get no answer at all
     refuse_model_incidents: bool = False
     refuse_documents: bool = False  # a server from before the document entity
     landed: list[tuple[str, str, str]] = field(default_factory=list)  # (urn, aspect, JSON) of every stored proposal
     _posts: int = 0
+    _writes: int = 0
 
     def answer(self, seen: Seen, auth: str | None) -> tuple[int, Any]:
         writing = seen.method == "POST" and seen.query.get("action") == ["ingestProposalBatch"]
+        if writing and self.fail_writes_after is not None:
+            self.fail_writes = self.fail_writes or self._writes >= self.fail_writes_after
+            self._writes += 1
         if self.fail_writes and writing:
             return 503, {"message": "Service Unavailable", "status": 503}
         if seen.method == "POST":

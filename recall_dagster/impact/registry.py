@@ -1,0 +1,71 @@
+"""MLflow as Recall reaches it: one way to make a client, one judgement of what its failures mean.
+
+MLflow's client retries a failing HTTP call for about four minutes by default,
+and it reports a server that never answered and a version that does not exist
+with the same exception class.  A gate that hangs four minutes, or that calls a
+dead tracking server "no such version" (INCOMPLETE, exit 4) instead of a
+failing service (exit 3), misleads the person waiting on it.  So impact tests,
+diagnosis and the MLflow sensor all make their client here, with the
+``impact.registry`` limits, and ask :func:`failing` before they read an error
+as an answer.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from recall_dagster.errors import ServiceUnreachable, reason
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+# Codes of a registry that could not serve the request (a 503, a rate limit, a locked or missing database);
+# INTERNAL_ERROR means the same when a server answered it (a 500), and nothing definite otherwise.
+_UNAVAILABLE = frozenset({"TEMPORARILY_UNAVAILABLE", "REQUEST_LIMIT_EXCEEDED", "DEADLINE_EXCEEDED"})
+# How MLflow's REST client opens every message about a transport failure, a non-JSON answer or a bad status;
+# an artifact download quotes it inside its own summary.  MLflow gives these its default code, INTERNAL_ERROR,
+# which it also gives a local artifact that is simply missing, so the code alone cannot tell.
+_TRANSPORT = "API request to "
+
+
+@dataclass(frozen=True)
+class RegistryLimits:
+    timeout_seconds: int  # one HTTP request to the tracking server
+    retries: int  # tries again after a failed request, MLflow waiting 2 s, 4 s, ... between them
+
+
+def mlflow_client(tracking_uri: str, limits: RegistryLimits) -> "MlflowClient":
+    """A client whose HTTP calls give up within ``limits``; a team's own MLFLOW_HTTP_REQUEST_* settings win.
+
+    MLflow reads these limits from the environment on every call and offers no
+    per-client setting, so they are set as process defaults.
+    """
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", str(limits.timeout_seconds))
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", str(limits.retries))
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+
+
+def failing(err: BaseException) -> bool:
+    """Whether MLflow failed as a service does (no answer, a 5xx, a body that is not JSON, a store that will
+    not open) rather than answering that something is not there."""
+    from mlflow.exceptions import MlflowException, RestException
+    from sqlalchemy.exc import OperationalError
+
+    if isinstance(err, (OSError, OperationalError)):
+        return True
+    if not isinstance(err, MlflowException):
+        return False
+    if err.error_code in _UNAVAILABLE:
+        return True
+    if isinstance(err, RestException):
+        return err.error_code == "INTERNAL_ERROR"
+    return _TRANSPORT in str(err)
+
+
+def unreachable(tracking_uri: str, doing: str, err: BaseException) -> ServiceUnreachable:
+    """The exit-3 error for MLflow failing while Recall was ``doing`` something, naming the server."""
+    return ServiceUnreachable(f"MLflow at {tracking_uri} did not answer while {doing}: {reason(err)}")
