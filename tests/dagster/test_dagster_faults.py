@@ -37,7 +37,7 @@ from datahub.metadata import schema_classes as m
 from recall_dagster.defs import recall_definitions
 from recall_dagster.errors import ServiceUnreachable
 from recall_dagster.graph import GmsGraph
-from tests.writeback.wb_support import BREAK, HEALTHY, WritebackGms, proposals, serve
+from tests.writeback.wb_support import BREAK, HEALTHY, WritebackGms, gms_estate
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSERTION = "urn:li:assertion:user-stats-not-null"
@@ -48,16 +48,6 @@ FAST_RETRIES = "writeback:\n  retry: {attempts: 1, backoff_seconds: 0, max_backo
 def scan_job() -> JobDefinition:
     """The ``recall_scan`` job as the code location builds it, from the environment (reconstructable)."""
     return recall_definitions().resolve_job_def("recall_scan")
-
-
-@pytest.fixture
-def estate_gms() -> Iterator[WritebackGms]:
-    """A GMS holding the broken write-back estate, its log of landed writes empty."""
-    with serve(WritebackGms()) as server:
-        with closing(GmsGraph(server.url, retries=0)) as graph:
-            assert graph.emit_mcps(proposals(HEALTHY, BREAK)).ok
-        server.landed.clear()
-        yield server
 
 
 def point_at(server: WritebackGms, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -87,20 +77,17 @@ def steps(result) -> set[str]:  # noqa: ANN001 - an ExecutionResult
 
 
 def test_a_scan_whose_write_back_failed_part_way_is_reexecuted_from_the_failure_exactly_once(
-    estate_gms: WritebackGms, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with serve(WritebackGms()) as reference:
-        with closing(GmsGraph(reference.url, retries=0)) as graph:
-            assert graph.emit_mcps(proposals(HEALTHY, BREAK)).ok
-        reference.landed.clear()
+    with gms_estate(HEALTHY, BREAK) as reference:
         point_at(reference, tmp_path / "reference", monkeypatch)
         with instance_for_test() as instance:
             assert scan_job().execute_in_process(instance=instance).success
         once = written(reference)
 
-    point_at(estate_gms, tmp_path / "home", monkeypatch)
-    estate_gms.fail_writes_after = 1
-    with instance_for_test() as instance:
+    with gms_estate(HEALTHY, BREAK) as estate_gms, instance_for_test() as instance:
+        point_at(estate_gms, tmp_path / "home", monkeypatch)
+        estate_gms.fail_writes_after = 1
         with execute_job(reconstructable(scan_job), instance, raise_on_error=False) as failed:
             assert not failed.success
             assert [e.step_key for e in failed.get_step_failure_events()] == ["datahub_writeback"]
@@ -111,7 +98,7 @@ def test_a_scan_whose_write_back_failed_part_way_is_reexecuted_from_the_failure_
         with execute_job(reconstructable(scan_job), instance, reexecution_options=options) as again:
             assert again.success
             assert steps(again) == {"datahub_writeback"}, "only the failed step runs again, on the stored findings"
-    twice = written(estate_gms)
+        twice = written(estate_gms)
     assert set(twice) == set(once), "DataHub ends where one uninterrupted scan leaves it"
     assert [key for key, count in twice.items() if count > once[key]] == [], "no write lands twice"
 
@@ -146,9 +133,7 @@ def test_a_failed_sensor_tick_keeps_its_cursor_and_the_next_tick_launches_the_re
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     queued = {"run_coordinator": {"module": "dagster._core.run_coordinator", "class": "QueuedRunCoordinator"}}
-    with serve(WritebackGms()) as server, instance_for_test(overrides=queued) as instance:
-        with closing(GmsGraph(server.url, retries=0)) as graph:
-            assert graph.emit_mcps(proposals(HEALTHY)).ok
+    with gms_estate(HEALTHY) as server, instance_for_test(overrides=queued) as instance:
         point_at(server, tmp_path / "home", monkeypatch)
         start = time.time()
         with sensor_daemon(instance, "datahub_assertion_results") as daemon:
@@ -176,7 +161,7 @@ def test_a_failed_sensor_tick_keeps_its_cursor_and_the_next_tick_launches_the_re
 def test_the_mlflow_sensor_fails_its_tick_naming_mlflow_when_the_registry_does_not_answer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with serve(WritebackGms()) as server:
+    with gms_estate() as server:
         point_at(server, tmp_path / "home", monkeypatch)
     (tmp_path / "home" / "recall.yaml").write_text("impact:\n  registry: {timeout_seconds: 2, retries: 0}\n")
     with socket.socket() as probe:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from wb_support import BREAK, HEALTHY, WritebackGms, lite_estate, proposals, serve
+from wb_support import BREAK, HEALTHY, WritebackGms, gms_estate, lite_estate
 
 from recall_dagster.detect import RecallConfig
 from recall_dagster.graph import GmsGraph, LiteGraph
@@ -55,11 +55,7 @@ def lite(lite_path: Path) -> Iterator[LiteGraph]:
 
 @pytest.fixture
 def fake() -> Iterator[WritebackGms]:
-    with serve(WritebackGms()) as server:
-        with closing(GmsGraph(server.url, retries=0)) as graph:
-            assert graph.emit_mcps(proposals(HEALTHY, BREAK)).ok
-        server.landed.clear()
-        server.seen.clear()
+    with gms_estate(HEALTHY, BREAK) as server:
         yield server
 
 

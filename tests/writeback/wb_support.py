@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -36,7 +36,7 @@ from scan_estates import SCAN_AT_MS, ingest  # noqa: E402
 from test_graph_gms import FakeGms, Seen, _handler  # noqa: E402
 
 from recall_dagster.detect import RecallConfig  # noqa: E402
-from recall_dagster.graph import MetadataGraph  # noqa: E402
+from recall_dagster.graph import GmsGraph, MetadataGraph  # noqa: E402
 from recall_dagster.graph.relationships import carrying_aspects, extract_targets  # noqa: E402
 from recall_dagster.scan import MemoryStateStore, ScanResult, run_scan  # noqa: E402
 
@@ -164,3 +164,14 @@ def serve(fake: WritebackGms) -> Iterator[WritebackGms]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def gms_estate(*files: str) -> Iterator[WritebackGms]:
+    """A fake GMS holding the MCPs of ``files``, its logs of what was seen and landed cleared."""
+    with serve(WritebackGms()) as server:
+        with closing(GmsGraph(server.url, retries=0)) as graph:
+            assert graph.emit_mcps(proposals(*files)).ok
+        server.landed.clear()
+        server.seen.clear()
+        yield server
