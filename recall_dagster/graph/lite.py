@@ -178,21 +178,23 @@ class LiteGraph:
         return self._incoming(urns, relationship)
 
     def _incoming(self, urns: Sequence[str], relationship: str) -> dict[str, list[str]]:
-        """Scan only the carrying aspects, and only rows whose JSON mentions a target.
+        """Scan only the carrying aspects, and only rows holding a target as one of their string values.
 
-        URNs are matched in the escaped form ``json.dumps`` gives them, which is how
-        the SDK stores aspects; the typed extraction afterwards is the real test.
+        A target is always a whole string value of the aspect, so each row's values
+        are looked up in the targets (SQLite indexes the list once): linear in rows
+        and targets, where searching every row's text for every target grew with
+        their product.  The typed extraction afterwards is the real test.
         """
         sources: dict[str, set[str]] = {urn: set() for urn in urns}
         if not sources:
             return {}
         names = [a.ASPECT_NAME for a in carrying_aspects(relationship)]
-        needles = [json.dumps(urn)[1:-1] for urn in sources]
         rows = self._rows(
             f"SELECT urn, aspect_name, metadata FROM {_ASPECT_TABLE} "
             "WHERE version = 0 AND aspect_name IN (SELECT value FROM json_each(?)) "
-            "AND EXISTS (SELECT 1 FROM json_each(?) AS n WHERE instr(metadata, n.value) > 0)",
-            [json.dumps(names), json.dumps(needles)],
+            "AND EXISTS (SELECT 1 FROM json_tree(metadata) AS v "
+            "WHERE v.type = 'text' AND v.atom IN (SELECT value FROM json_each(?)))",
+            [json.dumps(names), json.dumps(list(sources))],
         )
         for source, aspect_name, text in rows:
             for target in extract_targets(self._decode(source, aspect_name, text), relationship):
