@@ -1,9 +1,9 @@
 """Many proposals into a DataHub Lite file, one SQLite transaction per batch.
 
 The SDK's :meth:`SqliteLite.write` commits every aspect, and every browse-index
-edge, on its own: a commit is an fsync, so ~19,000 aspects took ~35 s, nearly
-all of it waiting on the disk, and ten thousand models' worth took the best
-part of an hour.  :func:`upsert` stores exactly the rows ``SqliteLite.write``
+edge, on its own, and a commit waits on the disk: 3,820 aspects took 7.9 s to
+write and 3.7 s to close (the browse index rebuilt edge by edge), against 1.1 s
+and 1.0 s in batches.  :func:`upsert` stores exactly the rows ``SqliteLite.write``
 stores for a proposal (the same versions, system metadata, ``createdon`` and
 browse edges, by the same rules, line for line) but leaves the commit to the
 caller, and serializes the aspect once where the SDK does it three times.
