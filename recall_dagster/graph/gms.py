@@ -18,7 +18,7 @@ import json
 
 from collections import defaultdict
 from contextlib import contextmanager
-from typing import Iterator, Iterable, Sequence, TypeVar
+from typing import Iterator, Iterable, Sequence
 
 import requests
 from datahub.configuration.common import ConfigurationError
@@ -33,6 +33,7 @@ from recall_dagster.graph.port import (
     AspectMap,
     Direction,
     WriteReport,
+    batches,
     listed_by_default,
     location_of,
     requested_names,
@@ -43,14 +44,6 @@ from recall_dagster.graph.relationships import carrying_aspects, entity_type, fi
 MAX_MCPS_PER_REQUEST = 200
 # URNs per batch-get request: keeps request bodies and primary-store reads modest.
 MAX_URNS_PER_READ = 200
-
-_T = TypeVar("_T")
-
-
-def _batches(items: Sequence[_T], size: int) -> Iterator[Sequence[_T]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
 
 def _by_entity_type(urns: Iterable[str]) -> dict[str, list[str]]:
     groups: dict[str, list[str]] = defaultdict(list)
@@ -165,7 +158,7 @@ class GmsGraph:
             wanted = _names_for(etype, names)
             if wanted == []:
                 continue  # nothing asked for applies to this entity type
-            for batch in _batches(group, MAX_URNS_PER_READ):
+            for batch in batches(group, MAX_URNS_PER_READ):
                 with self._calling(f"reading {etype} aspects"):
                     found = self._client.get_entities(etype, list(batch), wanted)
                 for urn, typed in found.items():
@@ -222,7 +215,7 @@ class GmsGraph:
         writes are idempotent, so the whole call can simply be retried.
         """
         report = WriteReport()
-        for batch in _batches(list(mcps), MAX_MCPS_PER_REQUEST):
+        for batch in batches(mcps, MAX_MCPS_PER_REQUEST):
             self._emit_batch(batch, report)
         return report
 

@@ -2,8 +2,10 @@
 
 The file is the one ``datahub ingest`` writes with the ``datahub-lite`` sink and
 that ``datahub lite get/ls`` read, so Recall, DataHub's CLI and its ingestion
-sources share one embedded graph.  Writes go through the SDK's own
-:class:`SqliteLite` so its versioning rules and browse index stay intact; reads
+sources share one embedded graph.  A single write goes through the SDK's own
+:class:`SqliteLite`; a batch stores the same rows by the same rules in one
+transaction (:mod:`recall_dagster.graph.lite_batch`), so the versioning and
+the browse index stay what DataHub's own tools expect either way.  Reads
 are batched SQL over its ``metadata_aspect_v2`` table, where version 0 mirrors
 the latest value of each aspect and versions 1..n keep the history.
 
@@ -23,8 +25,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence, Union
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.emitter.mcp_builder import mcps_from_mce
 from datahub.emitter.serialization_helper import post_json_transform, pre_json_transform
-from datahub.lite.sqlite_lite import SqliteLite
 from datahub.lite.sqlite_lite_config import SqliteLiteConfig
 from datahub.metadata.schema_classes import (
     ASPECT_NAME_MAP,
@@ -35,11 +37,13 @@ from datahub.metadata.schema_classes import (
 )
 
 from recall_dagster.errors import GraphError
+from recall_dagster.graph.lite_batch import BatchingLite, upsert
 from recall_dagster.graph.patch import apply_patch, decode_patch, patchable_class
 from recall_dagster.graph.port import (
     AspectMap,
     Direction,
     WriteReport,
+    batches,
     listed_by_default,
     location_of,
     requested_names,
@@ -49,6 +53,7 @@ from recall_dagster.graph.relationships import carrying_aspects, extract_targets
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _DUCKDB_MAGIC = b"DUCK"  # at byte 8 of a DuckDB file
 _ASPECT_TABLE = "metadata_aspect_v2"
+WRITE_BATCH = 5_000  # proposals per transaction: a second or so of writing
 
 Emittable = Union[MetadataChangeProposalWrapper, MetadataChangeProposalClass, MetadataChangeEventClass]
 
@@ -112,7 +117,7 @@ class LiteGraph:
         try:
             if not read_only:
                 self._path.parent.mkdir(parents=True, exist_ok=True)
-            self._lite: SqliteLite | None = SqliteLite(
+            self._lite: BatchingLite | None = BatchingLite(
                 SqliteLiteConfig(file=str(self._path), read_only=read_only)
             )
         except (sqlite3.Error, OSError) as err:
@@ -173,21 +178,23 @@ class LiteGraph:
         return self._incoming(urns, relationship)
 
     def _incoming(self, urns: Sequence[str], relationship: str) -> dict[str, list[str]]:
-        """Scan only the carrying aspects, and only rows whose JSON mentions a target.
+        """Scan only the carrying aspects, and only rows holding a target as one of their string values.
 
-        URNs are matched in the escaped form ``json.dumps`` gives them, which is how
-        the SDK stores aspects; the typed extraction afterwards is the real test.
+        A target is always a whole string value of the aspect, so each row's values
+        are looked up in the targets (SQLite indexes the list once): linear in rows
+        and targets, where searching every row's text for every target grew with
+        their product.  The typed extraction afterwards is the real test.
         """
         sources: dict[str, set[str]] = {urn: set() for urn in urns}
         if not sources:
             return {}
         names = [a.ASPECT_NAME for a in carrying_aspects(relationship)]
-        needles = [json.dumps(urn)[1:-1] for urn in sources]
         rows = self._rows(
             f"SELECT urn, aspect_name, metadata FROM {_ASPECT_TABLE} "
             "WHERE version = 0 AND aspect_name IN (SELECT value FROM json_each(?)) "
-            "AND EXISTS (SELECT 1 FROM json_each(?) AS n WHERE instr(metadata, n.value) > 0)",
-            [json.dumps(names), json.dumps(needles)],
+            "AND EXISTS (SELECT 1 FROM json_tree(metadata) AS v "
+            "WHERE v.type = 'text' AND v.atom IN (SELECT value FROM json_each(?)))",
+            [json.dumps(names), json.dumps(list(sources))],
         )
         for source, aspect_name, text in rows:
             for target in extract_targets(self._decode(source, aspect_name, text), relationship):
@@ -226,11 +233,15 @@ class LiteGraph:
 
     # -- writes ----------------------------------------------------------------
 
-    def _write(self, item: Emittable) -> None:
+    def _writable(self) -> BatchingLite:
         if self._read_only:
             raise GraphError(f"DataHub Lite graph {self._path} was opened read-only")
         if self._lite is None:
             raise GraphError(f"DataHub Lite graph {self._path} is closed")
+        return self._lite
+
+    def _storable(self, item: Emittable) -> MetadataChangeProposalWrapper | MetadataChangeEventClass:
+        """The whole-aspect upsert Lite stores for an item: a PATCH merged, anything else refused."""
         if isinstance(item, MetadataChangeProposalWrapper) and item.changeType == ChangeTypeClass.PATCH:
             item = item.make_mcp()
         if isinstance(item, MetadataChangeProposalClass):
@@ -250,8 +261,14 @@ class LiteGraph:
                 f"DataHub Lite stores upserts only; cannot store the {item.changeType} "
                 f"of {item.aspectName} on {item.entityUrn}"
             )
+        return item
+
+    def _write(self, item: Emittable) -> None:
+        """One item through the SDK's own ``SqliteLite.write``, committed when it returns."""
+        lite = self._writable()
+        storable = self._storable(item)
         try:
-            self._lite.write(item)
+            lite.write(storable)
         except Exception as err:
             raise GraphError(f"writing to DataHub Lite graph {self._path} failed: {err}") from err
         self._dirty = True
@@ -280,15 +297,50 @@ class LiteGraph:
         )
 
     def emit_mcps(self, mcps: Iterable[MetadataChangeProposalWrapper]) -> WriteReport:
+        """Write in transactions of up to ``WRITE_BATCH`` proposals, storing what ``SqliteLite.write`` would.
+
+        One commit per batch instead of one per aspect and edge is what makes
+        bulk loads fast; the bound keeps other writers of the file (an ingest,
+        a sensor) from waiting out SQLite's busy timeout behind one long
+        transaction.  A proposal Lite cannot store is reported and the rest of
+        its batch is written; a failing SQLite (a full disk, a locked file)
+        rolls the batch back and reports every proposal of it.
+        """
         report = WriteReport()
-        for mcp in mcps:
-            try:
-                self._write(mcp)
-            except GraphError as err:
-                report.failures.append((mcp.entityUrn or "", mcp.aspectName or "", str(err)))
-            else:
-                report.written += 1
+        for batch in batches(mcps, WRITE_BATCH):
+            self._emit_batch(batch, report)
         return report
+
+    def _emit_batch(self, batch: Sequence[MetadataChangeProposalWrapper], report: WriteReport) -> None:
+        refused: dict[int, str] = {}  # position in the batch -> why it was not stored
+        try:
+            lite = self._writable()
+            with lite.transaction():
+                for position, mcp in enumerate(batch):
+                    try:
+                        self._upsert(lite, self._storable(mcp))
+                    except GraphError as err:
+                        refused[position] = str(err)
+        except GraphError as err:
+            refused = dict.fromkeys(range(len(batch)), str(err))
+        except sqlite3.Error as err:
+            rolled_back = f"writing to DataHub Lite graph {self._path} failed, its batch rolled back: {err}"
+            refused = {position: refused.get(position, rolled_back) for position in range(len(batch))}
+        report.failures += [
+            (batch[p].entityUrn or "", batch[p].aspectName or "", reason) for p, reason in sorted(refused.items())
+        ]
+        report.written += len(batch) - len(refused)
+        self._dirty = self._dirty or len(refused) < len(batch)
+
+    def _upsert(self, lite: BatchingLite, item: MetadataChangeProposalWrapper | MetadataChangeEventClass) -> None:
+        """:func:`upsert` each aspect of the item; a SQLite failure is left to abort the batch."""
+        try:
+            for writeable in mcps_from_mce(item) if isinstance(item, MetadataChangeEventClass) else [item]:
+                upsert(lite, writeable)
+        except sqlite3.Error:
+            raise
+        except Exception as err:
+            raise GraphError(f"writing to DataHub Lite graph {self._path} failed: {err}") from err
 
     def emit(
         self,
@@ -311,14 +363,15 @@ class LiteGraph:
     def close(self) -> None:
         """Close the file, rebuilding Lite's browse index first if anything was written.
 
-        The index is what ``datahub lite ls`` walks; the SDK rebuilds it on close.
+        The index is what ``datahub lite ls`` walks; the SDK rebuilds it on close,
+        here in one transaction rather than a commit per edge.
         """
         lite, self._lite = self._lite, None
         if lite is None:
             return
         try:
             if self._dirty:
-                lite.close()
+                lite.close_and_reindex()
             else:
                 lite.sqlite_client.close()
         except sqlite3.Error as err:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Literal, Protocol, Sequence, runtime_checkable
+from itertools import islice
+from typing import Iterable, Iterator, Literal, Protocol, Sequence, TypeVar, runtime_checkable
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import ASPECT_NAME_MAP, KEY_ASPECT_NAMES, _Aspect
@@ -18,6 +19,7 @@ from datahub.metadata.schema_classes import ASPECT_NAME_MAP, KEY_ASPECT_NAMES, _
 from recall_dagster.errors import GraphError
 
 Direction = Literal["outgoing", "incoming"]
+_T = TypeVar("_T")
 
 # urn -> aspect name (e.g. "mlModelProperties") -> typed SDK aspect
 AspectMap = dict[str, dict[str, _Aspect]]
@@ -99,6 +101,13 @@ def location_of(target: str) -> str:
     if target.startswith(("http://", "https://")):
         return target.rstrip("/")
     return str(Path(target).expanduser())
+
+
+def batches(items: Iterable[_T], size: int) -> Iterator[list[_T]]:
+    """Consecutive lists of at most ``size`` items, drawn lazily so a generated estate never sits whole in memory."""
+    stream = iter(items)
+    while batch := list(islice(stream, size)):
+        yield batch
 
 
 def requested_names(aspects: Sequence[type[_Aspect]] | None) -> list[str] | None:

@@ -123,6 +123,24 @@ def test_related_incoming(graph: LiteGraph, estate: Estate) -> None:
     }
 
 
+def test_related_incoming_matches_whole_urns_whatever_their_escaping(tmp_path: Path) -> None:
+    odd = 'urn:li:dataset:(urn:li:dataPlatform:postgres,shop."Ünïcode"\\tab\tle,PROD)'  # stored escaped
+    plain = "urn:li:dataset:(urn:li:dataPlatform:postgres,shop.orders,PROD)"
+    longer = "urn:li:dataset:(urn:li:dataPlatform:postgres,shop.orders_v2,PROD)"
+    features = [f"urn:li:mlFeature:(shop,f{i})" for i in range(3)]
+    aspects = [
+        MLFeaturePropertiesClass(sources=[odd]),
+        MLFeaturePropertiesClass(sources=[longer]),
+        MLFeaturePropertiesClass(description=f"once read {plain}"),  # named inside a text, not a source
+    ]
+    with closing(LiteGraph(tmp_path / "g.db")) as graph:
+        assert graph.emit_mcps(
+            [MetadataChangeProposalWrapper(entityUrn=f, aspect=a) for f, a in zip(features, aspects)]
+        ).ok
+        found = graph.related([odd, plain, longer], "DerivedFrom", "incoming")
+    assert found == {odd: [features[0]], plain: [], longer: [features[1]]}
+
+
 def test_list_urns_sorted_without_soft_deleted(graph: LiteGraph, estate: Estate) -> None:
     assert graph.list_urns("dataset") == sorted([estate.raw, estate.mart])
     assert graph.list_urns("mlFeature") == sorted([estate.total, estate.count])

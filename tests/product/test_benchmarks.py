@@ -27,3 +27,12 @@ def test_the_fuzz_report_ends_with_its_json_line(tmp_path: Path) -> None:
     last = json.loads(run("fuzz_report.py", "--estates", "3", "--fan-in", "50", cwd=tmp_path).splitlines()[-1])
     assert last["estates"] == 3 and last["crashes"] == 0
     assert set(last) == {"estates", "crashes", "recall_errors", "slowest_s", "seconds"}
+
+
+def test_the_scale_benchmark_ends_with_its_json_line(tmp_path: Path) -> None:
+    out = run("scale.py", "--models", "3", "--profile", str(tmp_path / "scan.prof"), cwd=tmp_path)
+    last = json.loads(out.splitlines()[-1])
+    assert last["models"] == last["production_models"] == 3 and last["write_failures"] == 0
+    assert {"entities", "aspects", "build_s", "scan_s", "peak_rss_mib", "baseline_read_s", "scan_over_baseline",
+            "per_model_ms", "targets_at_10k"} <= set(last)
+    assert (tmp_path / "scan.prof").stat().st_size > 0

@@ -1,0 +1,130 @@
+"""How a full embedded scan holds up at N production models (issue: "Scale: ten thousand production models").
+
+Writes a synthetic estate of N models (``synthetic_estate.py``: about 10
+features each from shared feature tables, dataset chains 6 deep, every dataset
+with schema, owner, operations and an assertion with 20 runs, training runs,
+deployments) into a DataHub Lite file through ``LiteGraph.emit_mcps``, then
+scans it with ``run_scan``, as ``recall scan`` does, and reads every aspect the
+scan needs once more as the baseline of the same run.
+
+The build runs in a child process, so the peak memory reported is the scan's
+process: the interpreter, its imports and the scan, measured before the
+baseline runs.  Progress goes to stderr; the last line of stdout is JSON.
+Targets at N = 10,000 (printed, never asserted): scan <= 30 s, peak <= 2 GiB,
+scan <= 3x the baseline.
+
+    .venv/bin/python benchmarks/scale.py --models 10000 [--graph FILE] [--profile FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import resource
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from synthetic_estate import NOW, Shape, entities, estate, read_everything
+
+from recall_dagster.graph import LiteGraph
+from recall_dagster.scan import MemoryStateStore, load_config, run_scan
+
+SCAN_TARGET_S = 30.0
+RSS_TARGET_MIB = 2048.0
+BASELINE_TARGET_RATIO = 3.0
+
+
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def build(path: Path, models: int) -> tuple[int, int, float]:
+    """Write the estate of ``models`` models into a new Lite file: (aspects written, failures, seconds)."""
+    start = time.perf_counter()
+    graph = LiteGraph(path)
+    try:
+        report = graph.emit_mcps(estate(Shape(models=models)))
+    finally:
+        graph.close()
+    return report.written, len(report.failures), time.perf_counter() - start
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kilobytes on Linux
+
+
+def measure(path: Path, models: int, profile: Path | None) -> dict[str, object]:
+    say(f"building {models:,} models into {path} ...")
+    if path.exists():
+        path.unlink()
+    with ProcessPoolExecutor(max_workers=1) as child:
+        written, failed, build_s = child.submit(build, path, models).result()
+    say(f"built: {written:,} aspects in {build_s:.1f} s ({failed} failed)")
+    config = load_config()
+    graph = LiteGraph(path, read_only=True)
+    try:
+        say("scanning ...")
+        profiler = cProfile.Profile()
+        start = time.perf_counter()
+        if profile:
+            profiler.enable()
+        result = run_scan(graph, config, MemoryStateStore(), scanned_at_ms=NOW)
+        profiler.disable()
+        scan_s = time.perf_counter() - start
+        peak = peak_rss_mib()
+        scanned, findings = len(result.models), sum(len(m.findings) for m in result.models)
+        del result  # the baseline's memory is not the scan's
+        say(f"scanned {scanned:,} production models in {scan_s:.1f} s ({findings:,} findings), peak {peak:,.0f} MiB")
+        urns = entities(graph)
+        say(f"baseline: reading the aspects of {len(urns):,} entities once ...")
+        start = time.perf_counter()
+        read_everything(graph, urns, config.resolve.history_limit)
+        baseline_s = time.perf_counter() - start
+    finally:
+        graph.close()
+    if profile:
+        profiler.dump_stats(profile)
+        say(f"profile of the scan in {profile} (times under the profiler are inflated); the top 15 by own time:")
+        pstats.Stats(str(profile), stream=sys.stderr).sort_stats("tottime").print_stats(15)
+    return {
+        "models": models,
+        "production_models": scanned,
+        "findings": findings,
+        "entities": len(urns),
+        "aspects": written,
+        "write_failures": failed,
+        "build_s": round(build_s, 2),
+        "scan_s": round(scan_s, 2),
+        "peak_rss_mib": round(peak, 1),
+        "baseline_read_s": round(baseline_s, 2),
+        "scan_over_baseline": round(scan_s / baseline_s, 2),
+        "per_model_ms": round(scan_s * 1000 / max(scanned, 1), 3),
+        "profiled": bool(profile),
+        "targets_at_10k": {
+            "scan_over_target": round(scan_s / SCAN_TARGET_S, 3),
+            "scan_within": scan_s <= SCAN_TARGET_S,
+            "rss_over_target": round(peak / RSS_TARGET_MIB, 3),
+            "rss_within": peak <= RSS_TARGET_MIB,
+            "baseline_ratio_within": scan_s <= BASELINE_TARGET_RATIO * baseline_s,
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=int, default=10_000, help="production models in the estate")
+    parser.add_argument("--graph", type=Path, help="build the estate into this Lite file and keep it (replaced if it exists)")
+    parser.add_argument("--profile", type=Path, help="profile the scan with cProfile into this file")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        figures = measure(args.graph or Path(tmp) / "scale.db", args.models, args.profile)
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
