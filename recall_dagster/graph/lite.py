@@ -37,6 +37,7 @@ from datahub.metadata.schema_classes import (
 )
 
 from recall_dagster.errors import GraphError
+from recall_dagster.graph.decode import aspect_from_text
 from recall_dagster.graph.lite_batch import BatchingLite, upsert
 from recall_dagster.graph.patch import apply_patch, decode_patch, patchable_class
 from recall_dagster.graph.port import (
@@ -139,7 +140,7 @@ class LiteGraph:
 
     def _decode(self, urn: str, aspect_name: str, text: str) -> _Aspect:
         try:
-            return ASPECT_NAME_MAP[aspect_name].from_obj(post_json_transform(json.loads(text)))
+            return aspect_from_text(ASPECT_NAME_MAP[aspect_name], text)
         except Exception as err:
             raise GraphError(
                 f"{self._path}: aspect {aspect_name} of {urn} does not fit the SDK's schema ({err})"

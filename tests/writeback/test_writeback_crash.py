@@ -11,6 +11,7 @@ import sys
 import time
 from contextlib import closing
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -23,17 +24,30 @@ SYNC = ("incidents", "sync", "--json")
 
 
 def recall(command: tuple[str, ...], graph: Path, home: Path, config: Path,
-           kill_after_s: float | None = None) -> subprocess.CompletedProcess | None:
-    """``recall COMMAND`` on ``graph``; with ``kill_after_s``, SIGKILLed then (None when it died first)."""
+           kill_when: Callable[[], bool] | None = None) -> subprocess.CompletedProcess | None:
+    """``recall COMMAND`` on ``graph``; with ``kill_when``, SIGKILLed as soon as it holds (None then)."""
     args = [RECALL, *command, "--graph", str(graph), "--config", str(config)]
     env = {"RECALL_HOME": str(home), "PATH": "/usr/bin:/bin"}
-    if kill_after_s is None:
+    if kill_when is None:
         return subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
     process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(kill_after_s)
+    while process.poll() is None and not kill_when():
+        time.sleep(0.002)
     process.send_signal(signal.SIGKILL)
     process.wait()
     return None
+
+
+def after(seconds: float) -> Callable[[], bool]:
+    start = time.perf_counter()
+    return lambda: time.perf_counter() - start >= seconds
+
+
+def evidence_holds(home: Path, name: str) -> Callable[[], bool]:
+    """Whether a run started from now has written ``name`` into its evidence folder: a point reached by
+    progress, not by the clock, however loaded the machine."""
+    before = set((home / "evidence").glob("recall-*"))
+    return lambda: any((d / name).exists() for d in set((home / "evidence").glob("recall-*")) - before)
 
 
 def recall_state(graph: Path) -> dict[str, list[str]]:
@@ -56,8 +70,13 @@ def test_a_killed_run_is_completed_by_the_next_exactly_once(command: tuple[str, 
     assert once is not None and once.returncode in (0, 1), once.stderr if once else ""
 
     home = tmp_path / "home"
-    for share in (0.6, 0.8, 0.95):  # from the end of the imports to the last writes
-        recall(command, lite_path, home, config, kill_after_s=took * share)
+    if command == WRITE_BACK:  # evidence on disk (no remote write yet), the plan made (writing starts), late
+        points = [lambda: evidence_holds(home, "findings.json"), lambda: evidence_holds(home, "plan.json"),
+                  lambda: after(took * 0.95)]
+    else:
+        points = [lambda share=share: after(took * share) for share in (0.6, 0.8, 0.95)]
+    for point in points:
+        recall(command, lite_path, home, config, kill_when=point())
     done = recall(command, lite_path, home, config)
     assert done is not None and done.returncode == once.returncode, done.stderr
     answer = json.loads(done.stdout)
