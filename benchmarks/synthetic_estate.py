@@ -169,8 +169,5 @@ def read_everything(graph: MetadataGraph, urns: list[str], history_limit: int) -
     """The floor any scan pays: every aspect of every entity read once through the port, with as much of
     each history (operations, assertion runs) as a scan reads; the estate has no other timeseries."""
     graph.get_aspects(urns)
-    for urn in urns:
-        if urn.startswith("urn:li:dataset:"):
-            graph.timeseries(urn, OperationClass, limit=history_limit)
-        elif urn.startswith("urn:li:assertion:"):
-            graph.timeseries(urn, AssertionRunEventClass, limit=history_limit)
+    graph.timeseries([u for u in urns if u.startswith("urn:li:dataset:")], OperationClass, limit=history_limit)
+    graph.timeseries([u for u in urns if u.startswith("urn:li:assertion:")], AssertionRunEventClass, limit=history_limit)

@@ -60,16 +60,20 @@ def _rescan(run_key: str, models: Sequence[str], trigger: str) -> RunRequest:
     )
 
 
+def _managed(info: object) -> bool:
+    return isinstance(info, AssertionInfoClass) and is_managed(info.customProperties)
+
+
 def assertion_results(graph: MetadataGraph) -> list[AssertionResult]:
     """Every assertion's newest result in the graph, leaving out the assertions Recall writes itself."""
     urns = graph.list_urns("assertion")
     infos = graph.get_aspects(urns, [AssertionInfoClass]) if urns else {}
+    theirs = [u for u in urns if not _managed(infos.get(u, {}).get(AssertionInfoClass.ASPECT_NAME))]
+    latest = graph.timeseries(theirs, AssertionRunEventClass, limit=1)
     results = []
-    for urn in urns:
+    for urn in theirs:
         info = infos.get(urn, {}).get(AssertionInfoClass.ASPECT_NAME)
-        if isinstance(info, AssertionInfoClass) and is_managed(info.customProperties):
-            continue
-        newest = graph.timeseries(urn, AssertionRunEventClass, limit=1)
+        newest = latest[urn]
         if not newest:
             continue
         event = newest[0]

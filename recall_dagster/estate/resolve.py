@@ -18,6 +18,7 @@ from datahub.metadata.schema_classes import (
     OperationClass,
     StatusClass,
     UpstreamLineageClass,
+    _Aspect,
 )
 
 from recall_dagster.estate import parse
@@ -119,21 +120,17 @@ def _read_assertions(
     asserted = graph.related(dataset_urns, "Asserts", "incoming") if dataset_urns else {}
     assertion_urns = _sorted(a for found in asserted.values() for a in found)
     infos = graph.get_aspects(assertion_urns, [AssertionInfoClass, StatusClass]) if assertion_urns else {}
+    kept = [a for a in assertion_urns if not parse.is_removed(infos.get(a, {})) and not _recall_wrote(infos.get(a, {}))]
+    runs = graph.timeseries(kept, AssertionRunEventClass, limit=history_limit)
     parsed = {
-        a: parse.parse_assertion(
-            a,
-            infos.get(a, {}).get(AssertionInfoClass.ASPECT_NAME),  # type: ignore[arg-type]
-            graph.timeseries(a, AssertionRunEventClass, limit=history_limit),  # type: ignore[arg-type]
-        )
-        for a in assertion_urns
-        if not parse.is_removed(infos.get(a, {})) and not _recall_wrote(infos.get(a, {}))
+        a: parse.parse_assertion(a, infos.get(a, {}).get(AssertionInfoClass.ASPECT_NAME), runs[a])  # type: ignore[arg-type]
+        for a in kept
     }
     return {d: tuple(parsed[a] for a in sorted(set(asserted.get(d, ()))) if a in parsed) for d in dataset_urns}
 
 
-def _operations(graph: MetadataGraph, urn: str, history_limit: int) -> tuple[tuple[int, int], ...]:
+def _operations(ops: Sequence[_Aspect]) -> tuple[tuple[int, int], ...]:
     """(reported, last updated) per operation, newest report first."""
-    ops = graph.timeseries(urn, OperationClass, limit=history_limit)
     pairs = {(op.timestampMillis, op.lastUpdatedTimestamp) for op in ops if op.lastUpdatedTimestamp}  # type: ignore[attr-defined]
     return tuple(sorted(pairs, reverse=True))
 
@@ -183,6 +180,8 @@ def resolve_closures(
     term_urns = _sorted(t for aspects in raw_datasets.values() for t in parse.referenced_terms(aspects))
     raw_terms = graph.get_aspects(term_urns, parse.TERM_ASPECTS) if term_urns else {}
     glossary = {u: name for u in term_urns if (name := parse.term_name(raw_terms.get(u, {})))}
+    operations = graph.timeseries(sorted(raw_datasets), OperationClass, limit=options.history_limit)
+    profiles = graph.timeseries(sorted(raw_datasets), DatasetProfileClass, limit=options.history_limit)
     datasets = {
         u: parse.parse_dataset(
             u,
@@ -191,9 +190,9 @@ def resolve_closures(
             glossary=glossary,
             freshness_property=options.freshness_property,
             # a table known only by its operations (written by a job, never catalogued) still exists
-            operations_ms=_operations(graph, u, options.history_limit),
+            operations_ms=_operations(operations[u]),
             assertions=assertions.get(u, ()),
-            profiles=parse.parse_profiles(graph.timeseries(u, DatasetProfileClass, limit=options.history_limit)),  # type: ignore[arg-type]
+            profiles=parse.parse_profiles(profiles[u]),  # type: ignore[arg-type]
         )
         for u, aspects in raw_datasets.items()
     }

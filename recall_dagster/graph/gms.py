@@ -6,6 +6,15 @@ entity type and batch), and outgoing edges are extracted from those aspects.
 Only incoming edges need the relationships API, which is backed by the graph
 index and so may lag writes by a few seconds.
 
+A read about many URNs must not cost a request per URN: a full scan asks for
+the incoming edges and histories of tens of thousands.  Past
+:data:`PER_URN_LIMIT` URNs, incoming edges come from scrolling every edge of
+the relationship type (``/openapi/v2/relationship/{type}``) and histories
+from scrolling the aspect's events newest first
+(``/openapi/v2/timeseries/{entity}/{aspect}``), a thousand a page, stopping
+once every URN asked about has its ``limit``.  A server without those
+endpoints (before DataHub 0.13) is asked once per URN, as before.
+
 Failures are translated once, here, into the project's errors: a server that
 does not answer is :class:`ServiceUnreachable` (exit 3), a refused token is a
 :class:`ConfigError` naming ``DATAHUB_GMS_TOKEN``, anything else a
@@ -24,11 +33,13 @@ import requests
 from datahub.configuration.common import ConfigurationError
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.rest_emitter import EmitMode
+from datahub.emitter.serialization_helper import post_json_transform
 from datahub.ingestion.graph.client import DataHubGraph, RelationshipDirection
 from datahub.ingestion.graph.config import DatahubClientConfig
 from datahub.metadata.schema_classes import ENTITY_TYPE_TO_ASPECT_NAMES, _Aspect
 
 from recall_dagster.errors import ConfigError, GraphError, RecallError, ServiceUnreachable
+from recall_dagster.graph.decode import decode_aspect
 from recall_dagster.graph.port import (
     AspectMap,
     Direction,
@@ -44,6 +55,13 @@ from recall_dagster.graph.relationships import carrying_aspects, entity_type, fi
 MAX_MCPS_PER_REQUEST = 200
 # URNs per batch-get request: keeps request bodies and primary-store reads modest.
 MAX_URNS_PER_READ = 200
+# Beyond this many URNs, incoming edges and histories are scrolled for the whole estate instead of asked per URN.
+PER_URN_LIMIT = 50
+SCROLL_PAGE = 1000  # results per page of an OpenAPI v2 scroll
+
+
+class _NoScroll(Exception):
+    """The server has no such OpenAPI v2 scroll endpoint: ask per URN instead."""
 
 def _by_entity_type(urns: Iterable[str]) -> dict[str, list[str]]:
     groups: dict[str, list[str]] = defaultdict(list)
@@ -181,6 +199,11 @@ class GmsGraph:
         if direction != "incoming":
             raise ValueError(f"direction must be 'outgoing' or 'incoming', not {direction!r}")
         fields_for(relationship)  # an unknown name fails here as it does on Lite
+        if len(urns) > PER_URN_LIMIT:
+            try:
+                return self._scroll_incoming(urns, relationship)
+            except _NoScroll:
+                pass
         result: dict[str, list[str]] = {}
         for urn in urns:
             with self._calling(f"reading {relationship} edges into {urn}"):
@@ -190,14 +213,75 @@ class GmsGraph:
                 result[urn] = sorted({entity.urn for entity in found})
         return result
 
-    def timeseries(self, urn: str, aspect: type[_Aspect], limit: int = 100) -> list[_Aspect]:
+    def timeseries(
+        self, urns: Sequence[str], aspect: type[_Aspect], limit: int = 100
+    ) -> dict[str, list[_Aspect]]:
         if aspect.get_aspect_type() != "timeseries":
             raise ValueError(f"{aspect.ASPECT_NAME} is not a timeseries aspect: use get_aspects()")
-        # The endpoint wants a filter; one on the URN itself narrows nothing.
-        only_this = {"or": [{"and": [{"field": "urn", "values": [urn], "condition": "EQUAL"}]}]}
-        with self._calling(f"reading {aspect.ASPECT_NAME} of {urn}"):
-            values = self._client.get_timeseries_values(urn, aspect, only_this, limit=limit)
-        return sorted(values, key=lambda value: value.timestampMillis, reverse=True)  # type: ignore[attr-defined]
+        result: dict[str, list[_Aspect]] = {urn: [] for urn in urns}
+        if not result or limit < 1:
+            return result
+        if len(result) > PER_URN_LIMIT:
+            try:
+                return self._scroll_timeseries(result, aspect, limit)
+            except _NoScroll:
+                pass
+        for urn in result:
+            # The endpoint wants a filter; one on the URN itself narrows nothing.
+            only_this = {"or": [{"and": [{"field": "urn", "values": [urn], "condition": "EQUAL"}]}]}
+            with self._calling(f"reading {aspect.ASPECT_NAME} of {urn}"):
+                values = self._client.get_timeseries_values(urn, aspect, only_this, limit=limit)
+            result[urn] = sorted(values, key=lambda value: value.timestampMillis, reverse=True)  # type: ignore[attr-defined]
+        return result
+
+    def _pages(self, path: str, action: str) -> Iterator[list[dict]]:
+        """The result pages of an OpenAPI v2 scroll endpoint; :class:`_NoScroll` when the server lacks it."""
+        scroll_id: str | None = None
+        first = True
+        while True:
+            params: dict[str, object] = {"count": SCROLL_PAGE, **({"scrollId": scroll_id} if scroll_id else {})}
+            try:
+                with self._calling(action):
+                    page = self._client._get_generic(f"{self._url}{path}", params=params)
+            except GraphError as err:
+                response = _response(err)
+                if first and response is not None and response.status_code in (404, 405):
+                    raise _NoScroll(path) from None
+                raise
+            first = False
+            yield list(page.get("results") or [])
+            scroll_id = page.get("scrollId")
+            if not scroll_id:
+                return
+
+    def _scroll_incoming(self, urns: Sequence[str], relationship: str) -> dict[str, list[str]]:
+        found: dict[str, set[str]] = {urn: set() for urn in urns}
+        for page in self._pages(f"/openapi/v2/relationship/{relationship}", f"scrolling {relationship} edges"):
+            for edge in page:
+                target = (edge.get("destination") or {}).get("urn")
+                source = (edge.get("source") or {}).get("urn")
+                if target in found and source:
+                    found[target].add(source)
+        return {urn: sorted(sources) for urn, sources in found.items()}
+
+    def _scroll_timeseries(
+        self, result: dict[str, list[_Aspect]], aspect: type[_Aspect], limit: int
+    ) -> dict[str, list[_Aspect]]:
+        for etype, group in _by_entity_type(result).items():
+            missing = set(group)
+            path = f"/openapi/v2/timeseries/{etype}/{aspect.ASPECT_NAME}"
+            for page in self._pages(path, f"scrolling {aspect.ASPECT_NAME} of {etype} entities"):
+                for item in page:  # newest first across the estate
+                    urn = item.get("urn")
+                    if urn in missing and isinstance(item.get("event"), dict):
+                        with self._calling(f"reading {aspect.ASPECT_NAME} of {urn}"):
+                            result[urn].append(decode_aspect(aspect, post_json_transform(item["event"])))
+                        if len(result[urn]) >= limit:
+                            missing.discard(urn)
+                if not missing:
+                    break
+        return {urn: sorted(events, key=lambda e: e.timestampMillis, reverse=True)  # type: ignore[attr-defined]
+                for urn, events in result.items()}
 
     def list_urns(self, entity_type: str) -> list[str]:
         with self._calling(f"listing {entity_type} entities"):

@@ -203,8 +203,10 @@ class LiteGraph:
                     sources[target].add(source)
         return {urn: sorted(found) for urn, found in sources.items()}
 
-    def timeseries(self, urn: str, aspect: type[_Aspect], limit: int = 100) -> list[_Aspect]:
-        """Events newest first by ``timestampMillis``, from Lite's aspect versions.
+    def timeseries(
+        self, urns: Sequence[str], aspect: type[_Aspect], limit: int = 100
+    ) -> dict[str, list[_Aspect]]:
+        """Events newest first by ``timestampMillis``, from Lite's aspect versions, in one query.
 
         Lite stores each event as a new version (version 0 is merely the last one
         written) and re-writing an older event adds a duplicate version, so equal
@@ -212,14 +214,21 @@ class LiteGraph:
         """
         if aspect.get_aspect_type() != "timeseries":
             raise ValueError(f"{aspect.ASPECT_NAME} is not a timeseries aspect: use get_aspects()")
+        result: dict[str, list[_Aspect]] = {urn: [] for urn in urns}
+        if not result or limit < 1:
+            return result
         rows = self._rows(
-            f"SELECT metadata, max(version) AS latest FROM {_ASPECT_TABLE} "
-            "WHERE urn = ? AND aspect_name = ? AND version > 0 GROUP BY metadata "
-            "ORDER BY CAST(json_extract(metadata, '$.timestampMillis') AS INTEGER) DESC, latest DESC "
-            "LIMIT ?",
-            [urn, aspect.ASPECT_NAME, limit],
+            "SELECT urn, metadata FROM ("
+            "  SELECT urn, metadata, ROW_NUMBER() OVER (PARTITION BY urn ORDER BY"
+            "    CAST(json_extract(metadata, '$.timestampMillis') AS INTEGER) DESC, max(version) DESC) AS place"
+            f"  FROM {_ASPECT_TABLE} WHERE urn IN (SELECT value FROM json_each(?)) AND aspect_name = ?"
+            "  AND version > 0 GROUP BY urn, metadata"
+            ") WHERE place <= ? ORDER BY urn, place",
+            [json.dumps(list(result)), aspect.ASPECT_NAME, limit],
         )
-        return [self._decode(urn, aspect.ASPECT_NAME, text) for text, _ in rows]
+        for urn, text in rows:
+            result[urn].append(self._decode(urn, aspect.ASPECT_NAME, text))
+        return result
 
     def list_urns(self, entity_type: str) -> list[str]:
         prefix = f"urn:li:{entity_type}:"

@@ -77,9 +77,10 @@ class MetadataGraph(Protocol):
         """
 
     def timeseries(
-        self, urn: str, aspect: type[_Aspect], limit: int = 100
-    ) -> list[_Aspect]:
-        """History of a timeseries aspect (operation, assertionRunEvent, ...), newest first."""
+        self, urns: Sequence[str], aspect: type[_Aspect], limit: int = 100
+    ) -> dict[str, list[_Aspect]]:
+        """The newest ``limit`` events of a timeseries aspect (operation, assertionRunEvent, ...) for many URNs
+        at once, newest first; every requested URN is a key."""
 
     def list_urns(self, entity_type: str) -> list[str]:
         """Every URN of one entity type (``mlModel``, ``dataset``...), sorted; soft-deleted left out."""

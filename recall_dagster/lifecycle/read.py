@@ -63,22 +63,28 @@ def _writes(estate: Estate, dataset: str) -> tuple[int, ...]:
 HISTORY_CEILING = 10_000  # runs read per assertion at the most, however long a failing streak is
 
 
-def run_history(
-    graph: MetadataGraph, urn: str, limit: int, failing: Callable[[str | None], bool]
-) -> list[AssertionRunEventClass]:
-    """Runs newest first, back to the last passing one before the current failing streak.
+def run_histories(
+    graph: MetadataGraph, urns: Sequence[str], limit: int, failing: Callable[[str | None], bool]
+) -> dict[str, list[AssertionRunEventClass]]:
+    """Each assertion's runs newest first, back to the last passing one before its current failing streak.
 
-    ``limit`` runs are read first; while every one of them fails and the graph
-    may hold more, four times as many are read again, so a streak longer than
-    ``closure.history_limit`` still has its start (and the versions trained
-    before it stay CLEAN).
+    ``limit`` runs of every assertion are read in one batch; those whose runs all
+    fail while the graph may hold more are read again, four times as many, so a
+    streak longer than ``closure.history_limit`` still has its start (and the
+    versions trained before it stay CLEAN).
     """
-    while True:
-        events = graph.timeseries(urn, AssertionRunEventClass, limit=limit)
-        streak = all(failing(str(e.result.type) if e.result else None) for e in events)  # type: ignore[attr-defined]
-        if len(events) < limit or not streak or limit >= HISTORY_CEILING:
-            return events  # type: ignore[return-value]
+    histories: dict[str, list[AssertionRunEventClass]] = {}
+    todo = list(urns)
+    while todo:
+        read = graph.timeseries(todo, AssertionRunEventClass, limit=limit)
+        histories.update(read)  # type: ignore[arg-type]
+        todo = [
+            urn for urn, events in read.items()
+            if len(events) == limit and limit < HISTORY_CEILING
+            and all(failing(str(e.result.type) if e.result else None) for e in events)  # type: ignore[attr-defined]
+        ]
         limit = min(limit * 4, HISTORY_CEILING)
+    return histories
 
 
 def read_assertions(
@@ -95,10 +101,11 @@ def read_assertions(
     twins = sorted({t for d in datasets for t in estate.twins(d)})
     views = graph.get_aspects(twins, [ViewPropertiesClass]) if twins else {}
     infos = graph.get_aspects(wanted, [AssertionInfoClass]) if wanted else {}
+    histories = run_histories(graph, wanted, history_limit, failing)
     records = []
     for urn in wanted:
         dataset, column, name = found[urn]
-        events = run_history(graph, urn, history_limit, failing)
+        events = histories[urn]
         info = infos.get(urn, {}).get(AssertionInfoClass.ASPECT_NAME)
         runs = []
         for event in events:
@@ -167,7 +174,7 @@ def read_training_spans(
     runs = sorted({r for c in closures for r in c.model.training_runs})
     wanted = [DataProcessInstancePropertiesClass, MLTrainingRunPropertiesClass]
     aspects = graph.get_aspects(runs, wanted) if runs else {}
-    events = {r: graph.timeseries(r, DataProcessInstanceRunEventClass) for r in runs}
+    events = graph.timeseries(runs, DataProcessInstanceRunEventClass)
     spans = {r: training_span(r, aspects.get(r, {}), events[r], rows_metric) for r in runs}  # type: ignore[arg-type]
     return {c.urn: tuple(spans[r] for r in c.model.training_runs) for c in closures}
 
@@ -198,8 +205,8 @@ def relation(urn: str) -> str:
 def read_profile_rows(graph: MetadataGraph, datasets: Sequence[str]) -> dict[str, int]:
     """``schema.table`` -> the newest profiled row count, for datasets someone profiles."""
     rows: dict[str, int] = {}
-    for urn in sorted(set(datasets)):
-        newest = graph.timeseries(urn, DatasetProfileClass, limit=1)
+    latest = graph.timeseries(sorted(set(datasets)), DatasetProfileClass, limit=1)
+    for urn, newest in latest.items():
         if newest and newest[0].rowCount is not None:  # type: ignore[attr-defined]
             rows.setdefault(relation(urn), int(newest[0].rowCount))  # type: ignore[attr-defined]
     return rows

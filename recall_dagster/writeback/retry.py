@@ -65,8 +65,8 @@ class RetryingReads:
     ) -> dict[str, list[str]]:
         return self._retry(lambda: self._graph.related(urns, relationship, direction))
 
-    def timeseries(self, urn: str, aspect: type[_Aspect], limit: int = 100) -> list[_Aspect]:
-        return self._retry(lambda: self._graph.timeseries(urn, aspect, limit))
+    def timeseries(self, urns: Sequence[str], aspect: type[_Aspect], limit: int = 100) -> dict[str, list[_Aspect]]:
+        return self._retry(lambda: self._graph.timeseries(urns, aspect, limit))
 
     def list_urns(self, entity_type: str) -> list[str]:
         return self._retry(lambda: self._graph.list_urns(entity_type))

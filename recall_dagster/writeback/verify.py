@@ -179,7 +179,7 @@ def _read_back(graph: MetadataGraph, scratch: _Scratch) -> dict[str, Any]:
     model = aspects[scratch.model]
     properties = model.get(StructuredPropertiesClass.ASPECT_NAME)
     tags = model.get(GlobalTagsClass.ASPECT_NAME)
-    runs = graph.timeseries(scratch.assertion, AssertionRunEventClass, limit=1)
+    runs = graph.timeseries([scratch.assertion], AssertionRunEventClass, limit=1)[scratch.assertion]
     has_info = isinstance(aspects[scratch.assertion].get(AssertionInfoClass.ASPECT_NAME), AssertionInfoClass)
     latest = runs[0].result if has_info and runs else None  # type: ignore[attr-defined]
     return {

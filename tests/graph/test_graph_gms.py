@@ -1,8 +1,9 @@
 """GmsGraph against a local stand-in for DataHub GMS that records every request.
 
 The fake speaks the endpoints and payload shapes the SDK's DataHubGraph uses
-(openapi v3 batchGet, relationships v1, getTimeseriesAspectValues, GraphQL
-scrollAcrossEntities, restli ingestProposalBatch); nothing else is mocked.
+(openapi v3 batchGet, relationships v1, getTimeseriesAspectValues, the openapi
+v2 scrolls of edges and timeseries, GraphQL scrollAcrossEntities, restli
+ingestProposalBatch); nothing else is mocked.
 """
 
 from __future__ import annotations
@@ -28,11 +29,14 @@ from datahub.metadata.schema_classes import (
     OperationClass,
     UpstreamLineageClass,
 )
+from datahub.utilities.urns.urn import guess_entity_type
 from graph_estate import Estate
 
 from recall_dagster.cli import cli
 from recall_dagster.errors import EXIT_UNREACHABLE, ConfigError, ServiceUnreachable
 from recall_dagster.graph import GmsGraph, MetadataGraph, open_graph
+from recall_dagster.graph.gms import PER_URN_LIMIT
+
 from recall_dagster.settings import Settings
 
 
@@ -59,6 +63,7 @@ class FakeGms:
     broken: bool = False  # every write fails with HTTP 500
     failing_reads: int | None = None  # every read answers this HTTP status
     garbled: bool = False  # every read answers 200 with a body that is not JSON
+    scrolls: bool = True  # serves the OpenAPI v2 scrolls of edges and timeseries (DataHub 0.13 on)
     delay: float = 0.0
 
     def answer(self, seen: Seen, auth: str | None) -> tuple[int, Any]:
@@ -77,6 +82,13 @@ class FakeGms:
             return 200, self._batch_get(seen.body)
         if route == ("GET", "/openapi/relationships/v1/"):
             return 200, self._relationships(seen.query)
+        scroll = seen.path.removeprefix("/openapi/v2/").split("/")
+        if seen.method == "GET" and self.scrolls and scroll[0] == "relationship" and len(scroll) == 2:
+            edges = [{"relationshipType": scroll[1], "source": {"urn": s}, "destination": {"urn": d}}
+                     for s, d in self._edges(scroll[1])]
+            return 200, self._page(edges, seen.query)
+        if seen.method == "GET" and self.scrolls and scroll[0] == "timeseries" and len(scroll) == 3:
+            return 200, self._page(self._events_of(scroll[1], scroll[2]), seen.query)
         if route == ("POST", "/aspects") and seen.query["action"] == ["getTimeseriesAspectValues"]:
             return 200, self._timeseries(seen.body)
         if route == ("POST", "/api/graphql"):
@@ -95,12 +107,29 @@ class FakeGms:
                 found.append({"urn": request["urn"], **values})
         return found
 
+    def _edges(self, relationship: str) -> list[tuple[str, str]]:
+        """(source, destination) of every edge of one type, as GMS's graph index holds them."""
+        return sorted((s, d) for (d, rel), sources in self.incoming.items() if rel == relationship for s in sources)
+
     def _relationships(self, query: dict[str, list[str]]) -> dict:
         start = int(query["start"][0])
-        rel = query["relationshipTypes"][0]
-        urns = self.incoming.get((query["urn"][0], rel), []) if start == 0 else []
+        rel, target = query["relationshipTypes"][0], query["urn"][0]
+        urns = list(dict.fromkeys(s for s, d in self._edges(rel) if d == target)) if start == 0 else []
         entities = [{"urn": u, "relationshipType": rel} for u in urns]
         return {"start": start, "count": len(entities), "total": len(entities), "entities": entities}
+
+    def _events_of(self, entity_type: str, aspect: str) -> list[dict]:
+        """Every stored event of one aspect on one entity type, newest first, as the timeseries scroll answers."""
+        found = [{"urn": urn, "timestampMillis": e["timestampMillis"], "event": e}
+                 for (urn, name), events in self.events.items()
+                 if name == aspect and guess_entity_type(urn) == entity_type for e in events]
+        return sorted(found, key=lambda item: (-item["timestampMillis"], item["urn"]))
+
+    @staticmethod
+    def _page(results: list[dict], query: dict[str, list[str]]) -> dict:
+        start, count = int((query.get("scrollId") or ["0"])[0]), int(query["count"][0])
+        more = start + count < len(results)
+        return {"scrollId": str(start + count) if more else None, "results": results[start : start + count]}
 
     def _timeseries(self, body: dict) -> dict:
         events = sorted(self.events.get((body["urn"], body["aspect"]), []), key=lambda e: -e["timestampMillis"])
@@ -220,11 +249,66 @@ def test_related_incoming_uses_the_relationships_api(fake: FakeGms, gms: GmsGrap
     assert first.query["direction"] == ["INCOMING"] and first.query["relationshipTypes"] == ["Consumes"]
 
 
+def _datasets(n: int) -> list[str]:
+    return [f"urn:li:dataset:(urn:li:dataPlatform:postgres,warehouse.t{i:04d},PROD)" for i in range(n)]
+
+
+@pytest.mark.parametrize("scrolls", [True, False], ids=["scrolled", "server-without-scrolls"])
+def test_incoming_edges_of_many_urns_come_from_scrolling_the_type_not_a_request_each(
+    fake: FakeGms, gms: GmsGraph, scrolls: bool
+) -> None:
+    tables = _datasets(PER_URN_LIMIT + 150)
+    for i, table in enumerate(tables):  # every third table has no edge
+        fake.incoming[(table, "Asserts")] = [f"urn:li:assertion:a{i}-{k}" for k in range(12 * (i % 3 > 0))]
+    fake.incoming[("urn:li:dataset:(urn:li:dataPlatform:postgres,elsewhere,PROD)", "Asserts")] = ["urn:li:assertion:x"]
+    fake.scrolls = scrolls
+
+    found = gms.related(tables, "Asserts", "incoming")
+
+    assert found == {t: sorted(fake.incoming[(t, "Asserts")]) for t in tables}
+    scrolled = fake.requests_to("GET", "/openapi/v2/relationship/Asserts")
+    per_urn = fake.requests_to("GET", "/openapi/relationships/v1/")
+    if scrolls:
+        edges = sum(len(v) for v in fake.incoming.values())
+        assert (len(scrolled), len(per_urn)) == (-(-edges // 1000), 0), "pages of a thousand edges, not one per URN"
+    else:
+        assert len(scrolled) == 1 and len(per_urn) >= len(tables), "an older server is asked per URN"
+
+
+@pytest.mark.parametrize("scrolls", [True, False], ids=["scrolled", "server-without-scrolls"])
+def test_histories_of_many_urns_come_from_scrolling_the_aspect_newest_first(
+    fake: FakeGms, gms: GmsGraph, scrolls: bool
+) -> None:
+    tables = _datasets(PER_URN_LIMIT + 50)
+    for i, table in enumerate(tables):  # 100 tables x 30 operations, interleaved in time
+        fake.events[(table, "operation")] = [
+            {"timestampMillis": 1_000 * t + i, "lastUpdatedTimestamp": 1_000 * t + i, "operationType": "INSERT"}
+            for t in range(30)
+        ]
+    fake.scrolls = scrolls
+
+    found = gms.timeseries(tables, OperationClass, limit=20)
+
+    for i, table in enumerate(tables):
+        assert [op.timestampMillis for op in found[table]] == [1_000 * t + i for t in range(29, 9, -1)]
+    scrolled = fake.requests_to("GET", "/openapi/v2/timeseries/dataset/operation")
+    if scrolls:  # 3,000 events newest first; every table has its 20 newest within the first 2,000
+        assert len(scrolled) == 2 and not fake.requests_to("POST", "/aspects")
+    else:
+        assert len(fake.requests_to("POST", "/aspects")) == len(tables)
+
+
+def test_a_few_urns_are_still_asked_one_by_one(fake: FakeGms, gms: GmsGraph, estate: Estate) -> None:
+    gms.related([estate.total, estate.raw], "Consumes", "incoming")
+    gms.timeseries([estate.raw], OperationClass)
+    assert not [s for s in fake.seen if s.path.startswith("/openapi/v2/")], "a scroll would read the whole estate"
+
+
 def test_timeseries_newest_first_typed(fake: FakeGms, gms: GmsGraph, estate: Estate) -> None:
     fake.events[(estate.raw, "operation")] = [
         {"timestampMillis": t, "lastUpdatedTimestamp": t, "operationType": "INSERT"} for t in (2000, 3000, 1000)
     ]
-    operations = gms.timeseries(estate.raw, OperationClass, limit=2)
+    operations = gms.timeseries([estate.raw], OperationClass, limit=2)[estate.raw]
 
     assert [op.timestampMillis for op in operations] == [3000, 2000]
     assert all(isinstance(op, OperationClass) for op in operations)
@@ -304,7 +388,7 @@ def test_a_server_too_slow_to_answer_is_unreachable(fake: FakeGms, estate: Estat
     fake.delay = 2.0
     with closing(GmsGraph(fake.url, timeout_sec=1, retries=0)) as graph:
         with pytest.raises(ServiceUnreachable, match="did not answer"):
-            graph.timeseries(estate.raw, OperationClass)
+            graph.timeseries([estate.raw], OperationClass)
 
 
 def test_a_refused_token_names_the_variable_to_fix(fake: FakeGms, estate: Estate, tmp_path: Path) -> None:
@@ -323,7 +407,7 @@ def test_a_refused_token_names_the_variable_to_fix(fake: FakeGms, estate: Estate
 @pytest.mark.parametrize("status", [500, 503])
 def test_a_server_answering_5xx_is_failing_not_bad_usage(fake: FakeGms, gms: GmsGraph, estate: Estate, status: int) -> None:
     fake.failing_reads = status
-    for call in (lambda: gms.get_aspects([estate.model]), lambda: gms.timeseries(estate.raw, OperationClass)):
+    for call in (lambda: gms.get_aspects([estate.model]), lambda: gms.timeseries([estate.raw], OperationClass)):
         with pytest.raises(ServiceUnreachable, match=f"is failing: HTTP {status} while") as caught:
             call()
         assert caught.value.exit_code == EXIT_UNREACHABLE and fake.url in str(caught.value)

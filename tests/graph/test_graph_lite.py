@@ -173,9 +173,9 @@ def test_timeseries_newest_first_whatever_the_write_order(tmp_path: Path, estate
             ]
         )
         assert report.ok
-        operations = graph.timeseries(estate.raw, OperationClass)
-        runs = graph.timeseries(assertion, AssertionRunEventClass, limit=2)
-        none = graph.timeseries(estate.mart, OperationClass)
+        ops = graph.timeseries([estate.raw, estate.mart], OperationClass)
+        operations, none = ops[estate.raw], ops[estate.mart]
+        runs = graph.timeseries([assertion], AssertionRunEventClass, limit=2)[assertion]
 
     # Rewriting the 2000 event is one event, not two; version 0 (last written) is not "latest".
     assert [op.timestampMillis for op in operations] == [3000, 2000, 1000]
@@ -194,7 +194,7 @@ def test_sdk_emitter_helpers_write_into_the_graph(tmp_path: Path, estate: Estate
 
         urn = str(run.urn)
         inputs = graph.get_aspects([urn], [DataProcessInstanceInputClass])[urn]["dataProcessInstanceInput"]
-        events = graph.timeseries(urn, DataProcessInstanceRunEventClass)
+        events = graph.timeseries([urn], DataProcessInstanceRunEventClass)[urn]
         consumers = graph.related([estate.raw], "Consumes", "incoming")
 
     assert outcomes and set(outcomes) == {"success"}
@@ -356,5 +356,5 @@ def test_graph_filled_by_datahub_ingest_is_read(tmp_path: Path, estate: Estate, 
     with closing(open_graph(str(target), read_only=True)) as graph:
         assert graph.related([estate.total], "DerivedFrom") == {estate.total: [estate.mart]}
         assert graph.related([estate.raw], "DownstreamOf", "incoming") == {estate.raw: [estate.mart]}
-        assert [op.timestampMillis for op in graph.timeseries(estate.mart, OperationClass)] == [9000, 8000, 7000]
+        assert [op.timestampMillis for op in graph.timeseries([estate.mart], OperationClass)[estate.mart]] == [9000, 8000, 7000]
         assert graph.list_urns("mlFeature") == [estate.total]

@@ -71,9 +71,8 @@ def test_enrichment_links_models_features_deployments_and_training_inputs(estate
         assert "urn:li:dataset:(urn:li:dataPlatform:postgres,warehouse.marts.fct_transactions,PROD)" in {
             e.destinationUrn for e in inputs.inputEdges
         }
-        ops = graph.timeseries(
-            "urn:li:dataset:(urn:li:dataPlatform:postgres,warehouse.marts.fct_orders,PROD)", m.OperationClass
-        )
+        orders = "urn:li:dataset:(urn:li:dataPlatform:postgres,warehouse.marts.fct_orders,PROD)"
+        ops = graph.timeseries([orders], m.OperationClass)[orders]
         assert ops, "dbt's model builds are recorded as operations"
     finally:
         graph.close()
@@ -237,7 +236,7 @@ def test_write_back_stands_down_after_heal(estate, monkeypatch: pytest.MonkeyPat
         assert recall_tags == []
         assertions = graph.get_aspects(graph.list_urns("assertion"), [m.AssertionInfoClass])
         ours = [u for u, a in assertions.items() if is_managed(a["assertionInfo"].customProperties)]
-        latest = [graph.timeseries(u, m.AssertionRunEventClass, limit=1)[0] for u in ours]
+        latest = [events[0] for events in graph.timeseries(ours, m.AssertionRunEventClass, limit=1).values()]
         assert ours and all(run.result.type == "SUCCESS" for run in latest)
     finally:
         graph.close()

@@ -58,10 +58,15 @@ def _scan_and_write(db: Path, recall_config, settings, wb_config, now_ms: int) -
     return report
 
 
+def runs(graph: LiteGraph) -> int:
+    """How many runs Recall's assertions have recorded in all."""
+    return sum(len(e) for e in graph.timeseries(list(_latest_runs(graph)), AssertionRunEventClass).values())
+
+
 def _latest_runs(graph: LiteGraph) -> dict[str, str]:
     """Recall's assertions and the result of each one's latest run."""
     urns = read_state(graph, [], []).assertions
-    latest = {u: graph.timeseries(u, AssertionRunEventClass, limit=1)[0] for u in urns}
+    latest = {u: events[0] for u, events in graph.timeseries(urns, AssertionRunEventClass, limit=1).items()}
     return {u: event.result.type for u, event in latest.items()}  # type: ignore[attr-defined]
 
 
@@ -116,7 +121,7 @@ def test_one_scan_written_twice_records_each_evaluation_once_and_a_later_scan_ad
     _scan_and_write(lite_path, recall_config, settings, wb_config, T1)
     before = _snapshot(lite_path)
     with closing(LiteGraph(lite_path)) as graph:
-        runs_before = sum(len(graph.timeseries(u, AssertionRunEventClass)) for u in _latest_runs(graph))
+        runs_before = runs(graph)
 
     again = _scan_and_write(lite_path, recall_config, settings, wb_config, T2)
 
@@ -126,12 +131,12 @@ def test_one_scan_written_twice_records_each_evaluation_once_and_a_later_scan_ad
     )
     assert _snapshot(lite_path) == before  # same entities, assertions, incidents, documents, values
     with closing(LiteGraph(lite_path)) as graph:
-        assert sum(len(graph.timeseries(u, AssertionRunEventClass)) for u in _latest_runs(graph)) == runs_before
+        assert runs(graph) == runs_before
         later = run_scan(graph, recall_config, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS + 60_000)
         report = write_back(graph, later, settings, wb_config, T3)
         assert report.ok and report.plan is not None
         assert ("assertion", "assertionRunEvent") in {(w.path, w.aspect_name) for w in report.plan.writes}
-        assert sum(len(graph.timeseries(u, AssertionRunEventClass)) for u in _latest_runs(graph)) == runs_before + 3
+        assert runs(graph) == runs_before + 3
 
 
 def test_tiers_move_tags_and_heal_stands_everything_down(lite_path, recall_config, settings, wb_config) -> None:

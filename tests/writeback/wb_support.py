@@ -119,18 +119,15 @@ class WritebackGms(FakeGms):
         ]
         return {"data": {"scrollAcrossEntities": {"nextScrollId": None, "searchResults": found}}}
 
-    def _relationships(self, query: dict[str, list[str]]) -> dict:
-        """Incoming edges computed from the stored aspects, as GMS's graph index would hold them."""
-        target, relationship = query["urn"][0], query["relationshipTypes"][0]
-        sources = []
-        if int(query["start"][0]) == 0:
-            for urn, aspects in sorted(self.aspects.items()):
-                for aspect_class in carrying_aspects(relationship):
-                    stored = aspects.get(aspect_class.ASPECT_NAME)
-                    if stored is not None and target in extract_targets(aspect_class.from_obj(stored), relationship):
-                        sources.append(urn)
-        entities = [{"urn": u, "relationshipType": relationship} for u in dict.fromkeys(sources)]
-        return {"start": 0, "count": len(entities), "total": len(entities), "entities": entities}
+    def _edges(self, relationship: str) -> list[tuple[str, str]]:
+        """Every edge of one type computed from the stored aspects, as GMS's graph index would hold them."""
+        edges = []
+        for urn, aspects in sorted(self.aspects.items()):
+            for aspect_class in carrying_aspects(relationship):
+                stored = aspects.get(aspect_class.ASPECT_NAME)
+                if stored is not None:
+                    edges += [(urn, t) for t in extract_targets(aspect_class.from_obj(stored), relationship)]
+        return sorted(set(edges))
 
 
 def _is_event(proposal: dict) -> bool:
