@@ -10,6 +10,13 @@ scan needs once more as the baseline of the same run.
 The build runs in a child process, so the peak memory reported is the scan's
 process: the interpreter, its imports and the scan, measured before the
 baseline runs.  Progress goes to stderr; the last line of stdout is JSON.
+
+Over GMS, the same estate (of ``--gms-models`` models: the stand-in keeps it
+in memory) is put into the project's GMS stand-in and scanned through
+``GmsGraph``; ``gms_requests`` counts what that scan asked, and
+``per_node_requests`` what a walk asking once per node of the same closures
+asks (one relationships call per node, as agents do today).  The scan over
+GMS must find what the scan over Lite found.
 Targets at N = 10,000 (printed, never asserted): scan <= 30 s, peak <= 2 GiB,
 scan <= 3x the baseline.
 
@@ -26,9 +33,11 @@ import resource
 import sys
 import tempfile
 import time
+from contextlib import closing
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from datahub.ingestion.graph.client import RelationshipDirection
 from synthetic_estate import NOW, Shape, entities, estate, read_everything
 
 from recall_dagster.graph import LiteGraph
@@ -115,14 +124,67 @@ def measure(path: Path, models: int, profile: Path | None) -> dict[str, object]:
     }
 
 
+def gms_requests(models: int) -> dict[str, object]:
+    """The scan through ``GmsGraph`` against the GMS stand-in holding the estate of ``models`` models."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from datahub.emitter.serialization_helper import pre_json_transform
+
+    from recall_dagster.graph import GmsGraph
+    from tests.writeback.wb_support import WritebackGms, serve
+
+    say(f"over GMS: the estate of {models:,} models into the stand-in ...")
+    fake = WritebackGms()
+    proposals = [
+        {"entityUrn": m.entityUrn, "aspectName": m.aspectName,
+         "aspect": {"value": json.dumps(pre_json_transform(m.aspect.to_obj())), "contentType": "application/json"}}
+        for m in estate(Shape(models=models))
+    ]
+    fake._ingest(proposals)
+    with serve(fake) as server, closing(GmsGraph(server.url, retries=0)) as gms:
+        server.seen.clear()
+        start = time.perf_counter()
+        result = run_scan(gms, load_config(), MemoryStateStore(), scanned_at_ms=NOW)
+        scan_s = time.perf_counter() - start
+        asked = len(server.seen)
+        nodes = sorted({u for m in result.models for u in _nodes(m.closure)})
+        say(f"over GMS: {asked:,} requests for {len(nodes):,} nodes in {scan_s:.1f} s; now the per-node walk ...")
+        server.seen.clear()
+        for urn in nodes:
+            list(gms._client.get_related_entities(urn, ["DownstreamOf"], RelationshipDirection.OUTGOING))
+        walked = len(server.seen)
+    with tempfile.TemporaryDirectory() as tmp:
+        lite = Path(tmp) / "same.db"
+        with ProcessPoolExecutor(max_workers=1) as child:
+            child.submit(build, lite, models).result()
+        with closing(LiteGraph(lite, read_only=True)) as graph:
+            on_lite = run_scan(graph, load_config(), MemoryStateStore(), scanned_at_ms=NOW)
+    same = _findings(on_lite) == _findings(result)
+    return {"gms_models": models, "gms_nodes": len(nodes), "gms_requests": asked, "per_node_requests": walked,
+            "per_node_over_gms": round(walked / max(asked, 1), 1), "gms_scan_s": round(scan_s, 2),
+            "gms_findings_as_lite": same}
+
+
+def _nodes(closure) -> set[str]:  # noqa: ANN001 - a ModelClosure
+    return {closure.urn, *closure.datasets, *(f.urn for f in closure.features), *(t.urn for t in closure.feature_tables),
+            *(r.urn for r in closure.training_runs), *(d.urn for d in closure.deployments)}
+
+
+def _findings(result) -> list[tuple[str, str, str]]:  # noqa: ANN001 - a ScanResult
+    return sorted((m.closure.urn, f.detector, f.subject) for m in result.models for f in m.findings)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=10_000, help="production models in the estate")
     parser.add_argument("--graph", type=Path, help="build the estate into this Lite file and keep it (replaced if it exists)")
     parser.add_argument("--profile", type=Path, help="profile the scan with cProfile into this file")
+    parser.add_argument("--gms-models", type=int, default=1_000,
+                        help="models in the estate scanned over the GMS stand-in (0: skip; capped at --models)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         figures = measure(args.graph or Path(tmp) / "scale.db", args.models, args.profile)
+    if args.gms_models > 0:
+        figures.update(gms_requests(min(args.gms_models, args.models)))
     print(json.dumps(figures))
 
 

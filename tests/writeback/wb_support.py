@@ -76,6 +76,7 @@ class WritebackGms(FakeGms):
     refuse_documents: bool = False  # a server from before the document entity
     landed: list[tuple[str, str, str]] = field(default_factory=list)  # (urn, aspect, JSON) of every stored proposal
     _posts: int = 0
+    _index: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     _writes: int = 0
 
     def answer(self, seen: Seen, auth: str | None) -> tuple[int, Any]:
@@ -92,6 +93,7 @@ class WritebackGms(FakeGms):
         return super().answer(seen, auth)
 
     def _ingest(self, proposals: list[dict]) -> tuple[int, Any]:
+        self._index.clear()
         for p in proposals:
             value = json.loads(p["aspect"]["value"])
             on_model = any(e.startswith("urn:li:mlModel:") for e in value.get("entities", []))
@@ -120,14 +122,18 @@ class WritebackGms(FakeGms):
         return {"data": {"scrollAcrossEntities": {"nextScrollId": None, "searchResults": found}}}
 
     def _edges(self, relationship: str) -> list[tuple[str, str]]:
-        """Every edge of one type computed from the stored aspects, as GMS's graph index would hold them."""
+        """Every edge of one type computed from the stored aspects, as GMS's graph index would hold them
+        (kept until the next write: a scroll asks for them page after page)."""
+        if relationship in self._index:
+            return self._index[relationship]
         edges = []
         for urn, aspects in sorted(self.aspects.items()):
             for aspect_class in carrying_aspects(relationship):
                 stored = aspects.get(aspect_class.ASPECT_NAME)
                 if stored is not None:
                     edges += [(urn, t) for t in extract_targets(aspect_class.from_obj(stored), relationship)]
-        return sorted(set(edges))
+        self._index[relationship] = sorted(set(edges))
+        return self._index[relationship]
 
 
 def _is_event(proposal: dict) -> bool:
