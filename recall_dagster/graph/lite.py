@@ -54,6 +54,7 @@ from recall_dagster.graph.relationships import carrying_aspects, extract_targets
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _DUCKDB_MAGIC = b"DUCK"  # at byte 8 of a DuckDB file
 _ASPECT_TABLE = "metadata_aspect_v2"
+_URNS_PER_HISTORY_QUERY = 2_000  # one windowed query per this many URNs: the rows of one batch in memory at a time
 WRITE_BATCH = 5_000  # proposals per transaction: a second or so of writing
 
 Emittable = Union[MetadataChangeProposalWrapper, MetadataChangeProposalClass, MetadataChangeEventClass]
@@ -217,17 +218,18 @@ class LiteGraph:
         result: dict[str, list[_Aspect]] = {urn: [] for urn in urns}
         if not result or limit < 1:
             return result
-        rows = self._rows(
-            "SELECT urn, metadata FROM ("
-            "  SELECT urn, metadata, ROW_NUMBER() OVER (PARTITION BY urn ORDER BY"
-            "    CAST(json_extract(metadata, '$.timestampMillis') AS INTEGER) DESC, max(version) DESC) AS place"
-            f"  FROM {_ASPECT_TABLE} WHERE urn IN (SELECT value FROM json_each(?)) AND aspect_name = ?"
-            "  AND version > 0 GROUP BY urn, metadata"
-            ") WHERE place <= ? ORDER BY urn, place",
-            [json.dumps(list(result)), aspect.ASPECT_NAME, limit],
-        )
-        for urn, text in rows:
-            result[urn].append(self._decode(urn, aspect.ASPECT_NAME, text))
+        for some in batches(result, _URNS_PER_HISTORY_QUERY):
+            rows = self._rows(
+                "SELECT urn, metadata FROM ("
+                "  SELECT urn, metadata, ROW_NUMBER() OVER (PARTITION BY urn ORDER BY"
+                "    CAST(json_extract(metadata, '$.timestampMillis') AS INTEGER) DESC, max(version) DESC) AS place"
+                f"  FROM {_ASPECT_TABLE} WHERE urn IN (SELECT value FROM json_each(?)) AND aspect_name = ?"
+                "  AND version > 0 GROUP BY urn, metadata"
+                ") WHERE place <= ? ORDER BY urn, place",
+                [json.dumps(some), aspect.ASPECT_NAME, limit],
+            )
+            for urn, text in rows:
+                result[urn].append(self._decode(urn, aspect.ASPECT_NAME, text))
         return result
 
     def list_urns(self, entity_type: str) -> list[str]:
