@@ -63,6 +63,7 @@ SCROLL_PAGE = 1000  # results per page of an OpenAPI v2 scroll
 class _NoScroll(Exception):
     """The server has no such OpenAPI v2 scroll endpoint: ask per URN instead."""
 
+
 def _by_entity_type(urns: Iterable[str]) -> dict[str, list[str]]:
     groups: dict[str, list[str]] = defaultdict(list)
     for urn in urns:
@@ -249,7 +250,9 @@ class GmsGraph:
                     raise _NoScroll(path) from None
                 raise
             first = False
-            yield list(page.get("results") or [])
+            if not isinstance(page, dict) or not isinstance(page.get("results") or [], list):
+                raise GraphError(f"DataHub GMS at {self._url} answered {path} with something that is not a scroll page")
+            yield [item for item in page.get("results") or [] if isinstance(item, dict)]
             scroll_id = page.get("scrollId")
             if not scroll_id:
                 return

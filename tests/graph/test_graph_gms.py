@@ -33,7 +33,7 @@ from datahub.utilities.urns.urn import guess_entity_type
 from graph_estate import Estate
 
 from recall_dagster.cli import cli
-from recall_dagster.errors import EXIT_UNREACHABLE, ConfigError, ServiceUnreachable
+from recall_dagster.errors import EXIT_UNREACHABLE, ConfigError, GraphError, ServiceUnreachable
 from recall_dagster.graph import GmsGraph, MetadataGraph, open_graph
 from recall_dagster.graph.gms import PER_URN_LIMIT
 
@@ -296,6 +296,18 @@ def test_histories_of_many_urns_come_from_scrolling_the_aspect_newest_first(
         assert len(scrolled) == 2 and not fake.requests_to("POST", "/aspects")
     else:
         assert len(fake.requests_to("POST", "/aspects")) == len(tables)
+
+
+def test_a_scroll_page_that_is_not_one_is_a_clear_error(fake: FakeGms, gms: GmsGraph) -> None:
+    fake.scrolls = False
+    original = fake.answer
+
+    def wrong_shape(seen: Seen, auth: str | None) -> tuple[int, Any]:
+        return (200, ["not", "a", "page"]) if seen.path.startswith("/openapi/v2/") else original(seen, auth)
+
+    fake.answer = wrong_shape  # type: ignore[method-assign]
+    with pytest.raises(GraphError, match="answered /openapi/v2/relationship/Asserts with something that is not"):
+        gms.related(_datasets(PER_URN_LIMIT + 1), "Asserts", "incoming")
 
 
 def test_a_few_urns_are_still_asked_one_by_one(fake: FakeGms, gms: GmsGraph, estate: Estate) -> None:
