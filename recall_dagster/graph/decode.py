@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from typing import Any, Callable
 
 from avro import schema as avro
@@ -175,14 +176,20 @@ class _Compiler:
 
 
 _COMPILER: _Compiler | None = None
+_DECODERS: dict[type, Decoder] = {}
+_COMPILING = threading.Lock()  # a record's decoder is registered before its fields are: never share it half-built
 
 
 def compiled(aspect_class: type[_Aspect]) -> Decoder:
     """The compiled decoder of ``aspect_class``; it raises for anything it cannot decode."""
     global _COMPILER
-    if _COMPILER is None:
-        _COMPILER = _Compiler()
-    return _COMPILER.compile(aspect_class.RECORD_SCHEMA)
+    decoder = _DECODERS.get(aspect_class)
+    if decoder is None:
+        with _COMPILING:
+            if _COMPILER is None:
+                _COMPILER = _Compiler()
+            decoder = _DECODERS.setdefault(aspect_class, _COMPILER.compile(aspect_class.RECORD_SCHEMA))
+    return decoder
 
 
 def decode_aspect(aspect_class: type[_Aspect], obj: Any) -> _Aspect:
