@@ -1,4 +1,5 @@
-"""Dagster under faults, with DataHub's GMS failing at the HTTP boundary.
+"""Dagster under faults, with DataHub's GMS failing at the HTTP boundary, on the SQLite instance storage of
+``dagster dev`` and on the Postgres storage (``dagster-postgres``) of a production deployment.
 
 A scan whose write-back failed part-way is re-executed from the failure: only
 the write-back step runs again, on the findings the failed run computed, and
@@ -14,6 +15,7 @@ import socket
 import time
 from collections import Counter
 from contextlib import closing, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -36,6 +38,8 @@ from datahub.metadata import schema_classes as m
 
 from recall_dagster.defs import recall_definitions
 from recall_dagster.errors import ServiceUnreachable
+from recall_dagster.settings import Settings
+from seed.stack.warehouse import ensure_warehouse, stop_warehouse
 from recall_dagster.graph import GmsGraph
 from tests.writeback.wb_support import BREAK, HEALTHY, WritebackGms, gms_estate
 
@@ -68,6 +72,34 @@ def failing_result(at_ms: int) -> MetadataChangeProposalWrapper:
     ))
 
 
+@pytest.fixture(scope="module")
+def postgres_storage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    """Instance storage in a database of an embedded PostgreSQL, as ``dagster-postgres`` keeps it in production."""
+    settings = Settings.under(tmp_path_factory.mktemp("dagster-pg"))
+    warehouse = ensure_warehouse(settings)
+    conn = warehouse.connect()
+    conn.autocommit = True
+    with conn.cursor() as cursor:
+        cursor.execute("CREATE DATABASE dagster")
+    conn.close()
+    try:
+        yield {"storage": {"postgres": {"postgres_url": replace(warehouse, database="dagster").url}}}
+    finally:
+        stop_warehouse(settings)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def storage(request: pytest.FixtureRequest) -> dict:
+    """Dagster's instance storage: the SQLite of ``dagster dev``, or Postgres (wiped for each test)."""
+    if request.param == "sqlite":
+        return {}
+    overrides = request.getfixturevalue("postgres_storage")
+    with instance_for_test(overrides=overrides) as instance:
+        instance.wipe()
+        instance.wipe_all_schedules()
+    return overrides
+
+
 def written(server: WritebackGms) -> Counter:
     return Counter((urn, aspect) for urn, aspect, _ in server.landed)
 
@@ -77,7 +109,7 @@ def steps(result) -> set[str]:  # noqa: ANN001 - an ExecutionResult
 
 
 def test_a_scan_whose_write_back_failed_part_way_is_reexecuted_from_the_failure_exactly_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    storage: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with gms_estate(HEALTHY, BREAK) as reference:
         point_at(reference, tmp_path / "reference", monkeypatch)
@@ -85,7 +117,8 @@ def test_a_scan_whose_write_back_failed_part_way_is_reexecuted_from_the_failure_
             assert scan_job().execute_in_process(instance=instance).success
         once = written(reference)
 
-    with gms_estate(HEALTHY, BREAK) as estate_gms, instance_for_test() as instance:
+    with gms_estate(HEALTHY, BREAK) as estate_gms, instance_for_test(overrides=storage) as instance:
+        assert type(instance.run_storage).__name__ == ("PostgresRunStorage" if storage else "SqliteRunStorage")
         point_at(estate_gms, tmp_path / "home", monkeypatch)
         estate_gms.fail_writes_after = 1
         with execute_job(reconstructable(scan_job), instance, raise_on_error=False) as failed:
@@ -130,10 +163,12 @@ def sensor_daemon(instance: DagsterInstance, name: str) -> Iterator[SensorDaemon
 
 
 def test_a_failed_sensor_tick_keeps_its_cursor_and_the_next_tick_launches_the_rescan(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    storage: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    queued = {"run_coordinator": {"module": "dagster._core.run_coordinator", "class": "QueuedRunCoordinator"}}
+    queued = {**storage,
+              "run_coordinator": {"module": "dagster._core.run_coordinator", "class": "QueuedRunCoordinator"}}
     with gms_estate(HEALTHY) as server, instance_for_test(overrides=queued) as instance:
+        assert type(instance.schedule_storage).__name__ == ("PostgresScheduleStorage" if storage else "SqliteScheduleStorage")
         point_at(server, tmp_path / "home", monkeypatch)
         start = time.time()
         with sensor_daemon(instance, "datahub_assertion_results") as daemon:
