@@ -125,7 +125,8 @@ class TcpCut:
         self._listener.close()
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A port nothing listens on (just now): a server that is down."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
@@ -134,7 +135,7 @@ def _free_port() -> int:
 @contextmanager
 def mlflow_server(backend_uri: str, log: Path) -> Iterator[str]:
     """A real ``mlflow server`` (one gunicorn worker) over ``backend_uri``; yields its URL."""
-    port = _free_port()
+    port = free_port()
     mlflow = Path(sys.executable).with_name("mlflow")
     with log.open("wb") as out:
         proc = subprocess.Popen(

@@ -11,7 +11,6 @@ it was, and the next tick launches the rescan the failed one could not.
 from __future__ import annotations
 
 import logging
-import socket
 import time
 from collections import Counter
 from contextlib import closing, contextmanager
@@ -41,6 +40,7 @@ from recall_dagster.errors import ServiceUnreachable
 from recall_dagster.settings import Settings
 from seed.stack.warehouse import ensure_warehouse, stop_warehouse
 from recall_dagster.graph import GmsGraph
+from tests.cutting import free_port
 from tests.writeback.wb_support import BREAK, HEALTHY, WritebackGms, gms_estate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -199,9 +199,7 @@ def test_the_mlflow_sensor_fails_its_tick_naming_mlflow_when_the_registry_does_n
     with gms_estate() as server:
         point_at(server, tmp_path / "home", monkeypatch)
     (tmp_path / "home" / "recall.yaml").write_text("impact:\n  registry: {timeout_seconds: 2, retries: 0}\n")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        registry = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    registry = f"http://127.0.0.1:{free_port()}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", registry)
     defs = recall_definitions()
     with build_sensor_context(cursor="1", definitions=defs, resources=defs.resources) as context:

@@ -19,6 +19,7 @@ from recall_dagster.errors import EXIT_UNREACHABLE, ConfigError, ModelNotFound, 
 from recall_dagster.impact.config import parse_impact_config
 from recall_dagster.impact.registry import RegistryLimits, failing, mlflow_client
 from recall_dagster.scan import load_yaml_config
+from tests.cutting import free_port
 
 LIMITS = RegistryLimits(timeout_seconds=1, retries=0)
 MLFLOW_LIMITS = ("MLFLOW_HTTP_REQUEST_TIMEOUT", "MLFLOW_HTTP_REQUEST_MAX_RETRIES")
@@ -90,10 +91,7 @@ def test_a_registry_that_fails_as_a_service_is_exit_3_naming_server_and_task(sta
 
 
 def test_a_registry_nobody_answers_is_exit_3() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
-    assert isinstance(listing(url), ServiceUnreachable)
+    assert isinstance(listing(f"http://127.0.0.1:{free_port()}"), ServiceUnreachable)
 
 
 def test_a_registry_that_takes_the_call_and_never_answers_gives_up_at_the_timeout() -> None:
