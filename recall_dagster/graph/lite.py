@@ -320,10 +320,19 @@ class LiteGraph:
         """
         report = WriteReport()
         for batch in batches(mcps, WRITE_BATCH):
-            self._emit_batch(batch, report)
+            refused = self.write_batch(batch)
+            report.failures += [
+                (batch[p].entityUrn or "", batch[p].aspectName or "", reason) for p, reason in sorted(refused.items())
+            ]
+            report.written += len(batch) - len(refused)
         return report
 
-    def _emit_batch(self, batch: Sequence[MetadataChangeProposalWrapper], report: WriteReport) -> None:
+    def write_batch(self, batch: Sequence[Emittable]) -> dict[int, str]:
+        """One transaction of ``batch``: the position of each item not stored, with why.
+
+        A PATCH is merged into what the same batch stored before it: the
+        transaction's own writes are visible to its reads.
+        """
         refused: dict[int, str] = {}  # position in the batch -> why it was not stored
         try:
             lite = self._writable()
@@ -338,11 +347,8 @@ class LiteGraph:
         except sqlite3.Error as err:
             rolled_back = f"writing to DataHub Lite graph {self._path} failed, its batch rolled back: {err}"
             refused = {position: refused.get(position, rolled_back) for position in range(len(batch))}
-        report.failures += [
-            (batch[p].entityUrn or "", batch[p].aspectName or "", reason) for p, reason in sorted(refused.items())
-        ]
-        report.written += len(batch) - len(refused)
         self._dirty = self._dirty or len(refused) < len(batch)
+        return refused
 
     def _upsert(self, lite: BatchingLite, item: MetadataChangeProposalWrapper | MetadataChangeEventClass) -> None:
         """:func:`upsert` each aspect of the item; a SQLite failure is left to abort the batch."""

@@ -16,6 +16,11 @@ patches into the stored aspects the way GMS does::
 
 DataHub resolves a dotted ``type`` by importing the class, so no plugin
 registration is needed.
+
+Records are written in transactions of :data:`~recall_dagster.graph.lite.WRITE_BATCH`
+(the bulk path ``LiteGraph.emit_mcps`` takes), each record's callback told once
+its transaction ends; the pipeline's ``flush`` (before it commits ingestion
+state) and ``close`` write what is still buffered.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from datahub.ingestion.sink.datahub_lite import DataHubLiteSinkConfig
 from datahub.lite.sqlite_lite_config import SqliteLiteConfig
 
 from recall_dagster.errors import ConfigError, GraphError
-from recall_dagster.graph.lite import LiteGraph
+from recall_dagster.graph.lite import WRITE_BATCH, LiteGraph
 
 
 def _graph_file(config: DataHubLiteSinkConfig) -> str:
@@ -51,19 +56,30 @@ class RecallLiteSink(Sink[DataHubLiteSinkConfig, SinkReport]):
 
     def __post_init__(self) -> None:
         self._graph = LiteGraph(_graph_file(self.config))
+        self._pending: list[tuple[RecordEnvelope, WriteCallback]] = []
 
     def write_record_async(self, record_envelope: RecordEnvelope, write_callback: WriteCallback) -> None:
-        """Write synchronously; a record that cannot be stored is a sink failure, not a warning."""
-        try:
-            self._graph.emit(record_envelope.record)
-        except GraphError as err:
-            self.report.report_failure(str(err))
-            write_callback.on_failure(record_envelope, err, {})
-        else:
-            self.report.report_record_written(record_envelope)
-            write_callback.on_success(record_envelope, {})
+        self._pending.append((record_envelope, write_callback))
+        if len(self._pending) >= WRITE_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what is buffered in one transaction; a record that cannot be stored is a sink failure."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        refused = self._graph.write_batch([envelope.record for envelope, _ in pending])
+        for position, (envelope, callback) in enumerate(pending):
+            if position in refused:
+                self.report.report_failure(refused[position])
+                callback.on_failure(envelope, GraphError(refused[position]), {})
+            else:
+                self.report.report_record_written(envelope)
+                callback.on_success(envelope, {})
 
     def close(self) -> None:
-        """Run the pipeline's shutdown callbacks, then close the graph, rebuilding Lite's browse index."""
+        """Write what is buffered, run the pipeline's shutdown callbacks, then close the graph (rebuilding
+        Lite's browse index)."""
+        self.flush()
         super().close()
         self._graph.close()

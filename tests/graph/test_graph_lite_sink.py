@@ -140,6 +140,32 @@ def test_a_patch_that_cannot_be_applied_is_a_sink_failure(tmp_path: Path) -> Non
         pipeline.raise_from_status()
 
 
+def test_records_are_written_in_batches_and_a_patch_sees_the_upsert_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The postgres source's aspects and dbt's patches of them in one recipe: one transaction, merged in order."""
+    transactions: list[int] = []
+    real = LiteGraph.write_batch
+
+    def counted(graph: LiteGraph, batch: Any) -> dict[int, str]:
+        transactions.append(len(batch))
+        return real(graph, batch)
+
+    monkeypatch.setattr(LiteGraph, "write_batch", counted)
+    lineage = UpstreamLineageClass(upstreams=[UpstreamClass(dataset=RAW, type="TRANSFORMED")])
+    tags = GlobalTagsClass(tags=[TagAssociationClass("urn:li:tag:pii")])
+    first = MetadataChangeProposalWrapper.construct_many(PG, [lineage, tags])
+    pipeline = Pipeline.create(_recipe(tmp_path, [*first, *_dbt_patches()]))
+    pipeline.run()
+    pipeline.raise_from_status()
+
+    merged, _ = _read(tmp_path / "graph.db")
+    table: Any = merged[PG]
+    assert [u.dataset for u in table["upstreamLineage"].upstreams] == [RAW, DBT]
+    assert [t.tag for t in table["globalTags"].tags] == ["urn:li:tag:pii", "urn:li:tag:gold"]
+    assert transactions == [5] and pipeline.sink.get_report().total_records_written == 5
+
+
 def test_datahub_ingest_cli_runs_a_recipe_with_the_sink(tmp_path: Path) -> None:
     recipe = tmp_path / "recipe.yml"
     recipe.write_text(yaml.safe_dump(_recipe(tmp_path, _dbt_patches())))
