@@ -34,7 +34,7 @@ from recall_dagster.defs.resources import RecallResource
 from recall_dagster.defs.scan import scan_run_config
 from recall_dagster.defs.translator import RecallTranslator
 from recall_dagster.estate import ModelClosure, resolve_closures
-from recall_dagster.estate.marks import is_managed
+from recall_dagster.estate.marks import recall_assertion
 from recall_dagster.estate.parse import asserted_entity
 from recall_dagster.estate.select import select
 from recall_dagster.impact.registry import failing, unreachable
@@ -60,15 +60,11 @@ def _rescan(run_key: str, models: Sequence[str], trigger: str) -> RunRequest:
     )
 
 
-def _managed(info: object) -> bool:
-    return isinstance(info, AssertionInfoClass) and is_managed(info.customProperties)
-
-
 def assertion_results(graph: MetadataGraph) -> list[AssertionResult]:
     """Every assertion's newest result in the graph, leaving out the assertions Recall writes itself."""
     urns = graph.list_urns("assertion")
     infos = graph.get_aspects(urns, [AssertionInfoClass]) if urns else {}
-    theirs = [u for u in urns if not _managed(infos.get(u, {}).get(AssertionInfoClass.ASPECT_NAME))]
+    theirs = [u for u in urns if not recall_assertion(infos.get(u, {}))]
     latest = graph.timeseries(theirs, AssertionRunEventClass, limit=1)
     results = []
     for urn in theirs:

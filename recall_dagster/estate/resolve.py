@@ -23,7 +23,7 @@ from datahub.metadata.schema_classes import (
 
 from recall_dagster.estate import parse
 from recall_dagster.estate.closure import ModelClosure, assemble_closure
-from recall_dagster.estate.marks import is_managed
+from recall_dagster.estate.marks import recall_assertion
 from recall_dagster.estate.views import Assertion, Deployment, Model
 from recall_dagster.graph.port import AspectMap, MetadataGraph
 
@@ -108,11 +108,6 @@ def _read_datasets(graph: MetadataGraph, seeds: Iterable[str], max_depth: int) -
     return read
 
 
-def _recall_wrote(aspects: Mapping[str, object]) -> bool:
-    info = aspects.get(AssertionInfoClass.ASPECT_NAME)
-    return isinstance(info, AssertionInfoClass) and is_managed(info.customProperties)
-
-
 def _read_assertions(
     graph: MetadataGraph, dataset_urns: Sequence[str], history_limit: int
 ) -> dict[str, tuple[Assertion, ...]]:
@@ -120,7 +115,7 @@ def _read_assertions(
     asserted = graph.related(dataset_urns, "Asserts", "incoming") if dataset_urns else {}
     assertion_urns = _sorted(a for found in asserted.values() for a in found)
     infos = graph.get_aspects(assertion_urns, [AssertionInfoClass, StatusClass]) if assertion_urns else {}
-    kept = [a for a in assertion_urns if not parse.is_removed(infos.get(a, {})) and not _recall_wrote(infos.get(a, {}))]
+    kept = [a for a in assertion_urns if not parse.is_removed(infos.get(a, {})) and not recall_assertion(infos.get(a, {}))]
     runs = graph.timeseries(kept, AssertionRunEventClass, limit=history_limit)
     parsed = {
         a: parse.parse_assertion(a, infos.get(a, {}).get(AssertionInfoClass.ASPECT_NAME), runs[a])  # type: ignore[arg-type]

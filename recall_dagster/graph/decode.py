@@ -159,8 +159,6 @@ class _Compiler:
         for the fields the record left None."""
         if cls is None:
             return lambda record: record
-        if not hasattr(cls, "_construct"):
-            return cls
         restored = cls._construct_with_defaults()._inner_dict  # type: ignore[attr-defined]
         kept = frozenset(k for k, v in restored.items() if v is not None)
         known = frozenset(restored)

@@ -224,7 +224,7 @@ class GmsGraph:
             return result
         if len(result) > PER_URN_LIMIT:
             try:
-                return self._scroll_timeseries(result, aspect, limit)
+                return self._scroll_timeseries(urns, aspect, limit)
             except _NoScroll:
                 pass
         for urn in result:
@@ -267,9 +267,8 @@ class GmsGraph:
                     found[target].add(source)
         return {urn: sorted(sources) for urn, sources in found.items()}
 
-    def _scroll_timeseries(
-        self, result: dict[str, list[_Aspect]], aspect: type[_Aspect], limit: int
-    ) -> dict[str, list[_Aspect]]:
+    def _scroll_timeseries(self, urns: Sequence[str], aspect: type[_Aspect], limit: int) -> dict[str, list[_Aspect]]:
+        result: dict[str, list[_Aspect]] = {urn: [] for urn in urns}
         for etype, group in _by_entity_type(result).items():
             missing = set(group)
             path = f"/openapi/v2/timeseries/{etype}/{aspect.ASPECT_NAME}"

@@ -2,10 +2,10 @@
 
 The file is the one ``datahub ingest`` writes with the ``datahub-lite`` sink and
 that ``datahub lite get/ls`` read, so Recall, DataHub's CLI and its ingestion
-sources share one embedded graph.  A single write goes through the SDK's own
-:class:`SqliteLite`; a batch stores the same rows by the same rules in one
-transaction (:mod:`recall_dagster.graph.lite_batch`), so the versioning and
-the browse index stay what DataHub's own tools expect either way.  Reads
+sources share one embedded graph.  Writes store the rows the SDK's own
+:class:`SqliteLite` stores, by the same rules, a batch per transaction
+(:mod:`recall_dagster.graph.lite_batch`), so the versioning and the browse
+index stay what DataHub's own tools expect.  Reads
 are batched SQL over its ``metadata_aspect_v2`` table, where version 0 mirrors
 the latest value of each aspect and versions 1..n keep the history.
 
@@ -275,16 +275,6 @@ class LiteGraph:
             )
         return item
 
-    def _write(self, item: Emittable) -> None:
-        """One item through the SDK's own ``SqliteLite.write``, committed when it returns."""
-        lite = self._writable()
-        storable = self._storable(item)
-        try:
-            lite.write(storable)
-        except Exception as err:
-            raise GraphError(f"writing to DataHub Lite graph {self._path} failed: {err}") from err
-        self._dirty = True
-
     def _merge_patch(self, proposal: MetadataChangeProposalClass) -> MetadataChangeProposalWrapper:
         """The upsert GMS would store for a PATCH: the stored aspect with the patch applied."""
         urn, name = proposal.entityUrn or "", proposal.aspectName or ""
@@ -367,7 +357,9 @@ class LiteGraph:
     ) -> None:
         """DataHub's emitter contract: write one item, tell the callback, raise on failure."""
         try:
-            self._write(item)
+            refused = self.write_batch([item])
+            if refused:
+                raise GraphError(refused[0])
         except GraphError as err:
             if callback:
                 callback(err, str(err))
