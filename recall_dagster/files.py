@@ -17,12 +17,15 @@ from typing import Any, Iterator
 from recall_dagster.errors import ConfigError, ServiceUnreachable
 
 
-def write_atomically(path: Path, text: str, what: str) -> None:
-    """Replace ``path`` with ``text`` in one rename; ``what`` names the record in the error."""
+def write_atomically(path: Path, content: str | bytes, what: str) -> None:
+    """Replace ``path`` with ``content`` in one rename; ``what`` names the record in the error."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text)
+        if isinstance(content, bytes):
+            tmp.write_bytes(content)
+        else:
+            tmp.write_text(content)
         os.replace(tmp, path)
     except OSError as err:
         raise ConfigError(f"cannot write {what} {path}: {err.strerror}; check RECALL_HOME") from err

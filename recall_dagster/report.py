@@ -94,6 +94,8 @@ def render_report(result: ScanResult, console: Console) -> None:
             _model_row(table, report, f"  {_version(report)}" if grouped else report.closure.model.name, scoring)
     console.print(table)
     console.print("[dim]Coverage: " + "; ".join(result.coverage.lines()) + "[/]", highlight=False)
+    if result.rescan is not None:
+        console.print(f"[dim]Closures: {result.rescan.summary()}[/]", highlight=False)
 
     for severity in Severity:
         entries = [(r, f) for r in result.models for f in r.findings if f.severity is severity]

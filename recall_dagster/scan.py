@@ -26,11 +26,13 @@ from recall_dagster.errors import ConfigError, ModelNotFound
 from recall_dagster.estate import ModelClosure, resolve_closures
 from recall_dagster.estate.names import named_by
 from recall_dagster.estate.coverage import Coverage, coverage
+from recall_dagster.estate.incremental import Rescan, resolve_incremental, snapshot_key
 from recall_dagster.estate.select import select
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.instants import iso_instant
 from recall_dagster.score import Score, score_model
 from recall_dagster.settings import env_home
+from recall_dagster.snapshots import SnapshotStore
 
 DEFAULT_CONFIG = Path(__file__).with_name("recall.yaml")  # the defaults, shipped in the package
 MODEL_URN = "urn:li:mlModel:"
@@ -175,6 +177,7 @@ class ScanResult:
     blast_radius: tuple[BlastRadius, ...]
     config: RecallConfig
     acks: tuple[Acknowledgement, ...] = ()  # the acknowledgements the scan honoured
+    rescan: Rescan | None = None  # how the closures were come by, when the scan kept a snapshot
 
     @property
     def failing(self) -> tuple[ModelReport, ...]:
@@ -196,6 +199,7 @@ class ScanResult:
             "models": [m.to_json() for m in self.models],
             "blast_radius": [b.to_json() for b in self.blast_radius],
             "coverage": self.coverage.to_json(),
+            **({"resolve": self.rescan.to_json()} if self.rescan is not None else {}),
         }
 
 
@@ -263,6 +267,31 @@ def select_closures(
     return sorted({c.urn: c for c in picked}.values(), key=lambda c: c.urn)
 
 
+def scan_closures(
+    graph: MetadataGraph,
+    config: RecallConfig,
+    *,
+    scanned_at_ms: int,
+    include_all: bool = False,
+    models: Sequence[str] = (),
+    snapshots: SnapshotStore | None = None,
+    full: bool = False,
+) -> tuple[list[ModelClosure], Rescan | None]:
+    """:func:`select_closures`; with ``snapshots``, a scan of the whole estate reads again only the models a
+    change since the last one reaches (``full`` reads everything and starts a new snapshot)."""
+    if snapshots is None or models:
+        return select_closures(
+            graph, config, scanned_at_ms=scanned_at_ms, include_all=include_all, models=models
+        ), None
+    previous = snapshots.load(snapshot_key(graph.location, config.resolve, include_all))
+    closures, snapshot, rescan = resolve_incremental(
+        graph, config.resolve, scanned_at_ms=scanned_at_ms, include_all=include_all, previous=previous, full=full
+    )
+    if snapshot is not previous:
+        snapshots.save(snapshot)
+    return closures, rescan
+
+
 def run_scan(
     graph: MetadataGraph,
     config: RecallConfig,
@@ -273,6 +302,8 @@ def run_scan(
     models: Sequence[str] = (),
     accept_schema: Sequence[str] = (),
     acks: Sequence[Acknowledgement] = (),
+    snapshots: SnapshotStore | None = None,
+    full: bool = False,
 ) -> ScanResult:
     """Scan production models, every model with ``include_all``, or the ones ``models`` selects
     (:func:`select_closures`).
@@ -280,9 +311,10 @@ def run_scan(
     ``scanned_at_ms`` is the instant freshness is judged at (now, or ``--as-of``), and the one ``acks`` are
     in force at or not.
     New schema baselines are saved to ``store`` after detection, so the scan
-    that first sees a dataset reports no drift for it.
+    that first sees a dataset reports no drift for it.  With ``snapshots``, see :func:`scan_closures`.
     """
-    closures = select_closures(graph, config, scanned_at_ms=scanned_at_ms, include_all=include_all, models=models)
+    closures, rescan = scan_closures(graph, config, scanned_at_ms=scanned_at_ms, include_all=include_all,
+                                     models=models, snapshots=snapshots, full=full)
     detection = detect_and_record(closures, config, store, accept_schema=accept_schema, acks=acks, at_ms=scanned_at_ms)
     return ScanResult(
         scanned_at_ms=scanned_at_ms,
@@ -291,5 +323,6 @@ def run_scan(
         blast_radius=detection.blast_radius,
         config=config,
         acks=tuple(acks),
+        rescan=rescan,
     )
 

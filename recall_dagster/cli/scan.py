@@ -24,6 +24,7 @@ from recall_dagster.progress import Progress
 from recall_dagster.report import render_report
 from recall_dagster.scan import JsonStateStore, load_config, run_scan
 from recall_dagster.settings import Settings
+from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.writeback import WritebackReport, dry_run, load_writeback_config, write_back
 
 
@@ -44,6 +45,10 @@ from recall_dagster.writeback import WritebackReport, dry_run, load_writeback_co
 @click.option("--write", is_flag=True, help="Write the diagnosis back into the graph (evidence first).")
 @click.option("--dry-run", "dry", is_flag=True, help="Print what --write would write, and write nothing.")
 @click.option(
+    "--full", is_flag=True,
+    help="Read every closure from the graph, not only those a change since the last scan reaches.",
+)
+@click.option(
     "--no-measure", is_flag=True, help="Keep detector severities: replay no finding on its model (impact.measured)."
 )
 @click.pass_context
@@ -58,6 +63,7 @@ def scan(
     accept_schema: tuple[str, ...],
     write: bool,
     dry: bool,
+    full: bool,
     no_measure: bool,
 ) -> None:
     """Read every production model's upstream closure, find what is about to break, and score it."""
@@ -85,6 +91,8 @@ def scan(
                 models=models,
                 accept_schema=accept_schema,
                 acks=in_force(graph, settings),
+                snapshots=SnapshotStore(settings.state_dir),
+                full=full,
             )
         if not no_measure:
             with progress.step("replay the findings on their models (impact.measured)"):

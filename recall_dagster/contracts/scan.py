@@ -50,6 +50,14 @@ class Coverage(Part):
     datasets: dict[str, int]
 
 
+class Resolve(Part):
+    mode: Literal["full", "incremental"]
+    reason: str  # why a full read, when it was one
+    changed_entities: int  # written since the last scan, when the graph could say
+    models_reread: int
+    models_reused: int  # closures taken from the last scan's snapshot
+
+
 class Scan(Contract):
     scanned_at: Instant
     graph: str
@@ -57,4 +65,5 @@ class Scan(Contract):
     models: list[ModelReport]  # highest score first; one entry per version
     blast_radius: list[AtRisk]
     coverage: Coverage
+    resolve: Resolve | None = None  # when the scan kept a snapshot of its closures (recall scan, the Dagster scan)
     writeback: Json | None = None  # with --writeback or --dry-run

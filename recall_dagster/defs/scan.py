@@ -32,6 +32,7 @@ from recall_dagster.defs.resources import RecallResource
 from recall_dagster.detect import Detection, count_by_severity
 from recall_dagster.errors import ModelNotFound, ServiceUnreachable
 from recall_dagster.estate import ModelClosure
+from recall_dagster.estate.incremental import Rescan
 from recall_dagster.impact.measured import measure_findings
 from recall_dagster.instants import clock_ms
 from recall_dagster.scan import (
@@ -40,7 +41,7 @@ from recall_dagster.scan import (
     detect_and_record,
     iso_instant,
     score_models,
-    select_closures,
+    scan_closures,
 )
 from recall_dagster.scan_markdown import (
     blast_radius_table,
@@ -53,6 +54,7 @@ from recall_dagster.scan_markdown import (
     scan_report,
     table,
 )
+from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.writeback import write_back
 
 GROUP = "recall"
@@ -68,6 +70,9 @@ class ScanConfig(Config):
         description="Scan only these: registered names (their production versions), name/version, or URNs.",
     )
     include_all: bool = Field(default=False, description="Every model, not only production ones (recall scan --all).")
+    full: bool = Field(
+        default=False, description="Read every closure, not only those a change since the last scan reaches (--full)."
+    )
 
 
 class FindingsConfig(Config):
@@ -84,6 +89,7 @@ class Closures(NamedTuple):
     closures: tuple[ModelClosure, ...]
     whole_estate: bool  # no model was picked out: what the scan did not see, it may stand down
     acks: tuple[Acknowledgement, ...] = ()  # in force when the closures were read: findings and scores honour them
+    rescan: Rescan | None = None  # how they were read: in full, or only what changed since the last scan
 
 
 def scan_run_config(models: Sequence[str] = ()) -> dict[str, Any]:
@@ -107,20 +113,21 @@ def _closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
     scanned_at_ms = clock_ms()
     with recall.open_graph() as graph:
         try:
-            closures = select_closures(
+            closures, rescan = scan_closures(
                 graph, recall.config(), scanned_at_ms=scanned_at_ms, include_all=config.include_all,
-                models=config.models,
+                models=config.models, snapshots=SnapshotStore(recall.settings().state_dir), full=config.full,
             )
         except ModelNotFound as err:
             raise Failure(str(err)) from err
         location = graph.location
         acks = in_force(graph, recall.settings())
     return Output(
-        Closures(scanned_at_ms, location, tuple(closures), whole_estate=not config.models, acks=acks),
+        Closures(scanned_at_ms, location, tuple(closures), whole_estate=not config.models, acks=acks, rescan=rescan),
         metadata={
             "scanned_at": iso_instant(scanned_at_ms),
             "models": len(closures),
             "production_models": sum(1 for c in closures if c.production),
+            **({"resolve": rescan.summary()} if rescan is not None else {}),
             "closures": MetadataValue.md(closures_table(closures)),
         },
     )
@@ -179,6 +186,7 @@ def risk_scores(model_closures: Closures, impact_tests: Detection, recall: Recal
         blast_radius=impact_tests.blast_radius,
         config=config,
         acks=acks,
+        rescan=model_closures.rescan,
     )
     failing = [m.closure.model.name for m in result.failing]
     yield Output(

@@ -28,6 +28,11 @@ from recall_dagster.estate.views import Assertion, Deployment, Model
 from recall_dagster.graph.port import AspectMap, MetadataGraph
 
 
+# The links the resolver reads from their far side: a dataset's assertions, a feature's tables.
+ASSERTS, CONTAINS = "Asserts", "Contains"
+INCOMING = (ASSERTS, CONTAINS)
+
+
 @dataclass(frozen=True)
 class ResolveOptions:
     """What the resolver needs from configuration (see ``closure:`` and ``production:`` in recall.yaml)."""
@@ -63,9 +68,8 @@ def _is_production(model: Model, deployments: Mapping[str, Deployment]) -> bool:
 
 
 def _read_models(
-    graph: MetadataGraph, options: ResolveOptions, extra: Sequence[str]
+    graph: MetadataGraph, options: ResolveOptions, model_urns: list[str]
 ) -> tuple[dict[str, Model], dict[str, Deployment]]:
-    model_urns = _sorted([*graph.list_urns("mlModel"), *extra])
     raw = graph.get_aspects(model_urns)
     group_urns = _sorted(g for aspects in raw.values() for g in parse.group_refs(aspects))
     groups = graph.get_aspects(group_urns) if group_urns else {}
@@ -112,7 +116,7 @@ def _read_assertions(
     graph: MetadataGraph, dataset_urns: Sequence[str], history_limit: int
 ) -> dict[str, tuple[Assertion, ...]]:
     """Each dataset's assertions (found by the incoming ``Asserts`` edge) with their latest result."""
-    asserted = graph.related(dataset_urns, "Asserts", "incoming") if dataset_urns else {}
+    asserted = graph.related(dataset_urns, ASSERTS, "incoming") if dataset_urns else {}
     assertion_urns = _sorted(a for found in asserted.values() for a in found)
     infos = graph.get_aspects(assertion_urns, [AssertionInfoClass, StatusClass]) if assertion_urns else {}
     kept = [a for a in assertion_urns if not parse.is_removed(infos.get(a, {})) and not recall_assertion(infos.get(a, {}))]
@@ -130,6 +134,15 @@ def _operations(ops: Sequence[_Aspect]) -> tuple[tuple[int, int], ...]:
     return tuple(sorted(pairs, reverse=True))
 
 
+@dataclass(frozen=True)
+class Resolution:
+    """The closures of the selected models, and every model read to choose them (what chose them is what
+    an incremental rescan must watch for the models left out)."""
+
+    closures: list[ModelClosure]
+    models: dict[str, Model]
+
+
 def resolve_closures(
     graph: MetadataGraph,
     options: ResolveOptions,
@@ -143,7 +156,22 @@ def resolve_closures(
     Soft-deleted models are skipped unless named.  Closures come back sorted
     by model URN so everything built on them is deterministic.
     """
-    models, deployments = _read_models(graph, options, model_urns or ())
+    return resolve(graph, options, scanned_at_ms=scanned_at_ms, include_all=include_all, model_urns=model_urns).closures
+
+
+def resolve(
+    graph: MetadataGraph,
+    options: ResolveOptions,
+    *,
+    scanned_at_ms: int,
+    include_all: bool = False,
+    model_urns: Sequence[str] | None = None,
+    candidates: Sequence[str] | None = None,
+) -> Resolution:
+    """:func:`resolve_closures`, choosing among ``candidates`` (listed models) instead of every model listed,
+    as an incremental rescan does for the models a change reaches."""
+    listed = list(candidates) if candidates is not None else graph.list_urns("mlModel")
+    models, deployments = _read_models(graph, options, _sorted([*listed, *(model_urns or ())]))
     if model_urns is not None:
         selected = [models[u] for u in _sorted(model_urns)]
     else:
@@ -154,7 +182,7 @@ def resolve_closures(
 
     feature_urns = _sorted(f for m in selected for f in m.features)
     raw_features = graph.get_aspects(feature_urns) if feature_urns else {}
-    tables_of = graph.related(feature_urns, "Contains", "incoming") if feature_urns else {}
+    tables_of = graph.related(feature_urns, CONTAINS, "incoming") if feature_urns else {}
     features = {
         u: parse.parse_feature(u, raw_features.get(u, {}), tables_of.get(u, ()), options.feature_column_properties)
         for u in feature_urns
@@ -197,7 +225,7 @@ def resolve_closures(
         if m.registry_production and not m.removed:
             for g in m.groups:
                 production_versions.setdefault(g, []).append(m.urn)
-    return [
+    closures = [
         assemble_closure(
             m,
             production=_is_production(m, deployments),
@@ -212,3 +240,4 @@ def resolve_closures(
         )
         for m in selected
     ]
+    return Resolution(closures, models)

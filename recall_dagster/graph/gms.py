@@ -42,6 +42,7 @@ from recall_dagster.errors import ConfigError, GraphError, RecallError, ServiceU
 from recall_dagster.graph.decode import decode_aspect
 from recall_dagster.graph.port import (
     AspectMap,
+    Changes,
     Direction,
     WriteReport,
     batches,
@@ -290,6 +291,11 @@ class GmsGraph:
             return sorted(self._client.get_urns_by_filter(entity_types=[entity_type]))
 
     # -- writes ----------------------------------------------------------------
+
+    def changes_since(self, token: str | None) -> Changes:
+        """GMS offers no feed of what changed that Recall can read over REST (its change log is a Kafka
+        topic), so every scan over GMS reads the whole estate."""
+        return Changes("", None)
 
     def emit_mcps(self, mcps: Iterable[MetadataChangeProposalWrapper]) -> WriteReport:
         """Write in batches of at most 200, synchronously to the primary store.

@@ -17,6 +17,7 @@ get the same for the proposals DataHub's own ``datahub-lite`` sink drops.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -42,6 +43,7 @@ from recall_dagster.graph.lite_batch import BatchingLite, upsert
 from recall_dagster.graph.patch import apply_patch, decode_patch, patchable_class
 from recall_dagster.graph.port import (
     AspectMap,
+    Changes,
     Direction,
     WriteReport,
     batches,
@@ -242,6 +244,40 @@ class LiteGraph:
             [len(prefix), prefix],
         )
         return [row[0] for row in rows]
+
+    def changes_since(self, token: str | None) -> Changes:
+        """Entities with rows added since ``token``, told by SQLite row ids.
+
+        Every write that changes an aspect adds a history row (an identical
+        rewrite only refreshes version 0's ``lastObserved``) and the SDK never
+        deletes one, so the rows past the newest row id a token saw are exactly
+        what changed.  A token holds that row's identity and the row count too:
+        a file rebuilt or edited in place, where rows vanished or the row the
+        token saw is another, answers None rather than a wrong list.
+        """
+        newest, count = self._rows(f"SELECT coalesce(max(rowid), 0), count(*) FROM {_ASPECT_TABLE}")[0]
+        now = f"{newest}:{count}:{self._row_identity(newest)}"
+        if token is None:
+            return Changes(now, None)
+        try:
+            seen, seen_count, identity = token.split(":", 2)
+            seen_rowid, seen_rows = int(seen), int(seen_count)
+        except ValueError:
+            return Changes(now, None)
+        added = self._rows(
+            f"SELECT DISTINCT urn FROM {_ASPECT_TABLE} WHERE rowid > ?", [seen_rowid]
+        )
+        added_rows = self._rows(f"SELECT count(*) FROM {_ASPECT_TABLE} WHERE rowid > ?", [seen_rowid])[0][0]
+        if self._row_identity(seen_rowid) != identity or seen_rows + added_rows != count:
+            return Changes(now, None)
+        return Changes(now, frozenset(row[0] for row in added))
+
+    def _row_identity(self, rowid: int) -> str:
+        """What the row with ``rowid`` is (empty when there is none): its aspect, version and write time."""
+        rows = self._rows(
+            f"SELECT urn, aspect_name, version, createdon FROM {_ASPECT_TABLE} WHERE rowid = ?", [rowid]
+        )
+        return hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:16] if rows else ""
 
     # -- writes ----------------------------------------------------------------
 

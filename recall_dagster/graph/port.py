@@ -43,6 +43,21 @@ class WriteReport:
             raise GraphError(f"{len(self.failures)} {what} write(s) failed; first: {aspect} on {urn}: {reason}")
 
 
+@dataclass(frozen=True)
+class Changes:
+    """What changed in a store since a token it gave earlier.
+
+    ``token`` names the store's state now, to pass to the next call.
+    ``urns`` are the entities with an aspect written since ``since`` (an
+    aspect rewritten unchanged does not count); None when the store cannot
+    tell (no earlier token, a store rewritten rather than appended to, or a
+    store with no change feed), and then a caller must read everything.
+    """
+
+    token: str
+    urns: frozenset[str] | None
+
+
 @runtime_checkable
 class MetadataGraph(Protocol):
     """Port over a DataHub metadata store (embedded Lite file or GMS)."""
@@ -84,6 +99,9 @@ class MetadataGraph(Protocol):
 
     def list_urns(self, entity_type: str) -> list[str]:
         """Every URN of one entity type (``mlModel``, ``dataset``...), sorted; soft-deleted left out."""
+
+    def changes_since(self, token: str | None) -> Changes:
+        """The entities written since ``token`` (see :class:`Changes`); a store that cannot say answers None."""
 
     def emit_mcps(self, mcps: Iterable[MetadataChangeProposalWrapper]) -> WriteReport:
         """Write proposals; failures are reported per proposal, never raised mid-batch.

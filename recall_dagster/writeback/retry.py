@@ -17,7 +17,7 @@ from datahub.metadata.schema_classes import _Aspect
 from datahub.utilities.urns.urn import guess_entity_type
 
 from recall_dagster.errors import GraphError, ServiceUnreachable
-from recall_dagster.graph.port import AspectMap, Direction, MetadataGraph, WriteReport
+from recall_dagster.graph.port import AspectMap, Changes, Direction, MetadataGraph, WriteReport
 from recall_dagster.writeback.config import RetryPolicy
 
 T = TypeVar("T")
@@ -70,6 +70,9 @@ class RetryingReads:
 
     def list_urns(self, entity_type: str) -> list[str]:
         return self._retry(lambda: self._graph.list_urns(entity_type))
+
+    def changes_since(self, token: str | None) -> Changes:
+        return self._retry(lambda: self._graph.changes_since(token))
 
     def emit_mcps(self, mcps: Iterable[MetadataChangeProposalWrapper]) -> WriteReport:
         return self._graph.emit_mcps(mcps)

@@ -1,0 +1,213 @@
+"""Incremental rescans: reading again only the models a change reaches gives what a full scan gives."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import tempfile
+from contextlib import closing
+from pathlib import Path
+
+import datahub.metadata.schema_classes as dh
+from click.testing import CliRunner
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scan_estates import SCAN_AT_MS
+
+from recall_dagster.cli import cli
+from recall_dagster.estate import resolve_closures
+from recall_dagster.estate.incremental import resolve_incremental
+from recall_dagster.graph import LiteGraph
+from recall_dagster.scan import MemoryStateStore, load_config, run_scan
+from recall_dagster.snapshots import SnapshotStore
+from tests.fuzz.estates import NOW_MS, estates
+
+OPTIONS = load_config().resolve
+
+
+def _findings(result) -> list[tuple[str, str, str, str, str]]:  # noqa: ANN001 - a ScanResult
+    return sorted((m.closure.urn, f.detector, f.subject, f.severity.value, f.message)
+                  for m in result.models for f in m.findings)
+
+
+@settings(max_examples=100, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(estates(), estates(), st.booleans(), st.data())
+def test_incremental_closures_equal_a_full_resolve_after_any_change(before, other, include_all, data) -> None:
+    """A few aspects of another drawn estate written over the first: any entity, any aspect, links that
+    meet, loop and dangle. The rescan must come to exactly the closures a full read gives."""
+    change = data.draw(st.lists(st.sampled_from(other), max_size=4)) if other else []
+    with tempfile.TemporaryDirectory() as scratch, closing(LiteGraph(Path(scratch) / "g.db")) as graph:
+        graph.emit_mcps(before)
+        _, snapshot, _ = resolve_incremental(graph, OPTIONS, scanned_at_ms=NOW_MS, include_all=include_all,
+                                             previous=None)
+        graph.emit_mcps(change)
+        closures, _, rescan = resolve_incremental(graph, OPTIONS, scanned_at_ms=NOW_MS, include_all=include_all,
+                                                  previous=snapshot)
+        assert rescan.mode == "incremental"
+        assert closures == resolve_closures(graph, OPTIONS, scanned_at_ms=NOW_MS, include_all=include_all)
+
+
+SOLE_OWNER = "urn:li:corpuser:owns.one.model"
+
+
+def _mcps(urn: str, *aspects) -> list[MetadataChangeProposalWrapper]:  # noqa: ANN002 - SDK aspects
+    return [MetadataChangeProposalWrapper(entityUrn=urn, aspect=a) for a in aspects]
+
+
+def _edits(closures) -> dict[str, list[MetadataChangeProposalWrapper]]:  # noqa: ANN001 - ModelClosures
+    """One edit of each kind a closure depends on, each on the far side of a link: an entity a closure
+    names changes and what it points at does not, or a new entity points at what a closure holds."""
+    datasets = [(u, d) for c in closures for u, d in c.datasets.items()]
+    person = next(o.urn for _, d in datasets for o in d.owners if o.active)
+    assertion = next(a.urn for _, d in datasets for a in d.assertions)
+    table = next(t.urn for c in closures for t in c.feature_tables if t.features)
+    term = next(t.urn for _, d in datasets for t in (*d.terms, *(t for f in d.fields or () for t in f.terms)))
+    gone = "urn:li:dataset:(urn:li:dataPlatform:postgres,nowhere.at_all,PROD)"
+    leaving = next(c.model for c in closures if c.model.groups)
+    group, version_set = (next(g for g in leaving.groups if g.startswith(prefix))
+                          for prefix in ("urn:li:mlModelGroup:", "urn:li:versionSet:"))
+    feature = closures[0].features[0].urn
+    joining = "urn:li:mlModel:(urn:li:dataPlatform:sagemaker,spend_model_{},PROD)"
+    production = dh.GlobalTagsClass(tags=[dh.TagAssociationClass("urn:li:tag:mlflow_production")])
+    return {
+        "a dataset's owner left": _mcps(person, dh.CorpUserInfoClass(active=False)),
+        "a model's owner left": _mcps(SOLE_OWNER, dh.CorpUserInfoClass(active=False)),
+        "an assertion moved to another dataset": _mcps(assertion, dh.AssertionInfoClass(
+            type="DATASET", datasetAssertion=dh.DatasetAssertionInfoClass(
+                dataset=gone, scope="DATASET_ROWS", operator="NOT_NULL"))),
+        "a new assertion on a dataset": _mcps("urn:li:assertion:new", dh.AssertionInfoClass(
+            type="DATASET", datasetAssertion=dh.DatasetAssertionInfoClass(
+                dataset=datasets[0][0], scope="DATASET_ROWS", operator="NOT_NULL"))),
+        "a feature table dropped its features": _mcps(table, dh.MLFeatureTablePropertiesClass(mlFeatures=[])),
+        "a new feature table serves a feature": _mcps("urn:li:mlFeatureTable:(urn:li:dataPlatform:feast,new)",
+                                                      dh.MLFeatureTablePropertiesClass(mlFeatures=[feature])),
+        "a glossary term was renamed": _mcps(term, dh.GlossaryTermInfoClass(
+            definition="", termSource="INTERNAL", name="Renamed")),
+        "a version left its registered model": _mcps(leaving.urn, dh.MLModelPropertiesClass(
+            mlFeatures=list(leaving.features), trainingJobs=list(leaving.training_runs),
+            deployments=list(leaving.deployments), groups=[])),
+        "a production version joined a registered model": _mcps(
+            joining.format(3), dh.MLModelPropertiesClass(groups=[group]), production),
+        "a production version joined a version set": _mcps(joining.format(4), dh.VersionPropertiesClass(
+            versionSet=version_set, version=dh.VersionTagClass("4"), sortId="4",
+            aliases=[dh.VersionTagClass("production")])),
+    }
+
+
+def test_a_change_on_the_far_side_of_a_link_reaches_the_closures_that_name_it(estate) -> None:
+    """Each edit changes an entity a closure names without touching what it points at: the closures that
+    named it are read again, and agree with a full read."""
+    path = estate("general")
+    with closing(LiteGraph(path)) as graph:
+        owned = graph.list_urns("mlModel")[0]
+        graph.emit_mcps([MetadataChangeProposalWrapper(entityUrn=owned, aspect=dh.OwnershipClass(
+            owners=[dh.OwnerClass(owner=SOLE_OWNER, type="TECHNICAL_OWNER")]))])
+        before = resolve_closures(graph, OPTIONS, scanned_at_ms=SCAN_AT_MS, include_all=True)
+        edits = _edits(before)
+    for kind, edit in edits.items():
+        copy = path.with_name(f"{len(kind)}.db")
+        copy.write_bytes(path.read_bytes())
+        with closing(LiteGraph(copy)) as graph:
+            _, snapshot, _ = resolve_incremental(graph, OPTIONS, scanned_at_ms=SCAN_AT_MS, include_all=True,
+                                                 previous=None)
+            graph.emit_mcps(edit)
+            closures, _, rescan = resolve_incremental(graph, OPTIONS, scanned_at_ms=SCAN_AT_MS, include_all=True,
+                                                      previous=snapshot)
+            full = resolve_closures(graph, OPTIONS, scanned_at_ms=SCAN_AT_MS, include_all=True)
+            assert full != before, f"{kind}: the edit changed nothing a closure holds"
+            assert (rescan.mode, closures) == ("incremental", full), kind
+
+
+def _schema(urn: str, native_type: str) -> MetadataChangeProposalWrapper:
+    field = dh.SchemaFieldClass(fieldPath="amount", type=dh.SchemaFieldDataTypeClass(dh.NumberTypeClass()),
+                                nativeDataType=native_type)
+    return MetadataChangeProposalWrapper(entityUrn=urn, aspect=dh.SchemaMetadataClass(
+        schemaName=urn, platform="urn:li:dataPlatform:postgres", version=0, hash="",
+        platformSchema=dh.OtherSchemaClass(rawSchema=""), fields=[field]))
+
+
+def test_a_rescan_reads_again_only_the_versions_whose_closures_hold_the_changed_dataset(estate, tmp_path) -> None:
+    """And the other versions of their registered models, whose production versions are read together."""
+    path, config = estate("general"), load_config()
+    snapshots, baselines = SnapshotStore(tmp_path / "state"), MemoryStateStore()
+    with closing(LiteGraph(path)) as graph:
+        first = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
+        assert first.rescan.mode == "full" and first.rescan.reason == "no earlier scan of this graph to start from"
+        changed, reach = min(
+            ((u, {m.closure.urn for m in first.models if u in m.closure.datasets})
+             for m in first.models for u in m.closure.datasets),
+            key=lambda pair: (len(pair[1]), pair[0]),
+        )
+        groups = {g for m in first.models if m.closure.urn in reach for g in m.closure.model.groups}
+        reread = {m.closure.urn for m in first.models if m.closure.urn in reach or groups & set(m.closure.model.groups)}
+        assert len(reread) < len(first.models)
+
+        graph.emit_mcps([_schema(changed, "text")])
+        later = SCAN_AT_MS + 3_600_000  # an hour on: freshness is judged anew for every model
+        again = run_scan(graph, config, baselines, scanned_at_ms=later, include_all=True, snapshots=snapshots)
+        assert again.rescan.to_json() == {
+            "mode": "incremental", "reason": "1 entities changed since the last scan", "changed_entities": 1,
+            "models_reread": len(reread), "models_reused": len(first.models) - len(reread),
+        }
+        full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=later, include_all=True)
+        assert _findings(again) == _findings(full)
+
+        same = run_scan(graph, config, baselines, scanned_at_ms=later, include_all=True, snapshots=snapshots)
+        assert (same.rescan.reread, same.rescan.reused) == (0, len(first.models))
+        assert _findings(same) == _findings(full)
+
+
+def test_a_snapshot_that_cannot_be_trusted_costs_a_full_rescan_not_an_error(estate, tmp_path) -> None:
+    path, config = estate("general"), load_config()
+    snapshots = SnapshotStore(tmp_path / "state")
+    with closing(LiteGraph(path)) as graph:
+        first = run_scan(graph, config, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS, snapshots=snapshots)
+        [kept] = snapshots.folder.glob("*.pickle")
+        kept.write_bytes(b"not a snapshot")
+        damaged = run_scan(graph, config, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS, snapshots=snapshots)
+        assert damaged.rescan.mode == "full" and _findings(damaged) == _findings(first)
+        asked = run_scan(graph, config, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS, snapshots=snapshots, full=True)
+        assert asked.rescan.reason == "a full rescan was asked for"
+        every = run_scan(graph, config, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS, snapshots=snapshots,
+                         include_all=True)
+        assert every.rescan.reason == "no earlier scan of this graph to start from"  # another selection
+
+
+def test_a_graph_rewritten_in_place_is_read_in_full(estate) -> None:
+    """Rows deleted behind DataHub's back: the token no longer names the graph, so nothing is trusted."""
+    path = estate("general")
+    with closing(LiteGraph(path)) as graph:
+        token = graph.changes_since(None).token
+        assert graph.changes_since(token).urns == frozenset()
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("DELETE FROM metadata_aspect_v2 WHERE rowid = (SELECT max(rowid) FROM metadata_aspect_v2)")
+        db.commit()
+    with closing(LiteGraph(path)) as graph:
+        assert graph.changes_since(token).urns is None
+
+
+def test_recall_scan_says_how_it_read_the_closures(estate, tmp_path) -> None:
+    env = {"RECALL_HOME": str(tmp_path / "home"), "RECALL_GRAPH": str(estate("general")),
+           "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'no-mlflow.db'}"}
+    args = ["scan", "--all", "--no-measure", "--as-of", "2025-06-01T00:00:00Z"]
+    first = CliRunner().invoke(cli, [*args, "--json"], env=env)
+    second = CliRunner().invoke(cli, [*args, "--json"], env=env)
+    text = CliRunner().invoke(cli, [*args, "--full"], env=env)
+    assert json.loads(first.output)["resolve"]["mode"] == "full"
+    resolved = json.loads(second.output)["resolve"]
+    assert resolved["mode"] == "incremental" and resolved["models_reread"] == 0 and resolved["models_reused"] > 0
+    assert {k: v for k, v in json.loads(first.output).items() if k != "resolve"} == \
+        {k: v for k, v in json.loads(second.output).items() if k != "resolve"}
+    assert "Closures: read in full: a full rescan was asked for" in text.output
+
+
+def test_an_empty_graph_rescans_to_nothing() -> None:
+    with tempfile.TemporaryDirectory() as scratch, closing(LiteGraph(Path(scratch) / "g.db")) as graph:
+        closures, snapshot, _ = resolve_incremental(graph, OPTIONS, scanned_at_ms=5, include_all=True, previous=None)
+        assert closures == [] and snapshot.closures == {}
+        again, _, rescan = resolve_incremental(graph, OPTIONS, scanned_at_ms=6, include_all=True, previous=snapshot)
+        assert again == [] and rescan.to_json() == {
+            "mode": "incremental", "reason": "nothing changed since the last scan", "changed_entities": 0,
+            "models_reread": 0, "models_reused": 0}
