@@ -17,16 +17,19 @@ import yaml
 
 from recall_dagster.acks.model import Accepted, Acknowledgement, split
 from recall_dagster.contracts.base import VERSION
-from recall_dagster.detect import Detection, Finding, RecallConfig, check_config, parse_config, run_detectors
+from recall_dagster.detect import Detection, Finding, RecallConfig, check_config, parse_config
+from recall_dagster.detect.registry import Found, OpenFindings, first_pass, second_pass
 from recall_dagster.detect.blast_radius import BlastRadius
 from recall_dagster.config_schema import validate_layer
 from recall_dagster.detect.config import merge
-from recall_dagster.files import read_json_object, write_json
+from recall_dagster.files import locked, read_json_object, write_json
 from recall_dagster.errors import ConfigError, ModelNotFound
 from recall_dagster.estate import ModelClosure, resolve_closures
 from recall_dagster.estate.names import named_by
 from recall_dagster.estate.coverage import Coverage, coverage
-from recall_dagster.estate.incremental import Rescan, resolve_incremental, snapshot_key
+from recall_dagster.estate.incremental import Rescan, combined, resolve_incremental, snapshot_key
+from recall_dagster.estate.resolve import resolve
+from recall_dagster.estate.shards import Shard
 from recall_dagster.estate.select import select
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.instants import iso_instant
@@ -36,6 +39,7 @@ from recall_dagster.snapshots import SnapshotStore
 
 DEFAULT_CONFIG = Path(__file__).with_name("recall.yaml")  # the defaults, shipped in the package
 MODEL_URN = "urn:li:mlModel:"
+BASELINE_LOCK_SECONDS = 60.0  # another shard recording its baselines takes well under a second
 Baselines = dict[str, dict[str, str]]  # dataset URN -> {simple field path: type}
 
 
@@ -80,11 +84,14 @@ class StateStore(Protocol):
 
     def load_baselines(self) -> Baselines: ...
 
-    def save_baselines(self, baselines: Baselines) -> None: ...
+    def save_baselines(self, baselines: Baselines) -> None:
+        """Lay these datasets' baselines over the stored ones; the others stay as they are (shards of one
+        scan record theirs side by side)."""
 
 
 class JsonStateStore:
-    """Baselines in one JSON file under ``settings.state_dir``, replaced atomically."""
+    """Baselines in one JSON file under ``settings.state_dir``, replaced atomically under a lock, so the
+    shards of a scan, recording at once, all keep theirs."""
 
     def __init__(self, state_dir: str | os.PathLike[str]) -> None:
         self.path = Path(state_dir) / "schema_baselines.json"
@@ -98,7 +105,8 @@ class JsonStateStore:
         return {str(u): {str(c): str(t) for c, t in cols.items()} for u, cols in data.items()}
 
     def save_baselines(self, baselines: Baselines) -> None:
-        write_json(self.path, baselines, "schema baselines")
+        with locked(self.path.with_suffix(".lock"), "schema baselines", BASELINE_LOCK_SECONDS):
+            write_json(self.path, {**self.load_baselines(), **baselines}, "schema baselines")
 
 
 class MemoryStateStore:
@@ -111,7 +119,7 @@ class MemoryStateStore:
         return {u: dict(c) for u, c in self.baselines.items()}
 
     def save_baselines(self, baselines: Baselines) -> None:
-        self.baselines = {u: dict(c) for u, c in baselines.items()}
+        self.baselines.update({u: dict(c) for u, c in baselines.items()})
 
 
 def _named(closure: ModelClosure, urn: str, name: str) -> bool:
@@ -216,19 +224,32 @@ def score_models(
     return tuple(sorted(reports, key=lambda r: (-r.score.value, r.closure.model.name, r.closure.urn)))
 
 
+def find_and_record(
+    closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, *, accept_schema: Sequence[str] = ()
+) -> Found:
+    """The detectors that need one closure each, against the stored baselines; then the schemas first seen
+    now (and the accepted ones) are recorded."""
+    baselines = store.load_baselines()
+    found = first_pass(closures, config, baselines)
+    updated = record_baselines(closures, baselines, accept=accept_schema)
+    recorded = {u: cols for u, cols in updated.items() if baselines.get(u) != cols}
+    if recorded:
+        store.save_baselines(recorded)
+    return found
+
+
+def _still_open(acks: Sequence[Acknowledgement], at_ms: int) -> OpenFindings | None:
+    return (lambda c, fs: split(c, fs, acks, at_ms).open) if acks else None
+
+
 def detect_and_record(
     closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, *, accept_schema: Sequence[str] = (),
     acks: Sequence[Acknowledgement] = (), at_ms: int,
 ) -> Detection:
-    """Run every detector against the stored baselines, then record the schemas first seen now (and the
-    accepted ones). A finding ``acks`` cover at ``at_ms`` puts no dataset at risk."""
-    baselines = store.load_baselines()
-    open_findings = (lambda c, fs: split(c, fs, acks, at_ms).open) if acks else None
-    detection = run_detectors(closures, config, baselines, open_findings)
-    updated = record_baselines(closures, baselines, accept=accept_schema)
-    if updated != baselines:
-        store.save_baselines(updated)
-    return detection
+    """Every detector (:func:`find_and_record`, then the blast radius). A finding ``acks`` cover at ``at_ms``
+    puts no dataset at risk."""
+    found = find_and_record(closures, config, store, accept_schema=accept_schema)
+    return second_pass(closures, found, config, _still_open(acks, at_ms))
 
 
 def select_closures(
@@ -276,20 +297,107 @@ def scan_closures(
     models: Sequence[str] = (),
     snapshots: SnapshotStore | None = None,
     full: bool = False,
+    shard: Shard | None = None,
 ) -> tuple[list[ModelClosure], Rescan | None]:
-    """:func:`select_closures`; with ``snapshots``, a scan of the whole estate reads again only the models a
-    change since the last one reaches (``full`` reads everything and starts a new snapshot)."""
+    """:func:`select_closures`, or those of the models ``shard`` holds; with ``snapshots``, a scan of the
+    whole estate (or of a shard) reads again only the models a change since the last one reaches (``full``
+    reads everything and starts a new snapshot)."""
+    if models and shard is not None:
+        raise ConfigError("a shard is a share of the whole estate: scan chosen models without one")
     if snapshots is None or models:
+        if shard is not None:
+            return resolve(graph, config.resolve, scanned_at_ms=scanned_at_ms, include_all=include_all,
+                           shard=shard).closures, None
         return select_closures(
             graph, config, scanned_at_ms=scanned_at_ms, include_all=include_all, models=models
         ), None
-    previous = snapshots.load(snapshot_key(graph.location, config.resolve, include_all))
+    previous = snapshots.load(snapshot_key(graph.location, config.resolve, include_all, shard))
     closures, snapshot, rescan = resolve_incremental(
-        graph, config.resolve, scanned_at_ms=scanned_at_ms, include_all=include_all, previous=previous, full=full
+        graph, config.resolve, scanned_at_ms=scanned_at_ms, include_all=include_all, previous=previous, full=full,
+        shard=shard,
     )
     if snapshot is not previous:
         snapshots.save(snapshot)
     return closures, rescan
+
+
+@dataclass(frozen=True)
+class ShardScan:
+    """One shard's part of a scan: its closures and what the detectors that need one closure found in them.
+
+    The blast radius needs the whole estate, so it waits for :func:`merge_shards`.
+    """
+
+    shard: Shard | None  # None: the whole estate in one part
+    closures: tuple[ModelClosure, ...]
+    found: Found
+    rescan: Rescan | None = None
+
+
+def scan_shard(
+    graph: MetadataGraph,
+    config: RecallConfig,
+    store: StateStore,
+    *,
+    scanned_at_ms: int,
+    shard: Shard | None = None,
+    include_all: bool = False,
+    models: Sequence[str] = (),
+    accept_schema: Sequence[str] = (),
+    snapshots: SnapshotStore | None = None,
+    full: bool = False,
+) -> ShardScan:
+    """Read one shard's closures (:func:`scan_closures`) and run :func:`find_and_record` on them."""
+    if accept_schema and shard is not None:
+        raise ConfigError("accept a table's schema in a scan of the whole estate: a shard may not hold the table")
+    closures, rescan = scan_closures(graph, config, scanned_at_ms=scanned_at_ms, include_all=include_all,
+                                     models=models, snapshots=snapshots, full=full, shard=shard)
+    found = find_and_record(closures, config, store, accept_schema=accept_schema)
+    return ShardScan(shard, tuple(closures), found, rescan)
+
+
+def _whole(parts: Sequence[ShardScan]) -> None:
+    """Refuse shards that do not add up to the estate: one missing would stand its models down."""
+    shards = [p.shard for p in parts]
+    if shards == [None]:
+        return
+    if None in shards or len({s.count for s in shards if s}) != 1:
+        raise ConfigError("merge the shards of one cut of the estate: every part a shard of the same count")
+    count = shards[0].count  # type: ignore[union-attr]
+    given = sorted(s.index for s in shards if s)
+    if given != list(range(count)):
+        missing = sorted(set(range(count)) - set(given))
+        twice = sorted({i for i in given if given.count(i) > 1})
+        raise ConfigError(
+            f"the shards do not add up to the estate: {count} expected"
+            + (f"; missing {', '.join(Shard(i, count).key for i in missing)}" if missing else "")
+            + (f"; given twice {', '.join(Shard(i, count).key for i in twice)}" if twice else "")
+        )
+
+
+def merge_shards(
+    parts: Sequence[ShardScan],
+    config: RecallConfig,
+    *,
+    graph: str,
+    scanned_at_ms: int,
+    acks: Sequence[Acknowledgement] = (),
+) -> ScanResult:
+    """The scan the shards add up to: the blast radius over all their closures, then every model scored, as
+    one scan of the whole estate gives."""
+    _whole(parts)
+    closures = sorted((c for p in parts for c in p.closures), key=lambda c: c.urn)
+    found = {urn: fs for p in parts for urn, fs in p.found.items()}
+    detection = second_pass(closures, found, config, _still_open(acks, scanned_at_ms))
+    return ScanResult(
+        scanned_at_ms=scanned_at_ms,
+        graph=graph,
+        models=score_models(closures, detection, config, acks=acks, at_ms=scanned_at_ms),
+        blast_radius=detection.blast_radius,
+        config=config,
+        acks=tuple(acks),
+        rescan=combined([p.rescan for p in parts if p.rescan is not None]),
+    )
 
 
 def run_scan(
@@ -306,23 +414,13 @@ def run_scan(
     full: bool = False,
 ) -> ScanResult:
     """Scan production models, every model with ``include_all``, or the ones ``models`` selects
-    (:func:`select_closures`).
+    (:func:`select_closures`): the whole estate as one shard, merged.
 
     ``scanned_at_ms`` is the instant freshness is judged at (now, or ``--as-of``), and the one ``acks`` are
     in force at or not.
     New schema baselines are saved to ``store`` after detection, so the scan
     that first sees a dataset reports no drift for it.  With ``snapshots``, see :func:`scan_closures`.
     """
-    closures, rescan = scan_closures(graph, config, scanned_at_ms=scanned_at_ms, include_all=include_all,
-                                     models=models, snapshots=snapshots, full=full)
-    detection = detect_and_record(closures, config, store, accept_schema=accept_schema, acks=acks, at_ms=scanned_at_ms)
-    return ScanResult(
-        scanned_at_ms=scanned_at_ms,
-        graph=graph.location,
-        models=score_models(closures, detection, config, acks=acks, at_ms=scanned_at_ms),
-        blast_radius=detection.blast_radius,
-        config=config,
-        acks=tuple(acks),
-        rescan=rescan,
-    )
-
+    part = scan_shard(graph, config, store, scanned_at_ms=scanned_at_ms, include_all=include_all, models=models,
+                      accept_schema=accept_schema, snapshots=snapshots, full=full)
+    return merge_shards([part], config, graph=graph.location, scanned_at_ms=scanned_at_ms, acks=acks)

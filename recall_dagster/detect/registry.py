@@ -7,7 +7,7 @@ through the state, so it stays a pure ``(closure, config, state)`` function.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from recall_dagster.detect import (
@@ -92,6 +92,9 @@ class Detection:
 OpenFindings = Callable[[ModelClosure, Sequence[Finding]], Sequence[Finding]]
 
 
+Found = dict[str, list[Finding]]  # model URN -> what the first pass found
+
+
 def run_detectors(
     closures: Sequence[ModelClosure],
     config: RecallConfig,
@@ -100,20 +103,30 @@ def run_detectors(
 ) -> Detection:
     """Every enabled detector over every closure; ``blast_radius`` last, over what the others found that is
     still open (``open_findings`` leaves out what an acknowledgement covers: an accepted risk endangers no one)."""
-    enabled = [d for d in DETECTORS if config.enabled(d.name)]
-    state = DetectorState(schema_baselines=schema_baselines, exposure=blast_radius.exposure_index(closures))
-    found: dict[str, list[Finding]] = {c.urn: [] for c in closures}
-    for closure in closures:
-        for d in enabled:
-            if d.name != _SECOND_PASS:
-                found[closure.urn].extend(d.detect(closure, config, state))
+    return second_pass(closures, first_pass(closures, config, schema_baselines), config, open_findings)
+
+
+def first_pass(
+    closures: Sequence[ModelClosure], config: RecallConfig, schema_baselines: Mapping[str, SchemaBaseline]
+) -> Found:
+    """Every enabled detector but ``blast_radius``: each needs one closure only, so shards of an estate
+    can run this pass apart."""
+    enabled = [d for d in DETECTORS if config.enabled(d.name) and d.name != _SECOND_PASS]
+    state = DetectorState(schema_baselines=schema_baselines)
+    return {c.urn: [f for d in enabled for f in d.detect(c, config, state)] for c in closures}
+
+
+def second_pass(
+    closures: Sequence[ModelClosure], found: Found, config: RecallConfig, open_findings: OpenFindings | None = None
+) -> Detection:
+    """``blast_radius`` over the whole estate: ``closures`` and what the first pass ``found`` in each."""
+    exposure = blast_radius.exposure_index(closures)
     still_open = (open_findings(c, found[c.urn]) if open_findings else found[c.urn] for c in closures)
-    state = replace(state, at_risk=blast_radius.at_risk_index((f for fs in still_open for f in fs), config))
-    for closure in closures:
-        for d in enabled:
-            if d.name == _SECOND_PASS:
-                found[closure.urn].extend(d.detect(closure, config, state))
+    state = DetectorState(exposure=exposure, at_risk=blast_radius.at_risk_index(
+        (f for fs in still_open for f in fs), config))
+    enabled = config.enabled(_SECOND_PASS)
+    second = {c.urn: blast_radius.detect(c, config, state) if enabled else [] for c in closures}
     return Detection(
-        findings={urn: sort_findings(fs) for urn, fs in found.items()},
-        blast_radius=tuple(blast_radius.rank(state)) if config.enabled(_SECOND_PASS) else (),
+        findings={c.urn: sort_findings([*found[c.urn], *second[c.urn]]) for c in closures},
+        blast_radius=tuple(blast_radius.rank(state)) if enabled else (),
     )

@@ -51,9 +51,7 @@ class ModelClosure:
 
     @property
     def registered_model(self) -> str:
-        """The registered model (model group) this version belongs to; the version itself when it has none."""
-        groups = self.model.groups
-        return next((g for g in groups if g.startswith("urn:li:mlModelGroup:")), groups[0] if groups else self.urn)
+        return self.model.registered
 
     @property
     def registered_name(self) -> str:

@@ -21,10 +21,11 @@ incremental closures equal what a full resolve gives.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from recall_dagster.estate.closure import ModelClosure
 from recall_dagster.estate.resolve import INCOMING, Resolution, ResolveOptions, resolve
+from recall_dagster.estate.shards import Shard
 from recall_dagster.estate.views import Model
 from recall_dagster.graph.port import Changes, MetadataGraph
 
@@ -66,12 +67,29 @@ class Rescan:
                 "models_reread": self.reread, "models_reused": self.reused}
 
 
-def snapshot_key(location: str, options: ResolveOptions, include_all: bool) -> str:
+def combined(rescans: Sequence[Rescan]) -> Rescan | None:
+    """How the shards of one scan came by their closures, told as one."""
+    if not rescans:
+        return None
+    if len(rescans) == 1:
+        return rescans[0]
+    full = [r for r in rescans if r.mode == "full"]
+    reasons = list(dict.fromkeys(r.reason for r in (full or rescans)))
+    return Rescan(
+        "full" if full else "incremental",
+        f"{len(full) or len(rescans)} of {len(rescans)} shards: {'; '.join(reasons)}",
+        changed=max(r.changed for r in rescans),
+        reread=sum(r.reread for r in rescans),
+        reused=sum(r.reused for r in rescans),
+    )
+
+
+def snapshot_key(location: str, options: ResolveOptions, include_all: bool, shard: Shard | None = None) -> str:
     """The same graph, read with the same settings for the same selection: only then is a snapshot reusable."""
     settings = {
         name: sorted(value) if isinstance(value, frozenset) else value for name, value in vars(options).items()
     }
-    return repr((location, sorted(settings.items()), include_all))
+    return repr((location, sorted(settings.items()), include_all, shard.key if shard else None))
 
 
 def depends_on(closure: ModelClosure) -> frozenset[str]:
@@ -148,14 +166,16 @@ def resolve_incremental(
     include_all: bool,
     previous: Snapshot | None,
     full: bool = False,
+    shard: Shard | None = None,
 ) -> tuple[list[ModelClosure], Snapshot, Rescan]:
-    """The closures :func:`~recall_dagster.estate.resolve.resolve_closures` gives, reading again only the
-    models a change since ``previous`` reaches; the snapshot to keep for the next scan; how it went."""
-    key = snapshot_key(graph.location, options, include_all)
+    """The closures :func:`~recall_dagster.estate.resolve.resolve_closures` gives (of the models ``shard``
+    holds), reading again only the models a change since ``previous`` reaches; the snapshot to keep for the
+    next scan; how it went."""
+    key = snapshot_key(graph.location, options, include_all, shard)
     changes = graph.changes_since(previous.token if previous is not None and previous.key == key else None)
     because = _full_because(previous, key, changes, full)
     if because is not None or previous is None or changes.urns is None:
-        resolution = resolve(graph, options, scanned_at_ms=scanned_at_ms, include_all=include_all)
+        resolution = resolve(graph, options, scanned_at_ms=scanned_at_ms, include_all=include_all, shard=shard)
         snapshot = snapshot_of(key, changes.token, resolution)
         rescan = Rescan("full", because or "", reread=len(resolution.models))
         return _stamped(snapshot, scanned_at_ms), snapshot, rescan
@@ -166,7 +186,7 @@ def resolve_incremental(
     affected = _affected(previous, listed, _reached(graph, changes.urns)) if changes.urns else set()
     kept = listed - affected
     fresh = resolve(graph, options, scanned_at_ms=scanned_at_ms, include_all=include_all,
-                    candidates=sorted(affected)) if affected else Resolution([], {})
+                    candidates=sorted(affected), shard=shard) if affected else Resolution([], {})
     update = snapshot_of(key, changes.token, fresh)
     snapshot = Snapshot(
         key=key,

@@ -24,6 +24,7 @@ from datahub.metadata.schema_classes import (
 from recall_dagster.estate import parse
 from recall_dagster.estate.closure import ModelClosure, assemble_closure
 from recall_dagster.estate.marks import recall_assertion
+from recall_dagster.estate.shards import Shard
 from recall_dagster.estate.views import Assertion, Deployment, Model
 from recall_dagster.graph.port import AspectMap, MetadataGraph
 
@@ -167,9 +168,10 @@ def resolve(
     include_all: bool = False,
     model_urns: Sequence[str] | None = None,
     candidates: Sequence[str] | None = None,
+    shard: Shard | None = None,
 ) -> Resolution:
     """:func:`resolve_closures`, choosing among ``candidates`` (listed models) instead of every model listed,
-    as an incremental rescan does for the models a change reaches."""
+    as an incremental rescan does for the models a change reaches, and only the models ``shard`` holds."""
     listed = list(candidates) if candidates is not None else graph.list_urns("mlModel")
     models, deployments = _read_models(graph, options, _sorted([*listed, *(model_urns or ())]))
     if model_urns is not None:
@@ -177,6 +179,7 @@ def resolve(
     else:
         selected = [
             m for m in models.values() if not m.removed and (include_all or _is_production(m, deployments))
+            and (shard is None or shard.holds(m))
         ]
         selected.sort(key=lambda m: m.urn)
 

@@ -219,3 +219,9 @@ class Model:
     @property
     def has_active_owner(self) -> bool:
         return any(o.active for o in self.owners)
+
+    @property
+    def registered(self) -> str:
+        """The registered model (model group) this version belongs to; the version itself when it has none."""
+        groups = self.groups
+        return next((g for g in groups if g.startswith("urn:li:mlModelGroup:")), groups[0] if groups else self.urn)

@@ -96,5 +96,9 @@ def test_corrupt_state_is_reported_not_crashed(tmp_path):
     store.path.write_text('{"urn:li:dataset:x": ["a"]}')
     with pytest.raises(ConfigError, match="do not map datasets to column types"):
         store.load_baselines()
+    with pytest.raises(ConfigError, match="do not map datasets to column types"):
+        store.save_baselines({"urn:li:dataset:y": {"a": "int"}})  # recording over it would lose what it held
+    store.path.unlink()
     store.save_baselines({"urn:li:dataset:x": {"a": "int"}})
-    assert store.load_baselines() == {"urn:li:dataset:x": {"a": "int"}}
+    store.save_baselines({"urn:li:dataset:y": {"b": "text"}})
+    assert store.load_baselines() == {"urn:li:dataset:x": {"a": "int"}, "urn:li:dataset:y": {"b": "text"}}
