@@ -2,10 +2,9 @@
 
 A snapshot is a cache: a missing, damaged or outdated file costs one full
 rescan, never an error.  It is written by this very code and read only by it
-(a pickle, which loads ten thousand closures in about a second where any
-text format takes several), and a snapshot written by other code is refused
-by its fingerprint: the source of the package's ``estate`` modules, which
-decide what a closure holds.
+(a pickle: the closures of 1,000 models load in 0.13 s here), and a snapshot
+written by other code is refused by its fingerprint: the source of the
+package's ``estate`` modules, which decide what a closure holds.
 """
 
 from __future__ import annotations
