@@ -302,15 +302,15 @@ def scan_closures(
     """:func:`select_closures`, or those of the models ``shard`` holds; with ``snapshots``, a scan of the
     whole estate (or of a shard) reads again only the models a change since the last one reaches (``full``
     reads everything and starts a new snapshot)."""
-    if models and shard is not None:
-        raise ConfigError("a shard is a share of the whole estate: scan chosen models without one")
-    if snapshots is None or models:
+    if models:
         if shard is not None:
-            return resolve(graph, config.resolve, scanned_at_ms=scanned_at_ms, include_all=include_all,
-                           shard=shard).closures, None
+            raise ConfigError("a shard is a share of the whole estate: scan chosen models without one")
         return select_closures(
             graph, config, scanned_at_ms=scanned_at_ms, include_all=include_all, models=models
         ), None
+    if snapshots is None:
+        return resolve(graph, config.resolve, scanned_at_ms=scanned_at_ms, include_all=include_all,
+                       shard=shard).closures, None
     previous = snapshots.load(snapshot_key(graph.location, config.resolve, include_all, shard))
     closures, snapshot, rescan = resolve_incremental(
         graph, config.resolve, scanned_at_ms=scanned_at_ms, include_all=include_all, previous=previous, full=full,

@@ -21,7 +21,7 @@ incremental closures equal what a full resolve gives.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
 from recall_dagster.estate.closure import ModelClosure
 from recall_dagster.estate.resolve import INCOMING, Resolution, ResolveOptions, resolve
@@ -50,7 +50,7 @@ class Snapshot:
 class Rescan:
     """How a scan came by its closures, for the people and agents reading its result."""
 
-    mode: str  # "full" or "incremental"
+    mode: Literal["full", "incremental"]
     reason: str
     changed: int = 0  # entities written since the last scan, when the graph could say
     reread: int = 0  # models resolved from the graph
@@ -196,8 +196,9 @@ def resolve_incremental(
         depends={**{u: previous.depends[u] for u in kept}, **update.depends},
     )
     reused = sum(1 for u in previous.closures if u in kept)
-    rescan = Rescan("incremental", f"{len(changes.urns):,} entities changed since the last scan",
-                    changed=len(changes.urns), reread=len(affected), reused=reused)
+    changed = len(changes.urns)
+    rescan = Rescan("incremental", f"{changed:,} entit{'y' if changed == 1 else 'ies'} changed since the last scan",
+                    changed=changed, reread=len(affected), reused=reused)
     return _stamped(snapshot, scanned_at_ms), snapshot, rescan
 
 

@@ -290,12 +290,12 @@ class GmsGraph:
         with self._calling(f"listing {entity_type} entities"):
             return sorted(self._client.get_urns_by_filter(entity_types=[entity_type]))
 
-    # -- writes ----------------------------------------------------------------
-
     def changes_since(self, token: str | None) -> Changes:
         """GMS offers no feed of what changed that Recall can read over REST (its change log is a Kafka
         topic), so every scan over GMS reads the whole estate."""
         return Changes("", None)
+
+    # -- writes ----------------------------------------------------------------
 
     def emit_mcps(self, mcps: Iterable[MetadataChangeProposalWrapper]) -> WriteReport:
         """Write in batches of at most 200, synchronously to the primary store.

@@ -265,12 +265,11 @@ class LiteGraph:
         except ValueError:
             return Changes(now, None)
         added = self._rows(
-            f"SELECT DISTINCT urn FROM {_ASPECT_TABLE} WHERE rowid > ?", [seen_rowid]
+            f"SELECT urn, count(*) FROM {_ASPECT_TABLE} WHERE rowid > ? GROUP BY urn", [seen_rowid]
         )
-        added_rows = self._rows(f"SELECT count(*) FROM {_ASPECT_TABLE} WHERE rowid > ?", [seen_rowid])[0][0]
-        if self._row_identity(seen_rowid) != identity or seen_rows + added_rows != count:
+        if self._row_identity(seen_rowid) != identity or seen_rows + sum(n for _, n in added) != count:
             return Changes(now, None)
-        return Changes(now, frozenset(row[0] for row in added))
+        return Changes(now, frozenset(urn for urn, _ in added))
 
     def _row_identity(self, rowid: int) -> str:
         """What the row with ``rowid`` is (empty when there is none): its aspect, version and write time."""

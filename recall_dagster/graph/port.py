@@ -48,7 +48,7 @@ class Changes:
     """What changed in a store since a token it gave earlier.
 
     ``token`` names the store's state now, to pass to the next call.
-    ``urns`` are the entities with an aspect written since ``since`` (an
+    ``urns`` are the entities with an aspect written since the token (an
     aspect rewritten unchanged does not count); None when the store cannot
     tell (no earlier token, a store rewritten rather than appended to, or a
     store with no change feed), and then a caller must read everything.

@@ -148,7 +148,7 @@ def test_a_rescan_reads_again_only_the_versions_whose_closures_hold_the_changed_
         later = SCAN_AT_MS + 3_600_000  # an hour on: freshness is judged anew for every model
         again = run_scan(graph, config, baselines, scanned_at_ms=later, include_all=True, snapshots=snapshots)
         assert again.rescan.to_json() == {
-            "mode": "incremental", "reason": "1 entities changed since the last scan", "changed_entities": 1,
+            "mode": "incremental", "reason": "1 entity changed since the last scan", "changed_entities": 1,
             "models_reread": len(reread), "models_reused": len(first.models) - len(reread),
         }
         full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=later, include_all=True)
