@@ -242,14 +242,22 @@ def _still_open(acks: Sequence[Acknowledgement], at_ms: int) -> OpenFindings | N
     return (lambda c, fs: split(c, fs, acks, at_ms).open) if acks else None
 
 
+def finish_detection(
+    closures: Sequence[ModelClosure], found: Found, config: RecallConfig, *,
+    acks: Sequence[Acknowledgement] = (), at_ms: int,
+) -> Detection:
+    """The blast radius over what the first pass ``found``; a finding ``acks`` cover at ``at_ms`` puts no
+    dataset at risk."""
+    return second_pass(closures, found, config, _still_open(acks, at_ms))
+
+
 def detect_and_record(
     closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, *, accept_schema: Sequence[str] = (),
     acks: Sequence[Acknowledgement] = (), at_ms: int,
 ) -> Detection:
-    """Every detector (:func:`find_and_record`, then the blast radius). A finding ``acks`` cover at ``at_ms``
-    puts no dataset at risk."""
+    """Every detector: :func:`find_and_record`, then :func:`finish_detection`."""
     found = find_and_record(closures, config, store, accept_schema=accept_schema)
-    return second_pass(closures, found, config, _still_open(acks, at_ms))
+    return finish_detection(closures, found, config, acks=acks, at_ms=at_ms)
 
 
 def select_closures(
@@ -329,6 +337,7 @@ class ShardScan:
     """
 
     shard: Shard | None  # None: the whole estate in one part
+    scanned_at_ms: int  # the instant its freshness was judged at: every part of one scan shares it
     closures: tuple[ModelClosure, ...]
     found: Found
     rescan: Rescan | None = None
@@ -353,26 +362,45 @@ def scan_shard(
     closures, rescan = scan_closures(graph, config, scanned_at_ms=scanned_at_ms, include_all=include_all,
                                      models=models, snapshots=snapshots, full=full, shard=shard)
     found = find_and_record(closures, config, store, accept_schema=accept_schema)
-    return ShardScan(shard, tuple(closures), found, rescan)
+    return ShardScan(shard, scanned_at_ms, tuple(closures), found, rescan)
 
 
 def _whole(parts: Sequence[ShardScan]) -> None:
-    """Refuse shards that do not add up to the estate: one missing would stand its models down."""
+    """Refuse shards that do not add up to one scan of the estate: one missing would stand its models down,
+    and parts judged at different instants would disagree on what is stale."""
     shards = [p.shard for p in parts]
-    if shards == [None]:
-        return
-    if None in shards or len({s.count for s in shards if s}) != 1:
-        raise ConfigError("merge the shards of one cut of the estate: every part a shard of the same count")
-    count = shards[0].count  # type: ignore[union-attr]
-    given = sorted(s.index for s in shards if s)
-    if given != list(range(count)):
-        missing = sorted(set(range(count)) - set(given))
-        twice = sorted({i for i in given if given.count(i) > 1})
-        raise ConfigError(
-            f"the shards do not add up to the estate: {count} expected"
-            + (f"; missing {', '.join(Shard(i, count).key for i in missing)}" if missing else "")
-            + (f"; given twice {', '.join(Shard(i, count).key for i in twice)}" if twice else "")
-        )
+    if not parts:
+        raise ConfigError("no shard to merge: scan the estate's shards first")
+    if shards != [None]:
+        if None in shards or len({s.count for s in shards if s}) != 1:
+            raise ConfigError("merge the shards of one cut of the estate: every part a shard of the same count")
+        count = shards[0].count  # type: ignore[union-attr]
+        given = sorted(s.index for s in shards if s)
+        if given != list(range(count)):
+            missing = sorted(set(range(count)) - set(given))
+            twice = sorted({i for i in given if given.count(i) > 1})
+            raise ConfigError(
+                f"the shards do not add up to the estate: {count} expected"
+                + (f"; missing {', '.join(Shard(i, count).key for i in missing)}" if missing else "")
+                + (f"; given twice {', '.join(Shard(i, count).key for i in twice)}" if twice else "")
+            )
+    if len({p.scanned_at_ms for p in parts}) > 1:
+        instants = ", ".join(f"{p.shard.key if p.shard else 'the estate'} at {iso_instant(p.scanned_at_ms)}"
+                             for p in parts)
+        raise ConfigError(f"the shards were scanned at different instants ({instants}): scan them all at one "
+                          "instant (one backfill of every shard, or one scanned_at)")
+
+
+def gather(parts: Sequence[ShardScan]) -> ShardScan:
+    """The shards of one scan as one part holding the whole estate, once they are found to add up."""
+    _whole(parts)
+    return ShardScan(
+        shard=None,
+        scanned_at_ms=parts[0].scanned_at_ms,
+        closures=tuple(sorted((c for p in parts for c in p.closures), key=lambda c: c.urn)),
+        found={urn: fs for p in parts for urn, fs in p.found.items()},
+        rescan=combined([p.rescan for p in parts if p.rescan is not None]),
+    )
 
 
 def merge_shards(
@@ -380,23 +408,21 @@ def merge_shards(
     config: RecallConfig,
     *,
     graph: str,
-    scanned_at_ms: int,
     acks: Sequence[Acknowledgement] = (),
 ) -> ScanResult:
-    """The scan the shards add up to: the blast radius over all their closures, then every model scored, as
-    one scan of the whole estate gives."""
-    _whole(parts)
-    closures = sorted((c for p in parts for c in p.closures), key=lambda c: c.urn)
-    found = {urn: fs for p in parts for urn, fs in p.found.items()}
-    detection = second_pass(closures, found, config, _still_open(acks, scanned_at_ms))
+    """The scan the shards add up to (:func:`gather`): the blast radius over all their closures, then every
+    model scored, as one scan of the whole estate gives."""
+    whole = gather(parts)
+    at = whole.scanned_at_ms
+    detection = finish_detection(whole.closures, whole.found, config, acks=acks, at_ms=at)
     return ScanResult(
-        scanned_at_ms=scanned_at_ms,
+        scanned_at_ms=at,
         graph=graph,
-        models=score_models(closures, detection, config, acks=acks, at_ms=scanned_at_ms),
+        models=score_models(whole.closures, detection, config, acks=acks, at_ms=at),
         blast_radius=detection.blast_radius,
         config=config,
         acks=tuple(acks),
-        rescan=combined([p.rescan for p in parts if p.rescan is not None]),
+        rescan=whole.rescan,
     )
 
 
@@ -423,4 +449,4 @@ def run_scan(
     """
     part = scan_shard(graph, config, store, scanned_at_ms=scanned_at_ms, include_all=include_all, models=models,
                       accept_schema=accept_schema, snapshots=snapshots, full=full)
-    return merge_shards([part], config, graph=graph.location, scanned_at_ms=scanned_at_ms, acks=acks)
+    return merge_shards([part], config, graph=graph.location, acks=acks)

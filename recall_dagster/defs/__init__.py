@@ -32,6 +32,7 @@ from recall_dagster.defs.incidents import recall_incident_assets
 from recall_dagster.defs.metric_gate import metric_gate
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.defs.scan import ScanConfig, recall_scan_assets, scan_run_config
+from recall_dagster.defs.shards import shard_job, shard_merge_sensor, sharded_nightly_scan
 from recall_dagster.defs.sensors import datahub_assertion_sensor, dbt_test_failure_sensor, mlflow_sensor
 from recall_dagster.defs.translator import RecallTranslator
 
@@ -53,14 +54,19 @@ def recall_definitions(
     chosen = config or load_dagster_config(resource.config_file())
     after = [AssetKey.from_user_string(k) for k in chosen.scan_after]
     scan, rescan = scan_job(), rescan_job()
-    interval = chosen.sensor_interval_seconds
+    interval, shards = chosen.sensor_interval_seconds, chosen.scan_shards
     sensors = [datahub_assertion_sensor(rescan, interval), mlflow_sensor(rescan, chosen.mlflow_models, interval)]
     if dbt is not None:
         sensors.append(dbt_test_failure_sensor(dbt, rescan, translator, interval))
+    jobs, nightly = [scan, rescan], nightly_scan(scan, chosen.nightly_scan_cron)
+    if shards > 1:  # the schedule fans out over the shards; their merge launches the scan job
+        jobs.append(shards_job := shard_job())
+        nightly = sharded_nightly_scan(shards_job, shards, chosen.nightly_scan_cron)
+        sensors.append(shard_merge_sensor(scan, shards, interval))
     return Definitions(
-        assets=[*recall_scan_assets(after), *recall_incident_assets(after)],
-        jobs=[scan, rescan],
-        schedules=[nightly_scan(scan, chosen.nightly_scan_cron)],
+        assets=[*recall_scan_assets(after, shards), *recall_incident_assets(after)],
+        jobs=jobs,
+        schedules=[nightly],
         sensors=sensors,
         resources={"recall": resource},
         executor=in_process_executor,
@@ -85,4 +91,7 @@ __all__ = [
     "retrain_gate",
     "scan_job",
     "scan_run_config",
+    "shard_job",
+    "shard_merge_sensor",
+    "sharded_nightly_scan",
 ]

@@ -16,6 +16,7 @@ class DagsterConfig:
     mlflow_models: tuple[str, ...]
     sensor_interval_seconds: int
     nightly_scan_cron: str
+    scan_shards: int = 1  # > 1: the scan runs as that many partitions of shard_scans, then merges
 
 
 def load_dagster_config(path: str | os.PathLike[str] | None = None) -> DagsterConfig:
@@ -29,4 +30,5 @@ def load_dagster_config(path: str | os.PathLike[str] | None = None) -> DagsterCo
         mlflow_models=s.texts("mlflow_models"),
         sensor_interval_seconds=s.integer("sensor_interval_seconds", minimum=30),
         nightly_scan_cron=s.text("nightly_scan_cron") or "",
+        scan_shards=s.integer("scan_shards", minimum=1),
     )

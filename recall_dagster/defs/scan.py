@@ -30,7 +30,9 @@ from recall_dagster.acks.model import Acknowledgement
 from recall_dagster.acks.service import in_force
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.detect import Detection, count_by_severity
-from recall_dagster.errors import ModelNotFound, ServiceUnreachable
+from recall_dagster.defs.shards import SHARD_ASSET, shard_scans_asset
+from recall_dagster.detect.registry import Found
+from recall_dagster.errors import ConfigError, ModelNotFound, ServiceUnreachable
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.incremental import Rescan
 from recall_dagster.impact.measured import measure_findings
@@ -39,6 +41,8 @@ from recall_dagster.scan import (
     JsonStateStore,
     ScanResult,
     detect_and_record,
+    finish_detection,
+    gather,
     iso_instant,
     score_models,
     scan_closures,
@@ -54,6 +58,7 @@ from recall_dagster.scan_markdown import (
     scan_report,
     table,
 )
+from recall_dagster.shard_parts import ShardParts
 from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.writeback import write_back
 
@@ -90,6 +95,7 @@ class Closures(NamedTuple):
     whole_estate: bool  # no model was picked out: what the scan did not see, it may stand down
     acks: tuple[Acknowledgement, ...] = ()  # in force when the closures were read: findings and scores honour them
     rescan: Rescan | None = None  # how they were read: in full, or only what changed since the last scan
+    found: Found | None = None  # what the shards' detectors found, when shards read the closures
 
 
 def scan_run_config(models: Sequence[str] = ()) -> dict[str, Any]:
@@ -99,10 +105,13 @@ def scan_run_config(models: Sequence[str] = ()) -> dict[str, Any]:
     return {"ops": {"model_closures": {"config": config.model_dump()}}}
 
 
-def _model_closures(deps: Sequence[AssetKey | str]) -> AssetsDefinition:
+def _model_closures(deps: Sequence[AssetKey | str], shards: int) -> AssetsDefinition:
     @asset(name="model_closures", group_name=GROUP, deps=list(deps))
     def model_closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
-        """Each model's upstream world read from the graph: features, training runs, datasets, deployments."""
+        """Each model's upstream world read from the graph: features, training runs, datasets, deployments
+        (with shards, gathered from every shard's part)."""
+        if shards > 1 and not config.models:
+            return _gathered(config, recall, shards)
         return _closures(config, recall)
 
     return model_closures
@@ -121,10 +130,31 @@ def _closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
             raise Failure(str(err)) from err
         location = graph.location
         acks = in_force(graph, recall.settings())
+    return _closures_output(
+        Closures(scanned_at_ms, location, tuple(closures), whole_estate=not config.models, acks=acks, rescan=rescan)
+    )
+
+
+def _gathered(config: ScanConfig, recall: RecallResource, shards: int) -> Output[Closures]:
+    """Every shard's part of one scan, as ``shard_scans`` left them; parts that do not add up to one scan of
+    the estate (missing, or of different instants) fail the step by name."""
+    settings = recall.settings()
+    try:
+        whole = gather(ShardParts(settings.state_dir, settings.graph, config.include_all).load(shards))
+    except ConfigError as err:
+        raise Failure(str(err)) from err
+    with recall.open_graph() as graph:
+        location, acks = graph.location, in_force(graph, settings)
+    return _closures_output(Closures(whole.scanned_at_ms, location, whole.closures, whole_estate=True, acks=acks,
+                                     rescan=whole.rescan, found=whole.found))
+
+
+def _closures_output(read: Closures) -> Output[Closures]:
+    closures, rescan = read.closures, read.rescan
     return Output(
-        Closures(scanned_at_ms, location, tuple(closures), whole_estate=not config.models, acks=acks, rescan=rescan),
+        read,
         metadata={
-            "scanned_at": iso_instant(scanned_at_ms),
+            "scanned_at": iso_instant(read.scanned_at_ms),
             "models": len(closures),
             "production_models": sum(1 for c in closures if c.production),
             **({"resolve": rescan.summary()} if rescan is not None else {}),
@@ -136,12 +166,17 @@ def _closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
 @asset(group_name=GROUP)
 def risk_findings(model_closures: Closures, config: FindingsConfig, recall: RecallResource) -> Output[Detection]:
     """Every detector over every closure; schema baselines are kept in RECALL_HOME/state between scans."""
-    settings = recall.settings()
-    with settings.writing("risk_findings"):
-        store = JsonStateStore(settings.state_dir)
-        detection = detect_and_record(model_closures.closures, recall.config(), store,
-                                      accept_schema=config.accept_schema, acks=model_closures.acks,
-                                      at_ms=model_closures.scanned_at_ms)
+    settings, read = recall.settings(), model_closures
+    if read.found is not None:  # the shards ran the first pass and recorded their baselines
+        if config.accept_schema:
+            raise Failure("accept a table's schema on a scan of the whole estate (recall scan --accept-schema): a "
+                          "shard may not hold the table")
+        detection = finish_detection(read.closures, read.found, recall.config(), acks=read.acks,
+                                     at_ms=read.scanned_at_ms)
+    else:
+        with settings.writing("risk_findings"):
+            detection = detect_and_record(read.closures, recall.config(), JsonStateStore(settings.state_dir),
+                                          accept_schema=config.accept_schema, acks=read.acks, at_ms=read.scanned_at_ms)
     findings = [f for found in detection.findings.values() for f in found]
     return Output(
         detection,
@@ -238,6 +273,11 @@ def datahub_writeback(model_closures: Closures, risk_scores: ScanResult, recall:
     return MaterializeResult(metadata=metadata)
 
 
-def recall_scan_assets(deps: Sequence[AssetKey | str] = ()) -> list[AssetsDefinition]:
-    """The scan's five assets, ``model_closures`` downstream of ``deps`` (say, the team's DataHub ingestion)."""
-    return [_model_closures(deps), risk_findings, impact_tests, risk_scores, datahub_writeback]
+def recall_scan_assets(deps: Sequence[AssetKey | str] = (), shards: int = 1) -> list[AssetsDefinition]:
+    """The scan's five assets, ``model_closures`` downstream of ``deps`` (say, the team's DataHub ingestion);
+    with ``shards`` > 1, ``shard_scans`` (:mod:`recall_dagster.defs.shards`) reads the estate in that many
+    parts and ``model_closures`` gathers them."""
+    stages = [risk_findings, impact_tests, risk_scores, datahub_writeback]
+    if shards > 1:
+        return [shard_scans_asset(shards, deps), _model_closures([SHARD_ASSET], shards), *stages]
+    return [_model_closures(deps, shards), *stages]

@@ -14,7 +14,6 @@ import logging
 import time
 from collections import Counter
 from contextlib import closing, contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -37,8 +36,6 @@ from datahub.metadata import schema_classes as m
 
 from recall_dagster.defs import recall_definitions
 from recall_dagster.errors import ServiceUnreachable
-from recall_dagster.settings import Settings
-from seed.stack.warehouse import ensure_warehouse, stop_warehouse
 from recall_dagster.graph import GmsGraph
 from tests.cutting import free_port
 from tests.writeback.wb_support import BREAK, HEALTHY, WritebackGms, gms_estate
@@ -70,34 +67,6 @@ def failing_result(at_ms: int) -> MetadataChangeProposalWrapper:
         timestampMillis=at_ms, runId="dbt-run-9", asserteeUrn=USER_STATS, assertionUrn=ASSERTION,
         status=m.AssertionRunStatusClass.COMPLETE, result=m.AssertionResultClass(type=m.AssertionResultTypeClass.FAILURE),
     ))
-
-
-@pytest.fixture(scope="module")
-def postgres_storage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
-    """Instance storage in a database of an embedded PostgreSQL, as ``dagster-postgres`` keeps it in production."""
-    settings = Settings.under(tmp_path_factory.mktemp("dagster-pg"))
-    warehouse = ensure_warehouse(settings)
-    conn = warehouse.connect()
-    conn.autocommit = True
-    with conn.cursor() as cursor:
-        cursor.execute("CREATE DATABASE dagster")
-    conn.close()
-    try:
-        yield {"storage": {"postgres": {"postgres_url": replace(warehouse, database="dagster").url}}}
-    finally:
-        stop_warehouse(settings)
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def storage(request: pytest.FixtureRequest) -> dict:
-    """Dagster's instance storage: the SQLite of ``dagster dev``, or Postgres (wiped for each test)."""
-    if request.param == "sqlite":
-        return {}
-    overrides = request.getfixturevalue("postgres_storage")
-    with instance_for_test(overrides=overrides) as instance:
-        instance.wipe()
-        instance.wipe_all_schedules()
-    return overrides
 
 
 def written(server: WritebackGms) -> Counter:

@@ -29,7 +29,7 @@ def _json(result) -> dict:  # noqa: ANN001 - a ScanResult
 def _sharded(graph, store_for, count: int, at_ms: int, **options):  # noqa: ANN001, ANN003
     parts = [scan_shard(graph, CONFIG, store_for(shard), scanned_at_ms=at_ms, shard=shard, **options)
              for shard in Shard.all(count)]
-    return parts, merge_shards(parts, CONFIG, graph=graph.location, scanned_at_ms=at_ms)
+    return parts, merge_shards(parts, CONFIG, graph=graph.location)
 
 
 @settings(max_examples=25, deadline=None, derandomize=True,
@@ -76,9 +76,14 @@ def test_shards_that_do_not_add_up_are_refused(estate) -> None:
         parts = [scan_shard(graph, CONFIG, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS, shard=s)
                  for s in Shard.all(4)]
         with pytest.raises(ConfigError, match="missing 2-of-4"):
-            merge_shards([parts[0], parts[1], parts[3]], CONFIG, graph=graph.location, scanned_at_ms=SCAN_AT_MS)
+            merge_shards([parts[0], parts[1], parts[3]], CONFIG, graph=graph.location)
         with pytest.raises(ConfigError, match="given twice 1-of-4"):
-            merge_shards([*parts, parts[1]], CONFIG, graph=graph.location, scanned_at_ms=SCAN_AT_MS)
+            merge_shards([*parts, parts[1]], CONFIG, graph=graph.location)
+        late = scan_shard(graph, CONFIG, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS + 1, shard=Shard(3, 4))
+        with pytest.raises(ConfigError, match="different instants .*3-of-4 at"):
+            merge_shards([*parts[:3], late], CONFIG, graph=graph.location)
+        with pytest.raises(ConfigError, match="no shard to merge"):
+            merge_shards([], CONFIG, graph=graph.location)
         with pytest.raises(ConfigError, match="a shard may not hold the table"):
             scan_shard(graph, CONFIG, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS, shard=Shard(0, 2),
                        accept_schema=["*"])

@@ -1,0 +1,150 @@
+"""The scan cut into shards that separate runs scan at once, then merged into one scan of the estate.
+
+With ``dagster.scan_shards: N`` (N > 1) in ``recall.yaml``, ``shard_scans``
+is an asset of N static partitions (``0-of-N`` ...): each partition reads the
+closures of the models whose registered model hashes to it and runs the
+detectors that need one closure (:func:`recall_dagster.scan.scan_shard`).
+A run launcher such as dagster-k8s runs the partitions side by side.  Their
+parts meet in ``RECALL_HOME`` (:class:`ShardParts`); once every shard holds a
+part of one instant, ``shard_merge`` launches the scan job, whose
+``model_closures`` gathers them, and the blast radius, scores and write-back
+run once over the whole estate, exactly as one unsharded scan.
+
+Every part of one scan must judge freshness at one instant: the nightly
+schedule gives its tick's time to every shard, a backfill of all partitions
+gives its own start, and a single partition launched by hand its run's start.
+"""
+
+from typing import Sequence
+
+from dagster import (
+    DefaultSensorStatus,
+    AssetExecutionContext,
+    AssetKey,
+    AssetsDefinition,
+    Config,
+    MaterializeResult,
+    RunRequest,
+    ScheduleDefinition,
+    ScheduleEvaluationContext,
+    SensorDefinition,
+    SensorEvaluationContext,
+    SensorResult,
+    StaticPartitionsDefinition,
+    asset,
+    define_asset_job,
+    schedule,
+    sensor,
+)
+from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition  # what define_asset_job returns
+from dagster._core.storage.tags import BACKFILL_ID_TAG
+from pydantic import Field
+
+from recall_dagster.defs.resources import RecallResource
+from recall_dagster.estate.shards import Shard
+from recall_dagster.instants import clock_ms, iso_instant, parse_instant
+from recall_dagster.scan import JsonStateStore, scan_shard
+from recall_dagster.shard_parts import ShardParts
+from recall_dagster.snapshots import SnapshotStore
+
+SHARD_ASSET = "shard_scans"
+GROUP = "recall"
+Job = UnresolvedAssetJobDefinition
+RUNNING = DefaultSensorStatus.RUNNING  # with shards configured, merging them is how a scan completes
+
+
+class ShardScanConfig(Config):
+    include_all: bool = Field(default=False, description="Every model, not only production ones (recall scan --all).")
+    full: bool = Field(
+        default=False, description="Read every closure, not only those a change since the last scan reaches (--full)."
+    )
+    scanned_at: str = Field(
+        default="",
+        description="The instant every shard judges freshness at (ISO-8601); empty: the backfill's start, or now.",
+    )
+
+
+def shard_partitions(count: int) -> StaticPartitionsDefinition:
+    return StaticPartitionsDefinition([s.key for s in Shard.all(count)])
+
+
+def _instant(context: AssetExecutionContext, config: ShardScanConfig) -> int:
+    """The instant this shard's part is of: the one the config gives, else its backfill's start, so the shards
+    of one backfill always merge, else now."""
+    if config.scanned_at:
+        return int(parse_instant(config.scanned_at, "scanned_at").timestamp() * 1000)
+    backfill_id = context.run.tags.get(BACKFILL_ID_TAG)
+    backfill = context.instance.get_backfill(backfill_id) if backfill_id else None
+    return int(backfill.backfill_timestamp * 1000) if backfill is not None else clock_ms()
+
+
+def shard_scans_asset(count: int, deps: Sequence[AssetKey | str] = ()) -> AssetsDefinition:
+    """``shard_scans``: one partition per shard of ``count``, each scanning its share of the estate."""
+
+    @asset(name=SHARD_ASSET, group_name=GROUP, deps=list(deps), partitions_def=shard_partitions(count))
+    def shard_scans(context: AssetExecutionContext, config: ShardScanConfig, recall: RecallResource) -> MaterializeResult:
+        """This shard's closures and what the detectors that need one closure found in them, kept in
+        RECALL_HOME until ``model_closures`` merges every shard."""
+        shard, settings = Shard.parse(context.partition_key), recall.settings()
+        at = _instant(context, config)
+        with settings.writing(f"shard {shard.key}"), recall.open_graph() as graph:
+            part = scan_shard(graph, recall.config(), JsonStateStore(settings.state_dir), scanned_at_ms=at,
+                              shard=shard, include_all=config.include_all,
+                              snapshots=SnapshotStore(settings.state_dir), full=config.full)
+            ShardParts(settings.state_dir, settings.graph, config.include_all).save(part)
+        return MaterializeResult(metadata={
+            "scanned_at": iso_instant(at),
+            "models": len(part.closures),
+            "findings": sum(len(fs) for fs in part.found.values()),
+            **({"resolve": part.rescan.summary()} if part.rescan is not None else {}),
+        })
+
+    return shard_scans
+
+
+def shard_job() -> Job:
+    return define_asset_job(
+        "recall_scan_shards", [SHARD_ASSET], description="Scan one shard of the estate (one partition per run).",
+    )
+
+
+def _shard_config(scanned_at: str) -> dict:
+    return {"ops": {SHARD_ASSET: {"config": ShardScanConfig(scanned_at=scanned_at).model_dump()}}}
+
+
+def sharded_nightly_scan(job: Job, count: int, cron: str = "0 2 * * *") -> ScheduleDefinition:
+    """Every shard at the tick's instant, one run each; ``shard_merge`` takes it from there."""
+
+    @schedule(name="nightly_scan", job=job, cron_schedule=cron, execution_timezone="UTC")
+    def nightly_scan(context: ScheduleEvaluationContext) -> list[RunRequest]:
+        at = iso_instant(int(context.scheduled_execution_time.timestamp() * 1000))
+        return [RunRequest(run_key=f"{s.key}@{at}", partition_key=s.key, run_config=_shard_config(at))
+                for s in Shard.all(count)]
+
+    return nightly_scan
+
+
+def shard_merge_sensor(job: Job, count: int, interval_s: int = 60) -> SensorDefinition:
+    """Launch the scan job once every shard holds a part of one instant newer than the last merged; the
+    cursor is that instant, so each set of parts is merged once."""
+
+    @sensor(name="shard_merge", job=job, minimum_interval_seconds=interval_s, default_status=RUNNING)
+    def shard_merge(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
+        settings = recall.settings()
+        instants = ShardParts(settings.state_dir, settings.graph).instants(count)
+        merged = int(context.cursor) if context.cursor else None
+        missing = [key for key, at in instants.items() if at is None]
+        if missing:
+            return SensorResult(skip_reason=f"waiting for shard {', '.join(missing)}")
+        distinct = sorted({at for at in instants.values() if at is not None})
+        if len(distinct) > 1:
+            behind = [key for key, at in instants.items() if at != distinct[-1]]
+            return SensorResult(skip_reason=f"waiting for shard {', '.join(behind)} to scan at "
+                                            f"{iso_instant(distinct[-1])}")
+        at = distinct[0]
+        if merged is not None and at <= merged:
+            return SensorResult(skip_reason=f"the shards of {iso_instant(at)} are merged")
+        return SensorResult(run_requests=[RunRequest(run_key=f"merge@{iso_instant(at)}",
+                                                     tags={"recall/trigger": "shard_merge"})], cursor=str(at))
+
+    return shard_merge

@@ -1,0 +1,125 @@
+"""The scan cut into shards in Dagster: partitions of ``shard_scans`` run apart, ``shard_merge`` launches the
+scan once all hold one instant, and the merged scan is exactly one scan of the whole estate, on the SQLite
+storage of ``dagster dev`` and on the Postgres storage of a production deployment.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from contextlib import closing
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from dagster import AssetKey, Definitions, DagsterInstance, build_schedule_context, build_sensor_context, instance_for_test
+from dagster._core.execution.backfill import PartitionBackfill
+from dagster._core.storage.tags import BACKFILL_ID_TAG
+
+from recall_dagster.defs import RecallResource, recall_definitions
+from recall_dagster.defs.config import DagsterConfig
+from recall_dagster.graph import LiteGraph
+from recall_dagster.impact.config import load_impact_config
+from recall_dagster.impact.measured import measure_scan
+from recall_dagster.lifecycle.config import load_lifecycle_config
+from recall_dagster.impact.models import MlflowModels
+from recall_dagster.instants import iso_instant
+from recall_dagster.scan import JsonStateStore, load_config, run_scan
+from recall_dagster.settings import Settings
+from tests.scan.scan_estates import SCAN_AT_MS, ingest
+
+SHARDS = 3
+KEYS = [f"{i}-of-{SHARDS}" for i in range(SHARDS)]
+
+
+@pytest.fixture(scope="module")
+def general(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return ingest(tmp_path_factory.mktemp("estate") / "general.db", "estate_general.json")
+
+
+def location(home: Path, graph: Path, shards: int = SHARDS) -> Definitions:
+    settings = Settings(home=home, graph=str(graph))
+    return recall_definitions(RecallResource.from_settings(settings),
+                              DagsterConfig(scan_after=(), mlflow_models=(), sensor_interval_seconds=60,
+                                            nightly_scan_cron="0 2 * * *", scan_shards=shards))
+
+
+def merge_tick(defs: Definitions, instance: DagsterInstance, cursor: str | None):  # noqa: ANN201 - a SensorResult
+    with build_sensor_context(instance=instance, cursor=cursor, definitions=defs, resources=defs.resources) as ctx:
+        return defs.resolve_sensor_def("shard_merge")(ctx)
+
+
+def scan_json(result) -> dict:  # noqa: ANN001 - a ScanResult
+    return {k: v for k, v in result.to_json().items() if k not in ("resolve", "graph")}
+
+
+def test_the_nightly_shards_merge_into_exactly_one_scan(
+    general: Path, storage: dict, tmp_path: Path
+) -> None:
+    reference = shutil.copyfile(general, tmp_path / "reference.db")
+    home = Settings(home=tmp_path / "one", graph=str(reference))
+    with closing(LiteGraph(reference)) as graph:  # as `recall scan --as-of` does: detect, then replay on the models
+        scanned = run_scan(graph, load_config(), JsonStateStore(tmp_path / "one"), scanned_at_ms=SCAN_AT_MS)
+        one_scan = measure_scan(graph, scanned, load_lifecycle_config(), load_impact_config(),
+                                MlflowModels(home.mlflow_uri, load_impact_config()))
+    graph_file = shutil.copyfile(general, tmp_path / "general.db")
+    defs = location(tmp_path / "home", graph_file)
+    with instance_for_test(overrides=storage) as instance:
+        tick = datetime.fromtimestamp(SCAN_AT_MS / 1000, tz=timezone.utc)
+        with build_schedule_context(instance=instance, scheduled_execution_time=tick,
+                                    repository_def=defs.get_repository_def()) as ctx:
+            requests = defs.resolve_schedule_def("nightly_scan").evaluate_tick(ctx).run_requests
+        assert [r.partition_key for r in requests] == KEYS
+        assert {r.run_config["ops"]["shard_scans"]["config"]["scanned_at"] for r in requests} == {
+            iso_instant(SCAN_AT_MS)}, "every shard of the tick judges freshness at the tick's instant"
+
+        shards = defs.resolve_job_def("recall_scan_shards")
+        for request in requests:
+            waiting = merge_tick(defs, instance, None)
+            assert not waiting.run_requests and request.partition_key in waiting.skip_reason.skip_message
+            assert shards.execute_in_process(run_config=request.run_config, partition_key=request.partition_key,
+                                             instance=instance).success
+        assert instance.get_materialized_partitions(AssetKey("shard_scans")) == set(KEYS)
+
+        ready = merge_tick(defs, instance, None)
+        assert len(ready.run_requests) == 1 and ready.cursor == str(SCAN_AT_MS)
+        again = merge_tick(defs, instance, ready.cursor)
+        assert not again.run_requests and "are merged" in again.skip_reason.skip_message, "one set of parts is merged once"
+
+        merged = defs.resolve_job_def("recall_scan").execute_in_process(
+            instance=instance, tags=ready.run_requests[0].tags)
+        assert merged.success
+        result = merged.output_for_node("risk_scores")
+    assert result.models, "the estate has models to compare"
+    assert scan_json(result) == scan_json(one_scan), "the shards add up to one scan: findings, scores, blast radius"
+
+
+@pytest.mark.filterwarnings("ignore:Function `AssetSelection.sources` is deprecated:DeprecationWarning")  # Dagster's own
+def test_shards_of_different_instants_are_not_merged_and_one_backfill_merges(
+    general: Path, storage: dict, tmp_path: Path
+) -> None:
+    defs = location(tmp_path / "home", shutil.copyfile(general, tmp_path / "general.db"), shards=2)
+    shards, scan = defs.resolve_job_def("recall_scan_shards"), defs.resolve_job_def("recall_scan")
+    with instance_for_test(overrides=storage) as instance:
+        for key, at in (("0-of-2", SCAN_AT_MS), ("1-of-2", SCAN_AT_MS + 60_000)):
+            config = {"ops": {"shard_scans": {"config": {"scanned_at": iso_instant(at)}}}}
+            assert shards.execute_in_process(run_config=config, partition_key=key, instance=instance).success
+        tick = merge_tick(defs, instance, None)
+        assert not tick.run_requests and "waiting for shard 0-of-2" in tick.skip_reason.skip_message
+        refused = scan.execute_in_process(instance=instance, raise_on_error=False)
+        assert not refused.success
+        [failure] = refused.get_step_failure_events()
+        assert failure.step_key == "model_closures" and "different instants" in failure.event_specific_data.error.message
+
+        backfill = PartitionBackfill.from_asset_partitions(
+            backfill_id=uuid.uuid4().hex[:8], asset_graph=defs.resolve_asset_graph(), partition_names=["0-of-2", "1-of-2"],
+            asset_selection=[AssetKey("shard_scans")], backfill_timestamp=SCAN_AT_MS / 1000 + 3600, tags={},
+            dynamic_partitions_store=instance, all_partitions=False, title=None, description=None, run_config=None,
+        )
+        instance.add_backfill(backfill)
+        for key in ("0-of-2", "1-of-2"):  # as the daemon launches a backfill's runs: tagged, with no instant given
+            assert shards.execute_in_process(partition_key=key, instance=instance,
+                                             tags={BACKFILL_ID_TAG: backfill.backfill_id}).success
+        tick = merge_tick(defs, instance, None)
+        assert tick.cursor == str(SCAN_AT_MS + 3_600_000), "the backfill's start is every shard's instant"
+        assert scan.execute_in_process(instance=instance).success
