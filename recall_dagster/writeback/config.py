@@ -17,7 +17,7 @@ from recall_dagster.detect import Severity
 from recall_dagster.detect.config import ScoringConfig, _Section
 from recall_dagster.errors import ConfigError
 from recall_dagster.scan import load_yaml_config
-from recall_dagster.writeback.keys import TAG_PREFIX
+from recall_dagster.writeback.keys import MANAGED_TAG, TAG_PREFIX
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,8 @@ def parse_writeback_config(data: Mapping[str, Any], source: str = "recall.yaml")
             raise ConfigError(
                 f"{source}: writeback.tags.{tier} must be a tag name starting with {TAG_PREFIX!r}"
             )
+        if name == MANAGED_TAG:
+            raise ConfigError(f"{source}: writeback.tags.{tier}: {MANAGED_TAG!r} marks Recall's own entities")
     retry = root.section("retry")
     notify = root.section("notify")
     slack = notify.section("slack")

@@ -3,8 +3,9 @@
 Every URN is derived from what the write is about (``guid(detector, subject)``
 style), so a re-run updates the entity it wrote last time instead of piling up
 a new one.  The marks (a custom property, an incident ``customType`` prefix, a
-tag prefix) are how a later scan, on any machine, finds what Recall owns in the
-graph itself: stand-down needs no local memory of earlier scans.
+tag prefix, the managed tag) are how a later scan, on any machine, finds what
+Recall owns in the graph itself: stand-down needs no local memory of earlier
+scans.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from recall_dagster.estate.marks import MANAGED_BY, MANAGED_BY_KEY
 ACTOR = "urn:li:corpuser:recall"  # who Recall's audit stamps name
 INCIDENT_TYPE_PREFIX = "recall:"  # incidentInfo.customType of Recall's incidents ("recall:<detector>")
 TAG_PREFIX = "recall:"  # every tag named so is Recall's to add and remove
+MANAGED_TAG = "recall:managed"  # on every assertion, incident and document Recall writes
 
 RISK_SCORE = StructuredPropertyUrn("recall.riskScore").urn()
 RISK_TIER = StructuredPropertyUrn("recall.riskTier").urn()
@@ -40,6 +42,9 @@ def document_urn(model_urn: str) -> str:
 
 def tag_urn(name: str) -> str:
     return make_tag_urn(name)
+
+
+MANAGED_TAG_URN = tag_urn(MANAGED_TAG)
 
 
 def is_recall_tag(urn: str) -> bool:

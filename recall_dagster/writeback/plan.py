@@ -24,12 +24,14 @@ from recall_dagster.writeback.groups import group_findings
 from recall_dagster.writeback.incidents import plan_incidents
 from recall_dagster.writeback.keys import (
     LAST_SCANNED,
+    MANAGED_TAG_URN,
     RISK_SCORE,
     RISK_TIER,
     assertion_urn,
     document_urn,
     incident_urn,
 )
+from recall_dagster.writeback.owned import plan_owned
 from recall_dagster.writeback.properties import plan_properties
 from recall_dagster.writeback.state import GraphState, read_state
 from recall_dagster.writeback.tags import plan_tags, recall_tag_urns
@@ -71,8 +73,10 @@ def build_plan(
     now_ms: int,
     *,
     incidents_on_models: bool = True,
+    list_owned: bool = False,
 ) -> Plan:
-    """Read the graph's current state and plan every write path against it."""
+    """Read the graph's current state and plan every write path against it (``list_owned``: find Recall's
+    entities by listing too, not only by the managed tag)."""
     config.check_tiers(result.config.scoring, result.config.source)
     groups = group_findings(result)
     models = [m.closure.urn for m in result.models]
@@ -85,8 +89,9 @@ def build_plan(
         RISK_TIER,
         LAST_SCANNED,
         *recall_tag_urns(config),
+        MANAGED_TAG_URN,
     ]
-    state = read_state(graph, wanted, recall_tag_urns(config))
+    state = read_state(graph, wanted, recall_tag_urns(config), list_owned=list_owned)
     ctx = PlanContext(
         result=result,
         config=config,
@@ -97,6 +102,7 @@ def build_plan(
         incidents_on_models=incidents_on_models,
     )
     incidents, notes = plan_incidents(ctx)
-    desired = [*plan_properties(ctx), *plan_tags(ctx), *plan_assertions(ctx), *incidents, *plan_documents(ctx)]
+    written = [*plan_assertions(ctx), *incidents, *plan_documents(ctx)]
+    desired = [*plan_properties(ctx), *plan_tags(ctx), *plan_owned(written, state), *written]  # marks first
     writes = sorted((w for w in desired if changed(w, state)), key=_vocabulary_first)
     return Plan(run_id=ctx.run_id, desired=tuple(desired), writes=tuple(writes), notes=tuple(notes))

@@ -27,6 +27,7 @@ from recall_dagster.writeback.retry import RetryingReads
 from recall_dagster.writeback.store import WritebackStore
 
 INCIDENTS_ON_MODELS = "incident_on_mlModel"  # capability: the server accepts incidents targeting mlModels
+OWNED_TAGGED = "owned_entities_tagged"  # every entity of Recall's in the graph carries the managed tag
 
 
 def plan_writeback(
@@ -37,11 +38,13 @@ def plan_writeback(
     store: WritebackStore,
     sleep: Callable[[float], None],
 ) -> Plan:
-    """The plan against the graph as it is, aiming incidents where this server is known to take them, and
-    leaving out the run events of a scan already written (they landed, or wait in ``pending``)."""
+    """The plan against the graph as it is, aiming incidents where this server is known to take them,
+    listing Recall's entities until a write-back has tagged them all, and leaving out the run events of a
+    scan already written (they landed, or wait in ``pending``)."""
     on_models = store.capability(INCIDENTS_ON_MODELS) is not False
     reads = RetryingReads(graph, config.retry, sleep)
-    plan = build_plan(reads, result, config, now_ms, incidents_on_models=on_models)
+    plan = build_plan(reads, result, config, now_ms, incidents_on_models=on_models,
+                      list_owned=store.capability(OWNED_TAGGED) is not True)
     sent = store.events_sent(result.scanned_at_ms)
     return replace(plan, writes=tuple(w for w in plan.writes if not (w.is_event and w.evaluation in sent)))
 
@@ -126,6 +129,8 @@ def write_back(
     outcome = emit(graph, [*carried, *plan.writes], config.retry, sleep)
     outcome = reaim_incidents(graph, result, config, now_ms, outcome, store, sleep)
     store.save_pending([w for w, _ in outcome.pending])
+    if not (outcome.pending or outcome.refused or store.capability(OWNED_TAGGED)):  # all found now hold the tag
+        store.save_capabilities({OWNED_TAGGED: True})
     failed = {w.key for w, _ in [*outcome.pending, *outcome.refused]}
     held = [w for w in plan.desired if w.path == "incident" and w.key not in failed]
     chans, channel_notes = channels(config)

@@ -6,8 +6,10 @@ GMS server never share entries:
 * ``pending.json``: run events that did not land.  State (tags, properties,
   incidents, documents, assertion definitions) is planned whole on every scan
   and needs no carrying over; events are history and would otherwise be lost.
-* ``capabilities.json``: what a server was found to refuse (incidents on
-  mlModels), so it is probed once rather than on every scan.
+* ``capabilities.json``: what was learned about a graph once rather than on
+  every scan: that the server refuses incidents on mlModels, and that every
+  entity Recall wrote there carries the managed tag (so a write-back finds
+  them by the tag and lists no entity type).
 * ``notifications.json``: which incident states were announced on which
   channel, so nothing is announced twice.
 * ``events.json``: the run events sent for the latest scan instant (landed or

@@ -153,8 +153,9 @@ def _phase(
     """Plan as a scan would and send only the scratch entities' writes (and the shared vocabulary).
 
     ``stood_down`` names what the plan must stand down: GMS finds Recall's
-    entities through search, which lags writes, so planning waits (with the
-    retry policy's backoff) until search lists them.
+    entities through its graph index (the managed tag's edges) or search, both
+    updated a little after a write lands, so planning waits (with the retry
+    policy's backoff) until they name them.
     """
     at_ms = result.scanned_at_ms
     for attempt in range(1, config.retry.attempts + 1):

@@ -55,7 +55,7 @@ def test_dry_run_prints_the_writes_and_writes_nothing(run, lite_path, settings) 
 def test_json_carries_the_writeback_report(run, lite_path) -> None:
     body = json.loads(run("--graph", str(lite_path), "--write", "--json").output)
     assert body["models"][0]["tier"] == "CRITICAL"
-    assert body["writeback"]["ok"] is True and body["writeback"]["counts"]["incident"]["landed"] == 2
+    assert body["writeback"]["ok"] is True and body["writeback"]["counts"]["incident"]["landed"] == 4  # two, tagged
 
 
 

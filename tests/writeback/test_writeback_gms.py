@@ -137,3 +137,20 @@ def test_incidents_move_to_the_dataset_when_the_server_refuses_models(
     assert second.ok
     sent = [p for s in fake.requests_to("POST", "/aspects") for p in s.body["proposals"]]
     assert not any(p["aspectName"] == "incidentInfo" and MODEL in p["aspect"]["value"] for p in sent)
+
+
+def test_a_write_back_lists_no_entity_type_once_everything_of_recalls_carries_the_managed_tag(
+    fake, gms, recall_config, settings, wb_config
+) -> None:
+    def listed() -> set[str]:
+        return {t for s in fake.seen if s.path == "/api/graphql" for t in s.body["variables"]["types"]}
+
+    result = scan(gms, recall_config)
+    assert write_back(gms, result, settings, wb_config, T1).ok
+    assert listed() >= {"ASSERTION", "INCIDENT", "DOCUMENT"}  # once: there may be an earlier Recall's, untagged
+    fake.seen.clear()
+
+    again = write_back(gms, scan(gms, recall_config), settings, wb_config, T2)
+
+    assert again.ok
+    assert listed() == {"MLMODEL"}, "the scan lists models; Recall's own are found by the tag's edges"

@@ -19,6 +19,7 @@ from datahub.metadata.schema_classes import (
     GlobalTagsClass,
     IncidentInfoClass,
     StructuredPropertiesClass,
+    TagAssociationClass,
 )
 from scan_estates import SCAN_AT_MS
 from wb_support import BREAK, HEAL_DATA, HEAL_TRAINING, MODEL, USER_STATS, lite_estate, scan
@@ -95,10 +96,10 @@ def test_first_write_covers_every_path(lite_path, recall_config, settings, wb_co
 
     assert {path: c["landed"] for path, c in report.counts().items()} == {
         "property": 4,  # three definitions, one model's values
-        "tag": 3,  # two tag entities, the model's tags
-        "assertion": 6,  # skew, failing assertion, blast radius: info and a FAILURE run each
-        "incident": 2,  # the two CRITICAL findings
-        "document": 1,
+        "tag": 4,  # three tag entities (two tiers, the managed tag), the model's tags
+        "assertion": 9,  # skew, failing assertion, blast radius: the managed tag, info and a FAILURE run each
+        "incident": 4,  # the two CRITICAL findings: the managed tag and info each
+        "document": 2,  # the managed tag and the pre-mortem
     }
     with closing(LiteGraph(lite_path)) as graph:
         assert _tags(graph) == ["urn:li:tag:mlflow_production", "urn:li:tag:recall:critical"]
@@ -193,3 +194,32 @@ def test_what_people_set_on_an_incident_survives_scans(lite_path, recall_config,
     with closing(LiteGraph(lite_path)) as graph:
         kept = _incidents(graph)[SKEW]
         assert kept.status.stage == "INVESTIGATION" and kept.priority == 1
+
+
+def test_what_an_earlier_recall_wrote_untagged_is_found_once_by_listing_then_by_the_managed_tag(
+    lite_path, recall_config, settings, wb_config
+) -> None:
+    _scan_and_write(lite_path, recall_config, settings, wb_config, T1)
+    team = TagAssociationClass(tag="urn:li:tag:team-fraud")
+    with closing(LiteGraph(lite_path)) as graph:  # as a Recall from before the managed tag left them
+        owned = read_state(graph, [], [], list_owned=True)
+        untagged = [*owned.assertions, *owned.incidents, *owned.documents]
+        graph.emit_mcps([MetadataChangeProposalWrapper(entityUrn=u, aspect=GlobalTagsClass(tags=[team]))
+                         for u in untagged])
+        assert read_state(graph, [], []).incidents == ()
+    (settings.state_dir / "writeback" / "capabilities.json").unlink()  # and a machine that never listed this graph
+
+    lite_estate(lite_path, HEAL_TRAINING)  # the skew clears: its incident must be found to be resolved
+    _scan_and_write(lite_path, recall_config, settings, wb_config, T2)
+
+    with closing(LiteGraph(lite_path)) as graph:
+        assert _incidents(graph)[SKEW].status.state == "RESOLVED"
+        by_tag = read_state(graph, [], [])
+        assert [*by_tag.assertions, *by_tag.incidents, *by_tag.documents] == untagged
+        tags = graph.get_aspects([SKEW], [GlobalTagsClass])[SKEW]["globalTags"]
+        assert [t.tag for t in tags.tags] == ["urn:li:tag:team-fraud", "urn:li:tag:recall:managed"]
+
+    lite_estate(lite_path, HEAL_DATA)  # found by the tag alone now: the failing assertion's incident resolves
+    _scan_and_write(lite_path, recall_config, settings, wb_config, T3)
+    with closing(LiteGraph(lite_path)) as graph:
+        assert {i.status.state for i in _incidents(graph).values()} == {"RESOLVED"}
