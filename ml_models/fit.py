@@ -61,7 +61,7 @@ def prepare(frame: pd.DataFrame, query: TrainingQuery, model: ModelSpec) -> Prep
     """Type the columns, drop rows training cannot use (counting them), subsample."""
     features = pd.DataFrame(
         {
-            feature.name: _typed_feature(frame[column], feature, model.name)
+            feature.name: typed_feature(frame[column], feature, model.name)
             for feature, column in zip(model.features, query.feature_columns)
         },
         index=frame.index,
@@ -128,7 +128,9 @@ def build_estimator(model: ModelSpec) -> Any:
     return estimator
 
 
-def _typed_feature(values: pd.Series, feature: Feature, model_name: str) -> pd.Series:
+def typed_feature(values: pd.Series, feature: Feature, model_name: str) -> pd.Series:
+    """A feature's values as training fits on them, and as the feature store serves them: numeric as
+    float64, categories as text."""
     try:
         if feature.transform is not None:
             values = TRANSFORMS[feature.transform](values)

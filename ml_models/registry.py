@@ -94,6 +94,13 @@ class FeatureTable:
     entity: str
     keys: tuple[str, ...]
     features: tuple[Feature, ...]
+    event_time: str | None = None  # column of the first feature's table saying when each row happened
+    owners: tuple[Owner, ...] = ()
+
+    @property
+    def home(self) -> str:
+        """The warehouse table the feature table's rows come from: its first feature's."""
+        return self.features[0].source.model
 
 
 @dataclass(frozen=True)
@@ -316,7 +323,15 @@ def _parse_feature_tables(
             if any(f.name == feature.name for f in features):
                 raise feature_node.error(f"duplicate feature {feature.name!r} in {name}")
             _require_keys(feature_node, tables[feature.source.model], keys)
+            if feature.name in keys:
+                raise feature_node.error(f"feature {feature.name!r} shares its name with an entity key of {name}")
             features.append(feature)
+        if not features:
+            raise node.at("features").error(f"{name} serves no feature")
+        event_time = node.optional("event_time", str)
+        home = tables[features[0].source.model]
+        if event_time is not None and event_time not in home.columns:
+            raise node.at("event_time").error(f"{home.name} has no column {event_time!r}")
         parsed[name] = FeatureTable(
             name=name,
             platform=_name(node, "platform"),
@@ -324,6 +339,8 @@ def _parse_feature_tables(
             entity=entity_name,
             keys=keys,
             features=tuple(features),
+            event_time=event_time,
+            owners=_owners(node),
         )
         node.finish()
     return parsed

@@ -18,6 +18,7 @@ import pandas as pd
 from mlflow import MlflowClient
 from mlflow.entities import DatasetInput, Metric, Param, RunStatus
 
+from ml_models.feature_store import FEATURE_REFS, feature_ref
 from ml_models.fit import fit_and_evaluate, prepare
 from ml_models.query import TrainingQuery, build_training_query, count_query
 from ml_models.registry import FeatureRegistry, ModelSpec, WarehouseTable
@@ -150,6 +151,8 @@ def _params(model: ModelSpec) -> list[Param]:
         "estimator": model.estimator_class,
         **{f"estimator.{k}": v for k, v in model.estimator_params.items()},
         "features": ",".join(f.name for f in model.features),
+        # What the model consumes, as the feature store names it: DataHub's model → feature links come from here.
+        FEATURE_REFS: ",".join(feature_ref(f.feature_table, f.name) for f in model.features),
         "label": f"{model.label.model}.{model.label.column}",
         "test_fraction": spec.test_fraction,
         "random_state": spec.random_state,

@@ -1,7 +1,7 @@
 """The demo estate's lifecycle: build it from nothing, break it, heal it, reset it.
 
-Each step runs on the system it belongs to (Postgres, dbt, MLflow, DataHub's
-ingestion) and skips what already exists, so a second ``build`` reuses the
+Each step runs on the system it belongs to (Postgres, dbt, MLflow, Feast,
+DataHub's ingestion) and skips what already exists, so a second ``build`` reuses the
 warehouse, the data and the registered models and only refreshes metadata.
 """
 
@@ -29,6 +29,7 @@ from recall_dagster.settings import REPO_ROOT, Settings
 from seed.stack.dbt import (
     DbtRunSummary, dbt_artifacts, dbt_build, dbt_docs_generate, dbt_source_freshness, dbt_test_in_project,
 )
+from seed.stack.feast import feast_repo, serve_features
 from seed.stack.profiles import profile_mcps
 from seed.stack.warehouse import Warehouse, ensure_warehouse, stop_warehouse
 from seed import injuries
@@ -36,7 +37,7 @@ from seed.generate import load_raw
 
 DEMO_CONFIG = Path(__file__).with_name("recall.yaml")  # the demo's layer over Recall's defaults
 ENTITY_TYPES = (
-    "dataset", "schemaField", "assertion", "mlFeature", "mlFeatureTable", "mlModel",
+    "dataset", "schemaField", "assertion", "mlFeature", "mlFeatureTable", "mlPrimaryKey", "mlModel",
     "mlModelGroup", "mlModelDeployment", "dataProcessInstance", "glossaryTerm",
 )
 
@@ -86,7 +87,7 @@ def build(settings: Settings, progress: Progress, scale: float | None = None) ->
     summary.dbt, summary.failing_tests = result.counts, result.failing_tests
     if not state.deployed:
         train_and_deploy(settings, warehouse, registry, state, progress)
-    summary.versions = ingest(settings, injuries.serving_registry(settings), state, progress)
+    summary.versions = publish(settings, warehouse, injuries.serving_registry(settings), state, progress)
     summary.entities = entity_counts(settings)
     return summary
 
@@ -121,7 +122,7 @@ def break_estate(settings: Settings, progress: Progress, scenario: str = "injuri
         run_dbt(settings, warehouse, progress)
         train_and_deploy(settings, warehouse, load_registry(), state, progress, models=("fraud_detector",),
                          redeploy=False, promote=False)
-        summary = _summary(settings, ingest(settings, injuries.serving_registry(settings), state, progress))
+        summary = _summary(settings, publish(settings, warehouse, injuries.serving_registry(settings), state, progress))
         _mark(state, scenario)
         return summary
     if scenario in ("regression", "ambiguous"):
@@ -133,7 +134,7 @@ def break_estate(settings: Settings, progress: Progress, scenario: str = "injuri
             injuries.change_feature_code(settings)
         train_and_deploy(settings, warehouse, injuries.training_registry(settings), state, progress,
                          models=("fraud_detector",), redeploy=False, promote=False)
-        summary = _summary(settings, ingest(settings, injuries.serving_registry(settings), state, progress))
+        summary = _summary(settings, publish(settings, warehouse, injuries.serving_registry(settings), state, progress))
         _mark(state, scenario)
         return summary
     registry = load_registry()
@@ -142,9 +143,9 @@ def break_estate(settings: Settings, progress: Progress, scenario: str = "injuri
     result = run_dbt(settings, warehouse, progress)
     versions = train_and_deploy(settings, warehouse, registry, state, progress, models=("fraud_detector",), redeploy=False)
     state.deployed["fraud-api-eu"] = versions["fraud_detector"]  # the EU endpoint auto-rolls; US lags behind
-    with progress.step("feature store: half-finished device_signals → v2 migration"):
+    with progress.step("feature store: half-finished device_signals → v2 migration in the Feast repository"):
         injuries.migrate_serving_registry(settings)
-    summary = _summary(settings, ingest(settings, injuries.serving_registry(settings), state, progress))
+    summary = _summary(settings, publish(settings, warehouse, injuries.serving_registry(settings), state, progress))
     with progress.step("DataHub edits: v1 retired, an owner suspended, a column classified as PII"):
         injuries.write_metadata(settings, injuries.metadata_injuries(registry, hurt=True))
     _mark(state, scenario)
@@ -174,7 +175,7 @@ def heal(settings: Settings, progress: Progress) -> EstateSummary:
         with progress.step("training code: the feature's v1 computation restored"):
             injuries.restore_feature_code(settings)
         train_and_deploy(settings, warehouse, registry, state, progress, models=("fraud_detector",))
-        summary = _summary(settings, ingest(settings, injuries.serving_registry(settings), state, progress))
+        summary = _summary(settings, publish(settings, warehouse, injuries.serving_registry(settings), state, progress))
         _mark(state, None)
         return summary
     with progress.step("warehouse: reload the raw layer as it was"):
@@ -183,7 +184,7 @@ def heal(settings: Settings, progress: Progress) -> EstateSummary:
     train_and_deploy(settings, warehouse, registry, state, progress, models=("fraud_detector",))
     with progress.step("feature store: migration rolled back"):
         injuries.restore_serving_registry(settings)
-    summary = _summary(settings, ingest(settings, registry, state, progress))
+    summary = _summary(settings, publish(settings, warehouse, registry, state, progress))
     with progress.step("DataHub edits undone"):
         injuries.write_metadata(settings, injuries.metadata_injuries(registry, hurt=False))
     _mark(state, None)
@@ -279,11 +280,23 @@ def dbt_test(settings: Settings, select: str) -> DbtRunSummary:
     return dbt_test_in_project(settings, ensure_warehouse(settings), select)
 
 
+def publish(
+    settings: Settings, warehouse: Warehouse, registry: FeatureRegistry, state: EstateState, progress: Progress
+) -> list[tuple[str, int, tuple[str, ...]]]:
+    """Feast serves the registry's feature tables from the warehouse as it stands, then DataHub ingests it all."""
+    with progress.step("Feast: export, apply, materialise and read back online"):
+        served = serve_features(settings, registry, warehouse)
+        progress.note(", ".join(f"{c.view} {c.rows_exported:,} rows ({c.rows_online:,} online)" for c in served.checks)
+                      + (f"; removed {', '.join(served.removed)}" if served.removed else ""))
+    return ingest(settings, registry, state, progress)
+
+
 def ingest(
     settings: Settings, registry: FeatureRegistry, state: EstateState, progress: Progress
 ) -> list[tuple[str, int, tuple[str, ...]]]:
-    with progress.step("DataHub ingestion: dbt and mlflow sources, then enrichment"):
-        result = ingest_all(settings, registry, dbt_artifacts(settings), state.deployed)
+    """DataHub's dbt, mlflow and feast sources over the estate as it stands, then the enrichment."""
+    with progress.step("DataHub ingestion: dbt, mlflow and feast sources, then enrichment"):
+        result = ingest_all(settings, registry, dbt_artifacts(settings), state.deployed, feast_repo(settings))
         progress.note(f"{result.source_records} records from sources, {result.enrichment_records} enrichment")
     return [(v.registered_name, v.version, v.aliases) for v in result.versions]
 

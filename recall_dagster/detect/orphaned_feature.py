@@ -3,6 +3,10 @@
 Either the model lists a feature URN nobody describes any more (a renamed or
 dropped feature view), or the feature still exists but the data behind it no
 longer does (or soon will not): the next materialisation serves nulls or fails.
+A feature store's source is often an export that joins several tables (Feast's
+file or warehouse sources): the feature's own column is followed one column
+lineage hop up, so a retired table orphans exactly the features it fills, not
+its neighbours in the same export.
 """
 
 from __future__ import annotations
@@ -46,6 +50,37 @@ def _problems(closure: ModelClosure, feature: Feature) -> Iterator[tuple[str, st
             evidence = {"cause": urn, "path": (*closure.path_to(feature.urn), urn), "source": urn,
                         "condition": case, "replacement": source.replacement}
             yield case, message, evidence
+        else:
+            yield from _column_problems(closure, feature, source)
+
+
+def _column_problems(
+    closure: ModelClosure, feature: Feature, source: Dataset
+) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """The tables the feature's column in ``source`` is read from, where one of their twins is gone."""
+    column = feature.column or feature.name
+    twins = closure.same_table(source.urn)
+    read_from = sorted({
+        edge.upstream for twin in twins for edge in twin.column_lineage
+        if edge.downstream[1] == column and closure.canonical(edge.downstream[0]) == closure.canonical(source.urn)
+    })
+    reported: set[str] = set()
+    for table_urn, upstream_column in read_from:
+        if table_urn not in closure.datasets or closure.canonical(table_urn) in reported:
+            continue
+        for table in closure.same_table(table_urn):
+            condition = _condition(table)
+            if condition is None:
+                continue
+            case, why = condition
+            reported.add(closure.canonical(table_urn))
+            message = (f"feature {display_name(feature.urn)} is served from {source.name}.{column}, "
+                       f"read from {table.name}.{upstream_column}, {why}")
+            evidence = {"cause": table.urn, "path": (*closure.path_to(feature.urn), source.urn, table.urn),
+                        "source": source.urn, "column": upstream_column, "condition": case,
+                        "replacement": table.replacement}
+            yield case, message, evidence
+            break
 
 
 def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:

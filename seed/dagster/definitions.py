@@ -16,6 +16,8 @@ from dagster import AssetSelection, Definitions, ScheduleDefinition, define_asse
 from ml_models.registry import load_registry
 from recall_dagster.defs import RecallResource, metric_gate, recall_definitions, retrain_gate
 from recall_dagster.settings import Settings
+from seed.dagster.feast import GROUP as FEAST_GROUP
+from seed.dagster.feast import feast_assets
 from seed.dagster.ingest import INGEST_KEY, datahub_metadata_asset
 from seed.dagster.training import GROUP as TRAINING_GROUP
 from seed.dagster.training import promotion_asset, training_asset, training_key
@@ -32,20 +34,22 @@ def build_definitions(settings: Settings | None = None, with_recall: bool = Fals
     resource = RecallResource.from_env() if settings is None else RecallResource.from_settings(settings)
     registry = load_registry()
     dbt = warehouse_dbt_assets(dbt_project(settings or Settings.from_env()))
+    feast = feast_assets(registry, dbt)
     training = [training_asset(spec, registry, dbt) for spec in registry.models]
     gated = [a for spec, asset in zip(registry.models, training) for a in retrain_gate(asset, spec.registered_name)]
     promotions = [promotion_asset(spec) for spec in registry.models]
     metric_gates = [metric_gate(training_key(spec), spec.registered_name) for spec in registry.models]
     dbt_build = define_asset_job(
-        "dbt_build", AssetSelection.groups(WAREHOUSE_GROUP),
-        description="dbt build with its tests, source freshness and catalog, then the DataHub ingestion.",
+        "dbt_build", AssetSelection.groups(WAREHOUSE_GROUP, FEAST_GROUP) | AssetSelection.assets(INGEST_KEY),
+        description="dbt build with its tests, source freshness and catalog; Feast serves the marts; "
+                    "then the DataHub ingestion.",
     )
     retrain = define_asset_job(
         "retrain_models", AssetSelection.groups(TRAINING_GROUP) | AssetSelection.assets(INGEST_KEY),
         description="Retrain every model behind Recall's gate, promote what passes its metric gate, then ingest.",
     )
     demo = Definitions(
-        assets=[raw_layer, dbt, *gated, *promotions, datahub_metadata_asset(promotions)],
+        assets=[raw_layer, dbt, feast, *gated, *promotions, datahub_metadata_asset([*promotions, feast])],
         asset_checks=metric_gates,
         jobs=[dbt_build, retrain],
         schedules=[ScheduleDefinition(

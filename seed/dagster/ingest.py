@@ -1,8 +1,9 @@
-"""The demo's DataHub ingestion: the dbt and mlflow sources, then what no source writes.
+"""The demo's DataHub ingestion: the dbt, mlflow and feast sources, then what no source writes.
 
 The dbt step ingests at its end (a failing test must reach DataHub even though
 dbt skips what follows it); the ``datahub_metadata`` asset, downstream of the
-training, carries every retrain into the graph Recall reads.
+training and of the Feast feature views, carries every retrain and every
+re-served feature into the graph Recall reads.
 """
 
 from dagster import AssetsDefinition, MaterializeResult, MetadataValue, asset
@@ -24,11 +25,11 @@ def ingest_estate(settings: Settings) -> list[tuple[str, int, tuple[str, ...]]]:
 
 
 def datahub_metadata_asset(upstream: list[AssetsDefinition]) -> AssetsDefinition:
-    """Ingestion into the graph, downstream of the promotions whose versions it carries."""
+    """Ingestion into the graph, downstream of the promotions and feature views it carries."""
 
     @asset(name=INGEST_KEY, group_name="datahub", deps=[k for t in upstream for k in t.keys], kinds={"datahub"})
     def datahub_metadata(recall: RecallResource) -> MaterializeResult:
-        """DataHub's dbt and mlflow sources into the graph, then the enrichment none of them write."""
+        """DataHub's dbt, mlflow and feast sources into the graph, then the enrichment none of them write."""
         settings = recall.settings()
         versions = ingest_estate(settings)
         rows = ((name, version, ", ".join(aliases) or "-") for name, version, aliases in versions)

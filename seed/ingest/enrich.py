@@ -1,7 +1,11 @@
 """MCPs for what no DataHub source produces, derived from the registry and the real runs.
 
-Features, feature tables, deployments, owners, glossary terms, model aliases,
-the warehouse tables each training run read, and dbt operations. Aspects that
+Deployments, owners, glossary terms, model aliases, the features each model
+version consumed (from its MLflow run), the warehouse tables each training run
+read, dbt operations, and the Feast exports the feast source names as its
+features' sources but does not describe (schema, owners, freshness, and the
+column lineage back to the warehouse). Features and feature tables themselves
+come from DataHub's feast source. Aspects that
 an official source also writes (``mlModelProperties``, ``versionProperties``,
 ``dataProcessInstanceInput``) are merged with what the graph holds, so running
 enrichment after every re-ingestion restores it without clobbering the source.
@@ -20,10 +24,13 @@ from datahub.emitter import mce_builder as builder
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata import schema_classes as m
 
+from ml_models.feature_store import PROJECT, export_columns, source_path
 from ml_models.registry import FeatureRegistry, ModelSpec, Owner
 from seed.ingest.mlflow_state import VersionState
 
 MLFLOW = "mlflow"
+FEAST_ACTOR = "urn:li:corpuser:feast"
+_FIELD_TYPES = {"double": m.NumberTypeClass, "string": m.StringTypeClass, "timestamp": m.TimeTypeClass}
 
 
 @dataclass(frozen=True)
@@ -44,8 +51,24 @@ def table_urn(registry: FeatureRegistry, table_name: str) -> str:
     return dataset_urn(registry, registry.warehouse_name(registry.table(table_name)))
 
 
-def feature_urn(table: str, feature: str) -> str:
-    return builder.make_ml_feature_urn(table, feature)
+@dataclass(frozen=True)
+class Export:
+    """A feature view's export file as it lies on disk: its columns (name, Arrow type) and when it was written."""
+
+    view: str
+    columns: tuple[tuple[str, str], ...]
+    written_ms: int
+
+
+def feature_urn(ref: str) -> str:
+    """The URN DataHub's feast source gives the feature a Feast reference (``view:feature``) names."""
+    view, _, feature = ref.partition(":")
+    return builder.make_ml_feature_urn(f"{PROJECT}.{view}", feature)
+
+
+def export_urn(registry: FeatureRegistry, view: str) -> str:
+    """The dataset DataHub's feast source names as the view's batch source (its path, dots for slashes)."""
+    return builder.make_dataset_urn("file", source_path(view).replace("://", ".").replace("/", "."), registry.env)
 
 
 def model_version_urn(registry: FeatureRegistry, registered_name: str, version: int) -> str:
@@ -80,26 +103,9 @@ def _terms(terms: Iterable[str]) -> m.GlossaryTermsClass:
 
 
 def catalog_mcps(registry: FeatureRegistry) -> list[MetadataChangeProposalWrapper]:
-    """Feature tables, features, deployments, glossary terms, and the owners of warehouse tables."""
+    """Deployments, glossary terms, and the owners of warehouse tables."""
     out: list[MetadataChangeProposalWrapper] = []
     terms: set[str] = set()
-    for table in registry.feature_tables:
-        table_urn_ = builder.make_ml_feature_table_urn(table.platform, table.name)
-        out.append(_mcp(table_urn_, m.MLFeatureTablePropertiesClass(
-            description=table.description,
-            mlFeatures=[feature_urn(table.name, f.name) for f in table.features],
-            customProperties={"entity": table.entity, "keys": ",".join(table.keys)},
-        )))
-        for feature in table.features:
-            properties = {"source_column": feature.source.column}
-            if feature.transform:
-                properties["transform"] = feature.transform
-            out.append(_mcp(feature_urn(table.name, feature.name), m.MLFeaturePropertiesClass(
-                description=feature.description,
-                dataType=feature.data_type,
-                sources=[table_urn(registry, feature.source.model)],
-                customProperties=properties,
-            )))
     for model in registry.models:
         terms.update(model.glossary_terms)
         for deployment in model.deployments:
@@ -171,7 +177,7 @@ def _version_mcps(
 ) -> list[MetadataChangeProposalWrapper]:
     urn = model_version_urn(registry, state.registered_name, state.version)
     merged = m.MLModelPropertiesClass.from_obj(props.to_obj())
-    merged.mlFeatures = [feature_urn(f.feature_table, f.name) for f in spec.features]
+    merged.mlFeatures = [feature_urn(ref) for ref in state.feature_refs]
     merged.deployments = [
         deployment_urn(registry, d.platform, d.name) for d in spec.deployments if deployed.get(d.name) == state.version
     ]
@@ -199,6 +205,52 @@ def _run_input_mcps(
             edges.append(m.EdgeClass(destinationUrn=urn))
             known.add(urn)
     return [_mcp(run_urn(state.run_id or ""), m.DataProcessInstanceInputClass(inputs=legacy, inputEdges=edges))]
+
+
+def export_mcps(registry: FeatureRegistry, exports: Iterable[Export]) -> list[MetadataChangeProposalWrapper]:
+    """Each Feast export described as a dataset: owners, schema, when Feast wrote it, and column lineage
+    from the warehouse columns it reads, so a closure walks feature → export → warehouse column."""
+    tables = {table.name: table for table in registry.feature_tables}
+    out: list[MetadataChangeProposalWrapper] = []
+    for export in exports:
+        table = tables.get(export.view)
+        if table is None:
+            continue
+        urn = export_urn(registry, export.view)
+        out.append(_mcp(urn, m.DatasetPropertiesClass(
+            name=source_path(export.view), description=f"Feast offline source of {export.view}: {table.description}",
+        )))
+        out.append(_mcp(urn, _ownership(table.owners)))
+        out.append(_mcp(urn, m.OperationClass(
+            timestampMillis=export.written_ms, lastUpdatedTimestamp=export.written_ms,
+            operationType=m.OperationTypeClass.CREATE, actor=FEAST_ACTOR,
+        )))
+        out.append(_mcp(urn, m.SchemaMetadataClass(
+            schemaName=export.view, platform=builder.make_data_platform_urn("file"), version=0, hash="",
+            platformSchema=m.OtherSchemaClass(rawSchema=""),
+            fields=[m.SchemaFieldClass(fieldPath=name, nativeDataType=arrow,
+                                       type=m.SchemaFieldDataTypeClass(type=_field_type(arrow)()))
+                    for name, arrow in export.columns],
+        )))
+        reads = [c for c in export_columns(table) if c.name in dict(export.columns)]
+        sources = list(dict.fromkeys(table_urn(registry, c.table) for c in reads))
+        out.append(_mcp(urn, m.UpstreamLineageClass(
+            upstreams=[m.UpstreamClass(dataset=u, type=m.DatasetLineageTypeClass.TRANSFORMED) for u in sources],
+            fineGrainedLineages=[
+                m.FineGrainedLineageClass(
+                    upstreamType=m.FineGrainedLineageUpstreamTypeClass.FIELD_SET,
+                    upstreams=[builder.make_schema_field_urn(table_urn(registry, c.table), c.column)],
+                    downstreamType=m.FineGrainedLineageDownstreamTypeClass.FIELD,
+                    downstreams=[builder.make_schema_field_urn(urn, c.name)],
+                )
+                for c in reads
+            ],
+        )))
+    return out
+
+
+def _field_type(arrow: str) -> type:
+    return next((kind for prefix, kind in _FIELD_TYPES.items() if arrow.startswith(prefix)), m.StringTypeClass)
 
 
 def operation_mcps(registry: FeatureRegistry, operations: Iterable[DbtOperation]) -> list[MetadataChangeProposalWrapper]:

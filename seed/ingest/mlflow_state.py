@@ -1,13 +1,15 @@
 """What the MLflow registry says right now, read once so enrichment can be a pure function.
 
 DataHub's mlflow source leaves out what Recall needs most: model aliases
-(MLflow 2.20's search API returns none) and the warehouse tables each run read.
+(MLflow 2.20's search API returns none), the warehouse tables each run read, and
+the feature store's features it consumed (the run's ``feature_refs`` parameter).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ml_models.feature_store import FEATURE_REFS
 from recall_dagster.errors import ServiceUnreachable
 
 
@@ -18,10 +20,11 @@ class VersionState:
     run_id: str | None
     aliases: tuple[str, ...]
     input_names: tuple[str, ...]  # MLflow dataset names of the run's inputs, e.g. warehouse.marts.fct_orders
+    feature_refs: tuple[str, ...] = ()  # Feast references (view:feature) training logged, in its order
 
 
 def read_mlflow_state(tracking_uri: str, registered_names: list[str]) -> list[VersionState]:
-    """Every version of the named registered models, with aliases and run inputs."""
+    """Every version of the named registered models, with aliases, run inputs and the features it consumed."""
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
@@ -37,9 +40,11 @@ def read_mlflow_state(tracking_uri: str, registered_names: list[str]) -> list[Ve
                 aliases_by_version.setdefault(int(version), []).append(alias)
             for version in sorted(versions, key=lambda v: int(v.version)):
                 inputs: tuple[str, ...] = ()
+                refs: tuple[str, ...] = ()
                 if version.run_id:
                     run = client.get_run(version.run_id)
                     inputs = tuple(sorted(d.dataset.name for d in run.inputs.dataset_inputs))
+                    refs = tuple(r for r in run.data.params.get(FEATURE_REFS, "").split(",") if r)
                 states.append(
                     VersionState(
                         registered_name=name,
@@ -47,6 +52,7 @@ def read_mlflow_state(tracking_uri: str, registered_names: list[str]) -> list[Ve
                         run_id=version.run_id,
                         aliases=tuple(sorted(aliases_by_version.get(int(version.version), []))),
                         input_names=inputs,
+                        feature_refs=refs,
                     )
                 )
     except MlflowException as err:

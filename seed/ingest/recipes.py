@@ -66,6 +66,17 @@ def mlflow_recipe(settings: Settings) -> dict[str, Any]:
     }
 
 
+def feast_recipe(settings: Settings, repo: Path, env: str, owners: list[str]) -> dict[str, Any]:
+    """The official feast source over the demo's repository; ``owners`` are the owner ids its feature views
+    carry, mapped to themselves (the source extracts no owner it has no mapping for)."""
+    mappings = [{"feast_owner_name": o, "datahub_owner_urn": o, "datahub_ownership_type": "TECHNICAL_OWNER"}
+                for o in owners]
+    config: dict[str, Any] = {"path": str(repo), "environment": env, "enable_owner_extraction": bool(mappings)}
+    if mappings:
+        config["owner_mappings"] = mappings
+    return {"source": {"type": "feast", "config": config}, "sink": sink_config(settings)}
+
+
 def write_recipe(settings: Settings, name: str, recipe: dict[str, Any]) -> Path:
     """Keep the recipe where a person can rerun it with ``datahub ingest -c``."""
     settings.recipes_dir.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""One ingestion pass: official sources into the graph, then the enrichment on top.
+"""One ingestion pass: official sources (dbt, mlflow, feast) into the graph, then the enrichment on top.
 
 Enrichment always follows the sources, so a re-ingestion that rewrites
 ``mlModelProperties`` never leaves the graph without features and deployments.
@@ -7,13 +7,17 @@ Enrichment always follows the sources, so a re-ingestion that rewrites
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Mapping
 
+import pyarrow.parquet as pq
+
+from ml_models.feature_store import source_path
 from ml_models.registry import FeatureRegistry
 from recall_dagster.graph import open_graph
 from seed.ingest import enrich
 from seed.ingest.mlflow_state import VersionState, read_mlflow_state
-from seed.ingest.recipes import dbt_recipe, mlflow_recipe, run_recipe
+from seed.ingest.recipes import dbt_recipe, feast_recipe, mlflow_recipe, run_recipe
 from recall_dagster.settings import Settings
 from seed.stack.dbt import DbtArtifacts
 
@@ -30,10 +34,14 @@ def ingest_all(
     registry: FeatureRegistry,
     artifacts: DbtArtifacts,
     deployed: Mapping[str, int],
+    feast_repo: Path,
 ) -> IngestSummary:
-    """Run the dbt and mlflow recipes, then write the enrichment through the graph port."""
+    """Run the dbt, mlflow and feast recipes, then write the enrichment through the graph port."""
     written = run_recipe(settings, "dbt", dbt_recipe(settings, artifacts.manifest.parent, [artifacts.run_results]))
-    written_ml = run_recipe(settings, "mlflow", mlflow_recipe(settings))
+    written += run_recipe(settings, "mlflow", mlflow_recipe(settings))
+    if (feast_repo / "feature_store.yaml").exists():  # a Dagster dbt step may ingest before Feast first serves
+        owners = sorted({o.id for table in registry.feature_tables for o in table.owners})
+        written += run_recipe(settings, "feast", feast_recipe(settings, feast_repo, registry.env, owners))
     versions = read_mlflow_state(settings.mlflow_uri, [spec.registered_name for spec in registry.models])
     graph = open_graph(settings)
     try:
@@ -42,6 +50,7 @@ def ingest_all(
         current = graph.get_aspects(urns)
         mcps = enrich.catalog_mcps(registry)
         mcps += enrich.model_mcps(registry, versions, deployed, current)
+        mcps += enrich.export_mcps(registry, _exports(feast_repo, registry))
         mcps += enrich.operation_mcps(
             registry, enrich.dbt_operations(artifacts.manifest, artifacts.run_results, artifacts.sources)
         )
@@ -49,4 +58,19 @@ def ingest_all(
     finally:
         graph.close()
     report.raise_if_failed("enrichment")
-    return IngestSummary(written + written_ml, report.written, tuple(versions))
+    return IngestSummary(written, report.written, tuple(versions))
+
+
+def _exports(repo: Path, registry: FeatureRegistry) -> list[enrich.Export]:
+    """The export files Feast serves from, read where they lie: their Arrow schema and modification time."""
+    exports = []
+    for table in registry.feature_tables:
+        path = repo / source_path(table.name)
+        if path.exists():
+            schema = pq.read_schema(path)
+            exports.append(enrich.Export(
+                view=table.name,
+                columns=tuple((name, str(schema.field(name).type)) for name in schema.names),
+                written_ms=int(path.stat().st_mtime * 1000),
+            ))
+    return exports

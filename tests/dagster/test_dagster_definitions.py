@@ -65,7 +65,13 @@ def test_the_scan_is_a_chain(definitions) -> None:
         "datahub_writeback": {"model_closures", "risk_scores"},
     }
     ingest = {p.to_user_string() for p in graph.get(AssetKey("datahub_metadata")).parent_keys}
-    assert {f"ml/{m}_promotion" for m in MODELS} == ingest, "dbt ingests in its own step; this asset carries the promotions"
+    views = {f"feast/{t.name}" for t in load_registry().feature_tables}
+    assert {f"ml/{m}_promotion" for m in MODELS} | views == ingest, (
+        "dbt ingests in its own step; this asset carries the promotions and what Feast serves"
+    )
+    for view in views:
+        upstream = {p.path[0] for p in graph.get(AssetKey(view.split("/"))).parent_keys}
+        assert upstream and upstream <= {"marts", "staging"}, "a feature view is served after the dbt models it reads"
     for model in MODELS:
         promotion = {p.to_user_string() for p in graph.get(AssetKey(["ml", f"{model}_promotion"])).parent_keys}
         assert promotion == {f"ml/{model}"}, "the alias moves after the training, behind its metric gate"
@@ -105,6 +111,8 @@ def test_sensors_schedules_and_jobs(definitions) -> None:
     assert schedules == {"nightly_scan": ("0 2 * * *", "recall_scan"), "daily_dbt_build": ("0 5 * * *", "dbt_build")}
     jobs = {j.name for j in repository.get_all_jobs()}
     assert {"recall_scan", "recall_rescan", "dbt_build", "retrain_models"} <= jobs
+    build = {k.to_user_string() for k in definitions.resolve_job_def("dbt_build").asset_layer.selected_asset_keys}
+    assert {f"feast/{t.name}" for t in load_registry().feature_tables} | {"datahub_metadata"} <= build
     scan_job = definitions.resolve_job_def("recall_scan")
     lifecycle = {"data_incidents", "blind_window"}
     assert {k.to_user_string() for k in scan_job.asset_layer.selected_asset_keys} == {*SCAN, *lifecycle}

@@ -114,6 +114,16 @@ REGISTRY_ERRORS: list[tuple[str, Edit, str]] = [
         "feature_tables[fraud_transaction_features].features[txn_amount].source: fct_transactions has no column 'amount_usd'",
     ),
     (
+        "event time missing from the feature table's home",
+        lambda d: _feature_table(d, "fraud_transaction_features").update(event_time="happened_at"),
+        "feature_tables[fraud_transaction_features].event_time: fct_transactions has no column 'happened_at'",
+    ),
+    (
+        "feature named like its entity key (Feast serves both under one name)",
+        lambda d: _feature_table(d, "demand_features")["features"][2].update(name="category"),
+        "feature 'category' shares its name with an entity key of demand_features",
+    ),
+    (
         "unknown source table",
         lambda d: _feature_table(d, "customer_features")["features"][0]["source"].update(model="dim_users"),
         "unknown warehouse table 'dim_users'",

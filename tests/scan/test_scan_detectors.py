@@ -21,7 +21,7 @@ from recall_dagster.detect import (
     version_mismatch,
 )
 from recall_dagster.detect.config import merge
-from recall_dagster.estate import Assertion, Owner, SchemaField, Term
+from recall_dagster.estate import Assertion, ColumnEdge, Owner, SchemaField, Term
 from recall_dagster.scan import DEFAULT_CONFIG
 
 STATE = DetectorState()
@@ -148,6 +148,31 @@ def test_orphaned_feature_conditions(config):
         ("deprecated", "WARN", urn("old")),
     ]
     assert "move it to db.ok" in found[2].message
+
+
+def test_a_feature_served_from_an_export_is_orphaned_by_the_retired_table_its_column_is_read_from(config):
+    """A feature store export joins two feeds; retiring one orphans the features it fills, not their neighbours."""
+    export_edges = (
+        ColumnEdge((urn("feed_v1"), "risk"), (urn("export"), "risk")),
+        ColumnEdge((urn("feed_v2"), "trust"), (urn("export"), "trust")),
+    )
+    c = closure(
+        features=[feature("risk", "export"), feature("trust", "export")],
+        datasets=[
+            ds("export", "feed_v1", "feed_v2", column_lineage=export_edges),
+            ds("feed_v1", deprecated=True, replacement=urn("feed_v2")),
+            ds("feed_v2"),
+        ],
+    )
+    [found] = orphaned_feature.detect(c, config, STATE)
+    assert (found.subject, found.cause, found.evidence["column"]) == ("urn:li:mlFeature:(ns,risk)", urn("feed_v1"), "risk")
+    assert list(found.evidence["path"][-2:]) == [urn("export"), urn("feed_v1")]
+    assert "read from db.feed_v1.risk, which is deprecated; move it to db.feed_v2" in found.message
+    healed = closure(
+        features=[feature("risk", "export"), feature("trust", "export")],
+        datasets=[ds("export", "feed_v1", "feed_v2", column_lineage=export_edges), ds("feed_v1"), ds("feed_v2")],
+    )
+    assert orphaned_feature.detect(healed, config, STATE) == []
 
 
 def test_ownership_counts_departed_owners_as_none(config):

@@ -1,0 +1,219 @@
+"""The demo's Feast repository: one feature view per registry feature table, served from the warehouse.
+
+Each feature table is exported from the dbt marts to a parquet file (Feast's
+file offline store), applied to a Feast registry, and its newest rows are
+materialised into a SQLite online store under ``RECALL_HOME``. A small serving
+check then reads features back online, so the demo's serving path is what Feast
+actually serves. The export is also what DataHub's feast source describes: each
+feature's source dataset is the file, and the feature's values are typed exactly
+as training types them (:func:`ml_models.fit.typed_feature`).
+
+Feast is imported lazily: reading the registry or training needs none of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+import yaml
+
+from ml_models.fit import typed_feature
+from ml_models.registry import FeatureRegistry, FeatureTable
+
+ReadSql = Callable[[str], pd.DataFrame]
+
+PROJECT = "recall"
+TIMESTAMP = "feature_timestamp"  # the event-time column of every export
+FEATURE_REFS = "feature_refs"  # the MLflow run parameter naming the feature references training read
+ONLINE_WINDOW = timedelta(days=1)  # how far back from a view's newest row the online store is loaded
+SAMPLE_ROWS = 20  # online rows the serving check reads back per view
+
+
+@dataclass(frozen=True)
+class ExportColumn:
+    """One column of a feature table's export and the warehouse column it is read from."""
+
+    name: str
+    table: str  # registry warehouse table
+    column: str
+
+
+@dataclass(frozen=True)
+class ServingCheck:
+    view: str
+    rows_exported: int
+    rows_online: int  # rows materialised into the online store
+    rows_checked: int
+    mismatches: tuple[str, ...]  # "<key>: <feature> served <online>, exported <expected>"
+
+
+@dataclass(frozen=True)
+class ServedRepository:
+    repo: Path
+    checks: tuple[ServingCheck, ...]
+    removed: tuple[str, ...]  # feature views Feast no longer serves because the registry dropped them
+
+    @property
+    def mismatches(self) -> tuple[str, ...]:
+        return tuple(f"{c.view} {m}" for c in self.checks for m in c.mismatches)
+
+
+def source_path(view: str) -> str:
+    """Where a view's export lives, relative to the repository: Feast resolves it there, and DataHub's feast
+    source names the dataset after it (``data.<view>.parquet``) whatever the repository's location."""
+    return f"data/{view}.parquet"
+
+
+def feature_ref(table: str, feature: str) -> str:
+    """Feast's reference to a feature, ``view:feature``: what training logs and serving requests."""
+    return f"{table}:{feature}"
+
+
+def export_columns(table: FeatureTable) -> tuple[ExportColumn, ...]:
+    """Entity keys (from the table's home), then every feature under its own name."""
+    keys = tuple(ExportColumn(key, table.home, key) for key in table.keys)
+    return keys + tuple(ExportColumn(f.name, f.source.model, f.source.column) for f in table.features)
+
+
+def export_sql(table: FeatureTable, registry: FeatureRegistry) -> str:
+    """The home table LEFT JOINed to every other table a feature reads, on the entity keys.
+
+    Without an event-time column the export is a snapshot: its stamp is added
+    when the frame is built, so the SQL stays the same on every warehouse.
+    """
+    columns = export_columns(table)
+    aliases = {name: f"t{i}" for i, name in enumerate(dict.fromkeys(c.table for c in columns))}
+    home = aliases[table.home]
+    select = [f"{aliases[c.table]}.{c.column} AS {c.name}" for c in columns]
+    if table.event_time is not None:
+        select.append(f"{home}.{table.event_time} AS {TIMESTAMP}")
+    joins = [f"FROM {registry.table(table.home).qualified_name} AS {home}"]
+    for name, alias in aliases.items():
+        if alias != home:
+            on = " AND ".join(f"{alias}.{k} = {home}.{k}" for k in table.keys)
+            joins.append(f"LEFT JOIN {registry.table(name).qualified_name} AS {alias} ON {on}")
+    order = ", ".join(f"{home}.{k}" for k in table.keys)
+    return "SELECT\n  " + ",\n  ".join(select) + "\n" + "\n".join(joins) + f"\nORDER BY {order}"
+
+
+def export_frame(table: FeatureTable, raw: pd.DataFrame, now: datetime) -> pd.DataFrame:
+    """The rows Feast serves: keys as text (Feast's STRING join keys), features typed as training types
+    them, and a UTC stamp (the event time, or ``now`` for a snapshot)."""
+    frame = pd.DataFrame({key: raw[key].astype(str) for key in table.keys})
+    for feature in table.features:
+        frame[feature.name] = typed_feature(raw[feature.name], feature, table.name)
+    stamps = raw[TIMESTAMP] if table.event_time is not None else pd.Series(now, index=raw.index)
+    frame[TIMESTAMP] = pd.to_datetime(stamps, utc=True).astype("datetime64[us, UTC]")
+    return frame
+
+
+def write_config(repo: Path) -> Path:
+    """``feature_store.yaml``: a local provider, a file registry, the file offline store and SQLite online."""
+    repo.mkdir(parents=True, exist_ok=True)
+    path = repo / "feature_store.yaml"
+    config = {
+        "project": PROJECT,
+        "provider": "local",
+        "registry": "registry.db",
+        "online_store": {"type": "sqlite", "path": "online.db"},
+        "offline_store": {"type": "file"},
+        "entity_key_serialization_version": 2,
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def serve(repo: Path, registry: FeatureRegistry, read_sql: ReadSql, now: datetime) -> ServedRepository:
+    """Export, apply, materialise and read back every feature table of ``registry``; idempotent.
+
+    Feast prints its progress to stdout; it is sent to stderr so a caller's own
+    output (``--json``) stays clean.
+    """
+    from feast import FeatureStore
+
+    write_config(repo)
+    frames = {}
+    for table in registry.feature_tables:
+        frame = export_frame(table, read_sql(export_sql(table, registry)), now)
+        path = repo / source_path(table.name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        frame.to_parquet(path, index=False)
+        frames[table.name] = frame
+    with contextlib.redirect_stdout(sys.stderr):
+        store = FeatureStore(repo_path=str(repo))
+        objects = _feast_objects(registry, frames)
+        wanted = {table.name for table in registry.feature_tables}
+        stale = [view for view in store.list_feature_views() if view.name not in wanted]
+        store.apply(objects, objects_to_delete=stale, partial=False)
+        checks = tuple(_materialise_and_check(store, table, frames[table.name]) for table in registry.feature_tables)
+    return ServedRepository(repo=repo, checks=checks, removed=tuple(sorted(v.name for v in stale)))
+
+
+def _feast_objects(registry: FeatureRegistry, frames: Mapping[str, pd.DataFrame]) -> list[Any]:
+    from feast import Entity, FeatureView, Field, FileSource, ValueType
+    from feast.types import Float64, String
+
+    entities = {
+        key: Entity(name=key, join_keys=[key], value_type=ValueType.STRING)
+        for table in registry.feature_tables for key in table.keys
+    }
+    views = []
+    for table in registry.feature_tables:
+        frame = frames[table.name]
+        schema = [
+            Field(name=f.name, dtype=Float64 if frame[f.name].dtype == "float64" else String,
+                  tags={"description": f.description})
+            for f in table.features
+        ]
+        views.append(FeatureView(
+            name=table.name,
+            entities=[entities[key] for key in table.keys],
+            schema=schema,
+            source=FileSource(name=f"{table.name}_export", path=source_path(table.name), timestamp_field=TIMESTAMP),
+            ttl=timedelta(0),  # no expiry: the online store keeps the newest row of each entity
+            online=True,
+            description=table.description,
+            owner=table.owners[0].id if table.owners else "",
+        ))
+    return [*entities.values(), *views]
+
+
+def _materialise_and_check(store: Any, table: FeatureTable, frame: pd.DataFrame) -> ServingCheck:
+    """Load the view's newest window online, then read a sample back and compare it with the export."""
+    end = frame[TIMESTAMP].max().to_pydatetime() + timedelta(seconds=1)  # Feast's window excludes its end
+    start = end - ONLINE_WINDOW - timedelta(seconds=1)
+    store.materialize(start_date=start, end_date=end, feature_views=[table.name])
+    window = frame[(frame[TIMESTAMP] >= start) & (frame[TIMESTAMP] < end)]
+    latest = window.sort_values(TIMESTAMP).drop_duplicates(list(table.keys), keep="last")
+    sample = latest.sort_values(list(table.keys)).head(SAMPLE_ROWS)
+    names = [f.name for f in table.features]
+    served = store.get_online_features(
+        features=[feature_ref(table.name, n) for n in names],
+        entity_rows=[{k: row[k] for k in table.keys} for row in sample.to_dict("records")],
+    ).to_dict()
+    mismatches = []
+    for i, row in enumerate(sample.to_dict("records")):
+        for name in names:
+            if not _same(served[name][i], row[name]):
+                key = ",".join(str(row[k]) for k in table.keys)
+                mismatches.append(f"{key}: {name} served {served[name][i]!r}, exported {row[name]!r}")
+    return ServingCheck(table.name, len(frame), len(latest), len(sample), tuple(mismatches))
+
+
+def _same(online: Any, exported: Any) -> bool:
+    if _missing(online) or _missing(exported):
+        return _missing(online) and _missing(exported)
+    if isinstance(exported, float):
+        return math.isclose(float(online), exported, rel_tol=1e-9, abs_tol=1e-12)
+    return str(online) == str(exported)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
