@@ -33,11 +33,26 @@ def _condition(entity: Dataset | Feature) -> tuple[str, str] | None:
     return None
 
 
-def _problems(closure: ModelClosure, feature: Feature) -> Iterator[tuple[str, str, dict[str, Any]]]:
+Gone = dict[str, tuple[Dataset, str, str]]  # canonical table URN -> the twin that is gone, its case and why
+
+
+def _gone_tables(closure: ModelClosure) -> Gone:
+    """The tables of the closure one of whose twins is missing, removed or deprecated, by canonical URN."""
+    gone: Gone = {}
+    for urn, dataset in sorted(closure.datasets.items()):
+        condition = _condition(dataset)
+        if condition is not None:
+            gone.setdefault(closure.canonical(urn), (dataset, *condition))
+    return gone
+
+
+def _problems(
+    closure: ModelClosure, feature: Feature, gone: Gone
+) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """(case, message, evidence) for the feature itself, else for each of its sources."""
-    gone = _condition(feature)
-    if gone is not None:
-        case, why = gone
+    missing = _condition(feature)
+    if missing is not None:
+        case, why = missing
         message = f"{closure.model.name} consumes feature {display_name(feature.urn)}, {why}"
         yield case, message, {"path": closure.path_to(feature.urn), "condition": f"feature_{case}"}
         return
@@ -50,42 +65,33 @@ def _problems(closure: ModelClosure, feature: Feature) -> Iterator[tuple[str, st
             evidence = {"cause": urn, "path": (*closure.path_to(feature.urn), urn), "source": urn,
                         "condition": case, "replacement": source.replacement}
             yield case, message, evidence
-        else:
-            yield from _column_problems(closure, feature, source)
+        elif gone:
+            yield from _column_problems(closure, feature, source, gone)
 
 
 def _column_problems(
-    closure: ModelClosure, feature: Feature, source: Dataset
+    closure: ModelClosure, feature: Feature, source: Dataset, gone: Gone
 ) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    """The tables the feature's column in ``source`` is read from, where one of their twins is gone."""
+    """The tables the feature's column in ``source`` is read from (one column lineage hop, across twins),
+    where one of their twins is gone."""
     column = feature.column or feature.name
-    twins = closure.same_table(source.urn)
-    read_from = sorted({
-        edge.upstream for twin in twins for edge in twin.column_lineage
-        if edge.downstream[1] == column and closure.canonical(edge.downstream[0]) == closure.canonical(source.urn)
-    })
-    reported: set[str] = set()
-    for table_urn, upstream_column in read_from:
-        if table_urn not in closure.datasets or closure.canonical(table_urn) in reported:
+    columns = closure.columns
+    for table_urn, upstream_column in columns.upstream.get(columns.col((source.urn, column)), ()):
+        if table_urn not in gone:
             continue
-        for table in closure.same_table(table_urn):
-            condition = _condition(table)
-            if condition is None:
-                continue
-            case, why = condition
-            reported.add(closure.canonical(table_urn))
-            message = (f"feature {display_name(feature.urn)} is served from {source.name}.{column}, "
-                       f"read from {table.name}.{upstream_column}, {why}")
-            evidence = {"cause": table.urn, "path": (*closure.path_to(feature.urn), source.urn, table.urn),
-                        "source": source.urn, "column": upstream_column, "condition": case,
-                        "replacement": table.replacement}
-            yield case, message, evidence
-            break
+        table, case, why = gone[table_urn]
+        message = (f"feature {display_name(feature.urn)} is served from {source.name}.{column}, "
+                   f"read from {table.name}.{upstream_column}, {why}")
+        evidence = {"cause": table.urn, "path": (*closure.path_to(feature.urn), source.urn, table.urn),
+                    "source": source.urn, "column": upstream_column, "condition": case,
+                    "replacement": table.replacement}
+        yield case, message, evidence
 
 
 def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
+    gone = _gone_tables(closure)
     return [
         finding(closure, NAME, config.severity(NAME, case), feature.urn, message, **evidence)
         for feature in closure.features
-        for case, message, evidence in _problems(closure, feature)
+        for case, message, evidence in _problems(closure, feature, gone)
     ]
