@@ -11,14 +11,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 import yaml
 
 from recall_dagster.acks.model import Accepted, Acknowledgement, split
 from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import Detection, Finding, RecallConfig, check_config, parse_config
-from recall_dagster.detect.registry import Found, OpenFindings, first_pass, second_pass
+from recall_dagster.detect.registry import Found, OpenFindings, first_pass, second_pass, steady
 from recall_dagster.detect.blast_radius import BlastRadius
 from recall_dagster.config_schema import validate_layer
 from recall_dagster.detect.config import merge
@@ -36,6 +36,7 @@ from recall_dagster.instants import iso_instant
 from recall_dagster.score import Score, score_model
 from recall_dagster.settings import env_home
 from recall_dagster.snapshots import SnapshotStore
+from recall_dagster.verdicts import Verdicts, config_digest, reusable
 
 DEFAULT_CONFIG = Path(__file__).with_name("recall.yaml")  # the defaults, shipped in the package
 MODEL_URN = "urn:li:mlModel:"
@@ -225,12 +226,14 @@ def score_models(
 
 
 def find_and_record(
-    closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, *, accept_schema: Sequence[str] = ()
+    closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, *, accept_schema: Sequence[str] = (),
+    judged: Mapping[str, Sequence[Finding]] | None = None,
 ) -> Found:
-    """The detectors that need one closure each, against the stored baselines; then the schemas first seen
-    now (and the accepted ones) are recorded."""
+    """The detectors that need one closure each, against the stored baselines (the steady ones not again on
+    the closures ``judged`` holds their verdicts on); then the schemas first seen now (and the accepted ones)
+    are recorded."""
     baselines = store.load_baselines()
-    found = first_pass(closures, config, baselines)
+    found = first_pass(closures, config, baselines, judged)
     updated = record_baselines(closures, baselines, accept=accept_schema)
     recorded = {u: cols for u, cols in updated.items() if baselines.get(u) != cols}
     if recorded:
@@ -356,12 +359,20 @@ def scan_shard(
     snapshots: SnapshotStore | None = None,
     full: bool = False,
 ) -> ShardScan:
-    """Read one shard's closures (:func:`scan_closures`) and run :func:`find_and_record` on them."""
+    """Read one shard's closures (:func:`scan_closures`) and run :func:`find_and_record` on them; with
+    ``snapshots``, the verdicts of the last scan on the closures it kept are reused (:mod:`recall_dagster.verdicts`)."""
     if accept_schema and shard is not None:
         raise ConfigError("accept a table's schema in a scan of the whole estate: a shard may not hold the table")
     closures, rescan = scan_closures(graph, config, scanned_at_ms=scanned_at_ms, include_all=include_all,
                                      models=models, snapshots=snapshots, full=full, shard=shard)
-    found = find_and_record(closures, config, store, accept_schema=accept_schema)
+    if snapshots is None or rescan is None:
+        found = find_and_record(closures, config, store, accept_schema=accept_schema)
+        return ShardScan(shard, scanned_at_ms, tuple(closures), found, rescan)
+    key, digest = snapshot_key(graph.location, config.resolve, include_all, shard), config_digest(config)
+    judged = reusable(snapshots.load_verdicts(key), key, digest, rescan.kept)
+    found = find_and_record(closures, config, store, accept_schema=accept_schema, judged=judged)
+    if len(judged) < len(closures):
+        snapshots.save_verdicts(Verdicts(key, digest, steady(found)))
     return ShardScan(shard, scanned_at_ms, tuple(closures), found, rescan)
 
 

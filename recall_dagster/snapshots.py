@@ -1,53 +1,58 @@
-"""The last scan's closures on disk, so the next scan reads again only what changed.
+"""The last scan's closures and verdicts on disk, so the next scan reads and judges again only what changed.
 
-A snapshot is a cache: a missing, damaged or outdated file costs one full
-rescan, never an error.  It is written by this very code and read only by it
-(a pickle: the closures of 1,000 models load in 0.13 s here), and a snapshot
-written by other code is refused by its fingerprint: the source of the
-package's ``estate`` modules, which decide what a closure holds.
+Both are caches: a missing, damaged or outdated file costs one full rescan (or
+one full detection), never an error.  They are written by this very code and
+read only by it (pickles stamped by :mod:`recall_dagster.pickles`): closures
+with the source of the ``estate`` modules, which decide what a closure holds;
+verdicts with that of ``estate`` and ``detect``, which decide what is found.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import pickle
 from pathlib import Path
 
-from recall_dagster import estate
+from recall_dagster import detect, estate
 from recall_dagster.estate.incremental import Snapshot
 from recall_dagster.files import write_atomically
+from recall_dagster.pickles import fingerprint, stamped, unstamped
+from recall_dagster.verdicts import Verdicts
 
-
-def _code_fingerprint() -> str:
-    digest = hashlib.sha256()
-    for source in sorted(Path(estate.__file__).parent.glob("*.py")):
-        digest.update(source.name.encode() + source.read_bytes())
-    return digest.hexdigest()
-
-
-_FINGERPRINT = _code_fingerprint()
+_CLOSURES = fingerprint(estate)
+_VERDICTS = fingerprint(estate, detect)
 
 
 class SnapshotStore:
-    """One snapshot per graph, settings and selection under ``<state>/closures``, replaced atomically."""
+    """One snapshot and one set of verdicts per graph, settings and selection under ``<state>/closures``,
+    each replaced atomically."""
 
     def __init__(self, state_dir: str | os.PathLike[str]) -> None:
         self.folder = Path(state_dir) / "closures"
 
-    def _path(self, key: str) -> Path:
-        return self.folder / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}.pickle"
+    def _path(self, key: str, kind: str) -> Path:
+        return self.folder / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}{kind}.pickle"
 
     def load(self, key: str) -> Snapshot | None:
         """The snapshot kept for ``key``; None when there is none this code can trust."""
-        try:
-            fingerprint, snapshot = pickle.loads(self._path(key).read_bytes())
-        except Exception:  # a cache: whatever is wrong with it, the scan reads the graph instead
-            return None
-        if fingerprint != _FINGERPRINT or not isinstance(snapshot, Snapshot) or snapshot.key != key:
-            return None
-        return snapshot
+        snapshot = _read(self._path(key, ""), _CLOSURES)
+        return snapshot if isinstance(snapshot, Snapshot) and snapshot.key == key else None
 
     def save(self, snapshot: Snapshot) -> None:
-        blob = pickle.dumps((_FINGERPRINT, snapshot), protocol=pickle.HIGHEST_PROTOCOL)
-        write_atomically(self._path(snapshot.key), blob, "closure snapshot")
+        write_atomically(self._path(snapshot.key, ""), stamped(snapshot, _CLOSURES), "closure snapshot")
+
+    def load_verdicts(self, key: str) -> Verdicts | None:
+        """The verdicts kept for ``key``; None when there are none this code can trust."""
+        verdicts = _read(self._path(key, ".verdicts"), _VERDICTS)
+        return verdicts if isinstance(verdicts, Verdicts) and verdicts.key == key else None
+
+    def save_verdicts(self, verdicts: Verdicts) -> None:
+        write_atomically(self._path(verdicts.key, ".verdicts"), stamped(verdicts, _VERDICTS), "scan verdicts")
+
+
+def _read(path: Path, stamp: str) -> object | None:
+    try:
+        blob = path.read_bytes()
+    except OSError:
+        return None
+    return unstamped(blob, stamp)

@@ -25,6 +25,8 @@ from recall_dagster.estate.columns import Col, ColumnGraph, column_name
 
 NAME = "profile_drift"
 CASES = ("shift",)
+# Judged at the scan's instant: rerun on every scan, never reused from the last one (recall_dagster.verdicts).
+VOLATILE = True
 ROWS = ""  # the "column" a table's row count is kept under
 TRAINED = "the profile when this version trained"
 PREVIOUS = "the profile before it (no training time is recorded)"

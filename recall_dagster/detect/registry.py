@@ -39,10 +39,11 @@ class Detector:
     detect: DetectFn
     cases: tuple[str, ...]  # severity cases it reads from recall.yaml
     identity: Callable[[Finding], Any] | None  # what identifies a finding's evidence, when not all of it
+    volatile: bool = False  # reads more than the closure and the config (the instant, the baselines)
 
 
 DETECTORS: tuple[Detector, ...] = tuple(
-    Detector(m.NAME, m.detect, m.CASES, getattr(m, "identity", None))
+    Detector(m.NAME, m.detect, m.CASES, getattr(m, "identity", None), getattr(m, "VOLATILE", False))
     for m in (
         training_source_schema_drift,
         orphaned_feature,
@@ -107,13 +108,35 @@ def run_detectors(
 
 
 def first_pass(
-    closures: Sequence[ModelClosure], config: RecallConfig, schema_baselines: Mapping[str, SchemaBaseline]
+    closures: Sequence[ModelClosure],
+    config: RecallConfig,
+    schema_baselines: Mapping[str, SchemaBaseline],
+    judged: Mapping[str, Sequence[Finding]] | None = None,
 ) -> Found:
     """Every enabled detector but ``blast_radius``: each needs one closure only, so shards of an estate
-    can run this pass apart."""
+    can run this pass apart.
+
+    ``judged`` holds, per model, what the steady detectors found in the same closure under the same
+    config before (:func:`steady`): they are not run again on it, the volatile ones are.
+    """
     enabled = [d for d in DETECTORS if config.enabled(d.name) and d.name != _SECOND_PASS]
     state = DetectorState(schema_baselines=schema_baselines)
-    return {c.urn: [f for d in enabled for f in d.detect(c, config, state)] for c in closures}
+    earlier = judged or {}
+
+    def findings(closure: ModelClosure) -> list[Finding]:
+        kept = earlier.get(closure.urn)
+        if kept is None:
+            return [f for d in enabled for f in d.detect(closure, config, state)]
+        return [f for d in enabled
+                for f in (d.detect(closure, config, state) if d.volatile else [k for k in kept if k.detector == d.name])]
+
+    return {c.urn: findings(c) for c in closures}
+
+
+def steady(found: Found) -> dict[str, tuple[Finding, ...]]:
+    """What the detectors that read only the closure and the config found: the verdicts a rescan may keep."""
+    volatile = {d.name for d in DETECTORS if d.volatile}
+    return {urn: tuple(f for f in fs if f.detector not in volatile) for urn, fs in found.items()}
 
 
 def second_pass(

@@ -14,6 +14,8 @@ from recall_dagster.estate import ModelClosure
 
 NAME = "upstream_staleness"
 CASES = ("stale",)
+# Judged at the scan's instant: rerun on every scan, never reused from the last one (recall_dagster.verdicts).
+VOLATILE = True
 _HOUR_MS = 3_600_000
 
 

@@ -20,7 +20,7 @@ incremental closures equal what a full resolve gives.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Mapping, Sequence
 
 from recall_dagster.estate.closure import ModelClosure
@@ -55,6 +55,7 @@ class Rescan:
     changed: int = 0  # entities written since the last scan, when the graph could say
     reread: int = 0  # models resolved from the graph
     reused: int = 0  # closures taken from the last scan
+    kept: frozenset[str] = field(default=frozenset(), repr=False)  # the models whose closures those are
 
     def summary(self) -> str:
         if self.mode == "full":
@@ -81,6 +82,7 @@ def combined(rescans: Sequence[Rescan]) -> Rescan | None:
         changed=max(r.changed for r in rescans),
         reread=sum(r.reread for r in rescans),
         reused=sum(r.reused for r in rescans),
+        kept=frozenset().union(*(r.kept for r in rescans)),
     )
 
 
@@ -181,7 +183,8 @@ def resolve_incremental(
         return _stamped(snapshot, scanned_at_ms), snapshot, rescan
     if changes.token == previous.token:
         return _stamped(previous, scanned_at_ms), previous, Rescan(
-            "incremental", "nothing changed since the last scan", reused=len(previous.closures))
+            "incremental", "nothing changed since the last scan", reused=len(previous.closures),
+            kept=frozenset(previous.closures))
     listed = set(graph.list_urns("mlModel"))
     affected = _affected(previous, listed, _reached(graph, changes.urns)) if changes.urns else set()
     kept = listed - affected
@@ -195,10 +198,10 @@ def resolve_incremental(
         closures={**{u: c for u, c in previous.closures.items() if u in kept}, **update.closures},
         depends={**{u: previous.depends[u] for u in kept}, **update.depends},
     )
-    reused = sum(1 for u in previous.closures if u in kept)
+    reused = frozenset(u for u in previous.closures if u in kept)
     changed = len(changes.urns)
     rescan = Rescan("incremental", f"{changed:,} entit{'y' if changed == 1 else 'ies'} changed since the last scan",
-                    changed=changed, reread=len(affected), reused=reused)
+                    changed=changed, reread=len(affected), reused=len(reused), kept=reused)
     return _stamped(snapshot, scanned_at_ms), snapshot, rescan
 
 
