@@ -2,7 +2,8 @@
 
 Warehouse injuries are Postgres DDL and data changes; metadata injuries are the
 edits a person (or an HR sync, or a classifier) would make in DataHub; the
-feature store's half-finished migration is an edit to the serving registry.
+feature store's half-finished migration is an edit to the registry Feast serves
+from (the fraud view's export then reads one feature from the v2 mart).
 ``heal`` undoes each of them the same way, so the system stands down by itself.
 """
 
@@ -49,7 +50,7 @@ def training_registry_path(settings: Settings) -> Path:
 
 
 def serving_registry(settings: Settings) -> FeatureRegistry:
-    """What the feature store serves from; equals the training registry until someone migrates it."""
+    """What Feast serves from; equals the training registry until someone migrates it."""
     path = serving_registry_path(settings)
     return load_registry(path) if path.exists() else load_registry()
 
