@@ -254,15 +254,6 @@ def finish_detection(
     return second_pass(closures, found, config, _still_open(acks, at_ms))
 
 
-def detect_and_record(
-    closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, *, accept_schema: Sequence[str] = (),
-    acks: Sequence[Acknowledgement] = (), at_ms: int,
-) -> Detection:
-    """Every detector: :func:`find_and_record`, then :func:`finish_detection`."""
-    found = find_and_record(closures, config, store, accept_schema=accept_schema)
-    return finish_detection(closures, found, config, acks=acks, at_ms=at_ms)
-
-
 def select_closures(
     graph: MetadataGraph,
     config: RecallConfig,
@@ -365,15 +356,26 @@ def scan_shard(
         raise ConfigError("accept a table's schema in a scan of the whole estate: a shard may not hold the table")
     closures, rescan = scan_closures(graph, config, scanned_at_ms=scanned_at_ms, include_all=include_all,
                                      models=models, snapshots=snapshots, full=full, shard=shard)
-    if snapshots is None or rescan is None:
-        found = find_and_record(closures, config, store, accept_schema=accept_schema)
-        return ShardScan(shard, scanned_at_ms, tuple(closures), found, rescan)
-    key, digest = snapshot_key(graph.location, config.resolve, include_all, shard), config_digest(config)
+    key = snapshot_key(graph.location, config.resolve, include_all, shard) if rescan is not None else None
+    found = find_again(closures, config, store, snapshots=snapshots, key=key, rescan=rescan,
+                       accept_schema=accept_schema)
+    return ShardScan(shard, scanned_at_ms, tuple(closures), found, rescan)
+
+
+def find_again(
+    closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, *,
+    snapshots: SnapshotStore | None, key: str | None, rescan: Rescan | None, accept_schema: Sequence[str] = (),
+) -> Found:
+    """:func:`find_and_record`, keeping the last scan's verdicts (:mod:`recall_dagster.verdicts`) on the
+    closures ``rescan`` took from the snapshot under ``key``; without a snapshot, every closure is judged."""
+    if snapshots is None or key is None or rescan is None:
+        return find_and_record(closures, config, store, accept_schema=accept_schema)
+    digest = config_digest(config)
     judged = reusable(snapshots.load_verdicts(key), key, digest, rescan.kept)
     found = find_and_record(closures, config, store, accept_schema=accept_schema, judged=judged)
     if len(judged) < len(closures):
         snapshots.save_verdicts(Verdicts(key, digest, steady(found)))
-    return ShardScan(shard, scanned_at_ms, tuple(closures), found, rescan)
+    return found
 
 
 def _whole(parts: Sequence[ShardScan]) -> None:

@@ -26,6 +26,7 @@ from recall_dagster.impact.models import MlflowModels
 from recall_dagster.instants import iso_instant
 from recall_dagster.scan import JsonStateStore, load_config, run_scan
 from recall_dagster.settings import Settings
+from tests.scan.detector_spy import count_detector_runs, volatile_detectors
 from tests.scan.scan_estates import SCAN_AT_MS, ingest
 
 SHARDS = 3
@@ -123,3 +124,25 @@ def test_shards_of_different_instants_are_not_merged_and_one_backfill_merges(
         tick = merge_tick(defs, instance, None)
         assert tick.cursor == str(SCAN_AT_MS + 3_600_000), "the backfill's start is every shard's instant"
         assert scan.execute_in_process(instance=instance).success
+
+
+def test_an_unsharded_rescan_in_dagster_keeps_the_verdicts_on_closures_no_change_reached(
+    general: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``model_closures`` -> ``risk_findings`` as the ``recall_scan`` job runs them, twice on an unchanged graph."""
+    defs = location(tmp_path / "home", shutil.copyfile(general, tmp_path / "general.db"), shards=1)
+    job, selection = defs.resolve_job_def("recall_scan"), [AssetKey("model_closures"), AssetKey("risk_findings")]
+    runs = count_detector_runs(monkeypatch)
+    with instance_for_test() as instance:
+        first = job.execute_in_process(instance=instance, asset_selection=selection)
+        models = runs["pii_exposure"]
+        runs.clear()
+        again = job.execute_in_process(instance=instance, asset_selection=selection)
+    assert models > 0 and set(runs) == volatile_detectors()
+
+    def by_detector(result) -> str:  # noqa: ANN001 - an ExecuteInProcessResult
+        [materialization] = result.asset_materializations_for_node("risk_findings")
+        return materialization.metadata["by_detector"].value
+
+    assert by_detector(again) == by_detector(first)
+

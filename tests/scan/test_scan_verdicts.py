@@ -7,6 +7,7 @@ from contextlib import closing
 from dataclasses import replace
 
 import pytest
+from detector_spy import count_detector_runs, volatile_detectors
 from scan_estates import SCAN_AT_MS
 
 from recall_dagster.detect import registry
@@ -23,21 +24,6 @@ def _findings(result) -> list[tuple[str, str, str, str, str]]:  # noqa: ANN001 -
                   for m in result.models for f in m.findings)
 
 
-def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """Every detector, counting the closures it is run on."""
-    runs: dict[str, int] = {}
-
-    def counted(detector: registry.Detector) -> registry.Detector:
-        def detect(closure, config, state):  # noqa: ANN001, ANN202 - the detector signature
-            runs[detector.name] = runs.get(detector.name, 0) + 1
-            return detector.detect(closure, config, state)
-
-        return replace(detector, detect=detect)
-
-    monkeypatch.setattr(registry, "DETECTORS", tuple(counted(d) for d in registry.DETECTORS))
-    return runs
-
-
 def test_every_detector_that_reads_the_instant_or_the_baselines_says_it_is_volatile() -> None:
     for detector in registry.DETECTORS:
         module = importlib.import_module(f"recall_dagster.detect.{detector.name}")
@@ -50,7 +36,7 @@ def test_an_unchanged_estate_is_judged_again_only_by_the_detectors_that_may_have
     estate, tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config, snapshots, baselines = load_config(), SnapshotStore(tmp_path / "state"), MemoryStateStore()
-    runs = _counting(monkeypatch)
+    runs = count_detector_runs(monkeypatch)
     with closing(LiteGraph(estate("general"))) as graph:
         first = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
         models = len(first.models)
@@ -58,8 +44,7 @@ def test_an_unchanged_estate_is_judged_again_only_by_the_detectors_that_may_have
         runs.clear()
         later = SCAN_AT_MS + 60 * DAY  # long enough for tables to go stale
         again = run_scan(graph, config, baselines, scanned_at_ms=later, include_all=True, snapshots=snapshots)
-        volatile = {d.name for d in registry.DETECTORS if d.volatile}
-        assert set(runs) == volatile and all(n == models for n in runs.values())
+        assert set(runs) == volatile_detectors() and all(n == models for n in runs.values())
         full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=later, include_all=True)
     assert _findings(again) == _findings(full)
     stale = [f for f in _findings(again) if f[1] == "upstream_staleness"]
@@ -73,7 +58,7 @@ def test_a_new_config_judges_every_closure_again(estate, tmp_path, monkeypatch: 
         quiet = replace(config, detectors={
             **config.detectors, "ownership_vacuum": DetectorConfig(enabled=False, severity={}),
         })
-        runs = _counting(monkeypatch)
+        runs = count_detector_runs(monkeypatch)
         again = run_scan(graph, quiet, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
         assert runs["pii_exposure"] == len(again.models)
         full = run_scan(graph, quiet, MemoryStateStore(baselines.baselines), scanned_at_ms=SCAN_AT_MS,

@@ -1,0 +1,28 @@
+"""A spy on the detectors: how many closures each is run on, for tests of what a rescan judges again."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from recall_dagster.detect import registry
+
+
+def count_detector_runs(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Every detector, counting the closures it is run on (in this process)."""
+    runs: dict[str, int] = {}
+
+    def counted(detector: registry.Detector) -> registry.Detector:
+        def detect(closure, config, state):  # noqa: ANN001, ANN202 - the detector signature
+            runs[detector.name] = runs.get(detector.name, 0) + 1
+            return detector.detect(closure, config, state)
+
+        return replace(detector, detect=detect)
+
+    monkeypatch.setattr(registry, "DETECTORS", tuple(counted(d) for d in registry.DETECTORS))
+    return runs
+
+
+def volatile_detectors() -> set[str]:
+    return {d.name for d in registry.DETECTORS if d.volatile}
