@@ -192,14 +192,14 @@ def _materialise_and_check(store: Any, table: FeatureTable, frame: pd.DataFrame)
     store.materialize(start_date=start, end_date=end, feature_views=[table.name])
     window = frame[(frame[TIMESTAMP] >= start) & (frame[TIMESTAMP] < end)]
     latest = window.sort_values(TIMESTAMP).drop_duplicates(list(table.keys), keep="last")
-    sample = latest.sort_values(list(table.keys)).head(SAMPLE_ROWS)
+    sample = latest.sort_values(list(table.keys)).head(SAMPLE_ROWS).to_dict("records")
     names = [f.name for f in table.features]
     served = store.get_online_features(
         features=[feature_ref(table.name, n) for n in names],
-        entity_rows=[{k: row[k] for k in table.keys} for row in sample.to_dict("records")],
+        entity_rows=[{k: row[k] for k in table.keys} for row in sample],
     ).to_dict()
     mismatches = []
-    for i, row in enumerate(sample.to_dict("records")):
+    for i, row in enumerate(sample):
         for name in names:
             if not _same(served[name][i], row[name]):
                 key = ",".join(str(row[k]) for k in table.keys)

@@ -232,7 +232,8 @@ def export_mcps(registry: FeatureRegistry, exports: Iterable[Export]) -> list[Me
                                        type=m.SchemaFieldDataTypeClass(type=_field_type(arrow)()))
                     for name, arrow in export.columns],
         )))
-        reads = [c for c in export_columns(table) if c.name in dict(export.columns)]
+        written = {name for name, _ in export.columns}
+        reads = [c for c in export_columns(table) if c.name in written]
         sources = list(dict.fromkeys(table_urn(registry, c.table) for c in reads))
         out.append(_mcp(urn, m.UpstreamLineageClass(
             upstreams=[m.UpstreamClass(dataset=u, type=m.DatasetLineageTypeClass.TRANSFORMED) for u in sources],

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from ml_models.registry import FeatureRegistry
 from recall_dagster.errors import ServiceUnreachable, StackError
 from recall_dagster.settings import Settings
 
@@ -66,12 +67,14 @@ def mlflow_recipe(settings: Settings) -> dict[str, Any]:
     }
 
 
-def feast_recipe(settings: Settings, repo: Path, env: str, owners: list[str]) -> dict[str, Any]:
-    """The official feast source over the demo's repository; ``owners`` are the owner ids its feature views
-    carry, mapped to themselves (the source extracts no owner it has no mapping for)."""
+def feast_recipe(settings: Settings, repo: Path, registry: FeatureRegistry) -> dict[str, Any]:
+    """The official feast source over the demo's repository; the owner ids its feature views carry are
+    mapped to themselves (the source extracts no owner it has no mapping for)."""
+    owners = sorted({o.id for table in registry.feature_tables for o in table.owners})
     mappings = [{"feast_owner_name": o, "datahub_owner_urn": o, "datahub_ownership_type": "TECHNICAL_OWNER"}
                 for o in owners]
-    config: dict[str, Any] = {"path": str(repo), "environment": env, "enable_owner_extraction": bool(mappings)}
+    config: dict[str, Any] = {"path": str(repo), "environment": registry.env,
+                              "enable_owner_extraction": bool(mappings)}
     if mappings:
         config["owner_mappings"] = mappings
     return {"source": {"type": "feast", "config": config}, "sink": sink_config(settings)}

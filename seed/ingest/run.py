@@ -40,8 +40,7 @@ def ingest_all(
     written = run_recipe(settings, "dbt", dbt_recipe(settings, artifacts.manifest.parent, [artifacts.run_results]))
     written += run_recipe(settings, "mlflow", mlflow_recipe(settings))
     if (feast_repo / "feature_store.yaml").exists():  # a Dagster dbt step may ingest before Feast first serves
-        owners = sorted({o.id for table in registry.feature_tables for o in table.owners})
-        written += run_recipe(settings, "feast", feast_recipe(settings, feast_repo, registry.env, owners))
+        written += run_recipe(settings, "feast", feast_recipe(settings, feast_repo, registry))
     versions = read_mlflow_state(settings.mlflow_uri, [spec.registered_name for spec in registry.models])
     graph = open_graph(settings)
     try:
@@ -50,7 +49,7 @@ def ingest_all(
         current = graph.get_aspects(urns)
         mcps = enrich.catalog_mcps(registry)
         mcps += enrich.model_mcps(registry, versions, deployed, current)
-        mcps += enrich.export_mcps(registry, _exports(feast_repo, registry))
+        mcps += enrich.export_mcps(registry, read_exports(feast_repo, registry))
         mcps += enrich.operation_mcps(
             registry, enrich.dbt_operations(artifacts.manifest, artifacts.run_results, artifacts.sources)
         )
@@ -61,7 +60,7 @@ def ingest_all(
     return IngestSummary(written, report.written, tuple(versions))
 
 
-def _exports(repo: Path, registry: FeatureRegistry) -> list[enrich.Export]:
+def read_exports(repo: Path, registry: FeatureRegistry) -> list[enrich.Export]:
     """The export files Feast serves from, read where they lie: their Arrow schema and modification time."""
     exports = []
     for table in registry.feature_tables:

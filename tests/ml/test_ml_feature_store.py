@@ -20,19 +20,17 @@ from ml_models.feature_store import ONLINE_WINDOW, feature_ref, serve, source_pa
 from ml_models.train import train_model
 from seed.ingest import enrich
 from seed.ingest.mlflow_state import read_mlflow_state
-from seed.ingest.run import _exports
+from recall_dagster.settings import Settings
+from seed.ingest.recipes import feast_recipe
+from seed.ingest.run import read_exports
 
 NOW = datetime(2024, 3, 2, tzinfo=timezone.utc)
 FRAUD = "fraud_transaction_features"
 
 
 def _source_aspects(repo: Path, registry: FeatureRegistry) -> dict[str, dict[str, Any]]:
-    """Every aspect DataHub's feast source emits for the repository, as a recipe with owner mappings runs it."""
-    owners = sorted({o.id for t in registry.feature_tables for o in t.owners})
-    config = {
-        "path": str(repo), "environment": registry.env, "enable_owner_extraction": True,
-        "owner_mappings": [{"feast_owner_name": o, "datahub_owner_urn": o} for o in owners],
-    }
+    """Every aspect DataHub's feast source emits for the repository, configured as the demo's recipe is."""
+    config = feast_recipe(Settings.under(repo.parent), repo, registry)["source"]["config"]
     source = FeastRepositorySource.create(config, PipelineContext(run_id="recall-test"))
     aspects: dict[str, dict[str, Any]] = defaultdict(dict)
     for unit in source.get_workunits():
@@ -102,7 +100,7 @@ def test_datahub_feast_source_names_features_as_enrichment_links_them_and_the_ex
         assert aspects[urn]["mlFeatureProperties"].sources == [export]
 
     written = defaultdict(dict)
-    for mcp in enrich.export_mcps(registry, _exports(repo, registry)):
+    for mcp in enrich.export_mcps(registry, read_exports(repo, registry)):
         written[mcp.entityUrn][mcp.aspectName] = mcp.aspect
     lineage = written[export]["upstreamLineage"]
     assert {u.dataset for u in lineage.upstreams} == {
