@@ -1,10 +1,10 @@
-# Two entry points for a fresh machine: `make demo` and `make test`.
+# Two entry points for a fresh machine: `make demo` and `make test`; CI also runs `make test-slow`.
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install dagster clean
+.PHONY: demo test test-slow install dagster clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,8 +17,13 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m seed demo
 
+PYTEST := $(BIN)/python -m pytest --basetemp=.pytest-tmp --durations=20 -n auto --dist loadfile
+
 test: $(STAMP)
-	$(BIN)/python -m pytest --basetemp=.pytest-tmp --durations=20 -n auto --dist loadfile
+	$(PYTEST) -m "not slow"
+
+test-slow: $(STAMP)
+	$(PYTEST) -m slow
 
 dagster: $(STAMP)
 	$(BIN)/recall dagster

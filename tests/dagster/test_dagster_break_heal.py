@@ -15,7 +15,7 @@ from tests.conftest import built_estate
 from seed import injuries, lifecycle
 from seed.dagster.definitions import build_definitions
 
-pytestmark = pytest.mark.stack
+pytestmark = [pytest.mark.stack, pytest.mark.slow]
 
 FRAUD = AssetKey(["ml", "fraud_detector"])
 GATE = AssetKey(["ml", "fraud_detector_retrain_gate"])

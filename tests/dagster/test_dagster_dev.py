@@ -27,6 +27,7 @@ def test_dagster_home_lives_under_recall_home_and_keeps_a_teams_instance_file(tm
 
 
 @pytest.mark.stack
+@pytest.mark.slow
 def test_graphql_lists_the_assets_checks_sensors_and_schedules(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "--recall-home", str(tmp_path)], capture_output=True, text=True, timeout=600

@@ -30,7 +30,7 @@ from seed.stack.warehouse import ensure_warehouse
 from tests.conftest import built_estate
 from seed.dagster.definitions import build_definitions
 
-pytestmark = pytest.mark.stack
+pytestmark = [pytest.mark.stack, pytest.mark.slow]
 
 FRAUD = AssetKey(["ml", "fraud_detector"])
 GATE_ASSET = AssetKey(["ml", "fraud_detector_retrain_gate"])

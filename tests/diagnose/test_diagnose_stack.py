@@ -21,7 +21,7 @@ from tests.contracts.conform import conforms
 from tests.conftest import built_estate, point_recall_at
 from seed import injuries, lifecycle
 
-pytestmark = pytest.mark.stack
+pytestmark = [pytest.mark.stack, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from recall_dagster.settings import Settings
 from seed import lifecycle
 from tests.conftest import built_estate, point_recall_at
 
-pytestmark = pytest.mark.stack
+pytestmark = [pytest.mark.stack, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ from tests.conftest import built_estate, point_recall_at
 from seed.stack.warehouse import ensure_warehouse
 from tests.writeback.wb_support import WritebackGms, serve
 
-pytestmark = pytest.mark.stack
+pytestmark = [pytest.mark.stack, pytest.mark.slow]
 
 FRAUD_COLUMNS = [
     ("fct_transactions", "amount"),

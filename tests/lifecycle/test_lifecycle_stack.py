@@ -21,7 +21,7 @@ from recall_dagster.settings import Settings
 from seed.stack.warehouse import ensure_warehouse
 from seed import lifecycle
 
-pytestmark = pytest.mark.stack
+pytestmark = [pytest.mark.stack, pytest.mark.slow]
 
 FRAUD = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,fraud_detector_{},PROD)"
 TEST = "not_null_fct_transactions_unit_price"

@@ -20,7 +20,7 @@ from recall_dagster.settings import Settings
 from seed import lifecycle
 from tests.conftest import point_recall_at
 
-pytestmark = pytest.mark.stack
+pytestmark = [pytest.mark.stack, pytest.mark.slow]
 
 TOOLS = {"scan_model", "blast_radius", "blind_window", "retrain_gate", "impact_test", "explain_finding",
          "list_incidents"}

@@ -23,7 +23,7 @@ from seed.stack.dbt import PROJECT_DIR, dbt_env
 from seed.stack.warehouse import ensure_warehouse
 from tests.conftest import built_estate, point_recall_at
 
-pytestmark = pytest.mark.stack
+pytestmark = [pytest.mark.stack, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

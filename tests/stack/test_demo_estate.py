@@ -28,7 +28,7 @@ from recall_dagster.settings import Settings
 from tests.contracts.conform import conforms
 from seed import lifecycle
 
-pytestmark = pytest.mark.stack
+pytestmark = [pytest.mark.stack, pytest.mark.slow]
 
 FRAUD_V1 = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,fraud_detector_1,PROD)"
 
