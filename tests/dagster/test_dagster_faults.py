@@ -40,6 +40,8 @@ from recall_dagster.graph import GmsGraph
 from tests.cutting import free_port
 from tests.writeback.wb_support import BREAK, HEALTHY, WritebackGms, gms_estate
 
+pytestmark = pytest.mark.slow  # real runs and daemon ticks on two instance storages, about a minute and a half
+
 ROOT = Path(__file__).resolve().parents[2]
 ASSERTION = "urn:li:assertion:user-stats-not-null"
 USER_STATS = "urn:li:dataset:(urn:li:dataPlatform:bigquery,proj.features.user_stats,PROD)"
