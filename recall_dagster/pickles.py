@@ -9,12 +9,13 @@ modules that define what it holds, and one stamped by other code is refused.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import pickle
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from recall_dagster.collector import paused
 
 
 def fingerprint(*packages: ModuleType) -> str:
@@ -33,21 +34,14 @@ def stamped(value: Any, stamp: str) -> bytes:
 def unstamped(blob: bytes, stamp: str) -> Any | None:
     """What ``blob`` holds, or None when it is damaged or was stamped by other code.
 
-    The collector is paused while it loads: a snapshot of 10,000 closures is
-    millions of new objects, none of them garbage, and the collections their
-    allocation would set off cost as much as the load itself.  They are then
-    put straight into the oldest generation (freeze, unfreeze), so the next
-    young collections do not walk them all once more.
+    Loaded with the collector paused (:mod:`recall_dagster.collector`): a
+    snapshot of 10,000 closures is millions of new objects, none of them
+    garbage, and the collections their allocation would set off cost as much
+    as the load itself.
     """
-    collecting = gc.isenabled()
-    gc.disable()
     try:
-        found, value = pickle.loads(blob)
+        with paused():
+            found, value = pickle.loads(blob)
     except Exception:  # damaged, truncated, or classes that are gone: not ours to read
         return None
-    finally:
-        gc.freeze()
-        gc.unfreeze()
-        if collecting:
-            gc.enable()
     return value if found == stamp else None

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Protocol, Sequence
 import yaml
 
 from recall_dagster.acks.model import Accepted, Acknowledgement, split
+from recall_dagster.collector import while_paused
 from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import Detection, Finding, RecallConfig, check_config, parse_config
 from recall_dagster.detect.registry import Found, OpenFindings, first_pass, second_pass, steady
@@ -138,7 +139,7 @@ def record_baselines(
     (``recall scan --accept-schema TABLE``; ``*`` accepts every one). A name
     that matches no scanned table is a :class:`ConfigError`, not a silent no-op.
     """
-    updated = {u: dict(c) for u, c in baselines.items()}
+    updated = dict(baselines)  # a baseline is replaced whole, never edited: the copy may share them
     matched: set[str] = set()
     for closure in closures:
         for urn, dataset in closure.datasets.items():
@@ -337,6 +338,7 @@ class ShardScan:
     rescan: Rescan | None = None
 
 
+@while_paused
 def scan_shard(
     graph: MetadataGraph,
     config: RecallConfig,
@@ -362,6 +364,7 @@ def scan_shard(
     return ShardScan(shard, scanned_at_ms, tuple(closures), found, rescan)
 
 
+@while_paused
 def find_again(
     closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, *,
     snapshots: SnapshotStore | None, key: str | None, rescan: Rescan | None, accept_schema: Sequence[str] = (),
@@ -416,6 +419,7 @@ def gather(parts: Sequence[ShardScan]) -> ShardScan:
     )
 
 
+@while_paused
 def merge_shards(
     parts: Sequence[ShardScan],
     config: RecallConfig,

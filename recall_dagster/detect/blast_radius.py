@@ -10,7 +10,7 @@ two indexes, so the per-model findings and the section never disagree.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Container, Iterable
 
 from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
@@ -37,15 +37,17 @@ class BlastRadius:
         }
 
 
-def exposure_index(closures: Iterable[ModelClosure]) -> dict[str, Exposure]:
-    """Dataset URN -> production models whose closure holds it, and their live deployments."""
+def exposure_index(closures: Iterable[ModelClosure], at_risk: Container[str]) -> dict[str, Exposure]:
+    """Dataset URN -> production models whose closure holds it, and their live deployments; only for the
+    datasets ``at_risk``, since no other dataset endangers anyone (and most of an estate's are healthy)."""
     models: dict[str, set[str]] = {}
     deployments: dict[str, set[str]] = {}
     for closure in closures:
-        if not closure.production:
+        held = [urn for urn in closure.datasets if urn in at_risk] if closure.production else ()
+        if not held:
             continue
         live = {d.urn for d in closure.live_deployments}
-        for urn in closure.datasets:
+        for urn in held:
             models.setdefault(urn, set()).add(closure.urn)
             deployments.setdefault(urn, set()).update(live)
     return {u: Exposure(tuple(sorted(models[u])), tuple(sorted(deployments[u]))) for u in sorted(models)}

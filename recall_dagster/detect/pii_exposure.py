@@ -10,7 +10,7 @@ from __future__ import annotations
 from recall_dagster.detect.config import PiiConfig, RecallConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
-from recall_dagster.estate import Model, ModelClosure, Term
+from recall_dagster.estate import Dataset, Model, ModelClosure, Term
 
 NAME = "pii_exposure"
 CASES = ("unjustified",)
@@ -28,14 +28,19 @@ def justified(model: Model, pii: PiiConfig) -> bool:
     )
 
 
+def _marked(dataset: Dataset, pii: PiiConfig) -> tuple[tuple[str, ...], bool]:
+    """The dataset's PII columns, and whether the dataset as a whole is marked."""
+    columns = tuple(sorted(f.path for f in dataset.fields or () if marks_pii(f.tags, f.terms, pii)))
+    return columns, marks_pii(dataset.tags, dataset.terms, pii)
+
+
 def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
     pii = config.pii
     if justified(closure.model, pii):
         return []
     findings: list[Finding] = []
     for urn, dataset in sorted(closure.datasets.items()):
-        columns = sorted(f.path for f in dataset.fields or () if marks_pii(f.tags, f.terms, pii))
-        whole = marks_pii(dataset.tags, dataset.terms, pii)
+        columns, whole = state.memo.once(NAME, (dataset, pii), lambda: _marked(dataset, pii))
         if not columns and not whole:
             continue
         what = f"PII columns {', '.join(columns)}" if columns else "PII"
@@ -48,7 +53,7 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
                 f"{dataset.name} carries {what} into {closure.model.name}, which records no PII "
                 "justification",
                 cause=urn,
-                columns=columns,
+                columns=list(columns),
                 dataset_marked=whole,
             )
         )

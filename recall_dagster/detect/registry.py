@@ -143,10 +143,9 @@ def second_pass(
     closures: Sequence[ModelClosure], found: Found, config: RecallConfig, open_findings: OpenFindings | None = None
 ) -> Detection:
     """``blast_radius`` over the whole estate: ``closures`` and what the first pass ``found`` in each."""
-    exposure = blast_radius.exposure_index(closures)
     still_open = (open_findings(c, found[c.urn]) if open_findings else found[c.urn] for c in closures)
-    state = DetectorState(exposure=exposure, at_risk=blast_radius.at_risk_index(
-        (f for fs in still_open for f in fs), config))
+    at_risk = blast_radius.at_risk_index((f for fs in still_open for f in fs), config)
+    state = DetectorState(exposure=blast_radius.exposure_index(closures, at_risk), at_risk=at_risk)
     enabled = config.enabled(_SECOND_PASS)
     second = {c.urn: blast_radius.detect(c, config, state) if enabled else [] for c in closures}
     return Detection(

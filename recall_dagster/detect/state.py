@@ -3,13 +3,16 @@
 Detectors stay pure functions of ``(closure, config, state)``.  Everything that
 needs memory (schema baselines from earlier scans) or a view across models
 (which production models a dataset endangers) is computed outside and handed
-in here, read-only.
+in here, read-only.  ``memo`` is the one mutable part: a cache of per-dataset
+work, alive for one pass (:mod:`recall_dagster.detect.memo`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Mapping
+
+from recall_dagster.detect.memo import Memo
 
 SchemaBaseline = Mapping[str, str]  # simple field path -> type
 
@@ -26,7 +29,8 @@ class Exposure:
 class DetectorState:
     # dataset URN -> its schema as first recorded (see scan.py's state store)
     schema_baselines: Mapping[str, SchemaBaseline] = field(default_factory=dict)
-    # dataset URN -> who depends on it, over every scanned closure
+    # dataset URN at risk -> who depends on it, over every scanned closure
     exposure: Mapping[str, Exposure] = field(default_factory=dict)
     # dataset URN -> detectors that put it at risk in this scan (filled between passes)
     at_risk: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    memo: Memo = field(default_factory=Memo, compare=False, repr=False)

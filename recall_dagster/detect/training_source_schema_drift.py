@@ -18,6 +18,7 @@ from typing import Iterable, Mapping
 
 from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
+from recall_dagster.detect.memo import Memo
 from recall_dagster.detect.state import DetectorState, SchemaBaseline
 from recall_dagster.estate import FieldRef, ModelClosure
 from recall_dagster.estate.columns import Col, column_name
@@ -72,7 +73,7 @@ def model_input_columns(closure: ModelClosure, baselines: Mapping[str, SchemaBas
 Change = dict[str, "str | None"]
 
 
-def _changes(before: SchemaBaseline, after: Mapping[str, str]) -> list[Change]:
+def _changes(before: SchemaBaseline, after: Mapping[str, str]) -> tuple[Change, ...]:
     changes: list[Change] = []
     for column in sorted(set(before) | set(after)):
         if column not in before:
@@ -81,7 +82,7 @@ def _changes(before: SchemaBaseline, after: Mapping[str, str]) -> list[Change]:
             changes.append({"column": column, "change": "removed", "before": before[column], "after": None})
         elif before[column] != after[column]:
             changes.append({"column": column, "change": "retyped", "before": before[column], "after": after[column]})
-    return changes
+    return tuple(changes)
 
 
 def _describe(changes: Iterable[Change]) -> str:
@@ -96,19 +97,22 @@ def _describe(changes: Iterable[Change]) -> str:
     return ", ".join(shown) + more
 
 
-def _table_changes(closure: ModelClosure, baselines: Mapping[str, SchemaBaseline]) -> dict[str, tuple[str, list[Change]]]:
+def _table_changes(
+    closure: ModelClosure, baselines: Mapping[str, SchemaBaseline], memo: Memo
+) -> dict[str, tuple[str, list[Change]]]:
     """Canonical table -> (the twin that speaks for it, its changes): a table's dbt node and warehouse twin
     drift together, and are one table."""
     found: dict[str, tuple[str, list[Change]]] = {}
     for urn, dataset in sorted(closure.datasets.items()):
-        if dataset.fields is None or urn not in baselines:
+        fields, baseline = dataset.fields, baselines.get(urn)
+        if fields is None or baseline is None:
             continue
-        changes = _changes(baselines[urn], {f.path: f.type for f in dataset.fields})
-        table = closure.canonical(urn)
+        changes = memo.once(NAME, (fields, baseline), lambda: _changes(baseline, {f.path: f.type for f in fields}))
         if not changes:
             continue
+        table = closure.canonical(urn)
         if table not in found:
-            found[table] = (urn, changes)
+            found[table] = (urn, list(changes))
             continue
         listed = {c["column"] for c in found[table][1]}
         found[table][1].extend(c for c in changes if c["column"] not in listed)
@@ -117,7 +121,7 @@ def _table_changes(closure: ModelClosure, baselines: Mapping[str, SchemaBaseline
 
 def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
     baselines = state.schema_baselines
-    tables = _table_changes(closure, baselines)
+    tables = _table_changes(closure, baselines, state.memo)
     if not tables:
         return []
     inputs = {(closure.canonical(urn), column) for urn, column in model_input_columns(closure, baselines)}

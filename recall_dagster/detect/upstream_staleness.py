@@ -10,7 +10,7 @@ from __future__ import annotations
 from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
-from recall_dagster.estate import ModelClosure
+from recall_dagster.estate import Dataset, Freshness, ModelClosure
 
 NAME = "upstream_staleness"
 CASES = ("stale",)
@@ -23,18 +23,24 @@ def _span(hours: float) -> str:
     return f"{hours / 24:.1f} days" if hours >= 48 else f"{hours:.1f} hours"
 
 
+def _overdue(dataset: Dataset, instant_ms: int, config: RecallConfig) -> tuple[Freshness, float, float] | None:
+    """(its last change, age in hours, window in hours) when ``dataset`` is past its window at the instant."""
+    fresh = None if dataset.missing else dataset.freshness_at(instant_ms)
+    if fresh is None:
+        return None
+    window = config.freshness.window_hours(dataset)
+    age = (instant_ms - fresh.updated_ms) / _HOUR_MS
+    return (fresh, age, window) if age > window else None
+
+
 def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
     findings: list[Finding] = []
+    instant = closure.scanned_at_ms
     for urn, dataset in sorted(closure.datasets.items()):
-        if dataset.missing:
+        overdue = state.memo.once((NAME, instant), (dataset, config), lambda: _overdue(dataset, instant, config))
+        if overdue is None:
             continue
-        fresh = dataset.freshness_at(closure.scanned_at_ms)
-        if fresh is None:
-            continue
-        window = config.freshness.window_hours(dataset)
-        age = (closure.scanned_at_ms - fresh.updated_ms) / _HOUR_MS
-        if age <= window:
-            continue
+        fresh, age, window = overdue
         findings.append(
             finding(
                 closure,
