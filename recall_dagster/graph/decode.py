@@ -90,6 +90,9 @@ class _Compiler:
             return lambda value: value is None
         if kind == "string":
             return lambda value: isinstance(value, str)
+        if kind == "enum":  # the schema's own check (``datum in self.symbols``), without its per-call lookups
+            symbols = tuple(s.symbols)  # type: ignore[attr-defined]
+            return lambda value: value in symbols
         if kind == "array":
             item = self._accepts(s.items)  # type: ignore[attr-defined]
             return lambda value: isinstance(value, list) and all(item(x) for x in value)
