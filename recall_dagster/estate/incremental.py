@@ -54,8 +54,11 @@ class Rescan:
     reason: str
     changed: int = 0  # entities written since the last scan, when the graph could say
     reread: int = 0  # models resolved from the graph
-    reused: int = 0  # closures taken from the last scan
-    kept: frozenset[str] = field(default=frozenset(), repr=False)  # the models whose closures those are
+    kept: frozenset[str] = field(default=frozenset(), repr=False)  # models whose closures the last scan lent
+
+    @property
+    def reused(self) -> int:
+        return len(self.kept)
 
     def summary(self) -> str:
         if self.mode == "full":
@@ -81,7 +84,6 @@ def combined(rescans: Sequence[Rescan]) -> Rescan | None:
         f"{len(full) or len(rescans)} of {len(rescans)} shards: {'; '.join(reasons)}",
         changed=max(r.changed for r in rescans),
         reread=sum(r.reread for r in rescans),
-        reused=sum(r.reused for r in rescans),
         kept=frozenset().union(*(r.kept for r in rescans)),
     )
 
@@ -183,8 +185,7 @@ def resolve_incremental(
         return _stamped(snapshot, scanned_at_ms), snapshot, rescan
     if changes.token == previous.token:
         return _stamped(previous, scanned_at_ms), previous, Rescan(
-            "incremental", "nothing changed since the last scan", reused=len(previous.closures),
-            kept=frozenset(previous.closures))
+            "incremental", "nothing changed since the last scan", kept=frozenset(previous.closures))
     listed = set(graph.list_urns("mlModel"))
     affected = _affected(previous, listed, _reached(graph, changes.urns)) if changes.urns else set()
     kept = listed - affected
@@ -201,7 +202,7 @@ def resolve_incremental(
     reused = frozenset(u for u in previous.closures if u in kept)
     changed = len(changes.urns)
     rescan = Rescan("incremental", f"{changed:,} entit{'y' if changed == 1 else 'ies'} changed since the last scan",
-                    changed=changed, reread=len(affected), reused=len(reused), kept=reused)
+                    changed=changed, reread=len(affected), kept=reused)
     return _stamped(snapshot, scanned_at_ms), snapshot, rescan
 
 
