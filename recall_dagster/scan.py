@@ -142,7 +142,9 @@ def record_baselines(
     updated = dict(baselines)  # a baseline is replaced whole, never edited: the copy may share them
     matched: set[str] = set()
     for closure in closures:
-        for urn, dataset in closure.datasets.items():
+        # without names to accept, only datasets with no baseline yet: a set difference, not a walk of them all
+        for urn in (closure.datasets if accept else sorted(closure.datasets.keys() - updated.keys())):
+            dataset = closure.datasets[urn]
             named = [n for n in accept if _named(closure, urn, n)]
             matched.update(named)
             if dataset.fields is not None and (named or urn not in updated):
