@@ -41,11 +41,9 @@ class _Compiler:
         from avrogen.avrojson import get_global_json_converter
 
         self.converter = get_global_json_converter(False)
-        # records' decoders by full name ("!" + name when trusted), their validators by "?" + name
-        self.named: dict[str, Decoder] = {}
+        self.named: dict[str, Decoder] = {}  # records' decoders by full name, their validators by "?" + name
 
-    def compile(self, s: avro.Schema, trusted: bool = False) -> Decoder:
-        """The decoder of ``s``; a ``trusted`` one decodes values already validated against ``s``."""
+    def compile(self, s: avro.Schema) -> Decoder:
         kind = s.type
         if kind == "null":
             return lambda value: None
@@ -54,30 +52,22 @@ class _Compiler:
         if kind == "bytes":
             return lambda value: value.encode() if isinstance(value, str) else value
         if kind == "array":
-            item = self.compile(s.items, trusted)  # type: ignore[attr-defined]
+            item = self.compile(s.items)  # type: ignore[attr-defined]
             return lambda value: [item(x) for x in value]
         if kind == "map":
-            entry = self.compile(s.values, trusted)  # type: ignore[attr-defined]
+            entry = self.compile(s.values)  # type: ignore[attr-defined]
             return lambda value: {name: entry(v) for name, v in value.items()}
         if kind in ("union", "error_union"):
-            return self._union(s, trusted)
+            return self._union(s)
         if kind in ("record", "error", "request"):
-            return self._record(s, trusted)
+            return self._record(s)
         raise TypeError(f"no decoder for Avro type {kind}")
 
-    def _union(self, s: avro.Schema, trusted: bool) -> Decoder:
-        """The converter's choice: a branch named by the value's only key, else the first branch that accepts it.
-
-        The branch that accepted a value decodes it trusted: inside, a union with
-        one branch besides null needs no check, since only that branch can accept
-        a value that is not null. Without that, every level of nesting validated
-        everything below it again (a sixth of a 10,000-model scan).
-        """
+    def _union(self, s: avro.Schema) -> Decoder:
         branches = list(s.schemas)  # type: ignore[attr-defined]
-        by_name = {self.converter._fullname(b): self.compile(b) for b in branches}
-        pairs = [(self._accepts(b), self.compile(b, trusted=True)) for b in branches]
-        others = [d for b, (_, d) in zip(branches, pairs) if b.type != "null"]
-        only = others[0] if trusted and len(others) == 1 else None
+        decoders = [self.compile(b) for b in branches]
+        by_name = {self.converter._fullname(b): d for b, d in zip(branches, decoders)}
+        pairs = [(self._accepts(b), d) for b, d in zip(branches, decoders)]
 
         def decode(value: Any) -> Any:
             if value is None:
@@ -86,8 +76,6 @@ class _Compiler:
                 (name, inner), = value.items()
                 if name in by_name:
                     return by_name[name](inner)
-            if only is not None:
-                return only(value)
             for accepts, decoder in pairs:
                 if accepts(value):
                     return decoder(value)
@@ -138,11 +126,10 @@ class _Compiler:
         validate = self.converter.validate
         return lambda value: validate(s, value, skip_logical_types=True)
 
-    def _record(self, s: avro.Schema, trusted: bool) -> Decoder:
+    def _record(self, s: avro.Schema) -> Decoder:
         name = s.fullname.lstrip(".")  # type: ignore[attr-defined]
-        key = ("!" if trusted else "") + name
-        if key in self.named:
-            return self.named[key]
+        if name in self.named:
+            return self.named[name]
         fields: list[tuple[str, Decoder, Callable[[], Any] | None, bool]] = []
         cls = self.converter.schema_types.get(name) or self.converter.schema_types.get(s.name)  # type: ignore[attr-defined]
 
@@ -161,9 +148,9 @@ class _Compiler:
                     raise ValueError(f"{name} is missing required field: {field}")
             return build(record)
 
-        self.named[key] = decode  # before the fields: a record may hold itself
+        self.named[name] = decode  # before the fields: a record may hold itself
         for f in s.fields:  # type: ignore[attr-defined]
-            decoder = self.compile(f.type, trusted)
+            decoder = self.compile(f.type)
             default = (lambda d=f.default, dec=decoder: dec(d)) if f.has_default else None
             fields.append((f.name, decoder, default, find_type_of_default(f.type)[1]))
         build = self._builder(cls)
