@@ -142,8 +142,8 @@ def record_baselines(
     updated = dict(baselines)  # a baseline is replaced whole, never edited: the copy may share them
     matched: set[str] = set()
     for closure in closures:
-        # without names to accept, only datasets with no baseline yet: a set difference, not a walk of them all
-        for urn in (closure.datasets if accept else sorted(closure.datasets.keys() - updated.keys())):
+        # without names to accept, only the datasets with no baseline yet are looked at
+        for urn in (closure.datasets if accept else [u for u in closure.datasets if u not in updated]):
             dataset = closure.datasets[urn]
             named = [n for n in accept if _named(closure, urn, n)]
             matched.update(named)
