@@ -142,9 +142,9 @@ def record_baselines(
     updated = dict(baselines)  # a baseline is replaced whole, never edited: the copy may share them
     matched: set[str] = set()
     for closure in closures:
-        # without names to accept, only the datasets with no baseline yet are looked at
-        for urn in (closure.datasets if accept else [u for u in closure.datasets if u not in updated]):
-            dataset = closure.datasets[urn]
+        for urn, dataset in closure.datasets.items():
+            if not accept and urn in updated:
+                continue  # the common case, kept cheap: nothing to accept, a baseline already kept
             named = [n for n in accept if _named(closure, urn, n)]
             matched.update(named)
             if dataset.fields is not None and (named or urn not in updated):
@@ -360,20 +360,19 @@ def scan_shard(
         raise ConfigError("accept a table's schema in a scan of the whole estate: a shard may not hold the table")
     closures, rescan = scan_closures(graph, config, scanned_at_ms=scanned_at_ms, include_all=include_all,
                                      models=models, snapshots=snapshots, full=full, shard=shard)
-    key = snapshot_key(graph.location, config.resolve, include_all, shard) if rescan is not None else None
-    found = find_again(closures, config, store, snapshots=snapshots, key=key, rescan=rescan,
-                       accept_schema=accept_schema)
+    found = find_again(closures, config, store, snapshots=snapshots, rescan=rescan, accept_schema=accept_schema)
     return ShardScan(shard, scanned_at_ms, tuple(closures), found, rescan)
 
 
 @while_paused
 def find_again(
     closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, *,
-    snapshots: SnapshotStore | None, key: str | None, rescan: Rescan | None, accept_schema: Sequence[str] = (),
+    snapshots: SnapshotStore | None, rescan: Rescan | None, accept_schema: Sequence[str] = (),
 ) -> Found:
     """:func:`find_and_record`, keeping the last scan's verdicts (:mod:`recall_dagster.verdicts`) on the
-    closures ``rescan`` took from the snapshot under ``key``; without a snapshot, every closure is judged."""
-    if snapshots is None or key is None or rescan is None:
+    closures ``rescan`` took from its snapshot; without a snapshot, every closure is judged."""
+    key = rescan.snapshot if rescan is not None else ""
+    if snapshots is None or not key:
         return find_and_record(closures, config, store, accept_schema=accept_schema)
     digest = config_digest(config)
     judged = reusable(snapshots.load_verdicts(key), key, digest, rescan.kept)

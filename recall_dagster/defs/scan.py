@@ -34,7 +34,7 @@ from recall_dagster.defs.shards import SHARD_ASSET, shard_scans_asset
 from recall_dagster.detect.registry import Found
 from recall_dagster.errors import ConfigError, ModelNotFound, ServiceUnreachable
 from recall_dagster.estate import ModelClosure
-from recall_dagster.estate.incremental import Rescan, snapshot_key
+from recall_dagster.estate.incremental import Rescan
 from recall_dagster.impact.measured import measure_findings
 from recall_dagster.instants import clock_ms
 from recall_dagster.scan import (
@@ -96,7 +96,6 @@ class Closures(NamedTuple):
     acks: tuple[Acknowledgement, ...] = ()  # in force when the closures were read: findings and scores honour them
     rescan: Rescan | None = None  # how they were read: in full, or only what changed since the last scan
     found: Found | None = None  # what the shards' detectors found, when shards read the closures
-    snapshot: str | None = None  # the snapshot key they were read under, whose verdicts the detectors may keep
 
 
 def scan_run_config(models: Sequence[str] = ()) -> dict[str, Any]:
@@ -131,9 +130,8 @@ def _closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
             raise Failure(str(err)) from err
         location = graph.location
         acks = in_force(graph, recall.settings())
-    key = snapshot_key(location, recall.config().resolve, config.include_all) if rescan is not None else None
     return _closures_output(Closures(scanned_at_ms, location, tuple(closures), whole_estate=not config.models,
-                                     acks=acks, rescan=rescan, snapshot=key))
+                                     acks=acks, rescan=rescan))
 
 
 def _gathered(config: ScanConfig, recall: RecallResource, shards: int) -> Output[Closures]:
@@ -177,7 +175,7 @@ def risk_findings(model_closures: Closures, config: FindingsConfig, recall: Reca
     else:
         with settings.writing("risk_findings"):
             found = find_again(read.closures, recall.config(), JsonStateStore(settings.state_dir),
-                               snapshots=SnapshotStore(settings.state_dir), key=read.snapshot, rescan=read.rescan,
+                               snapshots=SnapshotStore(settings.state_dir), rescan=read.rescan,
                                accept_schema=config.accept_schema)
         detection = finish_detection(read.closures, found, recall.config(), acks=read.acks, at_ms=read.scanned_at_ms)
     findings = [f for found in detection.findings.values() for f in found]

@@ -55,6 +55,7 @@ class Rescan:
     changed: int = 0  # entities written since the last scan, when the graph could say
     reread: int = 0  # models resolved from the graph
     kept: frozenset[str] = field(default=frozenset(), repr=False)  # models whose closures the last scan lent
+    snapshot: str = field(default="", repr=False)  # the snapshot key they were read under (one shard's, or none)
 
     @property
     def reused(self) -> int:
@@ -181,11 +182,12 @@ def resolve_incremental(
     if because is not None or previous is None or changes.urns is None:
         resolution = resolve(graph, options, scanned_at_ms=scanned_at_ms, include_all=include_all, shard=shard)
         snapshot = snapshot_of(key, changes.token, resolution)
-        rescan = Rescan("full", because or "", reread=len(resolution.models))
+        rescan = Rescan("full", because or "", reread=len(resolution.models), snapshot=key)
         return _stamped(snapshot, scanned_at_ms), snapshot, rescan
     if changes.token == previous.token:
         return _stamped(previous, scanned_at_ms), previous, Rescan(
-            "incremental", "nothing changed since the last scan", kept=frozenset(previous.closures))
+            "incremental", "nothing changed since the last scan", kept=frozenset(previous.closures),
+            snapshot=key)
     listed = set(graph.list_urns("mlModel"))
     affected = _affected(previous, listed, _reached(graph, changes.urns)) if changes.urns else set()
     kept = listed - affected
@@ -202,7 +204,7 @@ def resolve_incremental(
     reused = frozenset(u for u in previous.closures if u in kept)
     changed = len(changes.urns)
     rescan = Rescan("incremental", f"{changed:,} entit{'y' if changed == 1 else 'ies'} changed since the last scan",
-                    changed=changed, reread=len(affected), kept=reused)
+                    changed=changed, reread=len(affected), kept=reused, snapshot=key)
     return _stamped(snapshot, scanned_at_ms), snapshot, rescan
 
 
