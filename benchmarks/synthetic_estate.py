@@ -21,6 +21,7 @@ import datahub.metadata.schema_classes as dh
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import AssertionRunEventClass, OperationClass, _Aspect
 
+from recall_dagster.estate.parse import RUN_FIELDS
 from recall_dagster.graph import MetadataGraph
 
 NOW = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -167,7 +168,9 @@ def entities(graph: MetadataGraph) -> list[str]:
 
 def read_everything(graph: MetadataGraph, urns: list[str], history_limit: int) -> None:
     """The floor any scan pays: every aspect of every entity read once through the port, with as much of
-    each history (operations, assertion runs) as a scan reads; the estate has no other timeseries."""
+    each history as a scan reads, as a scan reads it (operations whole, of assertion runs the values the scan
+    uses); the estate has no other timeseries."""
     graph.get_aspects(urns)
     graph.timeseries([u for u in urns if u.startswith("urn:li:dataset:")], OperationClass, limit=history_limit)
-    graph.timeseries([u for u in urns if u.startswith("urn:li:assertion:")], AssertionRunEventClass, limit=history_limit)
+    assertions = [u for u in urns if u.startswith("urn:li:assertion:")]
+    graph.timeseries_values(assertions, AssertionRunEventClass, RUN_FIELDS, limit=history_limit)

@@ -113,6 +113,12 @@ def _read_datasets(graph: MetadataGraph, seeds: Iterable[str], max_depth: int) -
     return read
 
 
+def assertion_runs(graph: MetadataGraph, urns: Sequence[str], limit: int) -> dict[str, list[parse.Run]]:
+    """Each assertion's newest ``limit`` runs, newest first, read as far as Recall reads a run (:class:`parse.Run`)."""
+    read = graph.timeseries_values(urns, AssertionRunEventClass, parse.RUN_FIELDS, limit=limit)
+    return {urn: [parse.Run(*values) for values in found] for urn, found in read.items()}
+
+
 def _read_assertions(
     graph: MetadataGraph, dataset_urns: Sequence[str], history_limit: int
 ) -> dict[str, tuple[Assertion, ...]]:
@@ -121,7 +127,7 @@ def _read_assertions(
     assertion_urns = _sorted(a for found in asserted.values() for a in found)
     infos = graph.get_aspects(assertion_urns, [AssertionInfoClass, StatusClass]) if assertion_urns else {}
     kept = [a for a in assertion_urns if not parse.is_removed(infos.get(a, {})) and not recall_assertion(infos.get(a, {}))]
-    runs = graph.timeseries(kept, AssertionRunEventClass, limit=history_limit)
+    runs = assertion_runs(graph, kept, history_limit)
     parsed = {
         a: parse.parse_assertion(a, infos.get(a, {}).get(AssertionInfoClass.ASPECT_NAME), runs[a])  # type: ignore[arg-type]
         for a in kept

@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 from avro import schema as avro
 from avrogen.core_writer import find_type_of_default
+from avrogen.dict_wrapper import DictWrapper
 from datahub.emitter.serialization_helper import post_json_transform
 from datahub.metadata.schema_classes import _Aspect
 
@@ -102,8 +103,18 @@ class _Compiler:
                                   and all(entry(v) for v in value.values()))
         if kind in ("union", "error_union"):
             branches = [(self.converter._fullname(b), self._accepts(b)) for b in s.schemas]  # type: ignore[attr-defined]
+            by_record, unnamed = record_branches(s)
+            nullable = any(b.type == "null" for b in s.schemas)  # type: ignore[attr-defined]
 
             def union(value: Any) -> bool:
+                if value is None:  # only a null branch takes it
+                    return nullable
+                if isinstance(value, DictWrapper):  # an SDK object: the branch of its own record, if there is one
+                    found = by_record.get(value.RECORD_SCHEMA.fullname)
+                    if found is not None:
+                        return branches[found][1](value)
+                    if unnamed:
+                        raise TypeError(f"the converter cannot match a {type(value).__name__} to {s}")
                 if isinstance(value, dict) and len(value) == 1:
                     (key, inner), = value.items()
                     if any(name == key and accepts(inner) for name, accepts in branches):
@@ -115,9 +126,11 @@ class _Compiler:
             name = "?" + s.fullname.lstrip(".")  # type: ignore[attr-defined]
             if name not in self.named:
                 checks: list[tuple[str, Callable[[Any], bool], bool, Any]] = []
-                self.named[name] = lambda value: isinstance(value, dict) and all(
-                    accepts(value.get(field, default) if has_default else value.get(field))
-                    for field, accepts, has_default, default in checks
+                self.named[name] = lambda value: (
+                    all(accepts(value.get(field, default) if has_default else value.get(field))
+                        for field, accepts, has_default, default in checks) if isinstance(value, dict)
+                    else isinstance(value, DictWrapper)
+                    and all(accepts(value._inner_dict.get(field)) for field, accepts, _, _ in checks)
                 )
                 checks.extend((f.name, self._accepts(f.type), f.has_default, f.default) for f in s.fields)  # type: ignore[attr-defined]
             return self.named[name]
@@ -181,16 +194,92 @@ _DECODERS: dict[type, Decoder] = {}
 _COMPILING = threading.Lock()  # a record's decoder is registered before its fields are: never share it half-built
 
 
+def _compiler() -> _Compiler:
+    """The one compiler, made on first use; call it holding ``_COMPILING``."""
+    global _COMPILER
+    if _COMPILER is None:
+        _COMPILER = _Compiler()
+    return _COMPILER
+
+
 def compiled(aspect_class: type[_Aspect]) -> Decoder:
     """The compiled decoder of ``aspect_class``; it raises for anything it cannot decode."""
-    global _COMPILER
     decoder = _DECODERS.get(aspect_class)
     if decoder is None:
         with _COMPILING:
-            if _COMPILER is None:
-                _COMPILER = _Compiler()
-            decoder = _DECODERS.setdefault(aspect_class, _COMPILER.compile(aspect_class.RECORD_SCHEMA))
+            decoder = _DECODERS.setdefault(aspect_class, _compiler().compile(aspect_class.RECORD_SCHEMA))
     return decoder
+
+
+_READERS: dict[tuple[type, str], Decoder] = {}
+TRANSFORM_MARKERS = ('"com.linkedin.', '"costType"')  # in text the SDK's transform would change beyond dropping nulls
+
+
+def value_reader(aspect_class: type[_Aspect], path: str) -> Decoder:
+    """The value at dotted ``path`` of an ``aspect_class`` JSON as the SDK's object holds it (a union's
+    branch unwrapped), or a ValueError when it does not fit the field's schema; None stands where a step on
+    the way is optional.
+
+    Only paths whose every step is a record field with no default but null are taken: elsewhere an absent
+    value would decode to a default the JSON does not hold.
+    """
+    key = (aspect_class, path)
+    if key not in _READERS:
+        with _COMPILING:
+            _READERS[key] = _reader(_compiler(), aspect_class, path)
+    return _READERS[key]
+
+
+def _reader(compiler: _Compiler, aspect_class: type[_Aspect], path: str) -> Decoder:
+    schema: avro.Schema = aspect_class.RECORD_SCHEMA
+    optional = False
+    for step in path.split("."):
+        if schema.type in ("union", "error_union"):
+            optional = True
+            records = [b for b in schema.schemas if b.type != "null"]  # type: ignore[attr-defined]
+            if len(records) != 1:
+                raise ValueError(f"{aspect_class.ASPECT_NAME}: {path} crosses a union of several branches")
+            schema = records[0]
+        fields = {f.name: f for f in getattr(schema, "fields", ())}
+        if step not in fields:
+            raise ValueError(f"{aspect_class.ASPECT_NAME} has no field {path}")
+        if fields[step].has_default and fields[step].default is not None:
+            raise ValueError(f"{aspect_class.ASPECT_NAME}: {path} has a default the JSON may leave out")
+        schema = fields[step].type
+    accepts, decode = compiler._accepts(schema), compiler.compile(schema)
+
+    def read(value: Any) -> Any:
+        if value is None and optional:
+            return None
+        if not accepts(value):
+            raise ValueError(f"{path} holds {value!r}, which its schema ({schema.type}) does not take")
+        return decode(value)
+
+    return read
+
+
+def transformed(text: str) -> bool:
+    """Whether aspect JSON needs the SDK's transform for more than dropping nulls (so a value read at a path
+    of the raw text may not be the object's)."""
+    return any(marker in text for marker in TRANSFORM_MARKERS)
+
+
+def record_branches(union: avro.Schema) -> tuple[dict[str, int], bool]:
+    """The converter's match of an SDK object to a union branch by its record's name: the first branch of each
+    name, up to the first branch with no name (an array or a map), where the converter fails; and whether
+    there is such a branch."""
+    found: dict[str, int] = {}
+    for i, branch in enumerate(union.schemas):  # type: ignore[attr-defined]
+        if not hasattr(branch, "fullname"):
+            return found, True
+        found.setdefault(branch.fullname, i)
+    return found, False
+
+
+def accepts(s: avro.Schema) -> Callable[[Any], bool]:
+    """The converter's ``validate`` for schema ``s``, compiled: JSON values and the SDK's objects alike."""
+    with _COMPILING:
+        return _compiler()._accepts(s)
 
 
 def decode_aspect(aspect_class: type[_Aspect], obj: Any) -> _Aspect:
@@ -209,6 +298,6 @@ def aspect_from_text(aspect_class: type[_Aspect], text: str) -> _Aspect:
     drops nulls; text holding none of those is left as it is, which is most of it.
     """
     obj = json.loads(text)
-    if '"com.linkedin.' in text or '"costType"' in text or _NULL_VALUE.search(text):
+    if transformed(text) or _NULL_VALUE.search(text):
         obj = post_json_transform(obj)
     return decode_aspect(aspect_class, obj)

@@ -27,7 +27,7 @@ import json
 
 from collections import defaultdict
 from contextlib import contextmanager
-from typing import Iterator, Iterable, Sequence
+from typing import Any, Iterator, Iterable, Sequence
 
 import requests
 from datahub.configuration.common import ConfigurationError
@@ -39,7 +39,7 @@ from datahub.ingestion.graph.config import DatahubClientConfig
 from datahub.metadata.schema_classes import ENTITY_TYPE_TO_ASPECT_NAMES, _Aspect
 
 from recall_dagster.errors import ConfigError, GraphError, RecallError, ServiceUnreachable
-from recall_dagster.graph.decode import decode_aspect
+from recall_dagster.graph.decode import decode_aspect, value_reader
 from recall_dagster.graph.port import (
     AspectMap,
     Changes,
@@ -49,6 +49,7 @@ from recall_dagster.graph.port import (
     listed_by_default,
     location_of,
     requested_names,
+    values_at,
 )
 from recall_dagster.graph.relationships import carrying_aspects, entity_type, fields_for, outgoing
 
@@ -235,6 +236,15 @@ class GmsGraph:
                 values = self._client.get_timeseries_values(urn, aspect, only_this, limit=limit)
             result[urn] = sorted(values, key=lambda value: value.timestampMillis, reverse=True)  # type: ignore[attr-defined]
         return result
+
+    def timeseries_values(
+        self, urns: Sequence[str], aspect: type[_Aspect], paths: Sequence[str], limit: int = 100
+    ) -> dict[str, list[tuple[Any, ...]]]:
+        """Taken out of the events :meth:`timeseries` reads: GMS hands out whole events, so the request is the
+        same and only the caller's work is less."""
+        for path in paths:
+            value_reader(aspect, path)  # an unknown path fails here as it does on Lite
+        return {urn: [values_at(e, paths) for e in events] for urn, events in self.timeseries(urns, aspect, limit).items()}
 
     def _pages(self, path: str, action: str) -> Iterator[list[dict]]:
         """The result pages of an OpenAPI v2 scroll endpoint; :class:`_NoScroll` when the server lacks it."""

@@ -23,7 +23,7 @@ import os
 import sqlite3
 from contextlib import closing
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Sequence, Union
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.mcp_builder import mcps_from_mce
@@ -38,7 +38,7 @@ from datahub.metadata.schema_classes import (
 )
 
 from recall_dagster.errors import GraphError
-from recall_dagster.graph.decode import aspect_from_text
+from recall_dagster.graph.decode import TRANSFORM_MARKERS, aspect_from_text, value_reader
 from recall_dagster.graph.lite_batch import BatchingLite, upsert
 from recall_dagster.graph.patch import apply_patch, decode_patch, patchable_class
 from recall_dagster.graph.port import (
@@ -50,6 +50,7 @@ from recall_dagster.graph.port import (
     listed_by_default,
     location_of,
     requested_names,
+    values_at,
 )
 from recall_dagster.graph.relationships import carrying_aspects, extract_targets, outgoing
 
@@ -209,20 +210,51 @@ class LiteGraph:
     def timeseries(
         self, urns: Sequence[str], aspect: type[_Aspect], limit: int = 100
     ) -> dict[str, list[_Aspect]]:
-        """Events newest first by ``timestampMillis``, from Lite's aspect versions, in one query.
+        """Events newest first by ``timestampMillis``, from Lite's aspect versions, in one query per batch.
 
         Lite stores each event as a new version (version 0 is merely the last one
         written) and re-writing an older event adds a duplicate version, so equal
         events are collapsed.
         """
+        result: dict[str, list[_Aspect]] = {urn: [] for urn in urns}
+        for urn, text in self._history(result, aspect, limit, "metadata"):
+            result[urn].append(self._decode(urn, aspect.ASPECT_NAME, text))
+        return result
+
+    def timeseries_values(
+        self, urns: Sequence[str], aspect: type[_Aspect], paths: Sequence[str], limit: int = 100
+    ) -> dict[str, list[tuple[Any, ...]]]:
+        """The events :meth:`timeseries` reads, with only the values at ``paths`` taken out of each, by SQLite.
+
+        An event whose text the SDK's transform would change (a union keyed by
+        its branch's name) is decoded whole instead, so every value is the one
+        the SDK's object holds.
+        """
+        readers = [value_reader(aspect, path) for path in paths]
+        targets = list(paths) * (2 if len(paths) == 1 else 1)  # two paths or more: a JSON array, objects as JSON
+        values = "json_extract(metadata, " + ", ".join(f"'$.{path}'" for path in targets) + ")"
+        whole = " OR ".join(f"instr(metadata, '{marker}') > 0" for marker in TRANSFORM_MARKERS)
+        result: dict[str, list[tuple[Any, ...]]] = {urn: [] for urn in urns}
+        for urn, found, text in self._history(result, aspect, limit, f"{values}, CASE WHEN {whole} THEN metadata END"):
+            if text is not None:
+                result[urn].append(values_at(self._decode(urn, aspect.ASPECT_NAME, text), paths))
+                continue
+            try:
+                result[urn].append(tuple(read(value) for read, value in zip(readers, json.loads(found))))
+            except ValueError as err:
+                raise GraphError(f"{self._path}: aspect {aspect.ASPECT_NAME} of {urn} does not fit the SDK's "
+                                 f"schema ({err})") from None
+        return result
+
+    def _history(self, urns: Sequence[str], aspect: type[_Aspect], limit: int, select: str) -> Iterator[tuple]:
+        """``urn, <select>`` of each URN's newest ``limit`` distinct events, newest first, a query per batch."""
         if aspect.get_aspect_type() != "timeseries":
             raise ValueError(f"{aspect.ASPECT_NAME} is not a timeseries aspect: use get_aspects()")
-        result: dict[str, list[_Aspect]] = {urn: [] for urn in urns}
-        if not result or limit < 1:
-            return result
-        for some in batches(result, _URNS_PER_HISTORY_QUERY):
-            rows = self._rows(
-                "SELECT urn, metadata FROM ("
+        if limit < 1:
+            return
+        for some in batches(urns, _URNS_PER_HISTORY_QUERY):
+            yield from self._rows(
+                f"SELECT urn, {select} FROM ("
                 "  SELECT urn, metadata, ROW_NUMBER() OVER (PARTITION BY urn ORDER BY"
                 "    CAST(json_extract(metadata, '$.timestampMillis') AS INTEGER) DESC, max(version) DESC) AS place"
                 f"  FROM {_ASPECT_TABLE} WHERE urn IN (SELECT value FROM json_each(?)) AND aspect_name = ?"
@@ -230,18 +262,18 @@ class LiteGraph:
                 ") WHERE place <= ? ORDER BY urn, place",
                 [json.dumps(some), aspect.ASPECT_NAME, limit],
             )
-            for urn, text in rows:
-                result[urn].append(self._decode(urn, aspect.ASPECT_NAME, text))
-        return result
 
     def list_urns(self, entity_type: str) -> list[str]:
-        prefix = f"urn:li:{entity_type}:"
+        """The URNs between ``urn:li:<type>:`` and ``urn:li:<type>;`` (the next string of that length): a range
+        the aspect index answers, where matching a prefix read every row of the file."""
+        low = f"urn:li:{entity_type}:"
+        high = f"urn:li:{entity_type};"
         rows = self._rows(
-            f"SELECT DISTINCT urn FROM {_ASPECT_TABLE} WHERE version = 0 AND substr(urn, 1, ?) = ? "
-            f"AND urn NOT IN (SELECT urn FROM {_ASPECT_TABLE} WHERE version = 0 "
+            f"SELECT DISTINCT urn FROM {_ASPECT_TABLE} WHERE urn >= ? AND urn < ? AND version = 0 "
+            f"AND urn NOT IN (SELECT urn FROM {_ASPECT_TABLE} WHERE urn >= ? AND urn < ? AND version = 0 "
             "AND aspect_name = 'status' AND json_extract(metadata, '$.removed') = 1) "
             "ORDER BY urn",
-            [len(prefix), prefix],
+            [low, high, low, high],
         )
         return [row[0] for row in rows]
 

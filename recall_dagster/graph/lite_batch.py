@@ -6,7 +6,8 @@ write and 3.7 s to close (the browse index rebuilt edge by edge), against 1.1 s
 and 1.0 s in batches.  :func:`upsert` stores exactly the rows ``SqliteLite.write``
 stores for a proposal (the same versions, system metadata, ``createdon`` and
 browse edges, by the same rules, line for line) but leaves the commit to the
-caller, and serializes the aspect once where the SDK does it three times.
+caller, and serializes the aspect once where the SDK does it three times, through the compiled encoder
+(:mod:`recall_dagster.graph.encode`).
 A test writes the same proposals both ways and compares the tables.
 """
 
@@ -21,6 +22,8 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.serialization_helper import pre_json_transform
 from datahub.lite.sqlite_lite import SqliteLite
 from datahub.metadata.schema_classes import SystemMetadataClass
+
+from recall_dagster.graph.encode import to_obj
 
 _TABLE = "metadata_aspect_v2"
 
@@ -72,8 +75,8 @@ def upsert(lite: BatchingLite, writeable: MetadataChangeProposalWrapper) -> None
     if not (urn and name and aspect):
         raise ValueError("DataHub Lite stores a proposal with an entityUrn and an aspect only")
     db = lite.sqlite_client
-    metadata = json.dumps(pre_json_transform(aspect.to_obj()))
-    supplied = writeable.systemMetadata.to_obj() if writeable.systemMetadata is not None else None
+    metadata = json.dumps(pre_json_transform(to_obj(aspect)))
+    supplied = to_obj(writeable.systemMetadata) if writeable.systemMetadata is not None else None
     max_row = db.execute(
         f"SELECT metadata, system_metadata FROM {_TABLE} WHERE urn = ? AND aspect_name = ? AND version = 0",
         [urn, name],
@@ -106,7 +109,7 @@ def upsert(lite: BatchingLite, writeable: MetadataChangeProposalWrapper) -> None
             [json.dumps(stored_system), urn, name],
         )
         return
-    system = supplied if supplied is not None else writeable.systemMetadata.to_obj()
+    system = supplied if supplied is not None else to_obj(writeable.systemMetadata)
     system.setdefault("properties", {})["sysVersion"] = str(new_version)
     system_text = json.dumps(system)
     db.execute(f"INSERT INTO {_TABLE} VALUES (?, ?, ?, ?, ?, ?)", [urn, name, new_version, metadata, system_text, created_on])

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from itertools import islice
-from typing import Iterable, Iterator, Literal, Protocol, Sequence, TypeVar, runtime_checkable
+from typing import Any, Iterable, Iterator, Literal, Protocol, Sequence, TypeVar, runtime_checkable
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import ASPECT_NAME_MAP, KEY_ASPECT_NAMES, _Aspect
@@ -97,6 +97,13 @@ class MetadataGraph(Protocol):
         """The newest ``limit`` events of a timeseries aspect (operation, assertionRunEvent, ...) for many URNs
         at once, newest first; every requested URN is a key."""
 
+    def timeseries_values(
+        self, urns: Sequence[str], aspect: type[_Aspect], paths: Sequence[str], limit: int = 100
+    ) -> dict[str, list[tuple[Any, ...]]]:
+        """For the events :meth:`timeseries` returns, each one's values at ``paths`` (dotted field names such as
+        ``result.type``; None where a path reaches no value), without building every event: the cheap read of a
+        long history a caller needs a few fields of.  Each value is checked against its field's schema."""
+
     def list_urns(self, entity_type: str) -> list[str]:
         """Every URN of one entity type (``mlModel``, ``dataset``...), sorted; soft-deleted left out."""
 
@@ -158,3 +165,15 @@ def listed_by_default(aspect_name: str) -> bool:
         and aspect_name not in KEY_ASPECT_NAMES
         and aspect_class.get_aspect_type() != "timeseries"
     )
+
+
+def values_at(event: _Aspect, paths: Sequence[str]) -> tuple[Any, ...]:
+    """An event's values at dotted ``paths``, read from the SDK's object (None where a step holds none): what
+    :meth:`MetadataGraph.timeseries_values` answers for a store that only hands out whole events."""
+    found = []
+    for path in paths:
+        value: Any = event
+        for step in path.split("."):
+            value = getattr(value, step, None) if value is not None else None
+        found.append(value)
+    return tuple(found)

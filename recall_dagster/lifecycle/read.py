@@ -12,7 +12,6 @@ from typing import Callable, Mapping, Sequence
 
 from datahub.metadata.schema_classes import (
     AssertionInfoClass,
-    AssertionRunEventClass,
     DataProcessInstancePropertiesClass,
     DataProcessInstanceRunEventClass,
     DataProcessRunStatusClass,
@@ -25,7 +24,8 @@ from datahub.metadata.schema_classes import (
 
 from recall_dagster.detect import RecallConfig
 from recall_dagster.estate import ModelClosure, display_name, resolve_closures
-from recall_dagster.estate.parse import parse_assertion
+from recall_dagster.estate.parse import Run, parse_assertion
+from recall_dagster.estate.resolve import assertion_runs
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.estate.columns import column_graph
 from recall_dagster.lifecycle.incidents import INCIDENT_TYPE
@@ -65,7 +65,7 @@ HISTORY_CEILING = 10_000  # runs read per assertion at the most, however long a 
 
 def run_histories(
     graph: MetadataGraph, urns: Sequence[str], limit: int, failing: Callable[[str | None], bool]
-) -> dict[str, list[AssertionRunEventClass]]:
+) -> dict[str, list[Run]]:
     """Each assertion's runs newest first, back to the last passing one before its current failing streak.
 
     ``limit`` runs of every assertion are read in one batch; those whose runs all
@@ -73,15 +73,15 @@ def run_histories(
     streak longer than ``closure.history_limit`` still has its start (and the
     versions trained before it stay CLEAN).
     """
-    histories: dict[str, list[AssertionRunEventClass]] = {}
+    histories: dict[str, list[Run]] = {}
     todo = list(urns)
     while todo:
-        read = graph.timeseries(todo, AssertionRunEventClass, limit=limit)
-        histories.update(read)  # type: ignore[arg-type]
+        read = assertion_runs(graph, todo, limit)
+        histories.update(read)
         todo = [
-            urn for urn, events in read.items()
-            if len(events) == limit and limit < HISTORY_CEILING
-            and all(failing(str(e.result.type) if e.result else None) for e in events)  # type: ignore[attr-defined]
+            urn for urn in read
+            if len(histories[urn]) == limit and limit < HISTORY_CEILING
+            and all(failing(run.result) for run in histories[urn])
         ]
         limit = min(limit * 4, HISTORY_CEILING)
     return histories
@@ -105,13 +105,11 @@ def read_assertions(
     records = []
     for urn in wanted:
         dataset, column, name = found[urn]
-        events = histories[urn]
         info = infos.get(urn, {}).get(AssertionInfoClass.ASPECT_NAME)
         runs = []
-        for event in events:
-            one = parse_assertion(urn, None, [event])  # type: ignore[list-item]
-            at_ms = event.timestampMillis or None  # type: ignore[attr-defined]
-            runs.append(AssertionRun(at_ms, one.result, one.failed_rows))
+        for run in histories[urn]:
+            one = parse_assertion(urn, None, [run])
+            runs.append(AssertionRun(run.at_ms or None, one.result, one.failed_rows))
         kind = _kind(info)  # type: ignore[arg-type]
         records.append(
             AssertionRecord(

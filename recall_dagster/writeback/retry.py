@@ -10,7 +10,7 @@ others again.
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import _Aspect
@@ -67,6 +67,11 @@ class RetryingReads:
 
     def timeseries(self, urns: Sequence[str], aspect: type[_Aspect], limit: int = 100) -> dict[str, list[_Aspect]]:
         return self._retry(lambda: self._graph.timeseries(urns, aspect, limit))
+
+    def timeseries_values(
+        self, urns: Sequence[str], aspect: type[_Aspect], paths: Sequence[str], limit: int = 100
+    ) -> dict[str, list[tuple[Any, ...]]]:
+        return self._retry(lambda: self._graph.timeseries_values(urns, aspect, paths, limit))
 
     def list_urns(self, entity_type: str) -> list[str]:
         return self._retry(lambda: self._graph.list_urns(entity_type))

@@ -324,6 +324,8 @@ def test_timeseries_newest_first_typed(fake: FakeGms, gms: GmsGraph, estate: Est
 
     assert [op.timestampMillis for op in operations] == [3000, 2000]
     assert all(isinstance(op, OperationClass) for op in operations)
+    values = gms.timeseries_values([estate.raw], OperationClass, ["timestampMillis", "operationType"], limit=2)
+    assert values == {estate.raw: [(3000, "INSERT"), (2000, "INSERT")]}
     body = fake.requests_to("POST", "/aspects")[0].body
     assert (body["urn"], body["entity"], body["aspect"], body["limit"]) == (estate.raw, "dataset", "operation", 2)
 

@@ -37,7 +37,9 @@ from datahub.utilities.urns.dataset_urn import DatasetUrn
 from graph_estate import Estate
 
 from recall_dagster.errors import GraphError
+from recall_dagster.estate.parse import RUN_FIELDS
 from recall_dagster.graph import LiteGraph, MetadataGraph, open_graph
+from recall_dagster.graph.port import values_at
 
 # The SDK's Lite engine calls its own deprecated URN helpers on every write.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:datahub.lite.sql_backed_lite")
@@ -181,6 +183,57 @@ def test_timeseries_newest_first_whatever_the_write_order(tmp_path: Path, estate
     assert [op.timestampMillis for op in operations] == [3000, 2000, 1000]
     assert [(r.timestampMillis, r.result.type) for r in runs] == [(30, "FAILURE"), (20, "SUCCESS")]  # type: ignore[union-attr]
     assert none == []
+
+
+def test_timeseries_values_are_what_the_whole_events_hold(tmp_path: Path) -> None:
+    """Values read by SQLite equal those of the decoded events, also for an event stored in the union-keyed
+    form other writers use, for absent results, and after an event was written twice."""
+    assertion = "urn:li:assertion:not-null-order-id"
+    events = [
+        _assertion_run(10, AssertionResultTypeClass.SUCCESS),
+        AssertionRunEventClass(
+            timestampMillis=20, runId="run-20", asserteeUrn="urn:li:dataset:x", assertionUrn=assertion,
+            status=AssertionRunStatusClass.COMPLETE,
+            result=AssertionResultClass(type=AssertionResultTypeClass.FAILURE, unexpectedCount=7,
+                                        actualAggValue=7.0, nativeResults={"message": "7 rows"}),
+        ),
+        AssertionRunEventClass(timestampMillis=30, runId="run-30", asserteeUrn="urn:li:dataset:x",
+                               assertionUrn=assertion, status=AssertionRunStatusClass.COMPLETE),
+        _assertion_run(10, AssertionResultTypeClass.SUCCESS),
+    ]
+    with closing(LiteGraph(tmp_path / "g.db")) as graph:
+        assert graph.emit_mcps([MetadataChangeProposalWrapper(entityUrn=assertion, aspect=e) for e in events]).ok
+    with closing(sqlite3.connect(tmp_path / "g.db")) as db, db:
+        keyed = json.dumps({"timestampMillis": 40, "runId": "run-40", "asserteeUrn": "urn:li:dataset:x",
+                            "assertionUrn": assertion, "status": "COMPLETE", "result": {
+                                "com.linkedin.assertion.AssertionResult": {"type": "ERROR"}}})
+        db.execute("INSERT INTO metadata_aspect_v2 (urn, aspect_name, version, metadata, createdon) "
+                   "VALUES (?, 'assertionRunEvent', 99, ?, 0)", [assertion, keyed])
+    with closing(LiteGraph(tmp_path / "g.db", read_only=True)) as graph:
+        for limit in (2, 20):
+            whole = graph.timeseries([assertion], AssertionRunEventClass, limit=limit)[assertion]
+            values = graph.timeseries_values([assertion], AssertionRunEventClass, RUN_FIELDS, limit=limit)
+            assert values[assertion] == [values_at(e, RUN_FIELDS) for e in whole]
+        assert values[assertion] == [(40, "ERROR", None, None, None), (30, None, None, None, None),
+                                     (20, "FAILURE", 7, {"message": "7 rows"}, 7.0),
+                                     (10, "SUCCESS", None, None, None)]
+        assert graph.timeseries_values([assertion], AssertionRunEventClass, ["timestampMillis"], limit=1) == {
+            assertion: [(40,)]}
+        with pytest.raises(ValueError, match="no field result.kind"):
+            graph.timeseries_values([assertion], AssertionRunEventClass, ["result.kind"])
+
+
+def test_a_timeseries_value_the_schema_refuses_is_a_graph_error(tmp_path: Path) -> None:
+    assertion = "urn:li:assertion:not-null-order-id"
+    with closing(LiteGraph(tmp_path / "g.db")) as graph:
+        aspect = _assertion_run(10, AssertionResultTypeClass.SUCCESS)
+        assert graph.emit_mcps([MetadataChangeProposalWrapper(entityUrn=assertion, aspect=aspect)]).ok
+    with closing(sqlite3.connect(tmp_path / "g.db")) as db, db:
+        db.execute("UPDATE metadata_aspect_v2 SET metadata = replace(metadata, 'SUCCESS', 'GREAT') "
+                   "WHERE aspect_name = 'assertionRunEvent'")
+    with closing(LiteGraph(tmp_path / "g.db", read_only=True)) as graph:
+        with pytest.raises(GraphError, match=r"assertionRunEvent of urn:li:assertion:not-null-order-id .*result.type"):
+            graph.timeseries_values([assertion], AssertionRunEventClass, RUN_FIELDS)
 
 
 def test_sdk_emitter_helpers_write_into_the_graph(tmp_path: Path, estate: Estate) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datahub.metadata.schema_classes as dh
 
 from recall_dagster.estate import parse
+from recall_dagster.graph.port import values_at
 
 
 def aspects(*items):
@@ -118,6 +119,11 @@ def test_model_inherits_group_owners_and_reads_registry_marks():
     assert model.name == "fraud_4"
 
 
+def runs(events: list[dh.AssertionRunEventClass]) -> list[parse.Run]:
+    """What a scan reads of each event, taken from the SDK's objects as the GMS adapter takes it."""
+    return [parse.Run(*values_at(e, parse.RUN_FIELDS)) for e in events]
+
+
 def test_latest_assertion_result_by_event_time():
     info = dh.AssertionInfoClass(
         type="DATASET",
@@ -133,7 +139,7 @@ def test_latest_assertion_result_by_event_time():
             assertionUrn="urn:li:assertion:a", result=dh.AssertionResultClass(type=kind, **result),
         )
 
-    a = parse.parse_assertion("urn:li:assertion:a", info, [event(1, "SUCCESS"), event(3, "FAILURE", unexpectedCount=7), event(2, "SUCCESS")])
+    a = parse.parse_assertion("urn:li:assertion:a", info, runs([event(1, "SUCCESS"), event(3, "FAILURE", unexpectedCount=7), event(2, "SUCCESS")]))
     assert (a.result, a.failed_rows, a.column, a.ran_at_ms) == ("FAILURE", 7, "price", 3)
     assert parse.parse_assertion("urn:li:assertion:a", None, []).result is None
 
@@ -173,5 +179,5 @@ def test_failed_rows_come_only_from_results_that_count_rows() -> None:
         (None, _run(native={"failures": "12", "message": "Got 12 results"}), 12, None),
     ]
     for info, run, rows, metric in cases:
-        parsed = parse.parse_assertion("urn:li:assertion:a", info, [run])
+        parsed = parse.parse_assertion("urn:li:assertion:a", info, runs([run]))
         assert (parsed.failed_rows, parsed.metric) == (rows, metric), info
