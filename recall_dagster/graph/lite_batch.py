@@ -16,16 +16,38 @@ from __future__ import annotations
 import json
 import time
 from contextlib import contextmanager
+from itertools import groupby
+from operator import itemgetter
 from typing import Iterator
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.serialization_helper import pre_json_transform
 from datahub.lite.sqlite_lite import SqliteLite
-from datahub.metadata.schema_classes import SystemMetadataClass
+from datahub.metadata.schema_classes import (
+    ASPECT_NAME_MAP,
+    ChartInfoClass,
+    ContainerClass,
+    ContainerPropertiesClass,
+    DashboardInfoClass,
+    DataPlatformInstanceClass,
+    DatasetPropertiesClass,
+    SubTypesClass,
+    SystemMetadataClass,
+    TagPropertiesClass,
+)
 
+from recall_dagster.graph.decode import aspect_from_text
 from recall_dagster.graph.encode import to_obj
 
 _TABLE = "metadata_aspect_v2"
+
+# The aspects Lite's browse hooks (``post_update_hook``, ``global_post_update_hook``) read; a test holds every
+# other aspect class to adding no edge.
+BROWSE_ASPECTS = frozenset(
+    c.ASPECT_NAME
+    for c in (ChartInfoClass, ContainerClass, ContainerPropertiesClass, DashboardInfoClass, DataPlatformInstanceClass,
+              DatasetPropertiesClass, SubTypesClass, TagPropertiesClass)
+)
 
 
 class BatchingLite(SqliteLite):
@@ -54,6 +76,23 @@ class BatchingLite(SqliteLite):
             raise
         self._held = False
         self.sqlite_client.commit()
+
+    def reindex(self) -> None:
+        """``SqlBackedLite.reindex``, the same hooks called in the same order, decoding only the aspects the
+        hooks read and through the compiled decoder: the SDK decoded every aspect of the file through its
+        converter, 8.9 of a 22.8 s build of 1,000 models."""
+        self._execute("DELETE FROM metadata_edge_v2")
+        self._commit()
+        wanted = ", ".join(f"'{name}'" for name in sorted(BROWSE_ASPECTS))
+        rows = self._execute(
+            f"SELECT urn, aspect_name, CASE WHEN aspect_name IN ({wanted}) THEN metadata END FROM {_TABLE} "
+            "WHERE version = 0 ORDER BY urn, aspect_name"
+        )
+        for urn, found in groupby(rows, key=itemgetter(0)):
+            aspects = {name: aspect_from_text(ASPECT_NAME_MAP[name], text) for _, name, text in found if text is not None}
+            for name, aspect in aspects.items():
+                self.post_update_hook(urn, name, aspect)
+            self.global_post_update_hook(urn, aspects)  # type: ignore[arg-type]
 
     def close_and_reindex(self) -> None:
         """``SqliteLite.close`` with the browse index rebuilt in one transaction."""

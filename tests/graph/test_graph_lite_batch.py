@@ -14,6 +14,9 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.lite.sqlite_lite import SqliteLite
 from datahub.lite.sqlite_lite_config import SqliteLiteConfig
 from datahub.metadata.schema_classes import (
+    ASPECT_NAME_MAP,
+    ChangeAuditStampsClass,
+    ChartInfoClass,
     ContainerClass,
     ContainerPropertiesClass,
     DataPlatformInstanceClass,
@@ -31,6 +34,7 @@ from graph_estate import Estate
 import recall_dagster.graph.lite
 import recall_dagster.graph.lite_batch
 from recall_dagster.graph import LiteGraph
+from recall_dagster.graph.lite_batch import BROWSE_ASPECTS, BatchingLite
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:datahub.lite.sql_backed_lite")
 
@@ -55,6 +59,7 @@ def _proposals(estate: Estate) -> list[MetadataChangeProposalWrapper]:
         mcp(estate.mart, SubTypesClass(typeNames=["view"])),
         mcp(CONTAINER, ContainerPropertiesClass(name="shop")),
         mcp(TAG, TagPropertiesClass(name="pii")),
+        mcp("urn:li:chart:(looker,orders)", ChartInfoClass(title="Orders", description="", lastModified=ChangeAuditStampsClass())),
         mcp(estate.raw, props("v2")),  # a new version: history 1, 2 and version 0 mirroring 2
         mcp(estate.raw, props("v2"), SystemMetadataClass(lastObserved=42, runId="again")),  # unchanged: lastObserved only
         mcp(estate.mart, OwnershipClass([OwnerClass("urn:li:corpuser:ana", "TECHNICAL_OWNER")]),
@@ -140,3 +145,22 @@ def test_a_failing_store_rolls_its_batch_back_and_reports_it(
     assert all("disk is full" in f[2] and "rolled back" in f[2] for f in report.failures)
     assert stored.isdisjoint(p.entityUrn for p in proposals[:4])
     assert {p.entityUrn for p in proposals[4:6]} <= stored
+
+
+def test_the_browse_hooks_read_no_aspect_but_those_the_reindex_decodes(tmp_path: Path) -> None:
+    """The reindex decodes only BROWSE_ASPECTS: every other aspect class, handed to the SDK's hooks, adds no edge
+    and changes none that the hooks add for an entity without it."""
+    others = {name: cls._construct_with_defaults() for name, cls in ASPECT_NAME_MAP.items() if name not in BROWSE_ASPECTS}
+    lite = BatchingLite(SqliteLiteConfig(file=str(tmp_path / "g.db")))
+    edges = lambda: lite.sqlite_client.execute("SELECT * FROM metadata_edge_v2 ORDER BY rowid").fetchall()  # noqa: E731
+    for urn in ("urn:li:dataset:(urn:li:dataPlatform:postgres,shop.orders,PROD)", "urn:li:dataJob:(urn:li:dataFlow:(airflow,etl,PROD),load)"):
+        for name, aspect in others.items():
+            lite.post_update_hook(urn, name, aspect)
+        assert edges() == [], "a hook wrote edges for an aspect the reindex leaves undecoded"
+        lite.global_post_update_hook(urn, {})
+        bare = edges()
+        lite.sqlite_client.execute("DELETE FROM metadata_edge_v2")
+        lite.global_post_update_hook(urn, others)  # type: ignore[arg-type]
+        assert edges() == bare and bare, urn
+        lite.sqlite_client.execute("DELETE FROM metadata_edge_v2")
+    lite.close()
