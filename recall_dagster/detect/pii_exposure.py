@@ -28,10 +28,11 @@ def justified(model: Model, pii: PiiConfig) -> bool:
     )
 
 
-def _marked(dataset: Dataset, pii: PiiConfig) -> tuple[tuple[str, ...], bool]:
-    """The dataset's PII columns, and whether the dataset as a whole is marked."""
+def _marked(dataset: Dataset, pii: PiiConfig) -> tuple[tuple[str, ...], bool] | None:
+    """The dataset's PII columns, and whether the dataset as a whole is marked; None when it carries no PII."""
     columns = tuple(sorted(f.path for f in dataset.fields or () if marks_pii(f.tags, f.terms, pii)))
-    return columns, marks_pii(dataset.tags, dataset.terms, pii)
+    whole = marks_pii(dataset.tags, dataset.terms, pii)
+    return (columns, whole) if columns or whole else None
 
 
 def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
@@ -39,10 +40,9 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
     if justified(closure.model, pii):
         return []
     findings: list[Finding] = []
-    for urn, dataset in sorted(closure.datasets.items()):
-        columns, whole = state.memo.once(NAME, (dataset, pii), lambda: _marked(dataset, pii))
-        if not columns and not whole:
-            continue
+    judged = state.memo.judgements(NAME, pii)
+    judge = lambda dataset: _marked(dataset, pii)  # noqa: E731
+    for urn, dataset, (columns, whole) in sorted(judged.over(closure.datasets, judge), key=lambda item: item[0]):
         what = f"PII columns {', '.join(columns)}" if columns else "PII"
         findings.append(
             finding(

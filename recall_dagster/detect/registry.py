@@ -127,8 +127,11 @@ def first_pass(
         kept = earlier.get(closure.urn)
         if kept is None:
             return [f for d in enabled for f in d.detect(closure, config, state)]
+        by_detector: dict[str, list[Finding]] = {}
+        for k in kept:
+            by_detector.setdefault(k.detector, []).append(k)
         return [f for d in enabled
-                for f in (d.detect(closure, config, state) if d.volatile else [k for k in kept if k.detector == d.name])]
+                for f in (d.detect(closure, config, state) if d.volatile else by_detector.get(d.name, ()))]
 
     return {c.urn: findings(c) for c in closures}
 

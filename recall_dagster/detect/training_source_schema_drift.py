@@ -20,7 +20,7 @@ from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.memo import Memo
 from recall_dagster.detect.state import DetectorState, SchemaBaseline
-from recall_dagster.estate import FieldRef, ModelClosure
+from recall_dagster.estate import Dataset, FieldRef, ModelClosure
 from recall_dagster.estate.columns import Col, column_name
 
 NAME = "training_source_schema_drift"
@@ -97,19 +97,22 @@ def _describe(changes: Iterable[Change]) -> str:
     return ", ".join(shown) + more
 
 
+def _against_baseline(dataset: Dataset, baseline: SchemaBaseline | None) -> tuple[Change, ...]:
+    """What changed in the schema of ``dataset`` since its baseline; nothing when either is unknown."""
+    if dataset.fields is None or baseline is None:
+        return ()
+    return _changes(baseline, {f.path: f.type for f in dataset.fields})
+
+
 def _table_changes(
     closure: ModelClosure, baselines: Mapping[str, SchemaBaseline], memo: Memo
 ) -> dict[str, tuple[str, list[Change]]]:
     """Canonical table -> (the twin that speaks for it, its changes): a table's dbt node and warehouse twin
     drift together, and are one table."""
     found: dict[str, tuple[str, list[Change]]] = {}
-    for urn, dataset in sorted(closure.datasets.items()):
-        fields, baseline = dataset.fields, baselines.get(urn)
-        if fields is None or baseline is None:
-            continue
-        changes = memo.once(NAME, (fields, baseline), lambda: _changes(baseline, {f.path: f.type for f in fields}))
-        if not changes:
-            continue
+    judged = memo.judgements(NAME, baselines)
+    judge = lambda dataset: _against_baseline(dataset, baselines.get(dataset.urn))  # noqa: E731
+    for urn, _, changes in sorted(judged.over(closure.datasets, judge), key=lambda item: item[0]):
         table = closure.canonical(urn)
         if table not in found:
             found[table] = (urn, list(changes))

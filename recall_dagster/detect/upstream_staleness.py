@@ -36,11 +36,9 @@ def _overdue(dataset: Dataset, instant_ms: int, config: RecallConfig) -> tuple[F
 def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
     findings: list[Finding] = []
     instant = closure.scanned_at_ms
-    for urn, dataset in sorted(closure.datasets.items()):
-        overdue = state.memo.once((NAME, instant), (dataset, config), lambda: _overdue(dataset, instant, config))
-        if overdue is None:
-            continue
-        fresh, age, window = overdue
+    judged = state.memo.judgements((NAME, instant), config)
+    judge = lambda dataset: _overdue(dataset, instant, config)  # noqa: E731
+    for urn, dataset, (fresh, age, window) in sorted(judged.over(closure.datasets, judge), key=lambda item: item[0]):
         findings.append(
             finding(
                 closure,

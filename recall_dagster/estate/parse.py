@@ -10,7 +10,9 @@ are read alongside the current ones.
 from __future__ import annotations
 
 import math
+import sys
 from datetime import datetime, timezone
+from functools import lru_cache
 from itertools import takewhile
 from typing import Iterable, Mapping, NamedTuple
 
@@ -128,7 +130,7 @@ def _terms(terms: GlossaryTermsClass | None, glossary: Mapping[str, str]) -> tup
 
 def _owners(ownership: OwnershipClass | None, people: Mapping[str, bool]) -> tuple[Owner, ...]:
     urns = _unique(o.owner for o in (ownership.owners if ownership else ()))
-    return tuple(Owner(u, people.get(u, True)) for u in urns)
+    return tuple(_owner(u, people.get(u, True)) for u in urns)
 
 
 def referenced_people(aspects: Aspects) -> set[str]:
@@ -184,6 +186,20 @@ def _epoch_ms(value: str) -> int | None:
     return int(parsed.timestamp() * 1000)
 
 
+@lru_cache(maxsize=1 << 16)
+def _schema_field(path: str, type_: str, tags: tuple[str, ...], terms: tuple[Term, ...],
+                  description: str | None) -> SchemaField:
+    """One view per distinct column, however many tables have it (``id bigint``...): an estate's snapshot
+    holds and loads each once instead of once per table, and equal views are interchangeable (frozen)."""
+    return SchemaField(sys.intern(path), sys.intern(type_), tags, terms, description)
+
+
+@lru_cache(maxsize=1 << 14)
+def _owner(urn: str, active: bool) -> Owner:
+    """One view per person and state, shared by every entity they own (see :func:`_schema_field`)."""
+    return Owner(urn, active)
+
+
 def _fields(aspects: Aspects, glossary: Mapping[str, str]) -> tuple[SchemaField, ...] | None:
     schema = _get(aspects, SchemaMetadataClass)
     if schema is None:
@@ -195,16 +211,16 @@ def _fields(aspects: Aspects, glossary: Mapping[str, str]) -> tuple[SchemaField,
         path = simple_path(f.fieldPath)
         edit = edits.get(path)
         result.append(
-            SchemaField(
-                path=path,
-                type=f.nativeDataType or type(f.type.type).__name__.removesuffix("Class"),
-                tags=_unique([*tag_names(f.globalTags), *tag_names(edit.globalTags if edit else None)]),
-                terms=tuple(
+            _schema_field(
+                path,
+                f.nativeDataType or type(f.type.type).__name__.removesuffix("Class"),
+                _unique([*tag_names(f.globalTags), *tag_names(edit.globalTags if edit else None)]),
+                tuple(
                     dict.fromkeys(
                         [*_terms(f.glossaryTerms, glossary), *_terms(edit.glossaryTerms if edit else None, glossary)]
                     )
                 ),
-                description=_text(edit.description if edit else None) or _text(f.description),
+                _text(edit.description if edit else None) or _text(f.description),
             )
         )
     return tuple(result)
@@ -532,7 +548,7 @@ def parse_assertion(urn: str, info: AssertionInfoClass | None, runs: Iterable[Ru
         urn=urn,
         name=_assertion_name(urn, info),
         column=_column_of(info) if info else None,
-        result=str(latest.result) if latest else None,
+        result=sys.intern(str(latest.result)) if latest else None,
         failed_rows=_failed_rows(latest, info) if latest else None,
         metric=_metric(info, latest),
         ran_at_ms=latest.at_ms if latest else None,
