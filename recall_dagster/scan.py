@@ -19,7 +19,7 @@ from recall_dagster.acks.model import Accepted, Acknowledgement, split
 from recall_dagster.collector import while_paused
 from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import Detection, Finding, RecallConfig, check_config, parse_config
-from recall_dagster.detect.registry import Found, OpenFindings, first_pass, second_pass, steady
+from recall_dagster.detect.registry import Found, Judged, OpenFindings, first_pass, kept_verdicts, keepable, second_pass
 from recall_dagster.detect.blast_radius import BlastRadius
 from recall_dagster.config_schema import validate_layer
 from recall_dagster.detect.config import merge
@@ -37,7 +37,14 @@ from recall_dagster.instants import iso_instant
 from recall_dagster.score import Score, score_model
 from recall_dagster.settings import env_home
 from recall_dagster.snapshots import SnapshotStore
-from recall_dagster.verdicts import Verdicts, config_digest, reusable
+from recall_dagster.verdicts import (
+    KeptSpread,
+    Verdicts,
+    baselines_digest,
+    config_digest,
+    reusable,
+    reusable_spread,
+)
 
 DEFAULT_CONFIG = Path(__file__).with_name("recall.yaml")  # the defaults, shipped in the package
 MODEL_URN = "urn:li:mlModel:"
@@ -104,6 +111,8 @@ class JsonStateStore:
             raise ConfigError(
                 f"schema baselines {self.path} do not map datasets to column types; delete the file to start afresh"
             )
+        if all(isinstance(t, str) for cols in data.values() for t in cols.values()):
+            return data  # as this store writes them: JSON keys are text already
         return {str(u): {str(c): str(t) for c, t in cols.items()} for u, cols in data.items()}
 
     def save_baselines(self, baselines: Baselines) -> None:
@@ -230,18 +239,24 @@ def score_models(
 
 def find_and_record(
     closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, *, accept_schema: Sequence[str] = (),
-    judged: Mapping[str, Sequence[Finding]] | None = None,
 ) -> Found:
-    """The detectors that need one closure each, against the stored baselines (the steady ones not again on
-    the closures ``judged`` holds their verdicts on); then the schemas first seen now (and the accepted ones)
-    are recorded."""
-    baselines = store.load_baselines()
+    """The detectors that need one closure each, against the stored baselines; then the schemas first seen
+    now (and the accepted ones) are recorded."""
+    return _find_and_record(closures, config, store, store.load_baselines(), accept_schema, None)[0]
+
+
+def _find_and_record(
+    closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, baselines: Baselines,
+    accept_schema: Sequence[str], judged: Judged | None,
+) -> tuple[Found, Baselines]:
+    """:func:`find_and_record` on loaded ``baselines``, keeping what ``judged`` holds; and the baselines it
+    recorded."""
     found = first_pass(closures, config, baselines, judged)
     updated = record_baselines(closures, baselines, accept=accept_schema)
     recorded = {u: cols for u, cols in updated.items() if baselines.get(u) != cols}
     if recorded:
         store.save_baselines(recorded)
-    return found
+    return found, recorded
 
 
 def _still_open(acks: Sequence[Acknowledgement], at_ms: int) -> OpenFindings | None:
@@ -250,11 +265,21 @@ def _still_open(acks: Sequence[Acknowledgement], at_ms: int) -> OpenFindings | N
 
 def finish_detection(
     closures: Sequence[ModelClosure], found: Found, config: RecallConfig, *,
-    acks: Sequence[Acknowledgement] = (), at_ms: int,
+    acks: Sequence[Acknowledgement] = (), at_ms: int, snapshots: SnapshotStore | None = None,
+    rescan: Rescan | None = None,
 ) -> Detection:
     """The blast radius over what the first pass ``found``; a finding ``acks`` cover at ``at_ms`` puts no
-    dataset at risk."""
-    return second_pass(closures, found, config, _still_open(acks, at_ms))
+    dataset at risk.  With ``snapshots``, the last scan's second pass is kept when it ran over these very
+    closures (``rescan``) under the same config and the same datasets are at risk, and saved when it is new."""
+    key = rescan.snapshot if rescan is not None else ""
+    if snapshots is None or rescan is None or not key:
+        return second_pass(closures, found, config, _still_open(acks, at_ms))
+    digest = config_digest(config)
+    earlier = reusable_spread(snapshots.load_spread(key), rescan, digest, closures)
+    detection = second_pass(closures, found, config, _still_open(acks, at_ms), earlier)
+    if detection.spread is not None and detection.spread is not earlier:
+        snapshots.save_spread(KeptSpread(key, rescan.token, digest, detection.spread))
+    return detection
 
 
 def select_closures(
@@ -372,13 +397,23 @@ def find_again(
     """:func:`find_and_record`, keeping the last scan's verdicts (:mod:`recall_dagster.verdicts`) on the
     closures ``rescan`` took from its snapshot; without a snapshot, every closure is judged."""
     key = rescan.snapshot if rescan is not None else ""
-    if snapshots is None or not key:
+    if snapshots is None or rescan is None or not key:
         return find_and_record(closures, config, store, accept_schema=accept_schema)
-    digest = config_digest(config)
-    judged = reusable(snapshots.load_verdicts(key), key, digest, rescan.kept)
-    found = find_and_record(closures, config, store, accept_schema=accept_schema, judged=judged)
-    if len(judged) < len(closures):
-        snapshots.save_verdicts(Verdicts(key, digest, steady(found)))
+    digest, baselines = config_digest(config), store.load_baselines()
+    judged_under = baselines_digest(baselines)
+    earlier = snapshots.load_verdicts(key)
+    judged = reusable(earlier, rescan, digest, judged_under)
+    found, recorded = _find_and_record(closures, config, store, baselines, accept_schema, judged)
+    # Baselines first recorded now are the schemas these closures hold, so every verdict holds under them too
+    # (as the store gives them back, which is how the next scan will see them); an accepted schema replaces a
+    # baseline, and the verdicts on that table hold only under the old one.
+    holds_under = baselines_digest(store.load_baselines()) if recorded and not accept_schema else judged_under
+    unchanged = (
+        earlier is not None and judged is not None and (earlier.token, earlier.baselines) == (rescan.token, holds_under)
+        and len(judged.found) == len(closures) and judged.detectors == keepable(baselines_unchanged=True)
+    )
+    if not unchanged:
+        snapshots.save_verdicts(Verdicts(key, rescan.token, digest, holds_under, kept_verdicts(found)))
     return found
 
 
@@ -427,12 +462,15 @@ def merge_shards(
     *,
     graph: str,
     acks: Sequence[Acknowledgement] = (),
+    snapshots: SnapshotStore | None = None,
 ) -> ScanResult:
     """The scan the shards add up to (:func:`gather`): the blast radius over all their closures, then every
-    model scored, as one scan of the whole estate gives."""
+    model scored, as one scan of the whole estate gives.  With ``snapshots``, a whole estate read in one
+    part keeps the last scan's blast radius where it holds (:func:`finish_detection`)."""
     whole = gather(parts)
     at = whole.scanned_at_ms
-    detection = finish_detection(whole.closures, whole.found, config, acks=acks, at_ms=at)
+    detection = finish_detection(whole.closures, whole.found, config, acks=acks, at_ms=at, snapshots=snapshots,
+                                 rescan=whole.rescan)
     return ScanResult(
         scanned_at_ms=at,
         graph=graph,
@@ -467,4 +505,4 @@ def run_scan(
     """
     part = scan_shard(graph, config, store, scanned_at_ms=scanned_at_ms, include_all=include_all, models=models,
                       accept_schema=accept_schema, snapshots=snapshots, full=full)
-    return merge_shards([part], config, graph=graph.location, acks=acks)
+    return merge_shards([part], config, graph=graph.location, acks=acks, snapshots=snapshots)

@@ -1,10 +1,11 @@
 """The last scan's closures and verdicts on disk, so the next scan reads and judges again only what changed.
 
-Both are caches: a missing, damaged or outdated file costs one full rescan (or
+All are caches: a missing, damaged or outdated file costs one full rescan (or
 one full detection), never an error.  They are written by this very code and
 read only by it (pickles stamped by :mod:`recall_dagster.pickles`): closures
 with the source of the ``estate`` modules, which decide what a closure holds;
-verdicts with that of ``estate`` and ``detect``, which decide what is found.
+verdicts of either pass with that of ``estate`` and ``detect``, which decide
+what is found.
 """
 
 from __future__ import annotations
@@ -17,15 +18,15 @@ from recall_dagster import detect, estate
 from recall_dagster.estate.incremental import Snapshot
 from recall_dagster.files import write_atomically
 from recall_dagster.pickles import fingerprint, stamped, unstamped
-from recall_dagster.verdicts import Verdicts
+from recall_dagster.verdicts import KeptSpread, Verdicts
 
 _CLOSURES = fingerprint(estate)
 _VERDICTS = fingerprint(estate, detect)
 
 
 class SnapshotStore:
-    """One snapshot and one set of verdicts per graph, settings and selection under ``<state>/closures``,
-    each replaced atomically."""
+    """One snapshot and the verdicts of both passes on it per graph, settings and selection under
+    ``<state>/closures``, each replaced atomically."""
 
     def __init__(self, state_dir: str | os.PathLike[str]) -> None:
         self.folder = Path(state_dir) / "closures"
@@ -42,12 +43,20 @@ class SnapshotStore:
         write_atomically(self._path(snapshot.key, ""), stamped(snapshot, _CLOSURES), "closure snapshot")
 
     def load_verdicts(self, key: str) -> Verdicts | None:
-        """The verdicts kept for ``key``; None when there are none this code can trust."""
+        """The first pass's verdicts kept for ``key``; None when there are none this code can trust."""
         verdicts = _read(self._path(key, ".verdicts"), _VERDICTS)
         return verdicts if isinstance(verdicts, Verdicts) and verdicts.key == key else None
 
     def save_verdicts(self, verdicts: Verdicts) -> None:
         write_atomically(self._path(verdicts.key, ".verdicts"), stamped(verdicts, _VERDICTS), "scan verdicts")
+
+    def load_spread(self, key: str) -> KeptSpread | None:
+        """The second pass kept for ``key``; None when there is none this code can trust."""
+        spread = _read(self._path(key, ".spread"), _VERDICTS)
+        return spread if isinstance(spread, KeptSpread) and spread.key == key else None
+
+    def save_spread(self, spread: KeptSpread) -> None:
+        write_atomically(self._path(spread.key, ".spread"), stamped(spread, _VERDICTS), "blast radius verdicts")
 
 
 def _read(path: Path, stamp: str) -> object | None:

@@ -177,7 +177,8 @@ def risk_findings(model_closures: Closures, config: FindingsConfig, recall: Reca
             found = find_again(read.closures, recall.config(), JsonStateStore(settings.state_dir),
                                snapshots=SnapshotStore(settings.state_dir), rescan=read.rescan,
                                accept_schema=config.accept_schema)
-        detection = finish_detection(read.closures, found, recall.config(), acks=read.acks, at_ms=read.scanned_at_ms)
+        detection = finish_detection(read.closures, found, recall.config(), acks=read.acks, at_ms=read.scanned_at_ms,
+                                     snapshots=SnapshotStore(settings.state_dir), rescan=read.rescan)
     findings = [f for found in detection.findings.values() for f in found]
     return Output(
         detection,

@@ -3,11 +3,18 @@
 Pass one runs each detector on each closure.  Pass two runs ``blast_radius``,
 which needs to know what pass one found across *all* closures; it gets that
 through the state, so it stays a pure ``(closure, config, state)`` function.
+
+Either pass can take what it found before on the same closures (:class:`Judged`,
+:class:`Spread`) instead of judging again: a rescan of an unchanged estate keeps
+them (:mod:`recall_dagster.verdicts`).  What each detector reads decides when
+its verdict may be kept: the closure and the config only (kept while the closure
+is unchanged), the stored schema baselines too (kept while they are the same),
+or the scan's instant (judged again on every scan).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from recall_dagster.detect import (
@@ -39,11 +46,13 @@ class Detector:
     detect: DetectFn
     cases: tuple[str, ...]  # severity cases it reads from recall.yaml
     identity: Callable[[Finding], Any] | None  # what identifies a finding's evidence, when not all of it
-    volatile: bool = False  # reads more than the closure and the config (the instant, the baselines)
+    volatile: bool = False  # reads the scan's instant: judged again on every scan
+    reads_baselines: bool = False  # reads the stored schema baselines: its verdict holds while they are the same
 
 
 DETECTORS: tuple[Detector, ...] = tuple(
-    Detector(m.NAME, m.detect, m.CASES, getattr(m, "identity", None), getattr(m, "VOLATILE", False))
+    Detector(m.NAME, m.detect, m.CASES, getattr(m, "identity", None), getattr(m, "VOLATILE", False),
+             getattr(m, "READS_BASELINES", False))
     for m in (
         training_source_schema_drift,
         orphaned_feature,
@@ -88,6 +97,7 @@ def sort_findings(findings: Sequence[Finding]) -> tuple[Finding, ...]:
 class Detection:
     findings: Mapping[str, tuple[Finding, ...]]  # model URN -> its findings, sorted
     blast_radius: tuple[blast_radius.BlastRadius, ...]  # estate-wide, ranked
+    spread: "Spread | None" = field(default=None, repr=False, compare=False)  # what the second pass made
 
 
 OpenFindings = Callable[[ModelClosure, Sequence[Finding]], Sequence[Finding]]
@@ -107,51 +117,90 @@ def run_detectors(
     return second_pass(closures, first_pass(closures, config, schema_baselines), config, open_findings)
 
 
+@dataclass(frozen=True)
+class Judged:
+    """What the first pass found before in closures that have not changed since, per model URN, and the
+    detectors whose verdicts it holds (:func:`keepable`)."""
+
+    found: Mapping[str, Sequence[Finding]]
+    detectors: frozenset[str]
+
+
+def keepable(baselines_unchanged: bool) -> frozenset[str]:
+    """The detectors whose verdict on an unchanged closure under the same config still holds: every one that
+    does not read the instant, and of those, the ones reading the schema baselines only while these are the
+    same."""
+    return frozenset(d.name for d in DETECTORS
+                     if not d.volatile and (baselines_unchanged or not d.reads_baselines) and d.name != _SECOND_PASS)
+
+
 def first_pass(
     closures: Sequence[ModelClosure],
     config: RecallConfig,
     schema_baselines: Mapping[str, SchemaBaseline],
-    judged: Mapping[str, Sequence[Finding]] | None = None,
+    judged: Judged | None = None,
 ) -> Found:
     """Every enabled detector but ``blast_radius``: each needs one closure only, so shards of an estate
-    can run this pass apart.
-
-    ``judged`` holds, per model, what the steady detectors found in the same closure under the same
-    config before (:func:`steady`): they are not run again on it, the volatile ones are.
+    can run this pass apart.  On the closures ``judged`` holds, its detectors keep their verdicts and the
+    others judge again.
     """
     enabled = [d for d in DETECTORS if config.enabled(d.name) and d.name != _SECOND_PASS]
     state = DetectorState(schema_baselines=schema_baselines)
-    earlier = judged or {}
+    earlier = judged.found if judged is not None else {}
+    again = [d for d in enabled if judged is None or d.name not in judged.detectors]
 
     def findings(closure: ModelClosure) -> list[Finding]:
         kept = earlier.get(closure.urn)
         if kept is None:
             return [f for d in enabled for f in d.detect(closure, config, state)]
+        fresh = {d.name: d.detect(closure, config, state) for d in again}
         by_detector: dict[str, list[Finding]] = {}
         for k in kept:
             by_detector.setdefault(k.detector, []).append(k)
-        return [f for d in enabled
-                for f in (d.detect(closure, config, state) if d.volatile else by_detector.get(d.name, ()))]
+        return [f for d in enabled for f in (fresh[d.name] if d.name in fresh else by_detector.get(d.name, ()))]
 
     return {c.urn: findings(c) for c in closures}
 
 
-def steady(found: Found) -> dict[str, tuple[Finding, ...]]:
-    """What the detectors that read only the closure and the config found: the verdicts a rescan may keep."""
-    volatile = {d.name for d in DETECTORS if d.volatile}
-    return {urn: tuple(f for f in fs if f.detector not in volatile) for urn, fs in found.items()}
+def kept_verdicts(found: Found) -> dict[str, tuple[Finding, ...]]:
+    """What the detectors that do not read the instant found: the verdicts a rescan may keep."""
+    keep = keepable(baselines_unchanged=True)
+    return {urn: tuple(f for f in fs if f.detector in keep) for urn, fs in found.items()}
+
+
+@dataclass(frozen=True)
+class Spread:
+    """What the second pass made of one first pass: the datasets at risk, each model's blast radius findings
+    and the estate-wide ranking.  It holds again for the same closures under the same config while the same
+    datasets are at risk."""
+
+    at_risk: Mapping[str, tuple[str, ...]]
+    findings: Mapping[str, tuple[Finding, ...]]  # model URN -> its blast radius findings
+    ranked: tuple[blast_radius.BlastRadius, ...]
 
 
 def second_pass(
-    closures: Sequence[ModelClosure], found: Found, config: RecallConfig, open_findings: OpenFindings | None = None
+    closures: Sequence[ModelClosure], found: Found, config: RecallConfig, open_findings: OpenFindings | None = None,
+    earlier: Spread | None = None,
 ) -> Detection:
-    """``blast_radius`` over the whole estate: ``closures`` and what the first pass ``found`` in each."""
+    """``blast_radius`` over the whole estate: ``closures`` and what the first pass ``found`` in each.
+    ``earlier`` is what it made of the same closures under the same config before: kept when the same
+    datasets are at risk."""
     still_open = (open_findings(c, found[c.urn]) if open_findings else found[c.urn] for c in closures)
     at_risk = blast_radius.at_risk_index((f for fs in still_open for f in fs), config)
+    spread = earlier if earlier is not None and earlier.at_risk == at_risk else _spread(closures, config, at_risk)
+    return Detection(
+        findings={c.urn: sort_findings([*found[c.urn], *spread.findings[c.urn]]) for c in closures},
+        blast_radius=spread.ranked,
+        spread=spread,
+    )
+
+
+def _spread(closures: Sequence[ModelClosure], config: RecallConfig, at_risk: Mapping[str, tuple[str, ...]]) -> Spread:
     state = DetectorState(exposure=blast_radius.exposure_index(closures, at_risk), at_risk=at_risk)
     enabled = config.enabled(_SECOND_PASS)
-    second = {c.urn: blast_radius.detect(c, config, state) if enabled else [] for c in closures}
-    return Detection(
-        findings={c.urn: sort_findings([*found[c.urn], *second[c.urn]]) for c in closures},
-        blast_radius=tuple(blast_radius.rank(state)) if enabled else (),
+    return Spread(
+        at_risk=at_risk,
+        findings={c.urn: tuple(blast_radius.detect(c, config, state)) if enabled else () for c in closures},
+        ranked=tuple(blast_radius.rank(state)) if enabled else (),
     )

@@ -25,8 +25,9 @@ from recall_dagster.estate.columns import Col, column_name
 
 NAME = "training_source_schema_drift"
 CASES = ("model_input_column", "other_column")
-# Judged against the stored schema baselines: rerun on every scan, never reused (recall_dagster.verdicts).
-VOLATILE = True
+# Judged against the stored schema baselines: its verdicts are kept only while they are the same
+# (recall_dagster.verdicts).
+READS_BASELINES = True
 
 
 def _leaf(path: str) -> str:

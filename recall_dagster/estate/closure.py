@@ -42,6 +42,14 @@ class ModelClosure:
     def urn(self) -> str:
         return self.model.urn
 
+    def at(self, scanned_at_ms: int) -> "ModelClosure":
+        """The same closure judged at another instant: a rescan re-stamps 10,000 kept closures, and
+        ``dataclasses.replace`` (which runs ``__init__`` field by field) cost more than the copy. What
+        was cached from the closure's contents (its column graph) holds at any instant and comes along."""
+        moved = object.__new__(ModelClosure)
+        moved.__dict__.update(self.__dict__, scanned_at_ms=scanned_at_ms)
+        return moved
+
     @cached_property
     def columns(self) -> "ColumnGraph":
         """This closure's column lineage, built once and shared by every detector that walks it."""
@@ -74,8 +82,10 @@ class ModelClosure:
         warehouse table, its dbt model, the mlflow source's reference to it —
         linked by COPY lineage; comparing paths needs a single name for them.
         """
-        seen = {urn}
         current = self.datasets.get(urn)
+        if current is None or not current.copy_of:
+            return urn  # most tables have one name: no chain to walk
+        seen = {urn}
         while current is not None and current.copy_of and current.copy_of not in seen:
             seen.add(current.copy_of)
             urn, current = current.copy_of, self.datasets.get(current.copy_of)
@@ -132,11 +142,14 @@ class ModelClosure:
         """
         walked = self.paths.get(urn, (self.model.urn, urn) if urn != self.model.urn else (urn,))
         shown: list[str] = []
+        last = None  # the canonical name of shown[-1]
         for step in walked:
-            if shown and self.canonical(shown[-1]) == self.canonical(step):
+            table = self.canonical(step)
+            if shown and last == table:
                 shown[-1] = step
             else:
                 shown.append(step)
+            last = table
         return tuple(shown)
 
 

@@ -20,7 +20,7 @@ incremental closures equal what a full resolve gives.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 
 from recall_dagster.estate.closure import ModelClosure
@@ -56,6 +56,8 @@ class Rescan:
     reread: int = 0  # models resolved from the graph
     kept: frozenset[str] = field(default=frozenset(), repr=False)  # models whose closures the last scan lent
     snapshot: str = field(default="", repr=False)  # the snapshot key they were read under (one shard's, or none)
+    kept_from: str = field(default="", repr=False)  # the token of the snapshot the kept closures come from
+    token: str = field(default="", repr=False)  # the token of the snapshot this scan's closures make
 
     @property
     def reused(self) -> int:
@@ -121,7 +123,7 @@ def chosen_by(model: Model) -> frozenset[str]:
 
 
 def snapshot_of(key: str, token: str, resolution: Resolution) -> Snapshot:
-    closures = {c.urn: replace(c, scanned_at_ms=0) for c in resolution.closures}
+    closures = {c.urn: c.at(0) for c in resolution.closures}
     return Snapshot(
         key=key,
         token=token,
@@ -182,12 +184,12 @@ def resolve_incremental(
     if because is not None or previous is None or changes.urns is None:
         resolution = resolve(graph, options, scanned_at_ms=scanned_at_ms, include_all=include_all, shard=shard)
         snapshot = snapshot_of(key, changes.token, resolution)
-        rescan = Rescan("full", because or "", reread=len(resolution.models), snapshot=key)
+        rescan = Rescan("full", because or "", reread=len(resolution.models), snapshot=key, token=snapshot.token)
         return _stamped(snapshot, scanned_at_ms), snapshot, rescan
     if changes.token == previous.token:
         return _stamped(previous, scanned_at_ms), previous, Rescan(
             "incremental", "nothing changed since the last scan", kept=frozenset(previous.closures),
-            snapshot=key)
+            snapshot=key, kept_from=previous.token, token=previous.token)
     listed = set(graph.list_urns("mlModel"))
     affected = _affected(previous, listed, _reached(graph, changes.urns)) if changes.urns else set()
     kept = listed - affected
@@ -204,9 +206,10 @@ def resolve_incremental(
     reused = frozenset(u for u in previous.closures if u in kept)
     changed = len(changes.urns)
     rescan = Rescan("incremental", f"{changed:,} entit{'y' if changed == 1 else 'ies'} changed since the last scan",
-                    changed=changed, reread=len(affected), kept=reused, snapshot=key)
+                    changed=changed, reread=len(affected), kept=reused, snapshot=key, kept_from=previous.token,
+                    token=snapshot.token)
     return _stamped(snapshot, scanned_at_ms), snapshot, rescan
 
 
 def _stamped(snapshot: Snapshot, scanned_at_ms: int) -> list[ModelClosure]:
-    return [replace(snapshot.closures[u], scanned_at_ms=scanned_at_ms) for u in sorted(snapshot.closures)]
+    return [snapshot.closures[u].at(scanned_at_ms) for u in sorted(snapshot.closures)]

@@ -107,6 +107,23 @@ def _check_file(path: Path, read_only: bool) -> None:
         )
 
 
+def _file_seen(path: Path) -> str:
+    """The graph file as the filesystem and SQLite's own header tell it (inode, size, modification time, and
+    the header's file change counter, which SQLite raises on every committed write in rollback-journal mode),
+    or empty when that cannot prove a later write: a file in WAL mode (its writes land in the ``-wal`` file,
+    and the counter may stay put) or one that cannot be read."""
+    try:
+        with path.open("rb") as file:
+            header = file.read(100)
+            stat = os.fstat(file.fileno())
+    except OSError:
+        return ""
+    wal = len(header) < 28 or header[18] != 1 or header[19] != 1 or path.with_name(path.name + "-wal").exists()
+    if wal:
+        return ""
+    return f"{stat.st_ino}.{stat.st_size}.{stat.st_mtime_ns}.{int.from_bytes(header[24:28], 'big')}"
+
+
 class LiteGraph:
     """:class:`~recall_dagster.graph.port.MetadataGraph` over a DataHub Lite SQLite file.
 
@@ -285,16 +302,21 @@ class LiteGraph:
         deletes one, so the rows past the newest row id a token saw are exactly
         what changed.  A token holds that row's identity and the row count too:
         a file rebuilt or edited in place, where rows vanished or the row the
-        token saw is another, answers None rather than a wrong list.
+        token saw is another, answers None rather than a wrong list.  It also
+        holds the file as the filesystem and SQLite's header saw it
+        (:func:`_file_seen`): when it is exactly as it was, nothing was
+        committed since, and the rows are not counted again (counting them was
+        most of the time an unchanged rescan spent asking the graph).
         """
+        seen = token.split(":") if token is not None else []
+        on_disk = _file_seen(self._path)
+        if token is not None and on_disk and len(seen) == 4 and seen[3] == on_disk:
+            return Changes(token, frozenset())
         newest, count = self._rows(f"SELECT coalesce(max(rowid), 0), count(*) FROM {_ASPECT_TABLE}")[0]
-        now = f"{newest}:{count}:{self._row_identity(newest)}"
-        if token is None:
-            return Changes(now, None)
+        now = f"{newest}:{count}:{self._row_identity(newest)}:{on_disk}"
         try:
-            seen, seen_count, identity = token.split(":", 2)
-            seen_rowid, seen_rows = int(seen), int(seen_count)
-        except ValueError:
+            seen_rowid, seen_rows, identity = int(seen[0]), int(seen[1]), seen[2]
+        except (IndexError, ValueError):
             return Changes(now, None)
         added = self._rows(
             f"SELECT urn, count(*) FROM {_ASPECT_TABLE} WHERE rowid > ? GROUP BY urn", [seen_rowid]

@@ -25,4 +25,5 @@ def count_detector_runs(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
 
 def volatile_detectors() -> set[str]:
+    """The detectors judged again on an unchanged estate whose baselines are unchanged too."""
     return {d.name for d in registry.DETECTORS if d.volatile}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import tempfile
 from contextlib import closing
@@ -164,7 +165,7 @@ def test_a_snapshot_that_cannot_be_trusted_costs_a_full_rescan_not_an_error(esta
     snapshots = SnapshotStore(tmp_path / "state")
     with closing(LiteGraph(path)) as graph:
         first = run_scan(graph, config, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS, snapshots=snapshots)
-        [kept] = [p for p in snapshots.folder.glob("*.pickle") if not p.name.endswith(".verdicts.pickle")]
+        [kept] = [p for p in snapshots.folder.glob("*.pickle") if p.name.count(".") == 1]  # not verdicts
         kept.write_bytes(b"not a snapshot")
         damaged = run_scan(graph, config, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS, snapshots=snapshots)
         assert damaged.rescan.mode == "full" and _findings(damaged) == _findings(first)
@@ -186,6 +187,44 @@ def test_a_graph_rewritten_in_place_is_read_in_full(estate) -> None:
         db.commit()
     with closing(LiteGraph(path)) as graph:
         assert graph.changes_since(token).urns is None
+
+
+def test_a_write_that_keeps_the_files_size_and_time_is_still_seen(estate) -> None:
+    """An unchanged file is trusted without counting its rows; a row committed behind DataHub's back that
+    leaves the file's size and modification time as they were still counts as a change (SQLite's header
+    counts every commit)."""
+    path = estate("general")
+    with closing(LiteGraph(path)) as graph:
+        token = graph.changes_since(None).token
+        assert graph.changes_since(token) == graph.changes_since(token)
+        assert graph.changes_since(token).urns == frozenset()
+    before = path.stat()
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("INSERT INTO metadata_aspect_v2 (urn, aspect_name, version, metadata, system_metadata, createdon) "
+                   "SELECT urn, aspect_name, 99, metadata, system_metadata, createdon FROM metadata_aspect_v2 "
+                   "WHERE rowid = (SELECT min(rowid) FROM metadata_aspect_v2)")
+        db.commit()
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size and path.stat().st_mtime_ns == before.st_mtime_ns
+    with closing(LiteGraph(path)) as graph:
+        assert graph.changes_since(token).urns
+
+
+def test_a_graph_in_wal_mode_is_asked_every_time(estate) -> None:
+    """In WAL mode writes land in the -wal file and SQLite's header may not count them: the rows are asked."""
+    path = estate("general")
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("PRAGMA journal_mode=WAL")
+    with closing(LiteGraph(path)) as graph:
+        token = graph.changes_since(None).token
+        assert graph.changes_since(token).urns == frozenset()
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("INSERT INTO metadata_aspect_v2 (urn, aspect_name, version, metadata, system_metadata, createdon) "
+                   "SELECT urn, aspect_name, 99, metadata, system_metadata, createdon FROM metadata_aspect_v2 "
+                   "WHERE rowid = (SELECT min(rowid) FROM metadata_aspect_v2)")
+        db.commit()
+        with closing(LiteGraph(path)) as graph:
+            assert graph.changes_since(token).urns
 
 
 def test_recall_scan_says_how_it_read_the_closures(estate, tmp_path) -> None:

@@ -6,7 +6,9 @@ import importlib
 from contextlib import closing
 from dataclasses import replace
 
+import datahub.metadata.schema_classes as dh
 import pytest
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from detector_spy import count_detector_runs, volatile_detectors
 from scan_estates import SCAN_AT_MS
 
@@ -15,6 +17,7 @@ from recall_dagster.detect.config import DetectorConfig
 from recall_dagster.graph import LiteGraph
 from recall_dagster.scan import MemoryStateStore, load_config, run_scan
 from recall_dagster.snapshots import SnapshotStore
+from recall_dagster.verdicts import config_digest, reusable_spread
 
 DAY = 86_400_000
 
@@ -24,12 +27,13 @@ def _findings(result) -> list[tuple[str, str, str, str, str]]:  # noqa: ANN001 -
                   for m in result.models for f in m.findings)
 
 
-def test_every_detector_that_reads_the_instant_or_the_baselines_says_it_is_volatile() -> None:
+def test_every_detector_that_reads_the_instant_or_the_baselines_says_so() -> None:
     for detector in registry.DETECTORS:
         module = importlib.import_module(f"recall_dagster.detect.{detector.name}")
         source = open(module.__file__).read()
-        reads = "scanned_at_ms" in source or "schema_baselines" in source
-        assert detector.volatile == reads, f"{detector.name}: VOLATILE must say whether it reads the instant or baselines"
+        assert detector.volatile == ("scanned_at_ms" in source), f"{detector.name}: VOLATILE must say it reads the instant"
+        assert detector.reads_baselines == ("schema_baselines" in source), \
+            f"{detector.name}: READS_BASELINES must say it reads the schema baselines"
 
 
 def test_an_unchanged_estate_is_judged_again_only_by_the_detectors_that_may_have_turned(
@@ -76,3 +80,105 @@ def test_damaged_verdicts_cost_one_full_detection_not_an_error(estate, tmp_path)
         again = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
     assert _findings(again) == _findings(first)
     assert verdicts.read_bytes() != b"garbage"
+
+
+def _blast_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The closures the second pass judged, in this process."""
+    runs: list[str] = []
+    detect = registry.blast_radius.detect
+
+    def counted(closure, config, state):  # noqa: ANN001, ANN202 - the detector signature
+        runs.append(closure.urn)
+        return detect(closure, config, state)
+
+    monkeypatch.setattr(registry.blast_radius, "detect", counted)
+    return runs
+
+
+def test_changed_baselines_judge_schema_drift_again_on_unchanged_closures(estate, tmp_path, monkeypatch) -> None:
+    """Verdicts against the schema baselines hold while the baselines do: one edited behind the scan's back
+    (an older schema put back) brings drift the next rescan must see."""
+    config, snapshots, baselines = load_config(), SnapshotStore(tmp_path / "state"), MemoryStateStore()
+    with closing(LiteGraph(estate("general"))) as graph:
+        first = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
+        assert not [f for m in first.models for f in m.findings if f.detector == "training_source_schema_drift"]
+        table, columns = next((u, c) for u, c in sorted(baselines.baselines.items()) if c)
+        column = sorted(columns)[0]
+        baselines.save_baselines({table: {**columns, column: f"not {columns[column]}"}})
+        runs = count_detector_runs(monkeypatch)
+        again = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
+        assert runs["training_source_schema_drift"] == len(again.models) and "pii_exposure" not in runs
+        full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=SCAN_AT_MS,
+                        include_all=True)
+        runs.clear()
+        same = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
+        assert set(runs) == volatile_detectors()  # the new baselines' verdicts are kept in turn
+    drift = [f for f in _findings(again) if f[1] == "training_source_schema_drift"]
+    assert drift and _findings(again) == _findings(full) == _findings(same)
+
+
+def test_the_blast_radius_is_kept_while_the_same_datasets_are_at_risk(estate, tmp_path, monkeypatch) -> None:
+    config, snapshots, baselines = load_config(), SnapshotStore(tmp_path / "state"), MemoryStateStore()
+    runs = _blast_runs(monkeypatch)
+    with closing(LiteGraph(estate("general"))) as graph:
+        first = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
+        assert first.blast_radius and len(runs) == len(first.models)
+        runs.clear()
+        same = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
+        assert runs == [] and same.blast_radius == first.blast_radius and _findings(same) == _findings(first)
+        later = SCAN_AT_MS + 60 * DAY  # tables go stale: more datasets at risk
+        again = run_scan(graph, config, baselines, scanned_at_ms=later, include_all=True, snapshots=snapshots)
+        assert len(runs) == len(first.models)
+        full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=later, include_all=True)
+    assert again.blast_radius == full.blast_radius != first.blast_radius
+    assert _findings(again) == _findings(full)
+
+
+def test_verdicts_are_kept_only_on_the_closures_they_were_found_on(estate, tmp_path, monkeypatch) -> None:
+    """A scan that saved its snapshot and died before its verdicts leaves verdicts of older closures: the next
+    scan, reusing that snapshot's closures, judges them all again instead of taking those."""
+    config, snapshots, baselines = load_config(), SnapshotStore(tmp_path / "state"), MemoryStateStore()
+    with closing(LiteGraph(estate("general"))) as graph:
+        first = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
+        owner = next(o.urn for m in first.models for o in m.closure.model.owners if o.active)
+        graph.emit_mcps([MetadataChangeProposalWrapper(entityUrn=owner, aspect=dh.CorpUserInfoClass(active=False))])
+
+        def dies(*_args) -> None:  # noqa: ANN002
+            raise RuntimeError("the scan died")
+
+        with monkeypatch.context() as crash:
+            crash.setattr(SnapshotStore, "save_verdicts", dies)
+            with pytest.raises(RuntimeError):
+                run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
+        runs = count_detector_runs(monkeypatch)
+        after = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
+        assert after.rescan.reread == 0 and runs["ownership_vacuum"] == len(after.models)
+        full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=SCAN_AT_MS,
+                        include_all=True)
+    assert _findings(after) == _findings(full) != _findings(first)
+
+
+def test_a_model_gone_since_the_last_scan_leaves_no_trace_in_a_kept_blast_radius(estate, tmp_path) -> None:
+    config, snapshots, baselines = load_config(), SnapshotStore(tmp_path / "state"), MemoryStateStore()
+    with closing(LiteGraph(estate("general"))) as graph:
+        first = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
+        gone = next(urn for b in first.blast_radius for urn in b.models)
+        graph.emit_mcps([MetadataChangeProposalWrapper(entityUrn=gone, aspect=dh.StatusClass(removed=True))])
+        again = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
+        full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=SCAN_AT_MS,
+                        include_all=True)
+    assert gone not in {m.closure.urn for m in again.models}
+    assert again.blast_radius == full.blast_radius and _findings(again) == _findings(full)
+
+
+def test_a_kept_blast_radius_covers_exactly_the_closures_of_the_scan(estate, tmp_path) -> None:
+    """A model gone from the listing (and no other read again) would leave its exposure in a kept spread."""
+    config, snapshots, baselines = load_config(), SnapshotStore(tmp_path / "state"), MemoryStateStore()
+    with closing(LiteGraph(estate("general"))) as graph:
+        run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
+        same = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
+    earlier, closures = snapshots.load_spread(same.rescan.snapshot), [m.closure for m in same.models]
+    digest = config_digest(config)
+    assert earlier is not None and reusable_spread(earlier, same.rescan, digest, closures) is earlier.spread
+    assert reusable_spread(earlier, same.rescan, digest, closures[1:]) is None
+    assert reusable_spread(earlier, same.rescan, config_digest(replace(config, source="another")), closures) is None
