@@ -21,6 +21,14 @@ if TYPE_CHECKING:
 DATAHUB_CLI = Path(sys.executable).with_name("datahub")
 
 
+@pytest.fixture(autouse=True)
+def _own_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts from an empty RECALL_HOME of its own, never the checkout's ``.recall``: ``make demo``
+    leaves the demo's ``recall.yaml`` there, and tests reading the estate's settings would take it up. A test
+    that needs a home of its own sets it over this one."""
+    monkeypatch.setenv("RECALL_HOME", str(tmp_path_factory.mktemp("home")))
+
+
 @pytest.fixture
 def lite_cli(tmp_path: Path) -> Callable[[Path], Callable[..., str]]:
     """Run DataHub's own ``datahub lite`` CLI against a Lite file; returns its stdout.

@@ -110,6 +110,8 @@ class Split:
 
 def split(closure: ModelClosure, findings: Sequence[Finding], acks: Sequence[Acknowledgement], at_ms: int) -> Split:
     """Each finding either open or covered by the first acknowledgement (by id) that accepts it."""
+    if not acks:
+        return Split(tuple(findings))  # every scan scores every model: most estates acknowledge nothing
     ordered = sorted(acks, key=lambda a: a.id)
     open_, accepted = [], []
     for f in findings:

@@ -21,7 +21,7 @@ incremental closures equal what a full resolve gives.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence
 
 from recall_dagster.estate.closure import ModelClosure
 from recall_dagster.estate.resolve import INCOMING, Resolution, ResolveOptions, resolve
@@ -36,14 +36,26 @@ FOLLOWED = (*INCOMING, "MemberOf", "VersionOf")
 
 
 @dataclass(frozen=True)
+class Links:
+    """What choosing each listed model, and its closure, read: only a rescan that follows a change needs it,
+    so it is kept, and read back, apart from the closures (a fifth of the snapshot an unchanged rescan loads)."""
+
+    models: Mapping[str, Model]  # every listed model read, selected or not
+    depends: Mapping[str, frozenset[str]]  # per listed model: what choosing it, and its closure, read
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """What one scan resolved, kept so the next one can reuse what no change reached."""
 
     key: str  # what was resolved: the graph, the resolve settings and the selection
     token: str  # the graph's change token when it was read
-    models: Mapping[str, Model]  # every listed model read, selected or not
     closures: Mapping[str, ModelClosure]  # the selected ones, by model URN
-    depends: Mapping[str, frozenset[str]]  # per listed model: what choosing it, and its closure, read
+    links: Callable[[], Links | None] = field(compare=False, repr=False)  # None when they cannot be read back
+
+
+def _given(links: Links) -> Callable[[], Links]:
+    return lambda: links
 
 
 @dataclass(frozen=True)
@@ -122,15 +134,21 @@ def chosen_by(model: Model) -> frozenset[str]:
     return frozenset({model.urn, *model.groups, *model.deployments})
 
 
-def snapshot_of(key: str, token: str, resolution: Resolution) -> Snapshot:
-    closures = {c.urn: c.at(0) for c in resolution.closures}
-    return Snapshot(
-        key=key,
-        token=token,
+def _unstamped(resolution: Resolution) -> dict[str, ModelClosure]:
+    """The closures as a snapshot keeps them: judged at no instant, since the next scan judges at its own."""
+    return {c.urn: c.at(0) for c in resolution.closures}
+
+
+def _links_of(closures: Mapping[str, ModelClosure], resolution: Resolution) -> Links:
+    return Links(
         models=dict(resolution.models),
-        closures=closures,
         depends={u: depends_on(closures[u]) if u in closures else chosen_by(m) for u, m in resolution.models.items()},
     )
+
+
+def snapshot_of(key: str, token: str, resolution: Resolution) -> Snapshot:
+    closures = _unstamped(resolution)
+    return Snapshot(key, token, closures, _given(_links_of(closures, resolution)))
 
 
 def _reached(graph: MetadataGraph, changed: frozenset[str]) -> set[str]:
@@ -143,7 +161,7 @@ def _reached(graph: MetadataGraph, changed: frozenset[str]) -> set[str]:
     return reached
 
 
-def _affected(previous: Snapshot, listed: set[str], reached: set[str]) -> set[str]:
+def _affected(previous: Links, listed: set[str], reached: set[str]) -> set[str]:
     """Listed models a change reaches, new models, and every version that shared a group with one of them:
     the versions a group marks production are read across the group, so a version that joins, leaves or
     changes its standing changes what the others see."""
@@ -181,27 +199,30 @@ def resolve_incremental(
     key = snapshot_key(graph.location, options, include_all, shard)
     changes = graph.changes_since(previous.token if previous is not None and previous.key == key else None)
     because = _full_because(previous, key, changes, full)
-    if because is not None or previous is None or changes.urns is None:
-        resolution = resolve(graph, options, scanned_at_ms=scanned_at_ms, include_all=include_all, shard=shard)
-        snapshot = snapshot_of(key, changes.token, resolution)
-        rescan = Rescan("full", because or "", reread=len(resolution.models), snapshot=key, token=snapshot.token)
-        return _stamped(snapshot, scanned_at_ms), snapshot, rescan
-    if changes.token == previous.token:
+    if because is None and previous is not None and changes.token == previous.token:
         return _stamped(previous, scanned_at_ms), previous, Rescan(
             "incremental", "nothing changed since the last scan", kept=frozenset(previous.closures),
             snapshot=key, kept_from=previous.token, token=previous.token)
+    links = previous.links() if because is None and previous is not None else None
+    if links is None or previous is None or changes.urns is None:
+        resolution = resolve(graph, options, scanned_at_ms=scanned_at_ms, include_all=include_all, shard=shard)
+        snapshot = snapshot_of(key, changes.token, resolution)
+        reason = because or "the last scan's snapshot is incomplete"
+        rescan = Rescan("full", reason, reread=len(resolution.models), snapshot=key, token=snapshot.token)
+        return _stamped(snapshot, scanned_at_ms), snapshot, rescan
     listed = set(graph.list_urns("mlModel"))
-    affected = _affected(previous, listed, _reached(graph, changes.urns)) if changes.urns else set()
+    affected = _affected(links, listed, _reached(graph, changes.urns)) if changes.urns else set()
     kept = listed - affected
     fresh = resolve(graph, options, scanned_at_ms=scanned_at_ms, include_all=include_all,
                     candidates=sorted(affected), shard=shard) if affected else Resolution([], {})
-    update = snapshot_of(key, changes.token, fresh)
+    closures = _unstamped(fresh)
+    update = _links_of(closures, fresh)
     snapshot = Snapshot(
-        key=key,
-        token=changes.token,
-        models={**{u: previous.models[u] for u in kept}, **update.models},
-        closures={**{u: c for u, c in previous.closures.items() if u in kept}, **update.closures},
-        depends={**{u: previous.depends[u] for u in kept}, **update.depends},
+        key, changes.token, {**{u: c for u, c in previous.closures.items() if u in kept}, **closures},
+        _given(Links(
+            models={**{u: links.models[u] for u in kept}, **update.models},
+            depends={**{u: links.depends[u] for u in kept}, **update.depends},
+        )),
     )
     reused = frozenset(u for u in previous.closures if u in kept)
     changed = len(changes.urns)

@@ -176,6 +176,23 @@ def test_a_snapshot_that_cannot_be_trusted_costs_a_full_rescan_not_an_error(esta
         assert every.rescan.reason == "no earlier scan of this graph to start from"  # another selection
 
 
+def test_the_links_are_read_only_to_follow_a_change_and_a_lost_one_costs_a_full_read(estate, tmp_path) -> None:
+    path, config = estate("general"), load_config()
+    snapshots = SnapshotStore(tmp_path / "state")
+    with closing(LiteGraph(path)) as graph:
+        first = run_scan(graph, config, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS, snapshots=snapshots)
+        [links] = snapshots.folder.glob("*.links.pickle")
+        links.unlink()
+        same = run_scan(graph, config, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS, snapshots=snapshots)
+        assert same.rescan.reason == "nothing changed since the last scan" and _findings(same) == _findings(first)
+        changed = next(iter(first.models[0].closure.datasets))
+        graph.emit_mcps([_schema(changed, "text")])
+        again = run_scan(graph, config, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS, snapshots=snapshots)
+        full = run_scan(graph, config, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS)
+    assert (again.rescan.mode, again.rescan.reason) == ("full", "the last scan's snapshot is incomplete")
+    assert _findings(again) == _findings(full) and links.exists()
+
+
 def test_a_graph_rewritten_in_place_is_read_in_full(estate) -> None:
     """Rows deleted behind DataHub's back: the token no longer names the graph, so nothing is trusted."""
     path = estate("general")
