@@ -46,7 +46,7 @@ class ModelClosure:
         """The same closure judged at another instant: a rescan re-stamps 10,000 kept closures, and
         ``dataclasses.replace`` (which runs ``__init__`` field by field) cost more than the copy. What
         was cached from the closure's contents (its column graph) holds at any instant and comes along."""
-        moved = object.__new__(ModelClosure)
+        moved = object.__new__(type(self))
         moved.__dict__.update(self.__dict__, scanned_at_ms=scanned_at_ms)
         return moved
 
