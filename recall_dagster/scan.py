@@ -275,9 +275,11 @@ def finish_detection(
     if snapshots is None or rescan is None or not key:
         return second_pass(closures, found, config, _still_open(acks, at_ms))
     digest = config_digest(config)
-    earlier = reusable_spread(snapshots.load_spread(key), rescan, digest, closures)
+    kept = snapshots.load_spread(key)
+    earlier = reusable_spread(kept, rescan, digest, closures)
     detection = second_pass(closures, found, config, _still_open(acks, at_ms), earlier)
-    if detection.spread is not None and detection.spread is not earlier:
+    moved = kept is not None and kept.token != rescan.token  # the same closures, under the graph's new token
+    if detection.spread is not None and (detection.spread is not earlier or moved):
         snapshots.save_spread(KeptSpread(key, rescan.token, digest, detection.spread))
     return detection
 

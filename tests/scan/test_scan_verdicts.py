@@ -182,3 +182,20 @@ def test_a_kept_blast_radius_covers_exactly_the_closures_of_the_scan(estate, tmp
     assert earlier is not None and reusable_spread(earlier, same.rescan, digest, closures) is earlier.spread
     assert reusable_spread(earlier, same.rescan, digest, closures[1:]) is None
     assert reusable_spread(earlier, same.rescan, config_digest(replace(config, source="another")), closures) is None
+
+
+def test_a_kept_blast_radius_follows_the_graph_to_its_new_token(estate, tmp_path, monkeypatch) -> None:
+    """An aspect written again unchanged moves the graph's token and changes nothing: the scan after it keeps
+    the blast radius, and so does the one after that."""
+    config, snapshots, baselines = load_config(), SnapshotStore(tmp_path / "state"), MemoryStateStore()
+    runs = _blast_runs(monkeypatch)
+    with closing(LiteGraph(estate("general"))) as graph:
+        first = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
+        model = first.models[0].closure.urn
+        [[aspect]] = [graph.get_aspects([model], [dh.MLModelPropertiesClass])[model].values()]
+        graph.emit_mcps([MetadataChangeProposalWrapper(entityUrn=model, aspect=aspect)])
+        runs.clear()
+        moved = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
+        after = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
+    assert moved.rescan.token != first.rescan.token and moved.rescan.reread == 0
+    assert runs == [] and _findings(after) == _findings(first)
