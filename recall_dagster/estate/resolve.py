@@ -1,4 +1,4 @@
-"""Read every model's closure from the graph, one batched round of reads per hop.
+"""Read every model's closure from the graph, a round of batched reads per hop (see ``graph.port``).
 
 Closures come from aspect reads (the primary store, immediately consistent),
 never from lineage search, which lags writes and cannot see the serving path

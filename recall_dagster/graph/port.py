@@ -2,8 +2,10 @@
 
 Everything above ``graph/`` is written against :class:`MetadataGraph` and never
 learns whether it talks to a DataHub Lite file or a DataHub GMS server.  Reads
-are batched because closures are resolved hop by hop: one round of requests per
-hop, not one per entity.
+are batched because closures are resolved hop by hop: a round of requests per
+hop, each a few batched calls per aspect group (over GMS, aspects two hundred URNs
+a call; histories and incoming edges of many URNs by scrolling a thousand events
+or edges a page), so requests grow with closure depth and pages, not entities.
 """
 
 from __future__ import annotations
