@@ -14,8 +14,10 @@ from scan_estates import SCAN_AT_MS
 
 from recall_dagster.detect import registry
 from recall_dagster.detect.config import DetectorConfig
+from recall_dagster.detect.state import DetectorState
+from recall_dagster.estate import resolve_closures
 from recall_dagster.graph import LiteGraph
-from recall_dagster.scan import MemoryStateStore, load_config, run_scan
+from recall_dagster.scan import MemoryStateStore, load_config, record_baselines, run_scan
 from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.verdicts import config_digest, reusable_spread
 
@@ -199,3 +201,30 @@ def test_a_kept_blast_radius_follows_the_graph_to_its_new_token(estate, tmp_path
         after = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
     assert moved.rescan.token != first.rescan.token and moved.rescan.reread == 0
     assert runs == [] and _findings(after) == _findings(first)
+
+
+def test_a_kept_verdict_is_the_same_at_another_instant_and_under_other_baselines(estate) -> None:
+    """What the text of a detector says (the test above) checked against what it does: every detector whose
+    verdicts are kept finds the same in each closure sixty days later, and every one kept across baselines the
+    same under every column retyped; the ones that are not kept do find something else there."""
+    config = load_config()
+    with closing(LiteGraph(estate("general"))) as graph:
+        closures = resolve_closures(graph, config.resolve, scanned_at_ms=SCAN_AT_MS, include_all=True)
+    recorded = record_baselines(closures, {})
+    retyped = {urn: {column: f"not {kind}" for column, kind in columns.items()} for urn, columns in recorded.items()}
+    turned: set[str] = set()
+    for detector in registry.DETECTORS:
+        if detector.name == "blast_radius":
+            continue  # the second pass: kept by what is at risk (test_the_blast_radius_is_kept_...)
+        for closure in closures:
+            now = detector.detect(closure, config, DetectorState(schema_baselines=recorded))
+            later = detector.detect(closure.at(SCAN_AT_MS + 60 * DAY), config, DetectorState(schema_baselines=recorded))
+            other = detector.detect(closure, config, DetectorState(schema_baselines=retyped))
+            if now != later:
+                assert detector.volatile, f"{detector.name} finds otherwise at another instant: it must say VOLATILE"
+                turned.add(detector.name)
+            if now != other:
+                assert detector.reads_baselines or detector.volatile, \
+                    f"{detector.name} finds otherwise under other baselines: it must say READS_BASELINES"
+                turned.add(detector.name)
+    assert {"upstream_staleness", "training_source_schema_drift"} <= turned
