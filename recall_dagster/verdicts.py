@@ -55,8 +55,9 @@ class KeptSpread:
 
 
 def config_digest(config: RecallConfig) -> str:
-    """The same in every process for the same settings (sets are sorted, not hashed in their random order)."""
-    return _digest(_plain(config))
+    """The same in every process for the same settings (sets are sorted, not hashed in their random order),
+    wherever they were read from: the file's name only ever reaches error messages."""
+    return _digest(_plain(dataclasses.replace(config, source="")))
 
 
 def baselines_digest(baselines: Mapping[str, Mapping[str, str]]) -> str:
