@@ -2,9 +2,9 @@
 
 All are caches: a missing, damaged or outdated file costs one full rescan (or
 one full detection), never an error.  They are written by this very code and
-read only by it (pickles stamped by :mod:`recall_dagster.pickles`): closures,
-and apart from them the links a rescan follows a change by, with the source of
-the ``estate`` modules, which decide what a closure holds;
+read only by it (pickles stamped by :mod:`recall_dagster.pickles`): the
+closures, and apart from them the links a rescan follows a change by, with the
+source of the ``estate`` modules, which decide what a closure holds; the
 verdicts of either pass with that of ``estate`` and ``detect``, which decide
 what is found.
 """

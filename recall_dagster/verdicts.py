@@ -85,14 +85,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _same_closures(key: str, token: str, config: str, rescan: Rescan, digest: str) -> bool:
-    return (key, token, config) == (rescan.snapshot, rescan.kept_from, digest) and bool(rescan.kept_from)
+def _same_closures(earlier: Verdicts | KeptSpread, rescan: Rescan, config: str) -> bool:
+    """Whether ``earlier`` was judged under ``config`` on the very snapshot ``rescan`` kept its closures from."""
+    return bool(rescan.kept_from) and (earlier.key, earlier.token, earlier.config) == (
+        rescan.snapshot, rescan.kept_from, config)
 
 
 def reusable(earlier: Verdicts | None, rescan: Rescan, config: str, baselines: str) -> Judged | None:
     """The verdicts on the models whose closures were kept, when they were found on those very closures under
     the same config; None otherwise (every closure is judged)."""
-    if earlier is None or not _same_closures(earlier.key, earlier.token, earlier.config, rescan, config):
+    if earlier is None or not _same_closures(earlier, rescan, config):
         return None
     found = {urn: earlier.found[urn] for urn in rescan.kept if urn in earlier.found}
     return Judged(found, keepable(baselines_unchanged=earlier.baselines == baselines))
@@ -102,7 +104,7 @@ def reusable_spread(
     earlier: KeptSpread | None, rescan: Rescan, config: str, closures: Sequence[ModelClosure]
 ) -> Spread | None:
     """The last second pass, when every closure of this scan is one it ran over (none read again, none gone)."""
-    if earlier is None or not _same_closures(earlier.key, earlier.token, earlier.config, rescan, config):
+    if earlier is None or not _same_closures(earlier, rescan, config):
         return None
     same = rescan.reread == 0 and len(earlier.spread.findings) == len(closures) and all(
         c.urn in earlier.spread.findings for c in closures)

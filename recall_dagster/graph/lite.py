@@ -118,9 +118,8 @@ def _file_seen(path: Path) -> str:
             stat = os.fstat(file.fileno())
     except OSError:
         return ""
-    wal = len(header) < 28 or header[18] != 1 or header[19] != 1 or path.with_name(path.name + "-wal").exists()
-    if wal:
-        return ""
+    if len(header) < 28 or header[18] != 1 or header[19] != 1 or path.with_name(path.name + "-wal").exists():
+        return ""  # WAL mode, or no SQLite header to read
     return f"{stat.st_ino}.{stat.st_size}.{stat.st_mtime_ns}.{int.from_bytes(header[24:28], 'big')}"
 
 
@@ -309,6 +308,8 @@ class LiteGraph:
         most of the time an unchanged rescan spent asking the graph).
         """
         seen = token.split(":") if token is not None else []
+        # Seen before the rows are counted: a write landing in between makes the next scan count again, never
+        # lets it miss the write.
         on_disk = _file_seen(self._path)
         if token is not None and on_disk and len(seen) == 4 and seen[3] == on_disk:
             return Changes(token, frozenset())
