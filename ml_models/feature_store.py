@@ -25,6 +25,7 @@ import pandas as pd
 import yaml
 
 from ml_models.fit import typed_feature
+from ml_models.query import loaded_before
 from ml_models.registry import FeatureRegistry, FeatureTable
 
 ReadSql = Callable[[str], pd.DataFrame]
@@ -82,11 +83,13 @@ def export_columns(table: FeatureTable) -> tuple[ExportColumn, ...]:
     return keys + tuple(ExportColumn(f.name, f.source.model, f.source.column) for f in table.features)
 
 
-def export_sql(table: FeatureTable, registry: FeatureRegistry) -> str:
+def export_sql(table: FeatureTable, registry: FeatureRegistry, before: datetime | None = None) -> str:
     """The home table LEFT JOINed to every other table a feature reads, on the entity keys.
 
     Without an event-time column the export is a snapshot: its stamp is added
     when the frame is built, so the SQL stays the same on every warehouse.
+    ``before`` exports the offline store as it stood then: rows every table with a
+    ``loaded_at`` column wrote before that instant.
     """
     columns = export_columns(table)
     aliases = {name: f"t{i}" for i, name in enumerate(dict.fromkeys(c.table for c in columns))}
@@ -100,7 +103,8 @@ def export_sql(table: FeatureTable, registry: FeatureRegistry) -> str:
             on = " AND ".join(f"{alias}.{k} = {home}.{k}" for k in table.keys)
             joins.append(f"LEFT JOIN {registry.table(name).qualified_name} AS {alias} ON {on}")
     order = ", ".join(f"{home}.{k}" for k in table.keys)
-    return "SELECT\n  " + ",\n  ".join(select) + "\n" + "\n".join(joins) + f"\nORDER BY {order}"
+    return ("SELECT\n  " + ",\n  ".join(select) + "\n" + "\n".join(joins)
+            + loaded_before(aliases, registry, before) + f"\nORDER BY {order}")
 
 
 def export_frame(table: FeatureTable, raw: pd.DataFrame, now: datetime) -> pd.DataFrame:
@@ -108,10 +112,43 @@ def export_frame(table: FeatureTable, raw: pd.DataFrame, now: datetime) -> pd.Da
     them, and a UTC stamp (the event time, or ``now`` for a snapshot)."""
     frame = pd.DataFrame({key: raw[key].astype(str) for key in table.keys})
     for feature in table.features:
-        frame[feature.name] = typed_feature(raw[feature.name], feature, table.name)
+        frame[feature.name] = typed_feature(raw[feature.name], feature, f"feature view {table.name}")
     stamps = raw[TIMESTAMP] if table.event_time is not None else pd.Series(now, index=raw.index)
-    frame[TIMESTAMP] = pd.to_datetime(stamps, utc=True).astype("datetime64[us, UTC]")
+    frame[TIMESTAMP] = utc_stamps(stamps)
     return frame
+
+
+def utc_stamps(values: pd.Series) -> pd.Series:
+    """Timestamps as Feast compares them: UTC, in microseconds (a zone-less one is taken as UTC)."""
+    return pd.to_datetime(values, utc=True).astype("datetime64[us, UTC]")
+
+
+@dataclass(frozen=True)
+class Export:
+    """One feature view's rows: as the warehouse returned them, and as Feast serves them."""
+
+    raw: pd.DataFrame
+    frame: pd.DataFrame
+
+
+def export_views(
+    repo: Path,
+    tables: tuple[FeatureTable, ...],
+    registry: FeatureRegistry,
+    read_sql: ReadSql,
+    now: datetime,
+    before: datetime | None = None,
+) -> dict[str, Export]:
+    """Read each view from the warehouse and write its export where the view's source points."""
+    write_config(repo)
+    exports = {}
+    for table in tables:
+        raw = read_sql(export_sql(table, registry, before))
+        exports[table.name] = Export(raw, export_frame(table, raw, now))
+        path = repo / source_path(table.name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        exports[table.name].frame.to_parquet(path, index=False)
+    return exports
 
 
 def write_config(repo: Path) -> Path:
@@ -131,42 +168,45 @@ def write_config(repo: Path) -> Path:
 
 
 def serve(repo: Path, registry: FeatureRegistry, read_sql: ReadSql, now: datetime) -> ServedRepository:
-    """Export, apply, materialise and read back every feature table of ``registry``; idempotent.
+    """Export, apply, materialise and read back every feature table of ``registry``; idempotent."""
+    exports = export_views(repo, registry.feature_tables, registry, read_sql, now)
+    with feast_output():
+        store, removed = apply_views(repo, registry.feature_tables, exports)
+        checks = tuple(
+            _materialise_and_check(store, table, exports[table.name].frame) for table in registry.feature_tables
+        )
+    return ServedRepository(repo=repo, checks=checks, removed=removed)
 
-    Feast prints its progress to stdout; it is sent to stderr so a caller's own
-    output (``--json``) stays clean.
-    """
+
+def feast_output() -> contextlib.AbstractContextManager:
+    """Feast prints its progress to stdout; it goes to stderr so a caller's own output (``--json``) stays clean."""
+    return contextlib.redirect_stdout(sys.stderr)
+
+
+def apply_views(
+    repo: Path, tables: tuple[FeatureTable, ...], exports: Mapping[str, Export]
+) -> tuple[Any, tuple[str, ...]]:
+    """``feast apply`` of the views over their exports, deleting the views ``tables`` no longer lists;
+    returns the repository's ``FeatureStore`` and the names of the views deleted."""
     from feast import FeatureStore
 
-    write_config(repo)
-    frames = {}
-    for table in registry.feature_tables:
-        frame = export_frame(table, read_sql(export_sql(table, registry)), now)
-        path = repo / source_path(table.name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        frame.to_parquet(path, index=False)
-        frames[table.name] = frame
-    with contextlib.redirect_stdout(sys.stderr):
-        store = FeatureStore(repo_path=str(repo))
-        objects = _feast_objects(registry, frames)
-        wanted = {table.name for table in registry.feature_tables}
-        stale = [view for view in store.list_feature_views() if view.name not in wanted]
-        store.apply(objects, objects_to_delete=stale, partial=False)
-        checks = tuple(_materialise_and_check(store, table, frames[table.name]) for table in registry.feature_tables)
-    return ServedRepository(repo=repo, checks=checks, removed=tuple(sorted(v.name for v in stale)))
+    store = FeatureStore(repo_path=str(repo))
+    wanted = {table.name for table in tables}
+    stale = [view for view in store.list_feature_views() if view.name not in wanted]
+    store.apply(_feast_objects(tables, exports), objects_to_delete=stale, partial=False)
+    return store, tuple(sorted(view.name for view in stale))
 
 
-def _feast_objects(registry: FeatureRegistry, frames: Mapping[str, pd.DataFrame]) -> list[Any]:
+def _feast_objects(tables: tuple[FeatureTable, ...], exports: Mapping[str, Export]) -> list[Any]:
     from feast import Entity, FeatureView, Field, FileSource, ValueType
     from feast.types import Float64, String
 
     entities = {
-        key: Entity(name=key, join_keys=[key], value_type=ValueType.STRING)
-        for table in registry.feature_tables for key in table.keys
+        key: Entity(name=key, join_keys=[key], value_type=ValueType.STRING) for table in tables for key in table.keys
     }
     views = []
-    for table in registry.feature_tables:
-        frame = frames[table.name]
+    for table in tables:
+        frame = exports[table.name].frame
         schema = [
             Field(name=f.name, dtype=Float64 if frame[f.name].dtype == "float64" else String,
                   tags={"description": f.description})

@@ -58,14 +58,9 @@ class FitResult:
 
 
 def prepare(frame: pd.DataFrame, query: TrainingQuery, model: ModelSpec) -> PreparedData:
-    """Type the columns, drop rows training cannot use (counting them), subsample."""
-    features = pd.DataFrame(
-        {
-            feature.name: typed_feature(frame[column], feature, model.name)
-            for feature, column in zip(model.features, query.feature_columns)
-        },
-        index=frame.index,
-    )
+    """Drop rows training cannot use (counting them), subsample. The features arrive typed as the feature
+    store serves them (:func:`typed_feature`); the label is typed here."""
+    features = frame[list(query.feature_columns)].set_axis([f.name for f in model.features], axis=1)
     label = _typed_label(frame[query.label_column], model)
     null_label = label.isna()
     null_features = features.isna().any(axis=1) & ~null_label
@@ -128,9 +123,9 @@ def build_estimator(model: ModelSpec) -> Any:
     return estimator
 
 
-def typed_feature(values: pd.Series, feature: Feature, model_name: str) -> pd.Series:
-    """A feature's values as training fits on them, and as the feature store serves them: numeric as
-    float64, categories as text."""
+def typed_feature(values: pd.Series, feature: Feature, where: str) -> pd.Series:
+    """A feature's values as the feature store serves them and training fits on them: numeric as float64,
+    categories as text. ``where`` names what is typing them in an error."""
     try:
         if feature.transform is not None:
             values = TRANSFORMS[feature.transform](values)
@@ -140,7 +135,7 @@ def typed_feature(values: pd.Series, feature: Feature, model_name: str) -> pd.Se
     except (TypeError, ValueError) as err:
         source = f"{feature.source.model}.{feature.source.column}"
         raise TrainingDataError(
-            f"model {model_name}: feature {feature.name} ({source}, {feature.data_type}) "
+            f"{where}: feature {feature.name} ({source}, {feature.data_type}) "
             f"holds values training cannot use: {err}"
         ) from None
 

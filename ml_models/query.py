@@ -78,11 +78,7 @@ def build_training_query(model: ModelSpec, registry: FeatureRegistry, before: da
         on = " AND ".join(f"{alias}.{k} = {label_alias}.{k}" for k in model.keys)
         joins.append(f"LEFT JOIN {registry.table(name).qualified_name} AS {alias} ON {on}")
     order_by = ", ".join(key_column(k) for k in model.keys)
-    cutoffs = [
-        f"{alias}.{registry.table(name).loaded_at} < TIMESTAMP WITH TIME ZONE '{before.isoformat()}'"
-        for name, alias in aliases.items() if before is not None and registry.table(name).loaded_at
-    ]
-    where = "\nWHERE " + " AND ".join(cutoffs) if cutoffs else ""
+    where = loaded_before(aliases, registry, before)
     sql = "SELECT\n  " + ",\n  ".join(select) + "\n" + "\n".join(joins) + where + f"\nORDER BY {order_by}"
 
     return TrainingQuery(
@@ -94,6 +90,25 @@ def build_training_query(model: ModelSpec, registry: FeatureRegistry, before: da
         feature_columns=tuple(feature_column(f.name) for f in model.features),
         label_column=label,
     )
+
+
+def label_query(model: ModelSpec, registry: FeatureRegistry, before: datetime | None = None) -> str:
+    """The labelled rows training asks the feature store about: entity keys and label, ordered by key."""
+    table = registry.table(model.label.model)
+    select = [f"t0.{k} AS {key_column(k)}" for k in model.keys]
+    select.append(f"t0.{model.label.column} AS {label_column(model.label.column)}")
+    where = loaded_before({model.label.model: "t0"}, registry, before)
+    order_by = ", ".join(key_column(k) for k in model.keys)
+    return "SELECT\n  " + ",\n  ".join(select) + f"\nFROM {table.qualified_name} AS t0" + where + f"\nORDER BY {order_by}"
+
+
+def loaded_before(aliases: Mapping[str, str], registry: FeatureRegistry, before: datetime | None) -> str:
+    """``WHERE`` every aliased table with a ``loaded_at`` column wrote its row before ``before`` (or nothing)."""
+    cutoffs = [
+        f"{alias}.{registry.table(name).loaded_at} < TIMESTAMP WITH TIME ZONE '{before.isoformat()}'"
+        for name, alias in aliases.items() if before is not None and registry.table(name).loaded_at
+    ]
+    return "\nWHERE " + " AND ".join(cutoffs) if cutoffs else ""
 
 
 def count_query(table: WarehouseTable) -> str:

@@ -1,8 +1,12 @@
-"""Train one registry model from the warehouse and record it in MLflow.
+"""Train one registry model on features read through Feast, and record it in MLflow.
 
 The record is what the rest of Recall needs to connect a model version to the
-data it was trained on: which tables were read and how many rows they held,
-when the run started and ended, and the MLflow ids DataHub derives URNs from.
+data it was trained on: the feature references it asked Feast for, which
+warehouse tables stood behind them and how many rows they held, when the run
+started and ended, and the MLflow ids DataHub derives URNs from. The run also
+keeps ``training_query.sql``, the warehouse query that returns its rows before
+the feature store types them, for readers without Feast (``recall impact``
+reruns it when a run logged no evaluation rows).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import hashlib
 import inspect
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Callable, Mapping
 
 import pandas as pd
@@ -20,6 +24,7 @@ from mlflow.entities import DatasetInput, Metric, Param, RunStatus
 
 from ml_models.feature_store import FEATURE_REFS, feature_ref
 from ml_models.fit import fit_and_evaluate, prepare
+from ml_models.historical import training_rows
 from ml_models.query import TrainingQuery, build_training_query, count_query
 from ml_models.registry import FeatureRegistry, ModelSpec, WarehouseTable
 from ml_models.transforms import TRANSFORMS
@@ -73,10 +78,10 @@ def train_model(
     try:
         client.log_text(run_id, query.sql, "training_query.sql")
         client.log_batch(run_id, params=_params(model))
-        frame = read_sql(query.sql)
+        rows = training_rows(model, registry, read_sql, _instant(now_ms))
         row_counts = {name: _count(read_sql, read.table) for name, read in zip(inputs, query.reads)}
-        client.log_inputs(run_id, _inputs(frame, query, model, registry, row_counts))
-        fitted = fit_and_evaluate(prepare(frame, query, model), model)
+        client.log_inputs(run_id, _inputs(rows.read, query, model, registry, row_counts))
+        fitted = fit_and_evaluate(prepare(rows.served, query, model), model)
         metrics = {**fitted.metrics, **{f"table_rows.{name}": float(n) for name, n in row_counts.items()}}
         stamp = now_ms if now_ms is not None else int(time.time() * 1000)
         client.log_batch(run_id, metrics=[Metric(k, v, stamp, 0) for k, v in metrics.items()])
@@ -116,8 +121,13 @@ def evaluate_model(
 ) -> dict[str, float]:
     """Fit and score exactly as :func:`train_model` does, recording nothing: what a repair is proven with.
     ``before``: only rows loaded before that instant (a retrain on the window before a failure)."""
-    query = build_training_query(model, registry, before)
-    return fit_and_evaluate(prepare(read_sql(query.sql), query, model), model).metrics
+    rows = training_rows(model, registry, read_sql, _instant(None), before)
+    return fit_and_evaluate(prepare(rows.served, build_training_query(model, registry), model), model).metrics
+
+
+def _instant(now_ms: int | None) -> datetime:
+    """The run's clock as a datetime: what a snapshot view is stamped with when training stages it."""
+    return datetime.fromtimestamp(now_ms / 1000, timezone.utc) if now_ms is not None else datetime.now(timezone.utc)
 
 
 def _count(read_sql: ReadSql, table: WarehouseTable) -> int:
