@@ -8,7 +8,8 @@ actually serves. The export is also what DataHub's feast source describes: each
 feature's source dataset is the file, and the feature's values are typed exactly
 as training types them (:func:`ml_models.fit.typed_feature`).
 
-Feast is imported lazily: reading the registry or training needs none of it.
+Training reads the same views back point in time (:mod:`ml_models.historical`).
+Feast is imported lazily: reading the registry needs none of it.
 """
 
 from __future__ import annotations

@@ -1,9 +1,13 @@
-"""The training query of a model, generated from the feature registry.
+"""The warehouse SQL of a model's training, generated from the feature registry.
 
-Training reads exactly the columns the registry says feed the model, so the
-lineage DataHub shows (feature → column) is what the model was trained on. The
-SQL is plain ANSI (schema-qualified names, LEFT JOIN … ON, ORDER BY an alias) so
-the same text runs on Postgres and on the SQLite stand-in the tests use.
+Training asks the warehouse for its labels (:func:`label_query`) and Feast for
+their features; :func:`build_training_query` is the join that returns the same
+rows from the warehouse alone: which tables stand behind each feature (what the
+run records as its inputs) and the query a run logs for readers without Feast.
+Both read exactly the columns the registry says feed the model, so the lineage
+DataHub shows (feature → column) is what the model was trained on. The SQL is
+plain ANSI (schema-qualified names, LEFT JOIN … ON, ORDER BY an alias) so the
+same text runs on Postgres and on the SQLite stand-in the tests use.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Named transforms a feature may apply to its source column.
 
-They run in pandas after the warehouse read, not in SQL, because date functions
-differ between Postgres and SQLite and the training query must run on both.
+They run in pandas when a feature view is exported for Feast, not in SQL,
+because date functions differ between Postgres and SQLite and the exports must
+run on both.
 The registry validates transform names against this table.
 """
 

@@ -38,7 +38,8 @@ def promotion_key(spec: ModelSpec) -> AssetKey:
 
 
 def training_asset(spec: ModelSpec, registry: FeatureRegistry, dbt: AssetsDefinition) -> AssetsDefinition:
-    """The model's training, downstream of the dbt models its training query reads."""
+    """The model's training, downstream of the dbt models behind its labels and features (training stages its
+    Feast views from them, not from the served repository: see :mod:`ml_models.historical`)."""
     reads = build_training_query(spec, registry).reads
 
     @asset(
@@ -46,7 +47,7 @@ def training_asset(spec: ModelSpec, registry: FeatureRegistry, dbt: AssetsDefini
         deps=[get_asset_key_for_model([dbt], read.table.name) for read in reads],
         group_name=GROUP,
         description=spec.description,
-        kinds={"mlflow", "scikitlearn"},
+        kinds={"feast", "mlflow", "scikitlearn"},
         metadata={"registered_name": spec.registered_name, "alias": spec.alias},
     )
     def train(recall: RecallResource) -> MaterializeResult:
