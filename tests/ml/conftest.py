@@ -122,12 +122,17 @@ def registry() -> FeatureRegistry:
     return load_registry()
 
 
-@pytest.fixture
-def warehouse() -> Warehouse:
+@pytest.fixture(scope="session")
+def stand_in_tables() -> dict[str, pd.DataFrame]:
+    """The stand-in warehouse's tables by ``schema.table``, the same in every test."""
     rng = np.random.default_rng(11)
+    return {**_fraud_tables(rng, 1500), **_churn_tables(rng, 400), **_demand_tables(rng, 120)}
+
+
+@pytest.fixture
+def warehouse(stand_in_tables: dict[str, pd.DataFrame]) -> Warehouse:
     house = Warehouse()
-    tables = {**_fraud_tables(rng, 1500), **_churn_tables(rng, 400), **_demand_tables(rng, 120)}
-    for name, frame in tables.items():
+    for name, frame in stand_in_tables.items():
         house.put(name, frame)
     return house
 
