@@ -103,7 +103,8 @@ def label_query(model: ModelSpec, registry: FeatureRegistry, before: datetime | 
     select.append(f"t0.{model.label.column} AS {label_column(model.label.column)}")
     where = loaded_before({model.label.model: "t0"}, registry, before)
     order_by = ", ".join(key_column(k) for k in model.keys)
-    return "SELECT\n  " + ",\n  ".join(select) + f"\nFROM {table.qualified_name} AS t0" + where + f"\nORDER BY {order_by}"
+    return ("SELECT\n  " + ",\n  ".join(select) + f"\nFROM {table.qualified_name} AS t0" + where
+            + f"\nORDER BY {order_by}")
 
 
 def loaded_before(aliases: Mapping[str, str], registry: FeatureRegistry, before: datetime | None) -> str:

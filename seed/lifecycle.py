@@ -254,7 +254,8 @@ def train_and_deploy(
             with progress.step(f"train {spec.name} → MLflow"):
                 record = train_model(spec, registry, read_sql, settings.mlflow_uri, promote=promote)
                 progress.note(f"{record.registered_name} v{record.version} "
-                              + (f"alias {record.alias}" if promote else "registered as a candidate, not promoted"))
+                              + (f"alias {record.alias}" if promote else "registered as a candidate, not promoted")
+                              + f"; {int(record.metrics['rows_read']):,} labelled rows, features through Feast")
             trained[spec.name] = record.version
             if redeploy and promote:
                 for deployment in spec.deployments:

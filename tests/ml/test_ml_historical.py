@@ -32,10 +32,11 @@ def postgres(stand_in_tables: dict[str, pd.DataFrame]) -> Iterator[sqlalchemy.En
     settings = fresh_settings("recall-feast-pg-")
     engine = sqlalchemy.create_engine(ensure_warehouse(settings).url)
     typed = {name: frame.copy() for name, frame in stand_in_tables.items()}
-    typed["marts.fct_transactions"]["occurred_at"] = pd.to_datetime(typed["marts.fct_transactions"]["occurred_at"], utc=True)
-    devices = typed["marts.fct_device_features"]
+    transactions, devices, demand = (typed[f"marts.{t}"] for t in ("fct_transactions", "fct_device_features",
+                                                                   "fct_daily_demand"))
+    transactions["occurred_at"] = pd.to_datetime(transactions["occurred_at"], utc=True)
     devices["loaded_at"] = LOADED_FROM + pd.to_timedelta(devices["transaction_id"], unit="min")
-    typed["marts.fct_daily_demand"]["order_date"] = pd.to_datetime(typed["marts.fct_daily_demand"]["order_date"]).dt.date
+    demand["order_date"] = pd.to_datetime(demand["order_date"]).dt.date
     with engine.begin() as conn:
         for schema in ("marts", "staging"):
             conn.execute(sqlalchemy.text(f"CREATE SCHEMA IF NOT EXISTS {schema}"))
