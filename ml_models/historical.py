@@ -99,4 +99,4 @@ def _historical(store: Any, table: FeatureTable, names: list[str], rows: pd.Data
     answers = store.get_historical_features(
         entity_df=entity, features=[feature_ref(table.name, n) for n in names]
     ).to_df()
-    return answers.set_index(ROW).sort_index()[names]
+    return answers.set_index(ROW).reindex(range(len(rows)))[names]  # label order, whatever order Feast answers in
