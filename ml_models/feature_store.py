@@ -6,7 +6,7 @@ materialised into a SQLite online store under ``RECALL_HOME``. A small serving
 check then reads features back online, so the demo's serving path is what Feast
 actually serves. The export is also what DataHub's feast source describes: each
 feature's source dataset is the file, and the feature's values are typed exactly
-as training types them (:func:`ml_models.fit.typed_feature`).
+as training fits on them (:func:`typed_feature`).
 
 Training reads the same views back point in time (:mod:`ml_models.historical`).
 Feast is imported lazily: reading the registry needs none of it.
@@ -25,9 +25,10 @@ from typing import Any, Callable, Mapping
 import pandas as pd
 import yaml
 
-from ml_models.fit import typed_feature
+from ml_models.fit import CATEGORICAL_TYPES, TrainingDataError
 from ml_models.query import loaded_before
-from ml_models.registry import FeatureRegistry, FeatureTable
+from ml_models.registry import Feature, FeatureRegistry, FeatureTable
+from ml_models.transforms import TRANSFORMS
 
 ReadSql = Callable[[str], pd.DataFrame]
 
@@ -117,6 +118,23 @@ def export_frame(table: FeatureTable, raw: pd.DataFrame, now: datetime) -> pd.Da
     stamps = raw[TIMESTAMP] if table.event_time is not None else pd.Series(now, index=raw.index)
     frame[TIMESTAMP] = utc_stamps(stamps)
     return frame
+
+
+def typed_feature(values: pd.Series, feature: Feature, where: str) -> pd.Series:
+    """A feature's values as the feature store serves them and training fits on them: numeric as float64,
+    categories as text. ``where`` names what is typing them in an error."""
+    try:
+        if feature.transform is not None:
+            values = TRANSFORMS[feature.transform](values)
+        if feature.data_type in CATEGORICAL_TYPES:
+            return values.where(values.isna(), values.astype(str)).astype(object)
+        return pd.to_numeric(values).astype("float64")
+    except (TypeError, ValueError) as err:
+        source = f"{feature.source.model}.{feature.source.column}"
+        raise TrainingDataError(
+            f"{where}: feature {feature.name} ({source}, {feature.data_type}) "
+            f"holds values training cannot use: {err}"
+        ) from None
 
 
 def utc_stamps(values: pd.Series) -> pd.Series:

@@ -26,9 +26,8 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OrdinalEncoder
 
-from ml_models.query import TrainingQuery, key_column
-from ml_models.registry import Feature, ModelSpec
-from ml_models.transforms import TRANSFORMS
+from ml_models.query import feature_column, key_column, label_column
+from ml_models.registry import ModelSpec
 from recall_dagster.errors import ConfigError, RecallError
 
 # Feature types encoded as categories; every other type must be numeric.
@@ -57,11 +56,12 @@ class FitResult:
     test_label: pd.Series
 
 
-def prepare(frame: pd.DataFrame, query: TrainingQuery, model: ModelSpec) -> PreparedData:
+def prepare(frame: pd.DataFrame, model: ModelSpec) -> PreparedData:
     """Drop rows training cannot use (counting them), subsample. The features arrive typed as the feature
-    store serves them (:func:`typed_feature`); the label is typed here."""
-    features = frame[list(query.feature_columns)].set_axis([f.name for f in model.features], axis=1)
-    label = _typed_label(frame[query.label_column], model)
+    store serves them (:func:`ml_models.feature_store.typed_feature`); the label is typed here."""
+    names = [f.name for f in model.features]
+    features = frame[[feature_column(n) for n in names]].set_axis(names, axis=1)
+    label = _typed_label(frame[label_column(model.label.column)], model)
     null_label = label.isna()
     null_features = features.isna().any(axis=1) & ~null_label
     keep = ~(null_label | null_features)
@@ -121,23 +121,6 @@ def build_estimator(model: ModelSpec) -> Any:
     if "random_state" in estimator.get_params() and "random_state" not in model.estimator_params:
         estimator.set_params(random_state=model.training.random_state)
     return estimator
-
-
-def typed_feature(values: pd.Series, feature: Feature, where: str) -> pd.Series:
-    """A feature's values as the feature store serves them and training fits on them: numeric as float64,
-    categories as text. ``where`` names what is typing them in an error."""
-    try:
-        if feature.transform is not None:
-            values = TRANSFORMS[feature.transform](values)
-        if feature.data_type in CATEGORICAL_TYPES:
-            return values.where(values.isna(), values.astype(str)).astype(object)
-        return pd.to_numeric(values).astype("float64")
-    except (TypeError, ValueError) as err:
-        source = f"{feature.source.model}.{feature.source.column}"
-        raise TrainingDataError(
-            f"{where}: feature {feature.name} ({source}, {feature.data_type}) "
-            f"holds values training cannot use: {err}"
-        ) from None
 
 
 def _typed_label(values: pd.Series, model: ModelSpec) -> pd.Series:

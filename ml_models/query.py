@@ -32,7 +32,6 @@ class TableRead:
 class TrainingQuery:
     sql: str
     reads: tuple[TableRead, ...]  # the label table first, then feature sources in feature order
-    feature_columns: tuple[str, ...]  # frame column of each of model.features, same order
     label_column: str
 
 
@@ -91,7 +90,6 @@ def build_training_query(model: ModelSpec, registry: FeatureRegistry, before: da
             TableRead(table=registry.table(name), columns=MappingProxyType(_unique_sources(columns)))
             for name, columns in contributed.items()
         ),
-        feature_columns=tuple(feature_column(f.name) for f in model.features),
         label_column=label,
     )
 

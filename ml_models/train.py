@@ -81,7 +81,7 @@ def train_model(
         rows = training_rows(model, registry, read_sql, _instant(now_ms))
         row_counts = {name: _count(read_sql, read.table) for name, read in zip(inputs, query.reads)}
         client.log_inputs(run_id, _inputs(rows.read, query, model, registry, row_counts))
-        fitted = fit_and_evaluate(prepare(rows.served, query, model), model)
+        fitted = fit_and_evaluate(prepare(rows.served, model), model)
         metrics = {**fitted.metrics, **{f"table_rows.{name}": float(n) for name, n in row_counts.items()}}
         stamp = now_ms if now_ms is not None else int(time.time() * 1000)
         client.log_batch(run_id, metrics=[Metric(k, v, stamp, 0) for k, v in metrics.items()])
@@ -122,7 +122,7 @@ def evaluate_model(
     """Fit and score exactly as :func:`train_model` does, recording nothing: what a repair is proven with.
     ``before``: only rows loaded before that instant (a retrain on the window before a failure)."""
     rows = training_rows(model, registry, read_sql, _instant(None), before)
-    return fit_and_evaluate(prepare(rows.served, build_training_query(model, registry), model), model).metrics
+    return fit_and_evaluate(prepare(rows.served, model), model).metrics
 
 
 def _instant(now_ms: int | None) -> datetime:

@@ -13,8 +13,9 @@ import pytest
 import sqlalchemy
 from stack_homes import fresh_settings
 
-from ml_models import FeatureRegistry
-from ml_models.fit import TrainingDataError, typed_feature
+from ml_models import Feature, FeatureRegistry
+from ml_models.feature_store import typed_feature
+from ml_models.fit import TrainingDataError
 from ml_models.historical import training_rows
 from ml_models.query import build_training_query, feature_column
 from ml_models.train import evaluate_model
@@ -117,22 +118,21 @@ def test_a_view_with_several_rows_for_one_entity_stops_training_naming_it(regist
 
 def test_features_are_computed_by_the_code_of_the_registry_training_uses(registry: FeatureRegistry, warehouse) -> None:
     """A scenario changes a feature's code for training alone: the staged views follow that registry."""
-    changed = dataclasses.replace(registry, feature_tables=tuple(
-        dataclasses.replace(t, features=tuple(
-            dataclasses.replace(f, transform="ip_trust") if f.name == "device_ip_risk_score" else f
-            for f in t.features
-        )) for t in registry.feature_tables
-    ))
-    model = changed.model("fraud_detector")
-    model = dataclasses.replace(model, features=tuple(
-        dataclasses.replace(f, transform="ip_trust") if f.name == "device_ip_risk_score" else f for f in model.features
-    ))
-    column = feature_column("device_ip_risk_score")
-    plain = training_rows(registry.model("fraud_detector"), registry, warehouse.read_sql, NOW)
-    coded = training_rows(model, changed, warehouse.read_sql, NOW)
+    def recoded(feature: Feature) -> Feature:
+        return dataclasses.replace(feature, transform="ip_trust") if feature.name == "device_ip_risk_score" else feature
 
-    assert not np.allclose(coded.served[column], plain.served[column], equal_nan=True)
-    pd.testing.assert_series_equal(coded.read[column], plain.read[column])  # the warehouse holds the same values
+    changed = dataclasses.replace(registry, feature_tables=tuple(
+        dataclasses.replace(t, features=tuple(recoded(f) for f in t.features)) for t in registry.feature_tables
+    ))
+    [feature] = [recoded(f) for f in registry.model("fraud_detector").features if f.name == "device_ip_risk_score"]
+    column = feature_column(feature.name)
+    rows = training_rows(changed.model("fraud_detector"), changed, warehouse.read_sql, NOW)
+    plain = training_rows(registry.model("fraud_detector"), registry, warehouse.read_sql, NOW)
+
+    expected = typed_feature(plain.read[column], feature, "test")
+    pd.testing.assert_series_equal(rows.served[column], expected, check_names=False)
+    assert not np.allclose(rows.served[column], plain.served[column], equal_nan=True)
+    pd.testing.assert_series_equal(rows.read[column], plain.read[column])  # the warehouse holds the same values
 
 
 def test_before_an_instant_the_offline_store_holds_only_rows_loaded_by_then(
