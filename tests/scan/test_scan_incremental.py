@@ -206,6 +206,14 @@ def test_a_graph_rewritten_in_place_is_read_in_full(estate) -> None:
         assert graph.changes_since(token).urns is None
 
 
+def _commit_a_row_behind_datahubs_back(db: sqlite3.Connection) -> None:
+    """A copy of the first aspect row under another version, committed by a plain SQLite client."""
+    db.execute("INSERT INTO metadata_aspect_v2 (urn, aspect_name, version, metadata, system_metadata, createdon) "
+               "SELECT urn, aspect_name, 99, metadata, system_metadata, createdon FROM metadata_aspect_v2 "
+               "WHERE rowid = (SELECT min(rowid) FROM metadata_aspect_v2)")
+    db.commit()
+
+
 def test_a_write_that_keeps_the_files_size_and_time_is_still_seen(estate) -> None:
     """An unchanged file is trusted without counting its rows; a row committed behind DataHub's back that
     leaves the file's size and modification time as they were still counts as a change (SQLite's header
@@ -216,10 +224,7 @@ def test_a_write_that_keeps_the_files_size_and_time_is_still_seen(estate) -> Non
         assert graph.changes_since(token).urns == frozenset()
     before = path.stat()
     with closing(sqlite3.connect(path)) as db:
-        db.execute("INSERT INTO metadata_aspect_v2 (urn, aspect_name, version, metadata, system_metadata, createdon) "
-                   "SELECT urn, aspect_name, 99, metadata, system_metadata, createdon FROM metadata_aspect_v2 "
-                   "WHERE rowid = (SELECT min(rowid) FROM metadata_aspect_v2)")
-        db.commit()
+        _commit_a_row_behind_datahubs_back(db)
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert path.stat().st_size == before.st_size and path.stat().st_mtime_ns == before.st_mtime_ns
     with closing(LiteGraph(path)) as graph:
@@ -235,10 +240,7 @@ def test_a_graph_in_wal_mode_is_asked_every_time(estate) -> None:
         token = graph.changes_since(None).token
         assert graph.changes_since(token).urns == frozenset()
     with closing(sqlite3.connect(path)) as db:
-        db.execute("INSERT INTO metadata_aspect_v2 (urn, aspect_name, version, metadata, system_metadata, createdon) "
-                   "SELECT urn, aspect_name, 99, metadata, system_metadata, createdon FROM metadata_aspect_v2 "
-                   "WHERE rowid = (SELECT min(rowid) FROM metadata_aspect_v2)")
-        db.commit()
+        _commit_a_row_behind_datahubs_back(db)
         with closing(LiteGraph(path)) as graph:
             assert graph.changes_since(token).urns
 
