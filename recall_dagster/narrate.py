@@ -109,6 +109,11 @@ def window_paragraph(cause: Mapping[str, Any]) -> str:
             line += f", and {', '.join(live)} serve{'s' if len(live) == 1 else ''} traffic now"
         if unknown:
             line += f"; {', '.join(unknown)} cannot be judged (training time unknown)"
+        for v in model["versions"]:
+            if v.get("gate_override"):
+                past = v["gate_override"]
+                line += (f"; {v['name']} was trained past a {past['verdict'] or 'refusing'} retrain gate by "
+                         f"{past['by']} ({past['reason']})")
         rollback = model.get("rollback")
         note = model["rollback_note"].rstrip(".")
         line += f". Roll back to {rollback['name']}." if rollback and live else f". {note[:1].upper()}{note[1:]}."

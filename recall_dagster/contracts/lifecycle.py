@@ -91,6 +91,12 @@ class BlastRadius(Part):
     models: list[ModelImpact]
 
 
+class GateOverride(Part):
+    by: str
+    reason: str
+    verdict: str | None  # the verdict it overrode
+
+
 class Version(Part):
     urn: str
     name: str
@@ -103,6 +109,7 @@ class Version(Part):
     training_runs: list[str]  # every run it records, each judged
     live_deployments: list[str]
     poisoned_inputs: list[str]
+    gate_override: GateOverride | None = None  # trained past a refusing retrain gate
 
 
 class ModelVersions(Part):

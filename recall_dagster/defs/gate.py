@@ -1,12 +1,21 @@
 """Recall's blocking retrain gate in front of any training asset a team already has.
 
 :func:`retrain_gate` adds one asset upstream of the team's training asset
-(their key, their registered model name) and changes nothing else about it.
-The gate asset runs after everything the training reads, evaluates
-``recall gate`` (:func:`recall_dagster.lifecycle.judge_retrain`) on the version
-the model's production alias serves, and reports a **blocking** check: on
-NO-GO, or UNVERIFIED while ``lifecycle.gate.block_unverified`` holds, Dagster
-skips the training step and everything after it in the same run.
+(their key, their registered model name) and changes nothing else about what
+the training does. The gate asset runs after everything the training reads,
+evaluates ``recall gate`` (:func:`recall_dagster.lifecycle.judge_retrain`) on
+the version the model's production alias serves, and reports a **blocking**
+check: on NO-GO, or UNVERIFIED while ``lifecycle.gate.block_unverified`` holds,
+Dagster skips the training step and everything after it in the same run.
+
+A run that materializes the training without the gate step (the UI's
+"Materialize", ``dagster asset materialize``, a team's own job, automation, a
+backfill's partitions) is judged all the same: the training step asks the same
+function before it trains and fails on a refusal. A run tagged with who
+(``recall/gate_override_by``) and why (``recall/gate_override_reason``) trains
+past a refusal; the override is logged, kept on the materializations, and set
+as tags on the MLflow versions the retrain registered
+(:mod:`recall_dagster.lifecycle.override`).
 
 The team's own tests gate too: the latest executions of every asset check
 upstream of the training asset (dbt tests among them, whichever job ran them)
@@ -16,8 +25,10 @@ there the check sees the checks the job itself selects.
 """
 
 
-from dataclasses import replace
-from typing import Any, Iterator
+import inspect
+from dataclasses import dataclass, replace
+from functools import wraps
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 from dagster import (
     AssetCheckKey,
@@ -29,11 +40,17 @@ from dagster import (
     AssetKey,
     AssetsDefinition,
     AssetSpec,
+    Failure,
+    In,
     MaterializeResult,
     MetadataValue,
+    OpDefinition,
+    Out,
+    PartitionsDefinition,
     multi_asset,
 )
 from dagster._core.definitions.assets.definition.assets_definition import stringify_asset_key_to_input_name
+from dagster._core.definitions.decorators.op_decorator import DecoratedOpFunction
 from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
 from dagster_shared.check import CheckError
 
@@ -41,12 +58,26 @@ from recall_dagster.defs.resources import RecallResource
 from recall_dagster.impact.measured import gate_measure
 from recall_dagster.defs.translator import RecallTranslator
 from recall_dagster.detect import Severity
-from recall_dagster.errors import ModelNotFound
+from recall_dagster.errors import ConfigError, ModelNotFound, RecallError
+from recall_dagster.impact.registry import failing, tag_versions, unreachable, version_numbers
 from recall_dagster.instants import clock_ms
 from recall_dagster.lifecycle.gate import CheckResult, GateResult
+from recall_dagster.lifecycle.override import (
+    OVERRIDE_BY_TAG,
+    OVERRIDE_REASON_TAG,
+    GateDecision,
+    GateOverride,
+    decide,
+)
 from recall_dagster.lifecycle.service import judge_retrain
 from recall_dagster.scan_markdown import checks_table, findings_table
 
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+T = TypeVar("T")
+RESOURCE = "recall"
+RUN_TAG_PREFIX = "recall/retrain_gate/"
 GATE_CHECK = "retrain_gate"
 UPSTREAM_CHECKS = "upstream_asset_checks"
 MEASURED_CHECK = "measured_impact"
@@ -73,41 +104,215 @@ def retrain_gate(
 
     ``model`` is the registered model's name as the registry (and so DataHub)
     knows it, or ``name/version`` to judge one version. ``key`` picks the
-    training asset when ``training`` makes several.
+    training asset when ``training`` makes several. The training asset also asks
+    the gate itself in a run that does not hold the gate step (see
+    :func:`_asking_gate`), so no way of launching it trains unjudged.
     """
     names = translator or RecallTranslator()
     trained = _training_key(training, key)
     gate_key = names.gate_key(trained)
     spec = next(s for s in training.specs if s.key == trained)
-    gate = _gate_asset(gate_key, trained, model, [d.asset_key for d in spec.deps], spec.group_name)
-    return [gate, _downstream_of(training, trained, gate_key)]
+    reads = [d.asset_key for d in spec.deps]
+    gate = _gate_asset(gate_key, trained, model, reads, spec.group_name, training.partitions_def)
+    return [gate, _asking_gate(training, trained, gate_key, model)]
 
 
-def _downstream_of(training: AssetsDefinition, trained: AssetKey, gate_key: AssetKey) -> AssetsDefinition:
-    """The training asset with the gate as one more upstream dependency, wired into its op.
+def _asking_gate(training: AssetsDefinition, trained: AssetKey, gate_key: AssetKey, model: str) -> AssetsDefinition:
+    """The training asset downstream of the gate, whose step asks the gate before any training work.
 
-    ``map_asset_specs`` adds the dependency and the op's input, but in Dagster
-    1.13.27 it leaves ``keys_by_input_name`` without it, so a job would run the
-    two steps in any order (measured); the input is mapped to the gate here.
+    A run that holds the gate step has judged already (Dagster skips the
+    training on a refusal); a run that does not (the UI's "Materialize", ``dagster
+    asset materialize``, a team's job, automation) gets the same verdict from the
+    same function here. ``map_asset_specs`` adds the dependency and the op's
+    input, but in Dagster 1.13.27 it leaves ``keys_by_input_name`` without it, so a
+    job would run the two steps in any order (measured); the input is mapped here.
     """
     mapped = training.map_asset_specs(
         lambda s: s.replace_attributes(deps=[*s.deps, AssetDep(gate_key)]) if s.key == trained else s
     )
+    op = mapped.node_def
+    if not isinstance(op, OpDefinition) or not isinstance(op.compute_fn, DecoratedOpFunction):
+        raise ValueError(f"{trained.to_user_string()} is computed by a graph: retrain_gate gates an asset of one op")
+    asker = _GateAsker(trained, gate_key, model)
     attributes = mapped.get_attributes_dict()
     attributes["keys_by_input_name"] = {
         **attributes["keys_by_input_name"], stringify_asset_key_to_input_name(gate_key): gate_key
     }
+    attributes["node_def"] = OpDefinition.dagster_internal_init(
+        compute_fn=DecoratedOpFunction(_asking_first(op.compute_fn.decorated_fn, asker)),
+        name=op.name,
+        ins={i.name: In.from_definition(i) for i in op.input_defs},
+        outs={o.name: Out.from_definition(o) for o in op.output_defs},
+        description=op.description,
+        config_schema=op.config_schema,
+        required_resource_keys={*op.required_resource_keys, RESOURCE},
+        tags=op.tags,
+        version=None,
+        retry_policy=op.retry_policy,
+        code_version=None,  # each output keeps its own, the only place an asset reads it
+        pool=op.pool,
+    )
     return AssetsDefinition.dagster_internal_init(**attributes)
 
 
+def _asking_first(train: Callable[..., Any], asker: "_GateAsker") -> Callable[..., Any]:
+    """``train`` behind the gate's question, of the same kind (function or generator) and signature."""
+    if inspect.iscoroutinefunction(train) or inspect.isasyncgenfunction(train):
+        raise ValueError(f"{train.__name__} is async: retrain_gate gates a synchronous training asset")
+    if inspect.isgeneratorfunction(train):
+        @wraps(train)
+        def train_yielding(*args: Any, **kwargs: Any) -> Iterator[Any]:
+            asked = asker.ask()
+            yield from train(*args, **kwargs)
+            asker.record(asked)
+        return train_yielding
+
+    @wraps(train)
+    def train_returning(*args: Any, **kwargs: Any) -> Any:
+        asked = asker.ask()
+        result = train(*args, **kwargs)
+        asker.record(asked)
+        return result
+    return train_returning
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What the training step learnt from the gate, and the registry's versions before an override trained."""
+
+    decision: GateDecision
+    versions_before: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class _GateAsker:
+    trained: AssetKey
+    gate_key: AssetKey
+    model: str
+
+    def ask(self) -> _Asked | None:
+        """The gate's decision for this run: the gate step's, when it ran in it, else judged here, refusing on NO-GO."""
+        context = AssetExecutionContext.get()
+        if self.trained not in context.selected_asset_keys:
+            return None
+        recall: RecallResource = getattr(context.resources, RESOURCE)
+        judged = _judged_in_run(context, self.gate_key)
+        if judged is None:
+            verdict = _verdict(context, recall, self.model, self.trained)
+            decision = _decision(context, recall, verdict.verdict)
+            metadata = {**verdict_metadata(verdict), **decision_metadata(decision)}
+            _tag_run(context, self.model, decision)
+            if not decision.allowed:
+                context.log.error(_refusal(self.model, verdict))
+                raise Failure(description=_refusal(self.model, verdict), metadata=metadata)
+            how = "asked by the training step: the gate was not part of this run"
+        else:
+            decision = _decision(context, recall, judged)
+            metadata = decision_metadata(decision)
+            how = f"judged by {self.gate_key.to_user_string()} in this run"
+        context.add_asset_metadata({"recall_gate": f"{decision.verdict} ({how})", **metadata}, asset_key=self.trained)
+        if decision.override is None:
+            context.log.info(f"Recall's gate: {decision.verdict} for {self.model} ({how})")
+            return _Asked(decision)
+        context.log.warning(f"{self.model}: {decision.override.describe()}")
+        return _Asked(decision, _registered(recall, self.model, "before the overridden retrain"))
+
+    def record(self, asked: _Asked | None) -> None:
+        """Tag the versions an overridden retrain registered with who let it through and why."""
+        if asked is None or asked.decision.override is None:
+            return
+        context = AssetExecutionContext.get()
+        recall: RecallResource = getattr(context.resources, RESOURCE)
+        name = registered_name(self.model)
+        new = _registered(recall, self.model, "after the overridden retrain") - asked.versions_before
+        tags = asked.decision.override.version_tags(context.run.run_id)
+        _in_registry(recall, "marking the override", lambda client: tag_versions(client, name, new, tags))
+        if new:
+            context.log.warning(f"{name} version(s) {', '.join(map(str, sorted(new)))} marked in MLflow as "
+                                f"{asked.decision.override.describe()}")
+        else:
+            context.log.warning(f"the overridden retrain registered no version of {name}: the override is recorded "
+                                "on this materialization only")
+
+
+def _registered(recall: RecallResource, model: str, doing: str) -> frozenset[int]:
+    return _in_registry(recall, doing, lambda client: version_numbers(client, registered_name(model)))
+
+
+def _in_registry(recall: RecallResource, doing: str, act: Callable[["MlflowClient"], T]) -> T:
+    """``act`` on the registry, or a step failure naming the registry when it is missing or did not answer."""
+    try:
+        return act(recall.mlflow_client())
+    except RecallError as err:
+        raise Failure(description=f"{err} (while {doing})") from None
+    except Exception as err:
+        if failing(err):
+            raise Failure(description=str(unreachable(recall.settings().mlflow_uri, doing, err))) from None
+        raise
+
+
+def registered_name(model: str) -> str:
+    """The registered model a gate judges: ``name`` of ``name`` or ``name/version``."""
+    return model.split("/", 1)[0]
+
+
+def _judged_in_run(context: AssetExecutionContext, gate_key: AssetKey) -> str | None:
+    """The verdict the gate step recorded in this run, if it ran in it (it runs first, being upstream).
+
+    A newer materialization of the gate by another run hides this run's: then
+    the training judges again, from the same evidence, rather than trust it.
+    """
+    [latest, *_] = [*context.instance.fetch_materializations(gate_key, limit=1).records, None]
+    if latest is None or latest.run_id != context.run.run_id or latest.asset_materialization is None:
+        return None
+    verdict = latest.asset_materialization.metadata.get("verdict")
+    return str(verdict.value) if verdict is not None else None
+
+
+def _verdict(context: AssetExecutionContext, recall: RecallResource, model: str, trained: AssetKey) -> GateResult:
+    """The gate's verdict on ``model``, with the team's checks upstream of ``trained``: one function for both steps."""
+    return _with_upstream_checks(context, trained, _judge(recall, model))
+
+
+def _decision(context: AssetExecutionContext, recall: RecallResource, verdict: str) -> GateDecision:
+    try:
+        override = GateOverride.from_tags(context.run.tags)
+    except ConfigError as err:
+        raise Failure(description=str(err)) from None
+    return decide(verdict, recall.lifecycle_config().gate.block_unverified, override)
+
+
+def _refusal(model: str, verdict: GateResult) -> str:
+    failing = ", ".join(c.name for c in verdict.failing) or ", ".join(c.name for c in verdict.unverified_checks)
+    why = f"failing checks: {failing}" if failing else (verdict.reason or "nothing could be verified")
+    return (f"Recall's retrain gate refuses to retrain {model}: {verdict.verdict} ({why}). "
+            f"To retrain anyway, launch the run with the tags {OVERRIDE_BY_TAG} and {OVERRIDE_REASON_TAG}.")
+
+
+def _tag_run(context: AssetExecutionContext, model: str, decision: GateDecision) -> None:
+    """The verdict on the run itself, so the runs list shows (and filters) which retrains were refused or overridden."""
+    value = decision.verdict if decision.override is None else f"{decision.verdict}, overridden by {decision.override.by}"
+    context.instance.add_run_tags(context.run.run_id, {f"{RUN_TAG_PREFIX}{registered_name(model)}": value})
+
+
+def decision_metadata(decision: GateDecision) -> dict[str, Any]:
+    """What the UI shows of an override: who let the retrain past which verdict, and why."""
+    if decision.override is None:
+        return {}
+    return {"gate_override_by": decision.override.by, "gate_override_reason": decision.override.reason,
+            "gate_overridden_verdict": decision.verdict}
+
+
 def _gate_asset(
-    gate_key: AssetKey, trained: AssetKey, model: str, reads: list[AssetKey], group: str | None
+    gate_key: AssetKey, trained: AssetKey, model: str, reads: list[AssetKey], group: str | None,
+    partitions: PartitionsDefinition | None,
 ) -> AssetsDefinition:
     @multi_asset(
         name=f"{'__'.join(gate_key.path)}",
         specs=[AssetSpec(gate_key, deps=reads, group_name=group, kinds={"datahub"},
                          description=f"Recall's retrain gate for {model}, in front of {trained.to_user_string()}.",
                          metadata={"registered_model": model, "gates": trained.to_user_string()})],
+        partitions_def=partitions,
         check_specs=[
             AssetCheckSpec(
                 GATE_CHECK, asset=gate_key, blocking=True,
@@ -120,23 +325,27 @@ def _gate_asset(
         ],
     )
     def gate(context: AssetExecutionContext, recall: RecallResource) -> Iterator[Any]:
-        verdict = _judge(recall, model)
-        verdict = _with_upstream_checks(context, trained, verdict)
-        allowed = verdict.go or (verdict.verdict == "UNVERIFIED" and not recall.lifecycle_config().gate.block_unverified)
-        metadata = verdict_metadata(verdict)
+        verdict = _verdict(context, recall, model, trained)
+        decision = _decision(context, recall, verdict.verdict)
+        metadata = {**verdict_metadata(verdict), **decision_metadata(decision)}
+        _tag_run(context, model, decision)
+        if decision.override is not None:
+            context.log.warning(f"{model}: {decision.override.describe()}")
         yield MaterializeResult(asset_key=gate_key, metadata=metadata)
         yield AssetCheckResult(
-            asset_key=gate_key, check_name=GATE_CHECK, passed=allowed, severity=AssetCheckSeverity.ERROR,
+            asset_key=gate_key, check_name=GATE_CHECK, passed=decision.allowed, severity=AssetCheckSeverity.ERROR,
             metadata=metadata,
         )
         measured = next((c for c in verdict.checks if c.name == MEASURED_CHECK), None)
+        blocks = measured is not None and measured.status == "FAIL"
         yield AssetCheckResult(
-            asset_key=gate_key, check_name=MEASURED_CHECK, passed=measured is None or measured.status != "FAIL",
+            asset_key=gate_key, check_name=MEASURED_CHECK, passed=not blocks or decision.override is not None,
             severity=AssetCheckSeverity.ERROR,
             metadata={
                 "status": measured.status if measured else "SKIP",
                 "summary": measured.summary if measured else verdict.reason or "no version to judge",
                 "details": MetadataValue.md("\n".join(f"- {d}" for d in measured.details) if measured else "-"),
+                **decision_metadata(decision),
             },
         )
 

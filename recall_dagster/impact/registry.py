@@ -69,3 +69,16 @@ def failing(err: BaseException) -> bool:
 def unreachable(tracking_uri: str, doing: str, err: BaseException) -> ServiceUnreachable:
     """The exit-3 error for MLflow failing while Recall was ``doing`` something, naming the server."""
     return ServiceUnreachable(f"MLflow at {tracking_uri} did not answer while {doing}: {reason(err)}")
+
+
+def version_numbers(client: "MlflowClient", name: str) -> frozenset[int]:
+    """Every version number the registry holds for the registered model ``name`` (none when it has none yet)."""
+    quoted = name.replace("'", "\\'")
+    return frozenset(int(v.version) for v in client.search_model_versions(f"name = '{quoted}'"))
+
+
+def tag_versions(client: "MlflowClient", name: str, versions: frozenset[int], tags: dict[str, str]) -> None:
+    """Set ``tags`` on each of ``versions`` of ``name``: setting a tag again to its value changes nothing."""
+    for version in sorted(versions):
+        for key, value in tags.items():
+            client.set_model_version_tag(name, str(version), key, value)

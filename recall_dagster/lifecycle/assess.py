@@ -17,6 +17,7 @@ from recall_dagster.estate import display_name
 from recall_dagster.lifecycle.blast import BlastRadius, blast_radius, origins_of
 from recall_dagster.estate.columns import Col, column_name
 from recall_dagster.lifecycle.config import LifecycleConfig
+from recall_dagster.lifecycle.override import GateOverride
 from recall_dagster.lifecycle.records import AssertionRecord, Estate, TrainingSpan
 from recall_dagster.lifecycle.verdict import VersionVerdict, judge, newest_first, rollback_target
 from recall_dagster.lifecycle.window import BlindWindow, blind_windows, hull
@@ -139,6 +140,7 @@ def _versions(
                     spans=spans.get(closure.urn, ()),
                     live_deployments=tuple(d.urn for d in closure.live_deployments),
                     poisoned_inputs=poisoned,
+                    gate_override=GateOverride.from_version(closure.model.properties),
                 )
             )
         ordered = newest_first(versions)

@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Any, Sequence
 
 from recall_dagster.estate import display_name
+from recall_dagster.lifecycle.override import GateOverride
 from recall_dagster.lifecycle.records import TrainingSpan, newest_run
 from recall_dagster.lifecycle.window import BlindWindow
 from recall_dagster.scan import iso_instant
@@ -43,6 +44,7 @@ class VersionVerdict:
     spans: tuple[TrainingSpan, ...]  # every training run it records
     live_deployments: tuple[str, ...] = ()
     poisoned_inputs: tuple[str, ...] = ()  # "table.column" of each poisoned column it read
+    gate_override: GateOverride | None = None  # trained past a refusing retrain gate, by whom and why
 
     @property
     def span(self) -> TrainingSpan | None:
@@ -63,6 +65,7 @@ class VersionVerdict:
             "training_runs": [s.run for s in self.spans],
             "live_deployments": list(self.live_deployments),
             "poisoned_inputs": list(self.poisoned_inputs),
+            "gate_override": self.gate_override.to_json() if self.gate_override else None,
         }
 
 

@@ -3,6 +3,10 @@ regressed feature code is trained but never promoted."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -35,7 +39,24 @@ def retrain_fraud(defs: Definitions, *also: AssetKey):
         )
 
 
-def test_broken_estate_refuses_the_retrain_and_heal_lets_it_run(estate: Settings) -> None:
+def materialize_alone(settings: Settings, dagster_home: Path) -> subprocess.CompletedProcess:
+    """What a user types: ``dagster asset materialize`` of the training asset alone, no gate selected."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RECALL_", "MLFLOW_"))}
+    env.update(RECALL_HOME=str(settings.home), DAGSTER_HOME=str(dagster_home))
+    dagster = Path(sys.executable).with_name("dagster")
+    return subprocess.run(
+        [str(dagster), "asset", "materialize", "-m", "seed.dagster.definitions", "-a", "defs",
+         "--select", FRAUD.to_user_string()],
+        env=env, capture_output=True, text=True, timeout=600,
+    )
+
+
+def fraud_versions(settings: Settings) -> list[int]:
+    client = MlflowClient(tracking_uri=settings.mlflow_uri, registry_uri=settings.mlflow_uri)
+    return sorted(int(v.version) for v in client.search_model_versions("name = 'fraud_detector'"))
+
+
+def test_broken_estate_refuses_the_retrain_and_heal_lets_it_run(estate: Settings, tmp_path: Path) -> None:
     defs = build_definitions(estate, with_recall=True)
     with instance_for_test() as instance:  # the nightly scan records the healthy schemas
         assert defs.resolve_job_def("recall_scan").execute_in_process(instance=instance).success
@@ -57,12 +78,26 @@ def test_broken_estate_refuses_the_retrain_and_heal_lets_it_run(estate: Settings
     measured = checks["measured_impact"]
     assert measured.passed == (measured.metadata["status"].value != "FAIL")
 
+    versions = fraud_versions(estate)
+    alone = materialize_alone(estate, tmp_path)
+    assert alone.returncode != 0, alone.stdout[-2000:]
+    assert "Recall's retrain gate refuses to retrain fraud_detector: NO-GO (failing checks: " in alone.stderr
+    assert "training_serving_skew" in alone.stderr.split("refuses to retrain fraud_detector")[1].split("\n")[0]
+    assert "Materialized value ml fraud_detector" not in alone.stderr
+    assert fraud_versions(estate) == versions, "the refused retrain registered no version"
+
     lifecycle.heal(estate, Progress(quiet=True))
     healed = retrain_fraud(defs)
     assert healed.success
     gate = next(c for c in healed.get_asset_check_evaluations() if c.asset_check_key.name == "retrain_gate")
     assert gate.passed and gate.metadata["verdict"].value == "GO"
     assert [e.asset_key for e in healed.get_asset_materialization_events()] == [GATE, FRAUD]
+
+    versions = fraud_versions(estate)
+    alone = materialize_alone(estate, tmp_path)
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    assert "Recall's gate: GO for fraud_detector (asked by the training step: the gate was not part of" in alone.stderr
+    assert fraud_versions(estate) == [*versions, versions[-1] + 1], "the healed estate's retrain registers one"
 
 
 def test_a_candidate_trained_on_regressed_code_is_never_promoted(estate: Settings) -> None:

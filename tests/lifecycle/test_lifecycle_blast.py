@@ -12,7 +12,9 @@ from recall_dagster.estate import ColumnEdge, Dataset, SchemaField
 from recall_dagster.lifecycle.assess import root_causes
 from recall_dagster.lifecycle.blast import blast_radius, describe, severity_of
 from recall_dagster.lifecycle.config import LifecycleConfig, load_lifecycle_config
+from recall_dagster.lifecycle.override import GateOverride
 from recall_dagster.lifecycle.verdict import Status
+from recall_dagster.narrate import window_paragraph
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +87,23 @@ def test_root_causes_group_tests_with_one_origin_and_judge_every_version(lc: Lif
     assert [v.name for v in fraud.versions] == ["fraud_detector_3", "fraud_detector_2", "fraud_detector_1"]
     assert fraud.rollback is not None and fraud.rollback.name == "fraud_detector_1"
     assert "roll back to fraud_detector_1" in fraud.rollback_note
+
+
+def test_a_version_trained_past_a_refusing_gate_says_by_whom_and_why(lc: LifecycleConfig) -> None:
+    """The override's MLflow version tags, as DataHub's mlflow source carries them into customProperties."""
+    past = closure(2, live=True)
+    tags = GateOverride("ana@shop.example", "known late-orders lag", "NO-GO").version_tags("run-7")
+    past = replace(past, model=replace(past.model, properties=tags))
+    world = estate([closure(1, live=True), past])
+    spans = {model_urn(1): (span_for(2, 3),), model_urn(2): (span_for(11, 11.5),)}
+    (cause,) = root_causes([record([(0, "SUCCESS"), (10, "FAILURE")], writes=(9,))], world, spans, lc)
+    versions = {v["name"]: v for v in cause.to_json()["models"][0]["versions"]}
+    assert versions["fraud_detector_2"]["gate_override"] == {
+        "by": "ana@shop.example", "reason": "known late-orders lag", "verdict": "NO-GO"
+    }
+    assert versions["fraud_detector_1"]["gate_override"] is None
+    assert ("fraud_detector_2 was trained past a NO-GO retrain gate by ana@shop.example (known late-orders lag)"
+            in window_paragraph(cause.to_json()))
 
 
 def test_a_model_with_no_clean_version_names_no_rollback_and_says_so(lc: LifecycleConfig) -> None:

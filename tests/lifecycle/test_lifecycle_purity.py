@@ -10,7 +10,7 @@ import recall_dagster.lifecycle as lifecycle_package
 
 PURE = (
     "estate/columns", *(f"lifecycle/{m}" for m in ("blast", "window", "verdict", "assess", "incidents", "postmortem",
-                                                   "gate", "records")),
+                                                   "gate", "records", "override")),
 )
 IMPURE = (
     "time", "os", "pathlib", "shutil", "subprocess", "socket", "requests", "sqlite3", "psycopg2",
