@@ -9,11 +9,10 @@ A dataset input whose source type is a DataHub platform (``postgres``) gets an
 upstream edge to ``urn:li:dataset:(urn:li:dataPlatform:postgres,<name>,PROD)``,
 so inputs are named exactly as DataHub names the warehouse table.
 
-MLflow 2.20's SQL store leaves ``aliases`` empty on ``search_model_versions``,
-the call DataHub uses, so versionProperties.aliases arrives empty. The alias is
-therefore mirrored where DataHub does look: a registered-model tag
-``alias.<alias>`` = version (mlModelGroup custom properties) and a version tag
-``stage`` (mlModel custom properties), besides the MLflow stage.
+The alias is set as any MLflow user sets it, and nothing more: MLflow 2.20's
+SQL store leaves ``aliases`` empty on ``search_model_versions``, the call
+DataHub uses, so versionProperties.aliases arrives empty, and Recall reads the
+aliases from the registry itself (:mod:`recall_dagster.graph.registry_overlay`).
 
 Only MlflowClient calls are used (no fluent ``mlflow.start_run``): the tracking
 URI is an argument, never process-global state, and the run's start time can be
@@ -46,12 +45,6 @@ MODEL_ARTIFACT_PATH = "model"
 # Where impact tests look for the held-out rows (recall.yaml impact.evaluation: artifact, label_column).
 EVALUATION_ARTIFACT = "evaluation/holdout.parquet"
 EVALUATION_LABEL = "label"
-STAGE_TAG = "stage"
-ALIAS_TAG_PREFIX = "alias."
-# Aliases that have an MLflow stage of the same name; DataHub tags versions by stage only.
-ALIAS_STAGES = {"production": "Production", "staging": "Staging"}
-RETIRED_STAGE = "archived"
-CANDIDATE_STAGE = "candidate"  # a version registered but not promoted: it serves nothing until promote_version
 
 
 class WarehouseTableSource(DatasetSource):
@@ -184,7 +177,7 @@ def register_version(
         model.registered_name,
         source=source,
         run_id=run_id,
-        tags={**tags, STAGE_TAG: model.alias if promote else CANDIDATE_STAGE},
+        tags=dict(tags),
         description=model.description,
     )
     if promote:
@@ -193,19 +186,5 @@ def register_version(
 
 
 def promote_version(client: MlflowClient, model: ModelSpec, version: str | int) -> None:
-    """Move the model's alias to ``version`` and mirror it where DataHub looks; the previous holder retires."""
-    version = str(version)
-    previous = client.get_registered_model(model.registered_name).aliases.get(model.alias)
-    client.set_registered_model_alias(model.registered_name, model.alias, version)
-    client.set_registered_model_tag(model.registered_name, ALIAS_TAG_PREFIX + model.alias, version)
-    client.set_model_version_tag(model.registered_name, version, STAGE_TAG, model.alias)
-    if previous is not None and str(previous) != version:
-        client.set_model_version_tag(model.registered_name, previous, STAGE_TAG, RETIRED_STAGE)
-    stage = ALIAS_STAGES.get(model.alias)
-    if stage is not None:
-        with warnings.catch_warnings():
-            # Stages are deprecated in MLflow, but they are what DataHub turns into tags.
-            warnings.simplefilter("ignore", FutureWarning)
-            client.transition_model_version_stage(
-                model.registered_name, version, stage, archive_existing_versions=True
-            )
+    """Move the model's alias to ``version`` (the previous holder loses it, as MLflow moves an alias)."""
+    client.set_registered_model_alias(model.registered_name, model.alias, str(version))

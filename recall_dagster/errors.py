@@ -35,6 +35,12 @@ class ModelNotFound(ConfigError):
     """No model or version in the graph answers to the name asked for."""
 
 
+class NoProductionVersion(ModelNotFound):
+    """The registered model is there, but nothing marks any of its versions production: unverified, not absent."""
+
+    exit_code = EXIT_UNVERIFIED
+
+
 class GraphError(RecallError):
     """The metadata graph exists but cannot be read or written as asked."""
 

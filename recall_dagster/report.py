@@ -20,7 +20,7 @@ from recall_dagster.estate import display_name
 from recall_dagster.detect.config import ScoringConfig
 from recall_dagster.detect.finding import Finding
 from recall_dagster.narrate import DEFAULT_STEP, WHAT_TO_DO, whom_to_call
-from recall_dagster.scan import ModelReport, ScanResult, iso_instant
+from recall_dagster.scan import ModelReport, ScanResult, iso_instant, production_markers
 
 _TIER_STYLE = {"CRITICAL": "bold red", "AT_RISK": "yellow", "WATCH": "cyan", "HEALTHY": "green"}
 _SEVERITY_STYLE = {Severity.CRITICAL: "bold red", Severity.WARN: "yellow", Severity.INFO: "dim"}
@@ -74,6 +74,16 @@ def render_report(result: ScanResult, console: Console) -> None:
         f"[bold]Recall scan[/] of {result.graph} at {iso_instant(result.scanned_at_ms)}: "
         f"{len(result.models)} model(s), {production} in production"
     )
+    unserved = result.without_production
+    if unserved.unmarked:
+        console.print(
+            f"[yellow]UNVERIFIED: nothing marks a version of {', '.join(unserved.unmarked)} as production or "
+            f"otherwise[/] ({production_markers(result.config)}): name a version with --model NAME/VERSION, "
+            "or scan every version with --all", highlight=False,
+        )
+    staged = [n for n in unserved.registered if n not in unserved.unmarked]
+    if staged:
+        console.print(f"[dim]Not in production, so not judged: {', '.join(staged)}[/]", highlight=False)
     if not result.models:
         console.print("No models to report (only production models are scanned unless --all is given).")
         return

@@ -9,11 +9,12 @@ scan is reproducible in tests and the detectors never touch a file.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence
 
 import yaml
+from datahub.metadata.schema_classes import GlobalTagsClass, MLModelPropertiesClass, VersionPropertiesClass
 
 from recall_dagster.acks.model import Accepted, Acknowledgement, split
 from recall_dagster.collector import while_paused
@@ -24,13 +25,14 @@ from recall_dagster.detect.blast_radius import BlastRadius
 from recall_dagster.config_schema import validate_layer
 from recall_dagster.detect.config import merge
 from recall_dagster.files import locked, read_json_object, write_json
-from recall_dagster.errors import ConfigError, ModelNotFound
-from recall_dagster.estate import ModelClosure, resolve_closures
+from recall_dagster.errors import ConfigError, ModelNotFound, NoProductionVersion
+from recall_dagster.estate import ModelClosure, display_name, resolve_closures
 from recall_dagster.estate.names import named_by
 from recall_dagster.estate.coverage import Coverage, coverage
 from recall_dagster.estate.incremental import Rescan, combined, resolve_incremental, snapshot_key
 from recall_dagster.estate.resolve import resolve
 from recall_dagster.estate.shards import Shard
+from recall_dagster.estate.production import marked_at_all, version_number
 from recall_dagster.estate.select import select
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.instants import iso_instant
@@ -191,6 +193,17 @@ class ModelReport:
 
 
 @dataclass(frozen=True)
+class Unserved:
+    """Registered models with no version in production, and those of them nothing marks at all."""
+
+    registered: tuple[str, ...] = ()
+    unmarked: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {"registered_without_production": list(self.registered), "registered_unmarked": list(self.unmarked)}
+
+
+@dataclass(frozen=True)
 class ScanResult:
     scanned_at_ms: int
     graph: str
@@ -199,6 +212,8 @@ class ScanResult:
     config: RecallConfig
     acks: tuple[Acknowledgement, ...] = ()  # the acknowledgements the scan honoured
     rescan: Rescan | None = None  # how the closures were come by, when the scan kept a snapshot
+    # registered models with no version in production: a whole-estate scan names them rather than pass them over
+    without_production: Unserved = Unserved()
 
     @property
     def failing(self) -> tuple[ModelReport, ...]:
@@ -219,7 +234,7 @@ class ScanResult:
             "fail_tier": self.config.scoring.fail_tier,
             "models": [m.to_json() for m in self.models],
             "blast_radius": [b.to_json() for b in self.blast_radius],
-            "coverage": self.coverage.to_json(),
+            "coverage": {**self.coverage.to_json(), **self.without_production.to_json()},
             **({"resolve": self.rescan.to_json()} if self.rescan is not None else {}),
         }
 
@@ -305,19 +320,73 @@ def select_closures(
     named = [m for m in models if not m.startswith(MODEL_URN)]
     picked = resolve_closures(graph, config.resolve, scanned_at_ms=scanned_at_ms, model_urns=urns) if urns else []
     unknown = [c.urn for c in picked if c.model.missing]
+    unmarked: list[ModelClosure] = []
     if named:
         pool = resolve_closures(graph, config.resolve, scanned_at_ms=scanned_at_ms, include_all=True)
         for selector in named:
-            found = select(pool, versions=[selector]) or [
-                c for c in select(pool, [selector]) if include_all or c.production
-            ]
-            picked += found
-            unknown += [] if found else [selector]
+            registered = select(pool, [selector])
+            found = select(pool, versions=[selector]) or [c for c in registered if include_all or c.production]
+            if found:
+                picked += found
+            elif registered:
+                unmarked += registered
+            else:
+                unknown.append(selector)
     if unknown:
         raise ModelNotFound(f"no model {', '.join(unknown)} in {graph.location}" + (
             "" if include_all else " (a registered name means its production versions; --all for every version)"
         ))
+    if unmarked:
+        raise NoProductionVersion(_unmarked_message(unmarked, config))
     return sorted({c.urn: c for c in picked}.values(), key=lambda c: c.urn)
+
+
+def _unmarked_message(versions: Sequence[ModelClosure], config: RecallConfig) -> str:
+    """Which registered models have versions but none marked production, and what would mark one."""
+    names: dict[str, list[str]] = {}
+    for c in sorted(versions, key=version_number):
+        names.setdefault(c.registered_name, []).append(c.model.version or c.model.name)
+    listed = "; ".join(f"{name} (version {', '.join(v)})" for name, v in names.items())
+    first = next(iter(names))
+    return (
+        f"no version of {listed} is marked production: {production_markers(config)}. "
+        f"Name a version ({first}/{names[first][-1]}) or give --all"
+    )
+
+
+def production_markers(config: RecallConfig) -> str:
+    """What marks a version production, as a person configures it (recall.yaml ``production:``)."""
+    options = config.resolve
+    return (f"no alias {', '.join(sorted(options.production_aliases))} in the registry or the graph, no stage tag "
+            f"{', '.join(sorted(options.production_tags))}, no live deployment")
+
+
+def without_production(graph: MetadataGraph, closures: Sequence[ModelClosure]) -> Unserved:
+    """Registered models (model groups) the graph lists with no version in production among ``closures``,
+    and those of them nothing marks at all (no alias, stage or deployment on any version): what a scan of the
+    production models would otherwise pass over in silence."""
+    serving = {g for c in closures if c.production for g in c.model.groups}
+    groups = [g for g in graph.list_urns("mlModelGroup") if g not in serving]
+    if not groups:
+        return Unserved()
+    members = graph.related(groups, "MemberOf", "incoming")
+    versions = sorted({v for found in members.values() for v in found})
+    read = graph.get_aspects(versions, [VersionPropertiesClass, GlobalTagsClass, MLModelPropertiesClass])
+    marked = {v for v in versions if _marked(read.get(v, {}))}
+    return Unserved(
+        tuple(sorted({display_name(g) for g in groups})),
+        tuple(sorted({display_name(g) for g in groups if not marked.intersection(members.get(g, ()))})),
+    )
+
+
+def _marked(aspects: Mapping[str, Any]) -> bool:
+    version, tags, props = (aspects.get(a.ASPECT_NAME) for a in (VersionPropertiesClass, GlobalTagsClass,
+                                                                  MLModelPropertiesClass))
+    return marked_at_all(
+        [a.versionTag for a in (version.aliases or ()) if a.versionTag] if version else [],
+        [display_name(t.tag) for t in (tags.tags if tags else ())],
+        list(props.deployments or ()) if props else [],
+    )
 
 
 def scan_closures(
@@ -507,4 +576,7 @@ def run_scan(
     """
     part = scan_shard(graph, config, store, scanned_at_ms=scanned_at_ms, include_all=include_all, models=models,
                       accept_schema=accept_schema, snapshots=snapshots, full=full)
-    return merge_shards([part], config, graph=graph.location, acks=acks, snapshots=snapshots)
+    result = merge_shards([part], config, graph=graph.location, acks=acks, snapshots=snapshots)
+    if models:
+        return result
+    return replace(result, without_production=without_production(graph, [m.closure for m in result.models]))

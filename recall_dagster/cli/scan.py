@@ -2,7 +2,9 @@
 
 Exit codes: 0 no model reaches the fail tier, 1 one does, 2 bad usage or
 config, 3 the graph is unreachable (with ``--write``: or writes are still
-pending after retries; the evidence is on disk either way).
+pending after retries; the evidence is on disk either way), 4 nothing marks
+any version of a registered model (no alias, stage or deployment): it is
+named, never passed over.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from rich.console import Console
 from recall_dagster.acks.service import in_force
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
-from recall_dagster.errors import EXIT_FINDINGS, ConfigError
+from recall_dagster.errors import EXIT_FINDINGS, EXIT_UNVERIFIED, ConfigError
 from recall_dagster.impact.config import load_impact_config
 from recall_dagster.impact.measured import measure_scan
 from recall_dagster.impact.models import MlflowModels
@@ -115,6 +117,8 @@ def scan(
         report.raise_for_status()
     if result.failing:
         ctx.exit(EXIT_FINDINGS)
+    if result.without_production.unmarked:
+        ctx.exit(EXIT_UNVERIFIED)
 
 
 def _writes_json(report: WritebackReport) -> list[dict]:

@@ -37,7 +37,7 @@ from recall_dagster.estate import ModelClosure, resolve_closures
 from recall_dagster.estate.marks import recall_assertion
 from recall_dagster.estate.parse import asserted_entity
 from recall_dagster.estate.select import select
-from recall_dagster.impact.registry import failing, unreachable
+from recall_dagster.registry import failing, unreachable
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.instants import clock_ms
 from recall_dagster.reactions import AssertionResult, models_reading, new_failures

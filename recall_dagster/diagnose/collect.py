@@ -24,10 +24,11 @@ from recall_dagster.diagnose.facts import Clue, Facts, Relevance, RunFacts
 from recall_dagster.errors import ConfigError, ModelNotFound
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.estate.dbt import dbt_nodes
+from recall_dagster.estate.production import production_alias
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.models import ModelSource
-from recall_dagster.impact.registry import failing, unreachable
+from recall_dagster.registry import failing, unreachable
 from recall_dagster.impact.measured import Measurer, assertion_replay
 from recall_dagster.lifecycle.blast import poisoned_features
 from recall_dagster.estate.columns import ColumnGraph
@@ -84,7 +85,8 @@ def pick_versions(
     cand = int(candidate) if candidate else versions[-1]
     if baseline:
         return Pair(model, str(cand), baseline)
-    production = next((int(named[a]) for a in aliases if a in named), None)
+    marked = production_alias(named, frozenset(aliases))
+    production = int(marked) if marked is not None else None
     if production is not None and production != cand:
         return Pair(model, str(cand), str(production))
     older = [v for v in versions if v < cand]

@@ -50,6 +50,7 @@ from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_fie
 from datahub.utilities.urns.urn import Urn
 
 from recall_dagster.estate.names import display_name
+from recall_dagster.estate.production import registry_marks_production
 from recall_dagster.estate.views import (
     Assertion,
     ColumnEdge,
@@ -392,10 +393,6 @@ def parse_deployment(urn: str, aspects: Aspects, live_statuses: frozenset[str]) 
     )
 
 
-def _casefold(values: Iterable[str]) -> set[str]:
-    return {v.casefold() for v in values}
-
-
 def group_refs(aspects: Aspects) -> tuple[str, ...]:
     """Registered model groups and version sets a model version belongs to."""
     props = _get(aspects, MLModelPropertiesClass)
@@ -446,9 +443,7 @@ def parse_model(
         features=_unique(props.mlFeatures or ()) if props else (),
         training_runs=_unique(props.trainingJobs or ()) if props else (),
         deployments=_unique(props.deployments or ()) if props else (),
-        registry_production=bool(
-            _casefold(aliases) & _casefold(production_aliases) or _casefold(own_tags) & _casefold(production_tags)
-        ),
+        registry_production=registry_marks_production(aliases, own_tags, production_aliases, production_tags),
     )
 
 

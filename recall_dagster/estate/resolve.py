@@ -22,6 +22,7 @@ from datahub.metadata.schema_classes import (
 )
 
 from recall_dagster.estate import parse
+from recall_dagster.estate.production import is_production
 from recall_dagster.estate.closure import ModelClosure, assemble_closure
 from recall_dagster.estate.marks import recall_assertion
 from recall_dagster.estate.shards import Shard
@@ -55,17 +56,6 @@ def _people(graph: MetadataGraph, *aspect_maps: AspectMap) -> dict[str, bool]:
     urns = _sorted(p for amap in aspect_maps for aspects in amap.values() for p in parse.referenced_people(aspects))
     found = graph.get_aspects(urns, parse.PERSON_ASPECTS) if urns else {}
     return {u: parse.person_active(found.get(u, {})) for u in urns}
-
-
-def _served_by(model: Model, deployments: Mapping[str, Deployment]) -> Mapping[str, Deployment]:
-    """The deployments listed under the version that really serve it: an endpoint the mlflow or Vertex
-    source lists under every version of a model serves only the version it records."""
-    return {d: deployments[d] for d in model.deployments if d in deployments and deployments[d].serves(model.version)}
-
-
-def _is_production(model: Model, deployments: Mapping[str, Deployment]) -> bool:
-    """Production: serving live traffic somewhere, or marked production by the registry."""
-    return model.registry_production or any(d.live for d in _served_by(model, deployments).values())
 
 
 def _read_models(
@@ -184,7 +174,7 @@ def resolve(
         selected = [models[u] for u in _sorted(model_urns)]
     else:
         selected = [
-            m for m in models.values() if not m.removed and (include_all or _is_production(m, deployments))
+            m for m in models.values() if not m.removed and (include_all or is_production(m, deployments))
             and (shard is None or shard.holds(m))
         ]
         selected.sort(key=lambda m: m.urn)
@@ -237,7 +227,7 @@ def resolve(
     closures = [
         assemble_closure(
             m,
-            production=_is_production(m, deployments),
+            production=is_production(m, deployments),
             scanned_at_ms=scanned_at_ms,
             features=features,
             feature_tables=tables,

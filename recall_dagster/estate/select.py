@@ -10,12 +10,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from recall_dagster.estate.closure import ModelClosure
-
-
-def version_number(closure: ModelClosure) -> tuple[int, str]:
-    """Sort key: the registry's version number (non-numeric ones first), then the URN."""
-    version = (closure.model.version or "").strip()
-    return (int(version) if version.isdigit() else -1, closure.urn)
+from recall_dagster.estate.production import replaced_by_retrain
 
 
 def is_named(closure: ModelClosure, name: str) -> bool:
@@ -37,13 +32,11 @@ def select(closures: Iterable[ModelClosure], names: Sequence[str] = (), versions
 
 
 def serving_version(closures: Sequence[ModelClosure], name: str) -> ModelClosure | None:
-    """The version a retrain of ``name`` replaces: its newest production version, else its newest version.
+    """The version a retrain of ``name`` replaces (:func:`~recall_dagster.estate.production.replaced_by_retrain`).
 
     An exact version (URN or ``name/version``) is taken as given.
     """
     exact = [c for c in closures if is_version(c, name)]
     if exact:
         return exact[0]
-    versions = [c for c in closures if is_named(c, name)]
-    production = [c for c in versions if c.model.registry_production] or [c for c in versions if c.production]
-    return max(production or versions, key=version_number, default=None)
+    return replaced_by_retrain([c for c in closures if is_named(c, name)])

@@ -9,7 +9,12 @@ from __future__ import annotations
 from recall_dagster.graph.gms import GmsGraph
 from recall_dagster.graph.lite import LiteGraph
 from recall_dagster.graph.port import AspectMap, Direction, MetadataGraph, WriteReport
+from recall_dagster.graph.registry_overlay import RegistryAliasGraph
+from recall_dagster.registry import RegistryLimits, registry_aliases
 from recall_dagster.settings import Settings
+
+# The shipped ``impact.registry`` limits: a registry that does not answer within them fails the command (exit 3).
+ALIAS_READ_LIMITS = RegistryLimits(timeout_seconds=30, retries=2)
 
 __all__ = [
     "AspectMap",
@@ -28,13 +33,18 @@ def open_graph(
     """GMS for an http(s) URL, a DataHub Lite file for anything else.
 
     With :class:`Settings`, the token defaults to ``settings.gms_token``
-    (``DATAHUB_GMS_TOKEN``).  ``read_only`` applies to Lite files: a read-only
+    (``DATAHUB_GMS_TOKEN``), and the graph's MLflow versions carry the aliases
+    the settings' registry holds (:mod:`recall_dagster.graph.registry_overlay`).  ``read_only`` applies to Lite files: a read-only
     open never creates a file and fails on a missing one.
     """
-    if isinstance(settings_or_target, Settings):
-        target, token = settings_or_target.graph, token or settings_or_target.gms_token
-    else:
-        target = settings_or_target
+    if not isinstance(settings_or_target, Settings):
+        return _store(settings_or_target, token, read_only)
+    settings = settings_or_target
+    graph = _store(settings.graph, token or settings.gms_token, read_only)
+    return RegistryAliasGraph(graph, lambda: registry_aliases(settings.mlflow_uri, ALIAS_READ_LIMITS))
+
+
+def _store(target: str, token: str | None, read_only: bool) -> MetadataGraph:
     if target.startswith(("http://", "https://")):
         return GmsGraph(target, token)
     return LiteGraph(target, read_only=read_only)

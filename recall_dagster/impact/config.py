@@ -15,7 +15,7 @@ from recall_dagster.detect import Severity
 from recall_dagster.detect.config import _Section
 from recall_dagster.errors import ConfigError
 from recall_dagster.impact.mutations import parse_mutation
-from recall_dagster.impact.registry import RegistryLimits
+from recall_dagster.registry import RegistryLimits
 from recall_dagster.scan import load_yaml_config
 
 DRIFT_CHANGES = ("retyped", "retyped_time", "removed")

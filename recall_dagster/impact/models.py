@@ -9,7 +9,7 @@ no artifact, a flavor that will not load) is a :class:`ModelUnavailable`
 naming it, which the experiment turns into INCOMPLETE; a tracking server or
 warehouse that does not answer, before or in the middle of a run, is a
 :class:`~recall_dagster.errors.ServiceUnreachable` (exit 3) naming what was
-being read (:mod:`recall_dagster.impact.registry` tells the two apart).
+being read (:mod:`recall_dagster.registry` tells the two apart).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from recall_dagster.errors import RecallError, ServiceUnreachable, reason
 from recall_dagster.estate import ModelClosure
 from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.measure import Predictor, Task
-from recall_dagster.impact.registry import failing, mlflow_client, unreachable
+from recall_dagster.registry import failing, mlflow_client, sqlite_store, unreachable
 from recall_dagster.lifecycle.rows import resolve_url, sql_connection
 
 
@@ -77,15 +77,6 @@ class PyfuncPredictor:
         output = self.model.predict(frame)  # type: ignore[attr-defined]
         scores = np.asarray(output.iloc[:, -1] if isinstance(output, pd.DataFrame) else output, dtype="float64")
         return scores, (scores >= 0.5).astype(int) if self.task == "classification" else None
-
-
-def _sqlite_store(tracking_uri: str) -> Path | None:
-    if not tracking_uri.startswith("sqlite:"):
-        return None
-    from sqlalchemy.engine import make_url
-
-    database = make_url(tracking_uri).database
-    return Path(database) if database and database != ":memory:" else None
 
 
 def _read_sql(url: str, sql: str, where: str) -> pd.DataFrame:
@@ -145,7 +136,7 @@ class MlflowModels:
         return found
 
     def client(self):  # noqa: ANN201 - MlflowClient is imported lazily: the scan must not pay for MLflow
-        store = _sqlite_store(self.tracking_uri)
+        store = sqlite_store(self.tracking_uri)
         if store is not None and not store.exists():
             raise ModelUnavailable(f"no MLflow tracking store at {store} (set MLFLOW_TRACKING_URI)")
         return mlflow_client(self.tracking_uri, self.config.registry)

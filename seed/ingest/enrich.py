@@ -1,6 +1,6 @@
 """MCPs for what no DataHub source produces, derived from the registry and the real runs.
 
-Deployments, owners, glossary terms, model aliases, the features each model
+Deployments, owners, glossary terms, the features each model
 version consumed (from its MLflow run), the warehouse tables each training run
 read, dbt operations, and the Feast exports the feast source names as its
 features' sources but does not describe (schema, owners, freshness, and the
@@ -143,7 +143,7 @@ def model_mcps(
     deployed: Mapping[str, int],
     current: Mapping[str, Mapping[str, m._Aspect]],
 ) -> list[MetadataChangeProposalWrapper]:
-    """Merge features, deployments, aliases, owners and inputs into what the mlflow source wrote.
+    """Merge features, deployments, owners and inputs into what the mlflow source wrote.
 
     ``deployed`` maps a deployment name to the model version it runs; ``current``
     holds the graph's aspects for the model and run URNs. A version the mlflow
@@ -182,13 +182,7 @@ def _version_mcps(
         deployment_urn(registry, d.platform, d.name) for d in spec.deployments if deployed.get(d.name) == state.version
     ]
     merged.customProperties = {**(props.customProperties or {}), **spec.properties}
-    out = [_mcp(urn, merged), _mcp(urn, _ownership(spec.owners)), _mcp(urn, _terms(spec.glossary_terms))]
-    version_props = aspects.get("versionProperties")
-    if isinstance(version_props, m.VersionPropertiesClass):
-        aliased = m.VersionPropertiesClass.from_obj(version_props.to_obj())
-        aliased.aliases = [m.VersionTagClass(versionTag=alias) for alias in state.aliases]
-        out.append(_mcp(urn, aliased))
-    return out
+    return [_mcp(urn, merged), _mcp(urn, _ownership(spec.owners)), _mcp(urn, _terms(spec.glossary_terms))]
 
 
 def _run_input_mcps(

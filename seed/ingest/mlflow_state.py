@@ -1,8 +1,8 @@
 """What the MLflow registry says right now, read once so enrichment can be a pure function.
 
-DataHub's mlflow source leaves out what Recall needs most: model aliases
-(MLflow 2.20's search API returns none), the warehouse tables each run read, and
-the feature store's features it consumed (the run's ``feature_refs`` parameter).
+DataHub's mlflow source leaves out the warehouse tables each run read and the
+feature store's features it consumed (the run's ``feature_refs`` parameter).
+Aliases are not among them: Recall reads those from the registry itself.
 """
 
 from __future__ import annotations
@@ -18,13 +18,12 @@ class VersionState:
     registered_name: str
     version: int
     run_id: str | None
-    aliases: tuple[str, ...]
     input_names: tuple[str, ...]  # MLflow dataset names of the run's inputs, e.g. warehouse.marts.fct_orders
     feature_refs: tuple[str, ...] = ()  # Feast references (view:feature) training logged, in its order
 
 
 def read_mlflow_state(tracking_uri: str, registered_names: list[str]) -> list[VersionState]:
-    """Every version of the named registered models, with aliases, run inputs and the features it consumed."""
+    """Every version of the named registered models, with its run's inputs and the features it consumed."""
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
@@ -35,9 +34,6 @@ def read_mlflow_state(tracking_uri: str, registered_names: list[str]) -> list[Ve
             versions = client.search_model_versions(f"name = '{name}'")
             if not versions:
                 continue
-            aliases_by_version: dict[int, list[str]] = {}
-            for alias, version in client.get_registered_model(name).aliases.items():
-                aliases_by_version.setdefault(int(version), []).append(alias)
             for version in sorted(versions, key=lambda v: int(v.version)):
                 inputs: tuple[str, ...] = ()
                 refs: tuple[str, ...] = ()
@@ -50,7 +46,6 @@ def read_mlflow_state(tracking_uri: str, registered_names: list[str]) -> list[Ve
                         registered_name=name,
                         version=int(version.version),
                         run_id=version.run_id,
-                        aliases=tuple(sorted(aliases_by_version.get(int(version.version), []))),
                         input_names=inputs,
                         feature_refs=refs,
                     )

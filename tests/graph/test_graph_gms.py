@@ -205,10 +205,11 @@ def filled(fake: FakeGms, gms: GmsGraph, estate: Estate) -> FakeGms:
 
 
 def test_open_graph_picks_gms_for_urls_lazily(fake: FakeGms, tmp_path: Path) -> None:
-    with closing(open_graph(Settings(home=tmp_path, graph=fake.url))) as graph:
+    with closing(open_graph(fake.url)) as graph:
         assert isinstance(graph, GmsGraph) and isinstance(graph, MetadataGraph)
-        assert graph.location == fake.url
-    assert fake.seen == []  # opening talks to nobody
+    with closing(open_graph(Settings(home=tmp_path, graph=fake.url))) as graph:
+        assert isinstance(graph, MetadataGraph) and graph.location == fake.url
+    assert fake.seen == []  # opening talks to nobody, nor does asking where the graph is
 
 
 def test_get_aspects_one_batch_per_entity_type_typed(filled: FakeGms, gms: GmsGraph, estate: Estate) -> None:

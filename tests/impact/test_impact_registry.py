@@ -17,7 +17,7 @@ import pytest
 from recall_dagster.diagnose.collect import pick_versions
 from recall_dagster.errors import EXIT_UNREACHABLE, ConfigError, ModelNotFound, ServiceUnreachable
 from recall_dagster.impact.config import parse_impact_config
-from recall_dagster.impact.registry import RegistryLimits, failing, mlflow_client
+from recall_dagster.registry import RegistryLimits, failing, mlflow_client
 from recall_dagster.scan import load_yaml_config
 from tests.cutting import free_port
 

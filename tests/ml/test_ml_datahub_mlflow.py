@@ -1,22 +1,28 @@
 """What DataHub's MLflow source makes of a training, so Recall can join registry data to its entities.
 
 Pins the URN formats and the aspects the estate relies on, including the
-MLflow 2.20 gap that leaves versionProperties.aliases empty: when an upgrade
-closes it, the last test fails and the alias mirroring in tracking.py can go.
+MLflow 2.20 gap that leaves versionProperties.aliases empty, which Recall closes
+by reading the aliases from the registry (graph/registry_overlay.py).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import pytest
 from datahub.api.entities.dataprocess.dataprocess_instance import DataProcessInstance
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.metadata.schema_classes import VersionPropertiesClass
+from mlflow import MlflowClient
 from datahub.ingestion.api.common import PipelineContext
 from datahub.ingestion.source.mlflow import MLflowSource
 
 from ml_models import FeatureRegistry
 from ml_models.train import TrainingRecord, train_model
+from recall_dagster.graph import LiteGraph, open_graph
+from recall_dagster.settings import Settings
 
 Aspects = dict[str, dict[str, Any]]
 
@@ -39,14 +45,13 @@ def _run_urn(record: TrainingRecord) -> str:
 def test_versions_become_ml_models_trained_by_their_run(trained: tuple[list[TrainingRecord], Aspects]) -> None:
     records, aspects = trained
     group = "urn:li:mlModelGroup:(urn:li:dataPlatform:mlflow,fraud_detector,PROD)"
-    assert aspects[group]["mlModelGroupProperties"].customProperties["alias.production"] == "2"
-    for record, stage_tag in zip(records, ["mlflow_archived", "mlflow_production"]):
+    assert "mlModelGroupProperties" in aspects[group]
+    for record in records:
         urn = f"urn:li:mlModel:(urn:li:dataPlatform:mlflow,fraud_detector_{record.version},PROD)"
         properties = aspects[urn]["mlModelProperties"]
         assert properties.groups == [group]
         assert properties.trainingJobs == [_run_urn(record)]
-        assert [t.tag for t in aspects[urn]["globalTags"].tags] == [f"urn:li:tag:{stage_tag}"]
-    assert aspects[urn]["mlModelProperties"].customProperties["stage"] == "production"
+        assert [t.tag for t in aspects[urn]["globalTags"].tags] == ["urn:li:tag:mlflow_none"], "aliases, not stages"
 
 
 def test_runs_record_the_warehouse_tables_they_read(trained: tuple[list[TrainingRecord], Aspects]) -> None:
@@ -68,3 +73,35 @@ def test_aliases_do_not_reach_version_properties(trained: tuple[list[TrainingRec
     _, aspects = trained
     properties = aspects["urn:li:mlModel:(urn:li:dataPlatform:mlflow,fraud_detector_2,PROD)"]["versionProperties"]
     assert properties.aliases == []
+
+
+def test_recall_reads_the_aliases_the_source_left_out_from_the_registry(
+    trained: tuple[list[TrainingRecord], Aspects], tracking_uri: str, tmp_path: Path
+) -> None:
+    _, aspects = trained
+    lite = LiteGraph(str(tmp_path / "datahub.db"))
+    lite.emit_mcps(
+        MetadataChangeProposalWrapper(entityUrn=urn, aspect=aspect)
+        for urn, named in aspects.items() for aspect in named.values()
+    ).raise_if_failed("ingest")
+    lite.close()
+    settings = Settings(home=tmp_path / "home", graph=str(tmp_path / "datahub.db"), mlflow_tracking_uri=tracking_uri)
+    versions = [f"urn:li:mlModel:(urn:li:dataPlatform:mlflow,fraud_detector_{n},PROD)" for n in (1, 2)]
+    graph = open_graph(settings, read_only=True)
+    try:
+        read = graph.get_aspects(versions, [VersionPropertiesClass])
+        token = graph.changes_since(None).token
+        assert graph.changes_since(token).urns == frozenset(), "nothing moved"
+    finally:
+        graph.close()
+    assert [[a.versionTag for a in read[u]["versionProperties"].aliases] for u in versions] == [[], ["production"]]
+    MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri).set_registered_model_alias(
+        "fraud_detector", "production", "1"
+    )
+    graph = open_graph(settings, read_only=True)
+    try:
+        assert graph.changes_since(token).urns is None, "an alias that moved makes a rescan read everything"
+        read = graph.get_aspects(versions)
+    finally:
+        graph.close()
+    assert [[a.versionTag for a in read[u]["versionProperties"].aliases] for u in versions] == [["production"], []]

@@ -8,13 +8,23 @@ failing service (exit 3), misleads the person waiting on it.  So impact tests,
 diagnosis and the MLflow sensor all make their client here, with the
 ``impact.registry`` limits, and ask :func:`failing` before they read an error
 as an answer.
+
+It is also where the registry's production markers are read
+(:func:`registry_aliases`): MLflow 2.20's SQL store returns no aliases from
+``search_model_versions``, the call DataHub's mlflow source uses, so a stock
+ingestion leaves every version without its alias, and only the registry knows
+which version ``production`` names.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+import sqlite3
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Mapping
 
 from recall_dagster.errors import ServiceUnreachable, reason
 
@@ -82,3 +92,72 @@ def tag_versions(client: "MlflowClient", name: str, versions: frozenset[int], ta
     for version in sorted(versions):
         for key, value in tags.items():
             client.set_model_version_tag(name, str(version), key, value)
+
+
+@dataclass(frozen=True)
+class RegistryAliases:
+    """Every alias a model registry holds: (registered model name, version) -> its aliases, sorted."""
+
+    location: str
+    aliases: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def digest(self) -> str:
+        """Changes when an alias moves: what a rescan kept from before must then be read again."""
+        text = "\n".join(f"{n}\t{v}\t{','.join(a)}" for (n, v), a in sorted(self.aliases.items()))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def sqlite_store(tracking_uri: str) -> Path | None:
+    """The database file of a ``sqlite:`` tracking URI (None for any other store)."""
+    if not tracking_uri.startswith("sqlite:"):
+        return None
+    from sqlalchemy.engine import make_url
+
+    database = make_url(tracking_uri).database
+    return Path(database) if database and database != ":memory:" else None
+
+
+def registry_aliases(tracking_uri: str, limits: RegistryLimits) -> RegistryAliases | None:
+    """The registry's aliases, or None where there is no registry (a ``sqlite:`` file not there).
+
+    A SQLite store is read in place, read-only: importing MLflow costs seconds
+    that every command would pay; any other store through MLflow's client.
+    """
+    store = sqlite_store(tracking_uri)
+    if store is not None:
+        if not store.exists():
+            return None
+        return RegistryAliases(tracking_uri, _sqlite_aliases(store))
+    client = mlflow_client(tracking_uri, limits)
+    found: dict[tuple[str, str], list[str]] = {}
+    token = None
+    try:
+        while True:
+            page = client.search_registered_models(max_results=1000, page_token=token)
+            for model in page:
+                for alias, version in (model.aliases or {}).items():
+                    found.setdefault((model.name, str(version)), []).append(alias)
+            token = page.token
+            if not token:
+                break
+    except Exception as err:
+        if failing(err):
+            raise unreachable(tracking_uri, "reading the registry's aliases", err) from None
+        raise
+    return RegistryAliases(tracking_uri, {k: tuple(sorted(v)) for k, v in found.items()})
+
+
+def _sqlite_aliases(store: Path) -> dict[tuple[str, str], tuple[str, ...]]:
+    """``registered_model_aliases`` as MLflow's SQL store keeps it (MLflow 2.3 on); an older store has none."""
+    try:
+        with closing(sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            rows = db.execute("SELECT name, alias, version FROM registered_model_aliases").fetchall()
+    except sqlite3.OperationalError as err:
+        if "no such table" in str(err):
+            return {}
+        raise unreachable(f"sqlite:///{store}", "reading the registry's aliases", err) from None
+    found: dict[tuple[str, str], list[str]] = {}
+    for name, alias, version in rows:
+        found.setdefault((str(name), str(version)), []).append(str(alias))
+    return {k: tuple(sorted(v)) for k, v in found.items()}

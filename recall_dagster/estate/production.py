@@ -1,0 +1,69 @@
+"""Which model version is in production: one rule, for every command and every Dagster asset.
+
+A version is production when the registry marks it so (a production alias or
+stage tag, compared without case, as registries and teams spell them
+differently) or when a live deployment serves it. Aliases reach the graph from
+the registry itself (:mod:`recall_dagster.graph.registry_overlay`), since the
+stock mlflow source loses them. A retrain replaces the newest version the
+registry marks, else the newest live one, else the newest. A registered model
+nothing marks at all is unverified, never "not there".
+"""
+
+from __future__ import annotations
+
+from typing import AbstractSet, Iterable, Mapping, Sequence
+
+from recall_dagster.estate.closure import ModelClosure
+from recall_dagster.estate.views import Deployment, Model
+
+# A stage tag the mlflow source writes for a version in no stage: it marks nothing.
+NO_STAGE_TAG = "mlflow_none"
+STAGE_TAG_PREFIX = "mlflow_"
+
+
+def _casefold(values: Iterable[str]) -> set[str]:
+    return {v.casefold() for v in values}
+
+
+def registry_marks_production(
+    aliases: Iterable[str], tags: Iterable[str], production_aliases: AbstractSet[str], production_tags: AbstractSet[str]
+) -> bool:
+    """Whether a version's aliases or stage tags mark it production, whatever their case."""
+    return bool(_casefold(aliases) & _casefold(production_aliases) or _casefold(tags) & _casefold(production_tags))
+
+
+def production_alias(aliases: Mapping[str, str], production_aliases: AbstractSet[str]) -> str | None:
+    """The version a registry's alias map (alias -> version) marks production, by the same rule."""
+    wanted = _casefold(production_aliases)
+    return next((str(v) for a, v in sorted(aliases.items()) if a.casefold() in wanted), None)
+
+
+def served_by(model: Model, deployments: Mapping[str, Deployment]) -> Mapping[str, Deployment]:
+    """The deployments listed under the version that really serve it: an endpoint the mlflow or Vertex
+    source lists under every version of a model serves only the version it records."""
+    return {d: deployments[d] for d in model.deployments if d in deployments and deployments[d].serves(model.version)}
+
+
+def is_production(model: Model, deployments: Mapping[str, Deployment]) -> bool:
+    """Production: marked production by the registry, or serving live traffic somewhere."""
+    return model.registry_production or any(d.live for d in served_by(model, deployments).values())
+
+
+def marked_at_all(aliases: Sequence[str], tags: Sequence[str], deployments: Sequence[str]) -> bool:
+    """Whether anything says where a version stands (any alias, a stage, a deployment): a registered model
+    none of whose versions is marked is one Recall cannot judge, and says so."""
+    stages = [t for t in tags if t.startswith(STAGE_TAG_PREFIX) and t != NO_STAGE_TAG]
+    return bool(aliases or stages or deployments)
+
+
+def version_number(closure: ModelClosure) -> tuple[int, str]:
+    """Sort key: the registry's version number (non-numeric ones first), then the URN."""
+    version = (closure.model.version or "").strip()
+    return (int(version) if version.isdigit() else -1, closure.urn)
+
+
+def replaced_by_retrain(versions: Sequence[ModelClosure]) -> ModelClosure | None:
+    """Of one registered model's versions, the one a retrain replaces: the newest the registry marks
+    production, else the newest serving live, else the newest."""
+    marked = [c for c in versions if c.model.registry_production] or [c for c in versions if c.production]
+    return max(marked or versions, key=version_number, default=None)

@@ -1,0 +1,92 @@
+"""Production as a stock stack records it: the mlflow source leaves aliases out (MLflow 2.20's search returns none),
+so the registry itself is asked; a registered model nothing marks is named and unverified, never a silent pass."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from foreign_estate import FIXTURES, OVERLAY
+from mlflow import MlflowClient
+
+from recall_dagster.cli import cli
+from recall_dagster.settings import Settings
+from tests.scan.scan_estates import ingest
+
+CHURN = "urn:li:mlModelGroup:(urn:li:dataPlatform:mlflow,churn_model,PROD)"
+
+
+def stock(record: dict[str, Any]) -> dict[str, Any]:
+    """What DataHub's mlflow source writes for a churn version on MLflow 2.20's SQL store with aliases only:
+    no alias, stage None, and no endpoint listing it."""
+    urn, aspect = record.get("entityUrn", ""), record.get("aspectName")
+    if "churn_model_" not in urn or "mlModel:" not in urn:
+        return record
+    body = json.loads(json.dumps(record["aspect"]["json"]))
+    if aspect == "versionProperties":
+        body["aliases"] = []
+    elif aspect == "globalTags":
+        body["tags"] = [{"tag": "urn:li:tag:mlflow_none"}]
+    elif aspect == "mlModelProperties":
+        body["deployments"] = []
+    return {**record, "aspect": {"json": body}}
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Settings:
+    records = [stock(r) for r in json.loads((FIXTURES / "estate_stock.json").read_text())]
+    fixture = tmp_path / "stock.json"
+    fixture.write_text(json.dumps(records))
+    db = ingest(tmp_path / "shop.db", str(fixture))
+    overlay = tmp_path / "recall.yaml"
+    overlay.write_text(json.dumps(OVERLAY))
+    return Settings(home=tmp_path / "home", graph=str(db), mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+
+
+def scan(shop: Settings, *flags: str, as_json: bool = True) -> tuple[int, Any]:
+    args = ["scan", "--graph", shop.graph, "--config", str(Path(shop.graph).with_name("recall.yaml")),
+            "--as-of", "2025-06-01T00:00:00Z", *(["--json"] if as_json else []), *flags]
+    env = {"RECALL_HOME": str(shop.home), "MLFLOW_TRACKING_URI": shop.mlflow_uri}
+    done = CliRunner().invoke(cli, args, env=env, terminal_width=200)
+    return done.exit_code, json.loads(done.output) if as_json and done.exit_code in (0, 1, 4) else done.output
+
+
+def registry(shop: Settings, alias: str | None) -> None:
+    """The team's MLflow: churn_model versions 1 and 2, ``alias`` (if any) on version 2."""
+    client = MlflowClient(tracking_uri=shop.mlflow_uri, registry_uri=shop.mlflow_uri)
+    client.create_registered_model("churn_model")
+    for _ in range(2):
+        client.create_model_version("churn_model", source="file:///nowhere")
+    if alias:
+        client.set_registered_model_alias("churn_model", alias, "2")
+
+
+def test_a_registered_model_nothing_marks_is_named_and_unverified(shop: Settings) -> None:
+    code, body = scan(shop)
+    assert code == 4, "never a silent exit 0 while a registered model goes unjudged"
+    assert [m["name"] for m in body["models"]] == ["ltv_model_1"]
+    assert body["coverage"]["registered_unmarked"] == ["churn_model"]
+    code, text = scan(shop, as_json=False)
+    assert code == 4 and "UNVERIFIED: nothing marks a version of churn_model as production" in text
+    code, text = scan(shop, "--model", "churn_model", as_json=False)
+    assert code == 4, text
+    assert "no version of churn_model (version 1, 2) is marked production" in text
+    assert "Name a version (churn_model/2)" in text
+
+
+def test_the_registry_s_alias_marks_production_whatever_its_case(shop: Settings) -> None:
+    registry(shop, "Champion")
+    code, body = scan(shop)
+    assert code in (0, 1) and body["coverage"]["registered_unmarked"] == []
+    assert {m["name"]: m["production"] for m in body["models"]} == {"churn_model_2": True, "ltv_model_1": True}
+
+
+def test_a_registry_alias_that_marks_no_production_is_named_but_not_unverified(shop: Settings) -> None:
+    registry(shop, "staging")
+    code, body = scan(shop)
+    assert code in (0, 1), "a model the registry keeps in staging is known not to be in production"
+    assert body["coverage"]["registered_without_production"] == ["churn_model"]
+    assert body["coverage"]["registered_unmarked"] == []
