@@ -79,9 +79,12 @@ def gate_paragraph(gate: Mapping[str, Any]) -> str:
     name, verdict = gate["registered_model"], gate["verdict"]
     failing = [c for c in gate["checks"] if c["status"] == "FAIL"]
     skipped = gate["coverage"]["skipped"]
+    warned = [c["name"] for c in gate["checks"] if c["status"] == "WARN"]
+    advice = f" Advisory check(s) warn: {', '.join(warned)}." if warned else ""
     if verdict == "GO":
         unmeasured = f" {len(skipped)} check(s) could not measure: {', '.join(sorted(skipped))}." if skipped else ""
-        return f"Retraining {name} may go ahead: every check that measured passed (judged on {gate['name']}).{unmeasured}"
+        return (f"Retraining {name} may go ahead: every check that measured passed (judged on {gate['name']})."
+                f"{unmeasured}{advice}")
     if verdict == "NO-GO":
         reasons = "; ".join(f"{c['name']}: {c['summary']}" for c in failing)
         return (f"Do not retrain {name} yet: {reasons}. Retraining now would fit the model on the data these checks "

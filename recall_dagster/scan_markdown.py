@@ -135,14 +135,17 @@ def measured_table(closures: Sequence[ModelClosure], detection: "Detection") -> 
 
 def checks_table(gate: "GateResult") -> str:
     """The retrain gate's named checks, failing ones first, each with what it saw."""
-    order = {"FAIL": 0, "PASS": 1, "SKIP": 2}
+    order = {"FAIL": 0, "WARN": 1, "PASS": 2, "SKIP": 3}
     rows = sorted(gate.checks, key=lambda c: order[c.status])
     return table(("check", "status", "summary"), [(c.name, c.status, c.summary) for c in rows])
 
 
 def coverage_list(result: ScanResult) -> str:
     """What the scan could verify, one line per signal: an empty finding list means little where this is thin."""
-    return "\n".join(f"- {line}" for line in result.coverage.lines())
+    unmarked = result.without_production.unmarked
+    lines = [*result.coverage.lines(),
+             *([f"UNVERIFIED: nothing marks a version of {', '.join(unmarked)} as production"] if unmarked else [])]
+    return "\n".join(f"- {line}" for line in lines)
 
 
 def scan_report(result: ScanResult, limit: int | None = None) -> str:

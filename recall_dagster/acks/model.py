@@ -44,7 +44,7 @@ class Acknowledgement:
     id: str
     detector: str
     subject: str
-    model: str | None  # a registered model name; None: every model the finding is on
+    model: str | None  # a registered model name (every version, later retrains too), NAME/VERSION; None: any model
     fingerprints: tuple[str, ...]
     reason: str
     by: str
@@ -60,11 +60,21 @@ class Acknowledgement:
 
     def covers(self, f: Finding, closure: ModelClosure, at_ms: int) -> bool:
         return (
-            self.detector == f.detector and self.subject == f.subject
-            and (self.model is None or self.model == closure.registered_name)
+            self.detector == f.detector and self._on(f, closure) and self._for(closure)
             and self.created_ms <= at_ms < self.until_ms
             and fingerprint(f) in self.fingerprints
         )
+
+    def _on(self, f: Finding, closure: ModelClosure) -> bool:
+        """The finding's subject; a finding on a version itself is on its registered model when that is the
+        subject acknowledged, so the acknowledgement holds for the versions later retrains register."""
+        return self.subject == f.subject or (f.subject == closure.urn and self.subject == closure.registered_model)
+
+    def _for(self, closure: ModelClosure) -> bool:
+        if self.model is None:
+            return True
+        return self.model in (closure.registered_name, closure.registered_model, closure.urn,
+                              f"{closure.registered_name}/{(closure.model.version or '').strip()}")
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -55,7 +55,9 @@ def _named(f: Finding, subject: str) -> bool:
 def _current(
     graph: MetadataGraph, settings: Settings, config: RecallConfig, request: AckRequest, now_ms: int
 ) -> list[tuple[ModelClosure, Finding]]:
-    closures = select_closures(graph, config, scanned_at_ms=now_ms, models=[request.model] if request.model else ())
+    # a named registered model means every version of it: one a retrain has not yet put in production included
+    closures = select_closures(graph, config, scanned_at_ms=now_ms, include_all=request.model is not None,
+                               models=[request.model] if request.model else ())
     detection = run_detectors(closures, config, JsonStateStore(settings.state_dir).load_baselines())
     of_detector = [(c, f) for c in closures for f in detection.findings.get(c.urn, ()) if f.detector == request.detector]
     matched = [(c, f) for c, f in of_detector if _named(f, request.subject)]
@@ -72,6 +74,14 @@ def _current(
     return matched
 
 
+def _scope(matched: tuple[ModelClosure, Finding], model: str | None) -> str:
+    """The subject to acknowledge: a finding on a version itself is accepted for its registered model unless
+    one version was named, so the next retrain's version does not bring the same finding back."""
+    closure, f = matched
+    one_version = model is not None and (model.startswith("urn:li:mlModel:") or "/" in model)
+    return closure.registered_model if f.subject == closure.urn and not one_version else f.subject
+
+
 def acknowledge(
     graph: MetadataGraph, settings: Settings, config: RecallConfig, request: AckRequest, now_ms: int,
     policy: RetryPolicy, write: bool = True,
@@ -83,7 +93,7 @@ def acknowledge(
         raise ConfigError("--reason must say why the finding is accepted")
     matched = _current(graph, settings, config, request, now_ms)
     ack = Acknowledgement.make(
-        request.detector, matched[0][1].subject, request.model, (fingerprint(f) for _, f in matched),
+        request.detector, _scope(matched[0], request.model), request.model, (fingerprint(f) for _, f in matched),
         request.reason.strip(), request.by, now_ms, request.until_ms,
     )
     local = LocalAcks(settings.state_dir)

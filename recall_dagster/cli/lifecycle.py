@@ -139,9 +139,9 @@ def _render_gate(result: GateResult, console: Console, rewrite: Rewrite) -> None
     for check in result.unverified_checks:
         console.print(f"  [yellow]required check {check.name} could not measure[/yellow]: {check.summary}")
     for check in result.checks:
-        colour = {"PASS": "green", "FAIL": "red", "SKIP": "yellow"}[check.status]
+        colour = {"PASS": "green", "WARN": "yellow", "FAIL": "red", "SKIP": "yellow"}[check.status]
         console.print(f"  [{colour}]{check.status:<4}[/{colour}] {check.name}: {check.summary}")
-        for detail in check.details if check.status == "FAIL" else ():
+        for detail in check.details if check.status in ("FAIL", "WARN") else ():
             console.print(f"         - {detail}")
     for finding, accepted in result.accepted:
         console.print(f"  [dim]relied on acknowledgement {accepted.id} ({accepted.by}, until "

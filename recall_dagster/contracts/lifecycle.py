@@ -9,7 +9,7 @@ from recall_dagster.contracts.base import Contract, Instant, Json, Part
 
 class Check(Part):
     name: str
-    status: Literal["PASS", "FAIL", "SKIP"]
+    status: Literal["PASS", "WARN", "FAIL", "SKIP"]  # WARN: a failing check lifecycle.gate.advisory names
     summary: str
     details: list[str]
 

@@ -46,6 +46,8 @@ from recall_dagster.scan import (
     iso_instant,
     score_models,
     scan_closures,
+    Unserved,
+    without_production,
 )
 from recall_dagster.scan_markdown import (
     blast_radius_table,
@@ -96,6 +98,7 @@ class Closures(NamedTuple):
     acks: tuple[Acknowledgement, ...] = ()  # in force when the closures were read: findings and scores honour them
     rescan: Rescan | None = None  # how they were read: in full, or only what changed since the last scan
     found: Found | None = None  # what the shards' detectors found, when shards read the closures
+    without_production: Unserved = Unserved()  # registered models a whole-estate scan found nothing in production of
 
 
 def scan_run_config(models: Sequence[str] = ()) -> dict[str, Any]:
@@ -130,8 +133,9 @@ def _closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
             raise Failure(str(err)) from err
         location = graph.location
         acks = in_force(graph, recall.settings())
+        unserved = Unserved() if config.models else without_production(graph, closures)
     return _closures_output(Closures(scanned_at_ms, location, tuple(closures), whole_estate=not config.models,
-                                     acks=acks, rescan=rescan))
+                                     acks=acks, rescan=rescan, without_production=unserved))
 
 
 def _gathered(config: ScanConfig, recall: RecallResource, shards: int) -> Output[Closures]:
@@ -144,8 +148,9 @@ def _gathered(config: ScanConfig, recall: RecallResource, shards: int) -> Output
         raise Failure(str(err)) from err
     with recall.open_graph() as graph:
         location, acks = graph.location, in_force(graph, settings)
+        unserved = without_production(graph, whole.closures)
     return _closures_output(Closures(whole.scanned_at_ms, location, whole.closures, whole_estate=True, acks=acks,
-                                     rescan=whole.rescan, found=whole.found))
+                                     rescan=whole.rescan, found=whole.found, without_production=unserved))
 
 
 def _closures_output(read: Closures) -> Output[Closures]:
@@ -156,6 +161,7 @@ def _closures_output(read: Closures) -> Output[Closures]:
             "scanned_at": iso_instant(read.scanned_at_ms),
             "models": len(closures),
             "production_models": sum(1 for c in closures if c.production),
+            "registered_unmarked": ", ".join(read.without_production.unmarked) or "none",
             **({"resolve": rescan.summary()} if rescan is not None else {}),
             "closures": MetadataValue.md(closures_table(closures)),
         },
@@ -224,6 +230,7 @@ def risk_scores(model_closures: Closures, impact_tests: Detection, recall: Recal
         config=config,
         acks=acks,
         rescan=model_closures.rescan,
+        without_production=model_closures.without_production,
     )
     failing = [m.closure.model.name for m in result.failing]
     yield Output(

@@ -53,6 +53,7 @@ class SeverityConfig:
 @dataclass(frozen=True)
 class GateConfig:
     disabled: frozenset[str]
+    advisory: frozenset[str]  # checks whose failure is a WARN: shown, never refusing the retrain
     min_severity: Severity  # scan findings at or above this fail the detector-backed checks
     max_row_drop: float
     min_feature_coverage: float
@@ -106,7 +107,8 @@ def _severity(s: _Section) -> SeverityConfig:
 
 def _gate(s: _Section) -> GateConfig:
     disabled, required = frozenset(s.texts("disabled")), frozenset(s.texts("required"))
-    for key, names in (("disabled", disabled), ("required", required)):
+    advisory = frozenset(s.texts("advisory"))
+    for key, names in (("disabled", disabled), ("required", required), ("advisory", advisory)):
         unknown = sorted(names - set(CHECK_NAMES))
         if unknown:
             raise ConfigError(
@@ -118,6 +120,7 @@ def _gate(s: _Section) -> GateConfig:
         raise ConfigError(f"{s.source}: lifecycle.gate.max_row_drop and min_feature_coverage are shares in [0, 1]")
     return GateConfig(
         disabled=disabled,
+        advisory=advisory,
         min_severity=s.severity("min_severity"),
         max_row_drop=drop,
         min_feature_coverage=coverage,

@@ -12,7 +12,7 @@ not GO: a gate that could not look must not say the way is clear.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from recall_dagster.acks.model import Accepted
@@ -38,7 +38,7 @@ from recall_dagster.narrate import gate_paragraph
 from recall_dagster.scan import iso_instant
 from recall_dagster.score import score_model
 
-CheckStatus = Literal["PASS", "FAIL", "SKIP"]
+CheckStatus = Literal["PASS", "WARN", "FAIL", "SKIP"]  # WARN: a failure recall.yaml makes advisory
 Verdict = Literal["GO", "NO-GO", "UNVERIFIED"]
 _HOUR_MS = 3_600_000
 
@@ -87,7 +87,8 @@ def _result(name: str, problems: Sequence[str], ok: str, bad: str, notes: Sequen
 
 
 def _detector_check(name: str, detectors: tuple[str, ...], ok: str) -> Callable[[GateInputs], CheckResult]:
-    """A check backed by the scan's detectors: their findings at or above the gate's severity fail it."""
+    """A check backed by the scan's detectors: their findings at or above the gate's severity fail it; one
+    that passes only because findings were acknowledged says so, with who accepted them, why and until when."""
 
     def check(inputs: GateInputs) -> CheckResult:
         floor = inputs.config.gate.min_severity
@@ -96,7 +97,12 @@ def _detector_check(name: str, detectors: tuple[str, ...], ok: str) -> Callable[
             for f in inputs.findings
             if f.detector in detectors and f.severity.at_least(floor)
         ]
-        return _result(name, problems, ok, "{n} finding(s) at " + floor.value + " or above")
+        accepted = [(f, a) for f, a in inputs.accepted if f.detector in detectors and f.severity.at_least(floor)]
+        if problems or not accepted:
+            return _result(name, problems, ok, "{n} finding(s) at " + floor.value + " or above")
+        return CheckResult(name, "PASS", f"{len(accepted)} finding(s) acknowledged, none open", tuple(
+            f"{f.message}: accepted by {a.by} until {iso_instant(a.until_ms)} ({a.reason})" for f, a in accepted
+        ))
 
     return check
 
@@ -329,11 +335,19 @@ class GateResult:
         return {**answer, "narrative": gate_paragraph(answer)}
 
 
+def _advised(result: CheckResult, advisory: bool) -> CheckResult:
+    """A failure of a check recall.yaml makes advisory is shown as WARN and refuses nothing."""
+    if not advisory or result.status != "FAIL":
+        return result
+    return replace(result, status="WARN", summary=f"{result.summary} (advisory: lifecycle.gate.advisory)")
+
+
 def run_gate(inputs: GateInputs) -> GateResult:
     """Every enabled check, in report order; GO when none fails and no required one was skipped."""
-    skipped = inputs.config.gate.disabled
+    skipped, advisory = inputs.config.gate.disabled, inputs.config.gate.advisory
     checks = tuple(
-        CHECKS[name](inputs) if name not in skipped else CheckResult(name, "SKIP", "disabled in recall.yaml")
+        _advised(CHECKS[name](inputs), name in advisory) if name not in skipped
+        else CheckResult(name, "SKIP", "disabled in recall.yaml")
         for name in CHECK_NAMES
     )
     return GateResult(

@@ -46,9 +46,10 @@ def shop(tmp_path: Path) -> Settings:
     return Settings(home=tmp_path / "home", graph=str(db), mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
 
 
-def scan(shop: Settings, *flags: str, as_json: bool = True) -> tuple[int, Any]:
+def scan(shop: Settings, *flags: str, as_json: bool = True, as_of: str | None = "2025-06-01T00:00:00Z"
+         ) -> tuple[int, Any]:
     args = ["scan", "--graph", shop.graph, "--config", str(Path(shop.graph).with_name("recall.yaml")),
-            "--as-of", "2025-06-01T00:00:00Z", *(["--json"] if as_json else []), *flags]
+            *(["--as-of", as_of] if as_of else []), *(["--json"] if as_json else []), *flags]
     env = {"RECALL_HOME": str(shop.home), "MLFLOW_TRACKING_URI": shop.mlflow_uri}
     done = CliRunner().invoke(cli, args, env=env, terminal_width=200)
     return done.exit_code, json.loads(done.output) if as_json and done.exit_code in (0, 1, 4) else done.output
@@ -90,3 +91,45 @@ def test_a_registry_alias_that_marks_no_production_is_named_but_not_unverified(s
     assert code in (0, 1), "a model the registry keeps in staging is known not to be in production"
     assert body["coverage"]["registered_without_production"] == ["churn_model"]
     assert body["coverage"]["registered_unmarked"] == []
+
+
+def ownerless(record: dict[str, Any]) -> dict[str, Any]:
+    """The stock estate as the sources write it, with nobody owning the churn versions or their group."""
+    urn = record.get("entityUrn", "")
+    if record.get("aspectName") == "ownership" and "churn_model" in urn:
+        return {**record, "aspect": {"json": {"owners": []}}}
+    return stock(record)
+
+
+def ack(shop: Settings, subject: str, model: str) -> None:
+    args = ["ack", "ownership_vacuum", subject, "--model", model, "--reason", "owners come with the reorg",
+            "--until", "2999-01-01", "--graph", shop.graph, "--config", str(Path(shop.graph).with_name("recall.yaml"))]
+    done = CliRunner().invoke(cli, args, env={"RECALL_HOME": str(shop.home), "RECALL_USER": "ana"})
+    assert done.exit_code == 0, done.output
+
+
+def acknowledged(shop: Settings) -> dict[str, bool]:
+    _, body = scan(shop, "--all", as_of=None)  # acknowledged now: in force from now on
+    return {m["name"]: any(f["acknowledged"] for f in m["findings"] if f["subject"] == m["urn"]
+                           and f["detector"] == "ownership_vacuum") for m in body["models"] if "churn" in m["name"]}
+
+
+@pytest.fixture
+def ownerless_shop(tmp_path: Path) -> Settings:
+    records = [ownerless(r) for r in json.loads((FIXTURES / "estate_stock.json").read_text())]
+    fixture = tmp_path / "ownerless.json"
+    fixture.write_text(json.dumps(records))
+    db = ingest(tmp_path / "shop.db", str(fixture))
+    (tmp_path / "recall.yaml").write_text(json.dumps(OVERLAY))
+    return Settings(home=tmp_path / "home", graph=str(db), mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+
+
+def test_an_acknowledgement_for_one_version_covers_that_version_only(ownerless_shop: Settings) -> None:
+    ack(ownerless_shop, "churn_model_1", "churn_model/1")
+    assert acknowledged(ownerless_shop) == {"churn_model_1": True, "churn_model_2": False}
+
+
+def test_an_acknowledgement_for_the_registered_model_covers_every_version(ownerless_shop: Settings) -> None:
+    ack(ownerless_shop, "churn_model_1", "churn_model")
+    assert acknowledged(ownerless_shop) == {"churn_model_1": True, "churn_model_2": True}, (
+        "the finding on the model itself is accepted for the registered model: a retrain does not bring it back")

@@ -7,7 +7,9 @@ from dataclasses import replace
 import pytest
 from lifecycle_estates import FCT, at, closure, datasets, estate, model_urn, record, span_for
 
+from recall_dagster.acks.model import Accepted
 from recall_dagster.detect import Finding, RecallConfig, Severity
+from recall_dagster.instants import iso_instant
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import Assertion
 from recall_dagster.lifecycle.assess import root_causes
@@ -158,3 +160,24 @@ def test_required_checks_must_be_known_checks() -> None:
     section = load_yaml_config()[0]["lifecycle"]
     with pytest.raises(ConfigError, match="gate.required"):
         parse_lifecycle_config({**section, "gate": {**section["gate"], "required": ["no_such_check"]}})
+
+
+def test_an_ownership_gap_warns_but_does_not_refuse_the_retrain_by_default(lc, scan_config) -> None:
+    gap = Finding("ownership_vacuum", Severity.WARN, model_urn(2), "model fraud_detector_2 has no owner", {})
+    result = run_gate(inputs(lc, scan_config, findings=(gap,)))
+    assert result.go, "stock sources write no owners: the gap is shown, not blocking"
+    ownership = next(c for c in result.checks if c.name == "ownership")
+    assert (ownership.status, ownership.details) == ("WARN", ("[WARN] model fraud_detector_2 has no owner",))
+    assert "Advisory check(s) warn: ownership" in result.to_json()["narrative"]
+    strict = replace(lc, gate=replace(lc.gate, advisory=frozenset()))
+    assert not run_gate(inputs(strict, scan_config, findings=(gap,))).go, "recall.yaml can make it block again"
+
+
+def test_a_check_that_passes_on_an_acknowledgement_says_who_until_when_and_why(lc, scan_config) -> None:
+    gap = Finding("ownership_vacuum", Severity.WARN, model_urn(2), "model fraud_detector_2 has no owner", {})
+    accepted = (gap, Accepted("ack1", "ana", "owners come with the reorg", at(200)))
+    ownership = next(c for c in run_gate(inputs(lc, scan_config, accepted=(accepted,))).checks if c.name == "ownership")
+    assert (ownership.status, ownership.summary) == ("PASS", "1 finding(s) acknowledged, none open")
+    assert ownership.details == (
+        f"model fraud_detector_2 has no owner: accepted by ana until {iso_instant(at(200))} (owners come with the reorg)",
+    ), "never 'it and its data have active owners' when they have none"

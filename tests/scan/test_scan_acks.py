@@ -13,7 +13,7 @@ from scan_closures import HOUR, NOW, closure, ds, feature
 
 from recall_dagster.acks.model import Acknowledgement, fingerprint, split
 from recall_dagster.cli import cli
-from recall_dagster.detect import DetectorState, run_detectors, upstream_staleness
+from recall_dagster.detect import DetectorState, ownership_vacuum, run_detectors, upstream_staleness
 from recall_dagster.detect.finding import Finding, Severity
 from recall_dagster.scan import score_models
 
@@ -46,6 +46,35 @@ def test_an_acknowledgement_covers_its_finding_while_in_force_and_for_its_model(
     assert not ack.covers(found, c, NOW - 2 * HOUR), "--as-of before anyone accepted it"
     assert accept(found, model=c.registered_name).covers(found, c, NOW)
     assert not accept(found, model="other").covers(found, c, NOW)
+
+
+def versions_without_owner(config) -> list[tuple[object, Finding]]:
+    """Versions 1 and 2 of registered model ``m``, neither with an owner: one model-level finding each."""
+    group = "urn:li:mlModelGroup:(urn:li:dataPlatform:mlflow,m,PROD)"
+    out = []
+    for n in (1, 2):
+        c = closure(owners=(), version=str(n), groups=(group,))
+        c = replace(c, model=replace(c.model, urn=f"urn:li:mlModel:(urn:li:dataPlatform:mlflow,m_{n},PROD)",
+                                     name=f"m_{n}"))
+        [found] = [f for f in ownership_vacuum.detect(c, config, DetectorState()) if f.subject == c.urn]
+        out.append((c, found))
+    return out
+
+
+def test_a_version_named_as_name_slash_version_is_the_one_covered(config):
+    (one, on_one), (two, on_two) = versions_without_owner(config)
+    ack = accept(on_one, model="m/1")
+    assert ack.covers(on_one, one, NOW), "an acknowledgement for m/1 is honoured on version 1"
+    assert not ack.covers(on_two, two, NOW), "and on no other version"
+    assert accept(on_one, model=one.urn).covers(on_one, one, NOW), "a version's URN names it too"
+
+
+def test_a_registered_model_s_acknowledgement_holds_for_the_next_retrain(config):
+    (one, on_one), (two, on_two) = versions_without_owner(config)
+    whole = Acknowledgement.make(on_one.detector, one.registered_model, "m", [fingerprint(on_one)], "no owners yet",
+                                 "ana", NOW - HOUR, NOW + 48 * HOUR)
+    assert whole.covers(on_one, one, NOW) and whole.covers(on_two, two, NOW), "every version, later ones too"
+    assert not accept(on_one).covers(on_two, two, NOW), "one version's own subject stays that version's"
 
 
 def test_the_same_outage_growing_older_stays_accepted_and_a_new_one_does_not(config):
