@@ -244,6 +244,7 @@ def parse_dataset(
     glossary: Mapping[str, str],
     freshness_property: str | None,
     operations_ms: tuple[tuple[int, int], ...] = (),
+    builds_ms: tuple[int, ...] = (),
     assertions: tuple[Assertion, ...] = (),
     profiles: tuple[Profile, ...] = (),
 ) -> Dataset:
@@ -271,12 +272,26 @@ def parse_dataset(
         copy_of=_copy_source(lineage),
         column_lineage=_column_lineage(lineage),
         operations_ms=operations_ms,
-        last_modified_ms=props.lastModified.time if props and props.lastModified else None,
+        builds_ms=builds_ms,
+        last_modified_ms=_last_modified(props, _get(aspects, SchemaMetadataClass)),  # type: ignore[arg-type]
         property_updated_ms=_epoch_ms(property_value) if property_value else None,
         property_name=freshness_property if property_value else None,
         assertions=assertions,
         profiles=profiles,
     )
+
+
+# Who DataHub's dbt source says stamped a source's ``schemaMetadata.lastModified``: it is the ``max_loaded_at`` that
+# ``dbt source freshness`` found (sources.json), a data change. Other sources stamp a schema change there.
+DBT_FRESHNESS_ACTOR = "urn:li:corpuser:dbt_executor"
+
+
+def _last_modified(props: DatasetPropertiesClass | None, schema: SchemaMetadataClass | None) -> int | None:
+    """When the platform, or dbt's source freshness, last saw the data change."""
+    stamps = [props.lastModified.time if props and props.lastModified else None]
+    if schema is not None and schema.lastModified is not None and schema.lastModified.actor == DBT_FRESHNESS_ACTOR:
+        stamps.append(schema.lastModified.time or None)
+    return max((s for s in stamps if s), default=None)
 
 
 def _number(value: str | None) -> float | None:

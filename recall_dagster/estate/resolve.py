@@ -14,6 +14,7 @@ from typing import Iterable, Mapping, Sequence
 from datahub.metadata.schema_classes import (
     AssertionInfoClass,
     AssertionRunEventClass,
+    DataProcessInstanceRunEventClass,
     DatasetProfileClass,
     OperationClass,
     StatusClass,
@@ -30,9 +31,12 @@ from recall_dagster.estate.views import Assertion, Deployment, Model
 from recall_dagster.graph.port import AspectMap, MetadataGraph
 
 
-# The links the resolver reads from their far side: a dataset's assertions, a feature's tables.
+# The links the resolver reads from their far side: a dataset's assertions, a feature's tables, the runs that
+# write a dataset (a dbt model's builds: legacy ``outputs`` and ``outputEdges``).
 ASSERTS, CONTAINS = "Asserts", "Contains"
-INCOMING = (ASSERTS, CONTAINS)
+PRODUCES = ("Produces", "DataProcessInstanceProduces")
+INCOMING = (ASSERTS, CONTAINS, *PRODUCES)
+RUN_FIELDS = ("status", "result.type", "timestampMillis")
 
 
 @dataclass(frozen=True)
@@ -125,6 +129,23 @@ def _read_assertions(
     return {d: tuple(parsed[a] for a in sorted(set(asserted.get(d, ()))) if a in parsed) for d in dataset_urns}
 
 
+def _builds(graph: MetadataGraph, dataset_urns: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    """When each dataset was last written by a run that succeeded, newest first: DataHub's dbt source records a
+    model's builds (``run_results.json``) as process instances producing it, which is how a stock dbt estate
+    says when its tables changed."""
+    producers: dict[str, set[str]] = {}
+    for relationship in PRODUCES:
+        for dataset, runs in graph.related(dataset_urns, relationship, "incoming").items():
+            producers.setdefault(dataset, set()).update(r for r in runs if r.startswith("urn:li:dataProcessInstance:"))
+    runs = _sorted(r for found in producers.values() for r in found)
+    if not runs:
+        return {}
+    last = graph.timeseries_values(runs, DataProcessInstanceRunEventClass, RUN_FIELDS, limit=1)
+    done = {r: ms for r, found in last.items() for status, result, ms in found[:1]
+            if status == "COMPLETE" and result == "SUCCESS" and ms}
+    return {d: tuple(sorted((done[r] for r in found if r in done), reverse=True)) for d, found in producers.items()}
+
+
 def _operations(ops: Sequence[_Aspect]) -> tuple[tuple[int, int], ...]:
     """(reported, last updated) per operation, newest report first."""
     pairs = {(op.timestampMillis, op.lastUpdatedTimestamp) for op in ops if op.lastUpdatedTimestamp}  # type: ignore[attr-defined]
@@ -203,6 +224,7 @@ def resolve(
     raw_terms = graph.get_aspects(term_urns, parse.TERM_ASPECTS) if term_urns else {}
     glossary = {u: name for u in term_urns if (name := parse.term_name(raw_terms.get(u, {})))}
     operations = graph.timeseries(sorted(raw_datasets), OperationClass, limit=options.history_limit)
+    builds = _builds(graph, sorted(raw_datasets))
     profiles = graph.timeseries(sorted(raw_datasets), DatasetProfileClass, limit=options.history_limit)
     datasets = {
         u: parse.parse_dataset(
@@ -213,6 +235,7 @@ def resolve(
             freshness_property=options.freshness_property,
             # a table known only by its operations (written by a job, never catalogued) still exists
             operations_ms=_operations(operations[u]),
+            builds_ms=builds.get(u, ()),
             assertions=assertions.get(u, ()),
             profiles=parse.parse_profiles(profiles[u]),  # type: ignore[arg-type]
         )

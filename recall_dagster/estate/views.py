@@ -88,7 +88,7 @@ class Profile:
 @dataclass(frozen=True)
 class Freshness:
     updated_ms: int
-    source: str  # "operation", "lastModified" or "property:<name>"
+    source: str  # "operation", "build" (a successful run that wrote it), "lastModified" or "property:<name>"
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,7 @@ class Dataset:
     column_lineage: tuple[ColumnEdge, ...] = ()
     # operation history as (reported at, data last updated at), newest report first
     operations_ms: tuple[tuple[int, int], ...] = ()
+    builds_ms: tuple[int, ...] = ()  # when a run that writes it (a dbt model's build) last succeeded, newest first
     last_modified_ms: int | None = None
     property_updated_ms: int | None = None
     property_name: str | None = None
@@ -133,17 +134,23 @@ class Dataset:
     def freshness_at(self, instant_ms: int) -> Freshness | None:
         """When the data last changed as seen at ``instant_ms``; None when nobody recorded it.
 
-        Three signals may say: operations (the newest report speaks for them,
-        even if older ones were rosier), the platform's own ``lastModified``,
-        and a custom property some teams stamp on tables.  The newest change any
-        of them records wins, whichever carries it: an old operation does not
-        make a table stale that the platform saw written since.  Reports made
-        after the instant are ignored so ``--as-of`` replays the past.
+        Four signals may say: operations (the newest report speaks for them,
+        even if older ones were rosier), the successful runs that write it (a
+        dbt model's builds, as DataHub's dbt source records them from
+        ``run_results.json``), the platform's own ``lastModified`` (or the
+        ``max_loaded_at`` dbt's source freshness found), and a custom property
+        some teams stamp on tables.  The newest change any of them records wins,
+        whichever carries it: an old operation does not make a table stale that
+        the platform saw written since.  Reports made after the instant are
+        ignored so ``--as-of`` replays the past.
         """
         seen: list[Freshness] = []
         reports = [updated for reported, updated in self.operations_ms if reported <= instant_ms]
         if reports:
             seen.append(Freshness(min(reports[0], instant_ms), "operation"))
+        built = next((ms for ms in self.builds_ms if ms <= instant_ms), None)
+        if built is not None:
+            seen.append(Freshness(built, "build"))
         if self.last_modified_ms is not None and self.last_modified_ms <= instant_ms:
             seen.append(Freshness(self.last_modified_ms, "lastModified"))
         if self.property_updated_ms is not None and self.property_updated_ms <= instant_ms:

@@ -165,6 +165,14 @@ def contaminated_version(inputs: GateInputs) -> CheckResult:
     )
 
 
+# What the gate looked for when it cannot tell a training input's freshness (Dataset.freshness_at).
+FRESHNESS_LOOKED_FOR = (
+    "looked for: operations, a successful build that writes it (dbt run_results.json through DataHub's dbt "
+    "source), dbt source freshness (sources.json), the platform's lastModified, and the freshness property "
+    "in recall.yaml"
+)
+
+
 def input_freshness(inputs: GateInputs) -> CheckResult:
     problems, unknown = [], []
     for urn in inputs.direct_inputs:
@@ -181,7 +189,7 @@ def input_freshness(inputs: GateInputs) -> CheckResult:
             problems.append(f"{dataset.name} last changed {age:.1f} h ago, past its {hours:g} h window")
     if not problems and len(unknown) == len(inputs.direct_inputs):
         summary = "no training input records when it changes" if unknown else "no training input is known"
-        return CheckResult("input_freshness", "SKIP", summary, tuple(unknown))
+        return CheckResult("input_freshness", "SKIP", summary, (*unknown, FRESHNESS_LOOKED_FOR))
     return _result("input_freshness", problems, "every training input is within its freshness window",
                    "{n} stale training input(s)", unknown)
 

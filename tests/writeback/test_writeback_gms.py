@@ -153,4 +153,7 @@ def test_a_write_back_lists_no_entity_type_once_everything_of_recalls_carries_th
     again = write_back(gms, scan(gms, recall_config), settings, wb_config, T2)
 
     assert again.ok
-    assert listed() == {"MLMODEL"}, "the scan lists models; Recall's own are found by the tag's edges"
+    assert listed() == {"MLMODEL", "MLMODEL_GROUP"}, (
+        "the scan lists models and registered models (to name those with nothing in production); Recall's own "
+        "are found by the tag's edges"
+    )
