@@ -10,7 +10,7 @@ version, else 4 when one serves a version whose training time is unknown;
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Sequence
 
 import click
 from rich.console import Console
@@ -27,6 +27,7 @@ from recall_dagster.lifecycle.blast import describe
 from recall_dagster.estate.columns import column_name
 from recall_dagster.lifecycle.config import load_lifecycle_config
 from recall_dagster.lifecycle.gate import GateResult
+from recall_dagster.lifecycle.records import AssertionRecord
 from recall_dagster.lifecycle.service import (
     BlindWindowReport,
     SyncResult,
@@ -75,8 +76,13 @@ def blind_window_command(
 
 
 def _render_window(report: BlindWindowReport, console: Console, rewrite: Rewrite) -> None:
+    _render_unlinked(report.unlinked, console)
     if not report.causes:
-        console.print(f"No failing run recorded for {report.target or 'any assertion'}: there is no blind window.")
+        what = report.target or "any assertion"
+        if not report.unlinked:
+            console.print(f"No failing run recorded for {what}: there is no blind window.")
+        else:
+            console.print(f"No model trained on data behind {what}: no version is contaminated.")
         return
     coverage = report.coverage
     console.print(f"[dim]Coverage: training times known for {coverage['judged']} of {coverage['versions']} "
@@ -187,6 +193,15 @@ def _render_sync(result: SyncResult, console: Console) -> None:
         console.print(f"no change; {len(result.active)} incident(s) open")
     for failure in result.failures:
         console.print(f"[yellow]not written yet (retried next sync): {failure}[/yellow]")
+    _render_unlinked(result.unlinked, console)
+
+
+def _render_unlinked(records: Sequence[AssertionRecord], console: Console) -> None:
+    """Failing tests Recall saw and could tie to no model: said, so that "0 causes" never hides a failure."""
+    if records:
+        console.print(f"[yellow]{len(records)} failing test(s) reach no model (no closure reads their data), so "
+                      f"no incident and no blind window:[/yellow] "
+                      + ", ".join(f"{r.name} on {display_name(r.dataset)}" for r in records), highlight=False)
 
 
 @incidents.command("list")

@@ -133,10 +133,18 @@ class NarratedCause(Cause):
     narrative: str  # when the data was bad, which versions learned from it, what to roll back to
 
 
+class UnlinkedAssertion(Part):
+    urn: str
+    name: str
+    dataset: str
+    result: str | None
+
+
 class BlindWindowCoverage(Part):
     versions: int
     judged: int
     unknown: dict[str, str]  # version -> why its verdict is UNKNOWN
+    unlinked_failing: list[UnlinkedAssertion] = []  # failing now on data no model's closure reaches
 
 
 class BlindWindow(Contract):
@@ -174,6 +182,7 @@ class IncidentSync(Contract):
     resolved: list[IncidentBrief]
     active: list[IncidentBrief]
     failures: list[str]
+    unlinked_failing: list[UnlinkedAssertion] = []  # failing assertions that reach no model: no incident, said
 
 
 class Incident(Part):

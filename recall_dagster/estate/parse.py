@@ -41,6 +41,7 @@ from datahub.metadata.schema_classes import (
     MLModelPropertiesClass,
     OwnershipClass,
     SchemaMetadataClass,
+    SiblingsClass,
     StatusClass,
     UpstreamLineageClass,
     VersionPropertiesClass,
@@ -269,7 +270,7 @@ def parse_dataset(
         tags=tag_names(_get(aspects, GlobalTagsClass)),
         terms=_terms(_get(aspects, GlossaryTermsClass), glossary),
         upstreams=_unique(u.dataset for u in (lineage.upstreams if lineage else ())),
-        copy_of=_copy_source(lineage),
+        copy_of=_copy_source(lineage) or _primary_sibling(_get(aspects, SiblingsClass)),  # type: ignore[arg-type]
         column_lineage=_column_lineage(lineage),
         operations_ms=operations_ms,
         builds_ms=builds_ms,
@@ -484,13 +485,24 @@ def _column_of(info: AssertionInfoClass) -> str | None:
     return None
 
 
+def assertion_aliases(info: AssertionInfoClass | None) -> tuple[str, ...]:
+    """The names a team calls an assertion by besides its URN and description: a dbt test's ``unique_id``
+    (``test.shop.not_null_orders_amount.1a2b3c``, as DataHub's dbt source keeps it) and the test's own name."""
+    unique_id = (info.customProperties or {}).get("dbt_unique_id") if info else None
+    if not unique_id:
+        return ()
+    parts = unique_id.split(".")
+    return (unique_id, parts[2]) if len(parts) >= 3 and parts[0] == "test" else (unique_id,)
+
+
 def _assertion_name(urn: str, info: AssertionInfoClass | None) -> str:
     if info is None:
         return display_name(urn)
     native = (info.customAssertion.nativeType if info.customAssertion else None) or (
         info.datasetAssertion.nativeType if info.datasetAssertion else None
     )
-    return _text(info.description) or _text(native) or display_name(urn)
+    aliases = assertion_aliases(info)
+    return _text(info.description) or _text(native) or (aliases[-1] if aliases else display_name(urn))
 
 
 _ROWS_AGGREGATIONS = {"IDENTITY", "_NATIVE_", None}  # a dataset assertion whose value is the failing rows' count
@@ -564,6 +576,7 @@ def parse_assertion(urn: str, info: AssertionInfoClass | None, runs: Iterable[Ru
         ran_at_ms=latest.at_ms if latest else None,
         detail=_text((latest.native or {}).get("message")) if latest else None,
         since_ms=streak[-1] if streak else None,
+        aliases=assertion_aliases(info),
     )
 
 
@@ -573,6 +586,13 @@ def _copy_source(lineage: UpstreamLineageClass | None) -> str | None:
     if len(ups) == 1 and ups[0].type == DatasetLineageTypeClass.COPY:
         return ups[0].dataset
     return None
+
+
+def _primary_sibling(siblings: SiblingsClass | None) -> str | None:
+    """On a GMS, the table a secondary sibling (a dbt node) stands for; Lite keeps the COPY edge instead."""
+    if siblings is None or siblings.primary or len(siblings.siblings) != 1:
+        return None
+    return siblings.siblings[0]
 
 
 def asserted_entity(info: AssertionInfoClass | None) -> str | None:

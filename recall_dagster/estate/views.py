@@ -61,6 +61,7 @@ class Assertion:
     ran_at_ms: int | None = None
     detail: str | None = None  # the native result message, when the runner gave one
     since_ms: int | None = None  # the first run of the streak the latest result belongs to (within the runs read)
+    aliases: tuple[str, ...] = ()  # other names it goes by: a dbt test's unique_id and its own name
 
 
 @dataclass(frozen=True)

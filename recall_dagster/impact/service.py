@@ -12,11 +12,14 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from recall_dagster.detect import RecallConfig
+from recall_dagster.errors import ConfigError
+from recall_dagster.estate import display_name
+from recall_dagster.estate.lookup import catalogued, one_table, recorded_columns
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.experiment import ImpactReport, Progress, run_experiment
 from recall_dagster.impact.models import ModelSource
-from recall_dagster.impact.mutations import parse_mutation
+from recall_dagster.impact.mutations import Mutation, parse_mutation
 from recall_dagster.impact.publish import ImpactPublished, publish_impact, write_evidence
 from recall_dagster.impact.targets import affected_models, changed_column
 from recall_dagster.estate.columns import column_graph
@@ -48,10 +51,26 @@ def impact_test(
     mutation = parse_mutation(request.mutation, request.fraction)
     every = select_closures(graph, config, scanned_at_ms=now_ms, include_all=True)
     columns = column_graph(every)
+    if not columns.tables_named(request.dataset):
+        return _read_by_no_model(graph, request, mutation)
     changed = changed_column(columns, request.dataset, request.column)
     measured = select_closures(graph, config, scanned_at_ms=now_ms, models=request.models)
     affected = affected_models(measured, columns, changed, lc)
     return run_experiment(affected, changed, mutation, source, ic, progress)
+
+
+def _read_by_no_model(graph: MetadataGraph, request: ImpactRequest, mutation: Mutation) -> ImpactReport:
+    """A table the catalog holds but no model's closure reaches: nothing is affected, and that is the answer."""
+    twins = catalogued(graph, request.dataset)
+    found = one_table(graph, twins)
+    if not found:
+        raise ConfigError(f"no dataset named {request.dataset!r} in the graph")
+    if len(found) > 1:
+        raise ConfigError(f"{request.dataset!r} names several tables no model reads ({', '.join(found)}): give a URN")
+    known = recorded_columns(graph, twins)
+    if known and request.column not in known:
+        raise ConfigError(f"{display_name(found[0])} has no column {request.column!r} (columns: {', '.join(known)})")
+    return ImpactReport(found[0], request.column, mutation, ())
 
 
 def record_impact(

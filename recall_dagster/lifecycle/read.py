@@ -19,12 +19,14 @@ from datahub.metadata.schema_classes import (
     IncidentInfoClass,
     IncidentStateClass,
     MLTrainingRunPropertiesClass,
+    StatusClass,
     ViewPropertiesClass,
 )
 
 from recall_dagster.detect import RecallConfig
 from recall_dagster.estate import ModelClosure, display_name, resolve_closures
-from recall_dagster.estate.parse import Run, parse_assertion
+from recall_dagster.estate.marks import recall_assertion
+from recall_dagster.estate.parse import Run, asserted_entity, is_removed, parse_assertion
 from recall_dagster.estate.resolve import assertion_runs
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.estate.columns import column_graph
@@ -91,11 +93,11 @@ def read_assertions(
     graph: MetadataGraph, estate: Estate, history_limit: int, failing: Callable[[str | None], bool]
 ) -> tuple[AssertionRecord, ...]:
     """Every assertion on a dataset some model depends on, with its run history back past any failing streak."""
-    found: dict[str, tuple[str, str | None, str]] = {}
+    found: dict[str, tuple[str, str | None, str, tuple[str, ...]]] = {}
     for closure in estate.closures:
         for urn, dataset in closure.datasets.items():
             for a in dataset.assertions:
-                found.setdefault(a.urn, (urn, a.column, a.name))
+                found.setdefault(a.urn, (urn, a.column, a.name, a.aliases))
     wanted = sorted(found)
     datasets = sorted({found[a][0] for a in wanted})
     twins = sorted({t for d in datasets for t in estate.twins(d)})
@@ -104,7 +106,7 @@ def read_assertions(
     histories = run_histories(graph, wanted, history_limit, failing)
     records = []
     for urn in wanted:
-        dataset, column, name = found[urn]
+        dataset, column, name, aliases = found[urn]
         info = infos.get(urn, {}).get(AssertionInfoClass.ASPECT_NAME)
         runs = []
         for run in histories[urn]:
@@ -120,8 +122,34 @@ def read_assertions(
                 kind=kind,
                 runs=tuple(runs),
                 writes_ms=_writes(estate, dataset) if _materialised(estate, views, dataset) else (),
+                aliases=aliases,
             )
         )
+    return tuple(records)
+
+
+def unlinked_failures(
+    graph: MetadataGraph, linked: set[str], failing: Callable[[str | None], bool]
+) -> tuple[AssertionRecord, ...]:
+    """Assertions failing now on data no model's closure reaches: a team's failing dbt test Recall saw and
+    could tie to nothing is said, never left out of a "0 causes" answer. Recall's own are not counted."""
+    others = [a for a in graph.list_urns("assertion") if a not in linked]
+    if not others:
+        return ()
+    infos = graph.get_aspects(others, [AssertionInfoClass, StatusClass])
+    kept = [a for a in others if not is_removed(infos.get(a, {})) and not recall_assertion(infos.get(a, {}))]
+    latest = assertion_runs(graph, kept, 1)
+    records = []
+    for urn in kept:
+        info = infos.get(urn, {}).get(AssertionInfoClass.ASPECT_NAME)
+        found = parse_assertion(urn, info, latest[urn])  # type: ignore[arg-type]
+        if found.result is None or not failing(found.result):
+            continue
+        dataset = asserted_entity(info) or ""  # type: ignore[arg-type]
+        records.append(AssertionRecord(
+            urn=urn, name=found.name, dataset=dataset, column=found.column, kind=_kind(info),  # type: ignore[arg-type]
+            runs=(AssertionRun(found.ran_at_ms, found.result, found.failed_rows),), aliases=found.aliases,
+        ))
     return tuple(records)
 
 

@@ -37,6 +37,11 @@ class AssertionRecord:
     # when the asserted table's content last changed by a write, oldest first; empty unless the table
     # is materialised (a view changes whenever its inputs do, so writes to it bound nothing)
     writes_ms: tuple[int, ...] = ()
+    aliases: tuple[str, ...] = ()  # a dbt test's unique_id and own name
+
+    def named(self, target: str) -> bool:
+        """Whether ``target`` is this assertion's URN, name, or a name its runner gives it."""
+        return target in (self.urn, self.name, *self.aliases)
 
     @property
     def latest(self) -> AssertionRun | None:

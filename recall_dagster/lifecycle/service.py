@@ -18,6 +18,7 @@ from recall_dagster.detect import Detection, RecallConfig, run_detectors
 from recall_dagster.detect.state import SchemaBaseline
 from recall_dagster.errors import ConfigError, ModelNotFound
 from recall_dagster.estate import ModelClosure
+from recall_dagster.estate.names import named_by
 from recall_dagster.estate.select import serving_version
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.lifecycle.assess import RootCause, root_causes
@@ -34,6 +35,7 @@ from recall_dagster.lifecycle.read import (
     read_profile_rows,
     read_training_spans,
     relation,
+    unlinked_failures,
 )
 from recall_dagster.lifecycle.records import AssertionRecord, Estate, TrainingSpan, newest_run
 from recall_dagster.lifecycle.rows import RowCounter, sql_row_counter
@@ -58,6 +60,13 @@ class Assessment:
     records: tuple[AssertionRecord, ...]
     spans: Mapping[str, tuple[TrainingSpan, ...]]
     causes: tuple[RootCause, ...]
+    unlinked: tuple[AssertionRecord, ...] = ()  # failing now on data no model's closure reaches
+
+
+def unlinked_json(records: Sequence[AssertionRecord]) -> list[dict[str, Any]]:
+    """Failing assertions tied to no model, as every lifecycle answer lists them."""
+    return [{"urn": r.urn, "name": r.name, "dataset": r.dataset,
+             "result": r.latest.result if r.latest else None} for r in records]
 
 
 def assess(graph: MetadataGraph, config: RecallConfig, lc: LifecycleConfig, now_ms: int) -> Assessment:
@@ -65,7 +74,8 @@ def assess(graph: MetadataGraph, config: RecallConfig, lc: LifecycleConfig, now_
     estate = read_estate(graph, config, now_ms)
     records = read_assertions(graph, estate, config.resolve.history_limit, lc.failing)
     spans = read_training_spans(graph, estate.closures, lc.training_rows_metric)
-    return Assessment(estate, records, spans, root_causes(records, estate, spans, lc))
+    unlinked = unlinked_failures(graph, {r.urn for r in records}, lc.failing)
+    return Assessment(estate, records, spans, root_causes(records, estate, spans, lc), unlinked)
 
 
 # -- blind window -------------------------------------------------------------------------------
@@ -77,6 +87,7 @@ class BlindWindowReport:
     judged_at_ms: int
     assertions: tuple[str, ...]  # the target's assertions with a failing run
     causes: tuple[RootCause, ...]
+    unlinked: tuple[AssertionRecord, ...] = ()  # failing assertions (the target's, or any) that reach no model
 
     def _live(self, status: Status) -> tuple[str, ...]:
         return tuple(dict.fromkeys(
@@ -99,7 +110,8 @@ class BlindWindowReport:
         """How many judged versions had the training times a verdict needs, and why the others did not."""
         versions = {v.model: v for c in self.causes for m in c.models for v in m.versions}
         unknown = {v.name: v.verdict.reason for v in versions.values() if v.verdict.status is Status.UNKNOWN}
-        return {"versions": len(versions), "judged": len(versions) - len(unknown), "unknown": unknown}
+        return {"versions": len(versions), "judged": len(versions) - len(unknown), "unknown": unknown,
+                "unlinked_failing": unlinked_json(self.unlinked)}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -115,13 +127,14 @@ class BlindWindowReport:
 
 
 def _target_assertions(assessment: Assessment, target: str) -> tuple[AssertionRecord, ...]:
-    """An assertion URN or test name, or a dataset URN or name (any twin; a suffix like ``marts.fct_orders``)."""
-    by_assertion = [r for r in assessment.records if target in (r.urn, r.name)]
+    """An assertion URN, name or dbt test name (or ``unique_id``), or a dataset URN or name (any twin; a suffix
+    like ``marts.fct_orders``), among the assertions on data some model reads."""
+    by_assertion = [r for r in assessment.records if r.named(target)]
     if by_assertion:
         return tuple(by_assertion)
     columns = assessment.estate.columns
     if not columns.tables_named(target):
-        raise ConfigError(f"no assertion or dataset named {target!r} in the graph's model closures")
+        return ()
     table = columns.table_named(target)
     return tuple(r for r in assessment.records if columns.canonical.get(r.dataset, r.dataset) == table)
 
@@ -129,15 +142,21 @@ def _target_assertions(assessment: Assessment, target: str) -> tuple[AssertionRe
 def blind_window_report(
     graph: MetadataGraph, config: RecallConfig, lc: LifecycleConfig, target: str | None, now_ms: int
 ) -> BlindWindowReport:
-    """The blind window and version verdicts for one dataset or assertion, or for every root cause (None)."""
+    """The blind window and version verdicts for one dataset or assertion, or for every root cause (None); a
+    failing assertion that reaches no model is an answer too (nothing trained on it), never "not found"."""
     assessment = assess(graph, config, lc, now_ms)
     if target is None:
         every = tuple(r.urn for c in assessment.causes for r in c.records)
-        return BlindWindowReport(None, now_ms, every, assessment.causes)
-    wanted = {r.urn for r in _target_assertions(assessment, target)}
+        return BlindWindowReport(None, now_ms, every, assessment.causes, assessment.unlinked)
+    unlinked = tuple(r for r in assessment.unlinked if r.named(target) or named_by(r.dataset, target))
+    targeted = _target_assertions(assessment, target)
+    if not targeted and not unlinked:
+        raise ConfigError(f"no assertion or dataset named {target!r} in the graph's model closures, and no "
+                          "failing assertion of that name anywhere in the graph")
+    wanted = {r.urn for r in targeted}
     causes = tuple(c for c in assessment.causes if wanted & {r.urn for r in c.records})
     hit = tuple(r.urn for c in causes for r in c.records if r.urn in wanted)
-    return BlindWindowReport(target, now_ms, hit, causes)
+    return BlindWindowReport(target, now_ms, hit, causes, unlinked)
 
 
 # -- retrain gate ---------------------------------------------------------------------------------
@@ -241,6 +260,7 @@ class SyncResult:
     resolved: tuple[IncidentEntry, ...]
     active: tuple[IncidentEntry, ...]  # every incident open after the sync
     failures: tuple[str, ...]  # writes that did not land; retried on the next sync
+    unlinked: tuple[AssertionRecord, ...] = ()  # failing assertions no model's closure reaches: no incident, said
 
     def to_json(self) -> dict[str, Any]:
         def brief(e: IncidentEntry) -> dict[str, Any]:
@@ -268,6 +288,7 @@ class SyncResult:
             "resolved": [brief(e) for e in self.resolved],
             "active": [brief(e) for e in self.active],
             "failures": list(self.failures),
+            "unlinked_failing": unlinked_json(self.unlinked),
         }
 
 
@@ -312,6 +333,7 @@ def sync_incidents(
         resolved=changed("resolved"),
         active=tuple(e for e in entries.values() if e.active),
         failures=tuple(outcome.failures),
+        unlinked=assessment.unlinked,
     )
 
 

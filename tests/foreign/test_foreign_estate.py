@@ -213,8 +213,9 @@ def test_the_cli_blind_window_and_gate_say_what_they_could_not_verify(shop: Sett
     assert done.exit_code == 4, "no live version is contaminated, but ltv_model_1's training is unknown"
     assert window["contaminated_live"] == [] and window["unknown_live"] == ["ltv_model_1"]
     assert window["coverage"] == {
-        "versions": 3, "judged": 2, "unknown": {"ltv_model_1": "no training run is recorded for this version"}
-    }
+        "versions": 3, "judged": 2, "unknown": {"ltv_model_1": "no training run is recorded for this version"},
+        "unlinked_failing": [],
+    }, "the one failing test reaches models: none is left unlinked"
     hit = {m["name"]: (m["severity"], m["summary"]) for m in window["causes"][0]["blast_radius"]["models"]}
     assert hit == {
         "churn_model_1": ("HIGH", "1 of 3 training columns poisoned (it records no features)"),

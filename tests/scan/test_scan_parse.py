@@ -181,3 +181,17 @@ def test_failed_rows_come_only_from_results_that_count_rows() -> None:
     for info, run, rows, metric in cases:
         parsed = parse.parse_assertion("urn:li:assertion:a", info, runs([run]))
         assert (parsed.failed_rows, parsed.metric) == (rows, metric), info
+
+
+def test_a_secondary_sibling_stands_for_its_primary_as_a_copy_does() -> None:
+    """On a GMS, DataHub joins a dbt node and its warehouse table with ``siblings``: one table to Recall."""
+    dbt = "urn:li:dataset:(urn:li:dataPlatform:dbt,shop.staging.stg_payments,PROD)"
+    warehouse = "urn:li:dataset:(urn:li:dataPlatform:postgres,shop.staging.stg_payments,PROD)"
+
+    def parsed(urn: str, sibling: str, primary: bool):
+        siblings = dh.SiblingsClass(siblings=[sibling], primary=primary)
+        return parse.parse_dataset(urn, {siblings.ASPECT_NAME: siblings}, people={}, glossary={},
+                                   freshness_property=None)
+
+    assert parsed(dbt, warehouse, primary=False).copy_of == warehouse
+    assert parsed(warehouse, dbt, primary=True).copy_of is None
