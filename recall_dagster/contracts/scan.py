@@ -48,6 +48,7 @@ class AtRisk(Part):
 class Coverage(Part):
     models: dict[str, int]
     datasets: dict[str, int]
+    unresolved_training_inputs: dict[str, list[str]] = {}  # model -> inputs naming no catalogued table
     registered_without_production: list[str] = []  # registered models not judged: no version in production
     registered_unmarked: list[str] = []  # of those, the ones nothing marks at all (the scan exits 4)
 

@@ -97,6 +97,11 @@ class ModelClosure:
         return tuple(d for u, d in sorted(self.datasets.items()) if self.canonical(u) == target) or (self.dataset(urn),)
 
     @property
+    def unresolved_inputs(self) -> tuple[str, ...]:
+        """Training inputs that remain MLflow dataset references: no catalogued table answers to their name."""
+        return tuple(i for i in self.training_inputs if i.startswith("urn:li:dataset:(urn:li:dataPlatform:mlflow,"))
+
+    @property
     def has_training_record(self) -> bool:
         """True when at least one training run recorded what it read."""
         return bool(self.training_inputs)

@@ -9,10 +9,11 @@ Pure: closures and the instant in, counts out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from recall_dagster.estate.closure import ModelClosure
+from recall_dagster.estate.names import display_name
 from recall_dagster.estate.views import Dataset
 
 # what each dataset count means, in report order
@@ -37,11 +38,14 @@ class Coverage:
     datasets: int
     model_counts: Mapping[str, int]
     dataset_counts: Mapping[str, int]
+    # model -> the names of the training inputs it recorded that name no catalogued table
+    unresolved_inputs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "models": {"total": self.models, **self.model_counts},
             "datasets": {"total": self.datasets, **self.dataset_counts},
+            "unresolved_training_inputs": {m: list(names) for m, names in self.unresolved_inputs.items()},
         }
 
     def lines(self) -> list[str]:
@@ -50,13 +54,16 @@ class Coverage:
             *(f"{what} for {self.dataset_counts[key]} of {self.datasets} datasets"
               for key, what in DATASET_SIGNALS.items()),
             *(f"{what} for {self.model_counts[key]} of {self.models} models" for key, what in MODEL_SIGNALS.items()),
+            *(f"training inputs of {model} that name no catalogued table: {', '.join(names)}"
+              for model, names in self.unresolved_inputs.items()),
         ]
 
 
 def _model_signals(closure: ModelClosure) -> dict[str, bool]:
     return {
         "with_features": bool(closure.features),
-        "with_training_inputs": closure.has_training_record,
+        # an input counts once it names a table the catalog describes, not a bare MLflow dataset reference
+        "with_training_inputs": len(closure.training_inputs) > len(closure.unresolved_inputs),
         "with_serving_path": any(f.tables for f in closure.features),
         "with_live_deployments": bool(closure.live_deployments),
     }
@@ -92,4 +99,6 @@ def coverage(closures: Sequence[ModelClosure], now_ms: int) -> Coverage:
         datasets=len(tables),
         model_counts=_count(map(_model_signals, closures), MODEL_SIGNALS),
         dataset_counts=_count((_dataset_signals(t, now_ms) for t in tables.values()), DATASET_SIGNALS),
+        unresolved_inputs={c.model.name: tuple(display_name(i) for i in c.unresolved_inputs)
+                           for c in closures if c.unresolved_inputs},
     )

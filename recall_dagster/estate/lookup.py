@@ -63,3 +63,29 @@ def recorded_columns(graph: MetadataGraph, urns: tuple[str, ...]) -> tuple[str, 
         for field in schema.fields if schema else ():  # type: ignore[attr-defined]
             found.setdefault(field.fieldPath.rsplit(".", 1)[-1], None)
     return tuple(found)
+
+
+MLFLOW_DATASET = "urn:li:dataset:(urn:li:dataPlatform:mlflow,"
+
+
+def named_inputs(graph: MetadataGraph, references: dict[str, str]) -> dict[str, str]:
+    """The catalogued table each MLflow dataset reference names, where exactly one table answers to its name.
+
+    ``mlflow.log_input`` with MLflow's own dataset sources gives DataHub's mlflow
+    source a name and a source type; only a type the source maps to a platform
+    gets a lineage edge, so a pandas frame read from a warehouse table arrives
+    as a dangling ``mlflow`` dataset. Its name is how the team named the table:
+    the table the team's other sources catalogued under that name (its dbt node
+    and warehouse twin folded into one) is what the run read. ``references``
+    maps each such URN to its name; one that names no table, or several, is left
+    out, and coverage says so.
+    """
+    if not references:
+        return {}
+    catalog = [u for u in graph.list_urns("dataset") if not u.startswith(MLFLOW_DATASET)]
+    found = {}
+    for urn, name in sorted(references.items()):
+        tables = one_table(graph, tuple(u for u in catalog if named_by(u, name)))
+        if len(tables) == 1:
+            found[urn] = tables[0]
+    return found

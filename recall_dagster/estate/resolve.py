@@ -8,7 +8,7 @@ together so a warehouse shared by ten models is read once, not ten times.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Mapping, Sequence
 
 from datahub.metadata.schema_classes import (
@@ -25,7 +25,9 @@ from datahub.metadata.schema_classes import (
 from recall_dagster.estate import parse
 from recall_dagster.estate.production import is_production
 from recall_dagster.estate.closure import ModelClosure, assemble_closure
+from recall_dagster.estate.lookup import MLFLOW_DATASET, named_inputs
 from recall_dagster.estate.marks import recall_assertion
+from recall_dagster.estate.names import display_name
 from recall_dagster.estate.shards import Shard
 from recall_dagster.estate.views import Assertion, Deployment, Model
 from recall_dagster.graph.port import AspectMap, MetadataGraph
@@ -146,6 +148,16 @@ def _builds(graph: MetadataGraph, dataset_urns: Sequence[str]) -> dict[str, tupl
     return {d: tuple(sorted((done[r] for r in found if r in done), reverse=True)) for d, found in producers.items()}
 
 
+def _dangling_references(raw: AspectMap, inputs: Sequence[str]) -> dict[str, str]:
+    """Training inputs that are MLflow dataset references with no lineage to what they name: URN -> name."""
+    dangling = {}
+    for urn in inputs:
+        lineage = raw.get(urn, {}).get(UpstreamLineageClass.ASPECT_NAME)
+        if urn.startswith(MLFLOW_DATASET) and not (lineage and lineage.upstreams):  # type: ignore[attr-defined]
+            dangling[urn] = display_name(urn)
+    return dangling
+
+
 def _operations(ops: Sequence[_Aspect]) -> tuple[tuple[int, int], ...]:
     """(reported, last updated) per operation, newest report first."""
     pairs = {(op.timestampMillis, op.lastUpdatedTimestamp) for op in ops if op.lastUpdatedTimestamp}  # type: ignore[attr-defined]
@@ -217,6 +229,9 @@ def resolve(
 
     seeds = [s for f in features.values() for s in f.sources] + [i for r in runs.values() for i in r.inputs]
     raw_datasets = _read_datasets(graph, seeds, options.max_depth)
+    named = named_inputs(graph, _dangling_references(raw_datasets, [i for r in runs.values() for i in r.inputs]))
+    if named:
+        raw_datasets = {**_read_datasets(graph, named.values(), options.max_depth), **raw_datasets}
     # every dataset, catalogued or not: dbt hangs source-freshness tests on warehouse tables it never describes
     assertions = _read_assertions(graph, sorted(raw_datasets), options.history_limit)
     people = _people(graph, raw_datasets)
@@ -241,6 +256,8 @@ def resolve(
         )
         for u, aspects in raw_datasets.items()
     }
+    for reference, table in named.items():  # the run read that table: its reference is a copy of it
+        datasets[reference] = replace(datasets[reference], upstreams=(table,), copy_of=table)
 
     production_versions: dict[str, list[str]] = {}
     for m in sorted(models.values(), key=lambda m: m.urn):

@@ -1,0 +1,92 @@
+"""A team's stock MLflow: ``mlflow.log_input`` with MLflow's own pandas dataset, an alias set on the version, and
+DataHub's stock mlflow source. The run's input arrives as a bare ``mlflow`` dataset reference; Recall ties it to
+the table the team's dbt source catalogued under that name, and names what it could not tie."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import mlflow
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.ingestion.api.common import PipelineContext
+from datahub.ingestion.source.mlflow import MLflowSource
+from datahub.metadata.schema_classes import (
+    DatasetLineageTypeClass,
+    DatasetPropertiesClass,
+    UpstreamClass,
+    UpstreamLineageClass,
+)
+from mlflow import MlflowClient
+
+from recall_dagster.cli import cli
+from recall_dagster.estate import resolve_closures
+from recall_dagster.graph import LiteGraph, open_graph
+from recall_dagster.scan import load_config
+from recall_dagster.settings import Settings
+
+ORDERS = "urn:li:dataset:(urn:li:dataPlatform:duckdb,analytics.main.daily_orders,PROD)"
+ORDERS_DBT = "urn:li:dataset:(urn:li:dataPlatform:dbt,analytics.main.daily_orders,PROD)"
+
+
+def train(uri: str, *inputs: str) -> None:
+    """What the team's training asset does: log its inputs with MLflow's pandas dataset, register, set the alias."""
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_experiment("forecast")
+    frame = pd.DataFrame({"day": ["2025-05-01", "2025-05-02"], "orders": [10, 12]})
+    with mlflow.start_run() as run:
+        for name in inputs:
+            mlflow.log_input(mlflow.data.from_pandas(frame, source=f"{name}.parquet", name=name), context="training")
+        mlflow.log_metric("mape", 0.1)
+    client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+    client.create_registered_model("forecaster")
+    version = client.create_model_version("forecaster", source=f"runs:/{run.info.run_id}/model", run_id=run.info.run_id)
+    client.set_registered_model_alias("forecaster", "production", version.version)
+
+
+def catalog() -> list[MetadataChangeProposalWrapper]:
+    """What the team's dbt source wrote for the table: the warehouse table and the dbt node copying it."""
+    copy = UpstreamLineageClass(upstreams=[UpstreamClass(dataset=ORDERS, type=DatasetLineageTypeClass.COPY)])
+    return [
+        MetadataChangeProposalWrapper(entityUrn=ORDERS, aspect=DatasetPropertiesClass(name="daily_orders")),
+        MetadataChangeProposalWrapper(entityUrn=ORDERS_DBT, aspect=DatasetPropertiesClass(name="daily_orders")),
+        MetadataChangeProposalWrapper(entityUrn=ORDERS_DBT, aspect=copy),
+    ]
+
+
+@pytest.fixture
+def estate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    monkeypatch.chdir(tmp_path)  # MLflow's SQL store makes ./mlruns wherever it runs
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    train(uri, "daily_orders", "scratch_frame")
+    source = MLflowSource.create({"tracking_uri": uri}, PipelineContext(run_id="stock"))
+    graph = LiteGraph(str(tmp_path / "datahub.db"))
+    graph.emit_mcps([*catalog(), *(u.metadata for u in source.get_workunits())]).raise_if_failed("ingest")
+    graph.close()
+    return Settings(home=tmp_path / "home", graph=str(tmp_path / "datahub.db"), mlflow_tracking_uri=uri)
+
+
+def scan(settings: Settings) -> tuple[int, dict[str, Any]]:
+    done = CliRunner().invoke(cli, ["scan", "--json", "--graph", settings.graph],
+                              env={"RECALL_HOME": str(settings.home), "MLFLOW_TRACKING_URI": settings.mlflow_uri})
+    return done.exit_code, json.loads(done.output)
+
+
+def test_a_stock_mlflow_input_is_the_table_it_names_and_an_unnamed_one_is_said(estate: Settings) -> None:
+    code, body = scan(estate)
+    assert code in (0, 1), body
+    [model] = body["models"]
+    assert (model["name"], model["production"]) == ("forecaster_1", True), "the alias, read from the registry"
+    assert body["coverage"]["models"]["with_training_inputs"] == 1
+    assert body["coverage"]["unresolved_training_inputs"] == {"forecaster_1": ["scratch_frame"]}, (
+        "an input that names nothing catalogued is not a recorded input, and is named")
+    graph = open_graph(estate, read_only=True)
+    try:
+        [closure] = resolve_closures(graph, load_config().resolve, scanned_at_ms=0)
+    finally:
+        graph.close()
+    assert ORDERS in closure.training_inputs, "the dbt node and warehouse table fold into the one table it read"
