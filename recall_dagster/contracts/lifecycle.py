@@ -82,6 +82,7 @@ class ModelImpact(Part):
     production: bool
     failed_rows: int | None
     observed_by: list[str]
+    table_reach: list[str] = []  # input columns reached by table lineage only (no column lineage): suspect
 
 
 class BlastRadius(Part):

@@ -6,7 +6,9 @@ change happens here, its upstream is untouched), and a model is affected
 through each feature whose source column the walk reaches.  A model that
 records no features (the mlflow source writes none) is affected through the
 columns its training runs read, each standing for the model input of the
-same name.
+same name.  Where column lineage stops short of the model (an aggregate over
+the changed table), the model's unlineaged input columns are affected through
+table lineage: derived inputs, replayed as an approximation.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any, Sequence
 
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure, display_name
-from recall_dagster.lifecycle.blast import poisoned_features, read_columns
+from recall_dagster.lifecycle.blast import poisoned_features, read_columns, table_reach
 from recall_dagster.estate.columns import Col, ColumnGraph, column_name, lineage_to
 from recall_dagster.lifecycle.config import LifecycleConfig
 
@@ -79,6 +81,9 @@ def affected_models(
                 for col in sorted(read_columns(closure, columns))
                 if col in parents
             )
+        if not inputs:  # column lineage stops short: the inputs a table-level reach may change, as suspects
+            inputs = tuple(AffectedInput(col[1], None, col, (changed, col))
+                           for col in table_reach(closure, columns, frozenset({changed[0]})))
         if inputs:
             out.append(AffectedModel(closure, inputs))
     return tuple(sorted(out, key=lambda a: (a.closure.model.name, a.closure.urn)))

@@ -12,7 +12,11 @@ is poisoned when the column it reads (its source-column property, carried from
 the feature registry) is; a feature that names no column is matched by name,
 and says so, because a name is weaker evidence than lineage.  A table-level
 test (no column) poisons its own table's columns without re-rooting: it names
-no column to follow upstream.
+no column to follow upstream.  Where column lineage stops short (an aggregate,
+``count(*)``: an input column with no recorded lineage on a table that descends
+from the failing one), the model is reached by table lineage only: a suspect
+reach (``table_reach``), capped like the other suspects, that every command
+reports the same way rather than some calling it hit and others clean.
 """
 
 from __future__ import annotations
@@ -66,9 +70,13 @@ class ModelImpact:
     severity: str
     training_columns: int = 0  # columns its training runs read, the measure when it records no feature
     suspect: tuple[PoisonedFeature, ...] = ()  # sharing only an origin with the failing column, not cleared by a test
+    table_reach: tuple[Col, ...] = ()  # input columns with no column lineage, on a table descending from the failure
 
     @property
     def summary(self) -> str:
+        if self.table_reach:
+            return (f"reached by table lineage only: {len(self.table_reach)} input column(s) with no column lineage "
+                    f"(suspect)")
         suspect = f", {len(self.suspect)} suspect" if self.suspect else ""
         if self.total_features:
             return f"{len(self.poisoned)} of {self.total_features} features poisoned{suspect}"
@@ -93,6 +101,7 @@ class ModelImpact:
             "production": self.production,
             "failed_rows": self.failed_rows,
             "observed_by": list(self.observed_by),
+            "table_reach": [column_name(c) for c in self.table_reach],
         }
 
 
@@ -169,6 +178,29 @@ def read_columns(closure: ModelClosure, graph: ColumnGraph) -> set[Col]:
     }
 
 
+def input_columns(closure: ModelClosure, graph: ColumnGraph) -> set[Col]:
+    """The columns the version reads: each feature's column on its sources, and what its training runs read."""
+    features = {
+        (graph.canonical.get(s, s), f.column or f.name) for f in closure.features for s in f.sources
+    }
+    return features | read_columns(closure, graph)
+
+
+def table_reach(closure: ModelClosure, graph: ColumnGraph, failing_tables: frozenset[str]) -> tuple[Col, ...]:
+    """The version's input columns that no column lineage records while their table descends, by table
+    lineage, from one of ``failing_tables``: a change there may reach them through an expression lineage does
+    not follow (an aggregate, ``count(*)``)."""
+    found = []
+    for col in sorted(input_columns(closure, graph)):
+        if graph.upstream.get(col) or col[1] not in graph.columns.get(col[0], ()):
+            continue  # its lineage is recorded (the column walk judges it), or no table records the column
+        twins = [u for u in closure.datasets if graph.canonical.get(u, u) == col[0]]
+        above = {graph.canonical.get(u, u) for u in closure.upstream_of(twins)} - {col[0]}
+        if above & failing_tables:
+            found.append(col)
+    return tuple(found)
+
+
 def _cleared(hit: PoisonedFeature, passing: frozenset[Col]) -> bool:
     """A passing test on the suspect's own column, or on any column between it and the origin."""
     return any(col in passing for col in hit.lineage[1:])
@@ -182,6 +214,7 @@ def _impact(
     passing: frozenset[Col],
     graph: ColumnGraph,
     config: LifecycleConfig,
+    failing_tables: frozenset[str] = frozenset(),
 ) -> ModelImpact | None:
     confirmed_parents, parents = reach
     hits = poisoned_features(closure, parents, graph, config)  # lineage from the origin, for every hit
@@ -194,9 +227,12 @@ def _impact(
                               and c not in passing)
     else:
         read_suspect = []
+    by_table: tuple[Col, ...] = ()
     if not poisoned and not read and not suspect and not read_suspect:
-        return None
-    cols = {f.column for f in (*poisoned, *suspect)} | set(read) | set(read_suspect)
+        by_table = table_reach(closure, graph, failing_tables)
+        if not by_table:
+            return None
+    cols = {f.column for f in (*poisoned, *suspect)} | set(read) | set(read_suspect) | set(by_table)
     watching = tuple(a for a, columns in observed.items() if cols & columns)
     weighed = watching or tuple(failed_rows)  # no test on its own path: the failure as a whole
     counts = [n for a in weighed if (n := failed_rows[a]) is not None]
@@ -204,7 +240,7 @@ def _impact(
     # a model that records no features (the mlflow source writes none) is judged through what its training read
     total = len(closure.features) or len(training_columns)
     confirmed_share = (len(poisoned) if closure.features else len(read)) / total
-    suspect_share = (len(suspect) if closure.features else len(read_suspect)) / total
+    suspect_share = ((len(suspect) if closure.features else len(read_suspect)) + len(by_table)) / total
     if confirmed_share:
         share, severity = confirmed_share, severity_of(confirmed_share, bool(live), config.severity)
     else:  # reached only through suspects: never louder than the cap
@@ -228,6 +264,7 @@ def _impact(
         severity=severity,
         training_columns=len(training_columns),
         suspect=tuple(suspect),
+        table_reach=by_table,
     )
 
 
@@ -247,9 +284,10 @@ def blast_radius(
     confirmed = graph.reach({c for r in records for c in failing_columns(r, graph, config)})
     observed = {r.urn: frozenset(graph.reach(failing_columns(r, graph, config))) for r in records}
     failed_rows = {r.urn: r.failed_rows(config.failing) for r in records}
+    tables = frozenset(graph.canonical.get(r.dataset, r.dataset) for r in records)
     impacts = [
         i for c in closures
-        if (i := _impact(c, (confirmed, parents), observed, failed_rows, passing, graph, config))
+        if (i := _impact(c, (confirmed, parents), observed, failed_rows, passing, graph, config, tables))
     ]
     rank = config.severity.rank
     impacts.sort(key=lambda i: (rank(i.severity), -i.share, -len(i.live_deployments), i.name, i.model))

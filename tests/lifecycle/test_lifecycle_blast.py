@@ -5,9 +5,26 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from lifecycle_estates import DEVICE, FCT, FCT_PG, RAW, STG, at, closure, estate, model_urn, record, span_for, urn
+from lifecycle_estates import (
+    DEVICE,
+    FCT,
+    FCT_PG,
+    RAW,
+    STG,
+    STG_PG,
+    at,
+    closure,
+    datasets,
+    estate,
+    model_urn,
+    record,
+    span_for,
+    urn,
+)
 
-from recall_dagster.estate import ColumnEdge, Dataset, SchemaField
+from recall_dagster.estate import ColumnEdge, Dataset, SchemaField, TrainingRun
+from recall_dagster.estate.columns import column_graph
+from recall_dagster.impact.targets import affected_models
 
 from recall_dagster.lifecycle.assess import root_causes
 from recall_dagster.lifecycle.blast import blast_radius, describe, severity_of
@@ -164,3 +181,24 @@ def test_an_incident_folds_retired_versions_into_one_line() -> None:
     assert lines[2] == ("3 retired versions (serving nothing, not in production, no rollback target), "
                         "at most [MEDIUM]: fraud_8, fraud_7, fraud_5")
     assert len(lines) == 3
+
+
+def test_an_aggregate_without_column_lineage_is_reached_by_table_lineage_as_a_suspect(lc: LifecycleConfig) -> None:
+    """``count(*)`` over the staging orders: the daily table's columns record no lineage, so the failing price
+    reaches the model that trains on it through table lineage only, the same way for every command."""
+    daily = urn("dbt", "marts.daily_orders")
+    views = {**datasets(), daily: Dataset(daily, "warehouse.marts.daily_orders", upstreams=(STG_PG,),
+                                          fields=(SchemaField("day", "date"), SchemaField("order_count", "numeric")))}
+    run = "urn:li:dataProcessInstance:forecast-1"
+    version = replace(closure(1, name="forecaster", live=True, views=views, features=()),
+                      training_runs=(TrainingRun(run, run, inputs=(daily,)),))
+    columns = column_graph([version])
+    failing = record([(0, "SUCCESS"), (10, "FAILURE")], dataset=STG, column="unit_price")
+    [hit] = blast_radius([failing], [version], columns, lc).models
+    assert hit.table_reach == ((daily, "day"), (daily, "order_count"))
+    assert hit.summary == "reached by table lineage only: 2 input column(s) with no column lineage (suspect)"
+    assert hit.severity == "MEDIUM", "a suspect is never louder than the cap"
+    [affected] = affected_models([version], columns, (STG, "unit_price"), lc)
+    assert [i.name for i in affected.inputs] == ["day", "order_count"] and all(i.derived for i in affected.inputs)
+    other = record([(0, "SUCCESS"), (10, "FAILURE")], dataset=DEVICE, column="ip_risk_score")
+    assert blast_radius([other], [version], columns, lc).models == (), "a table it does not descend from"
