@@ -14,57 +14,25 @@ from typing import Any
 import yaml
 
 from ml_models.registry import FeatureRegistry
+from recall_dagster import recipes
 from recall_dagster.errors import ServiceUnreachable, StackError
 from recall_dagster.settings import Settings
 
 os.environ.setdefault("DATAHUB_TELEMETRY_ENABLED", "false")
 
-LITE_SINK = "recall_dagster.graph.lite_sink.RecallLiteSink"
-
 
 def sink_config(settings: Settings) -> dict[str, Any]:
-    """The sink every recipe shares: DataHub Lite file or the GMS REST endpoint."""
-    if settings.graph_is_remote:
-        config: dict[str, Any] = {"server": settings.graph}
-        if settings.gms_token:
-            config["token"] = "${DATAHUB_GMS_TOKEN}"
-        return {"type": "datahub-rest", "config": config}
-    # DataHub Lite's own sink drops PATCH proposals (the dbt source's lineage on
-    # the warehouse tables); this sink writes the same file and applies them.
-    return {"type": LITE_SINK, "config": {"type": "sqlite", "config": {"file": settings.graph}}}
+    """The sink every recipe shares: the estate's DataHub Lite file or GMS."""
+    return recipes.sink_config(settings.graph, "DATAHUB_GMS_TOKEN" if settings.gms_token else None)
 
 
 def dbt_recipe(settings: Settings, target_dir: Path, run_results: list[Path]) -> dict[str, Any]:
-    """The official dbt source over the artifacts of the last real dbt runs.
-
-    ``write_semantics: OVERRIDE`` because only the REST sink understands PATCH;
-    the catalog supplies schemas (the postgres source needs a newer sqlparse
-    than dbt allows), and run results become assertion run events.
-    """
-    config: dict[str, Any] = {
-        "manifest_path": str(target_dir / "manifest.json"),
-        "catalog_path": str(target_dir / "catalog.json"),
-        "run_results_paths": [str(path) for path in run_results],
-        "target_platform": "postgres",
-        "write_semantics": "OVERRIDE",
-        "include_column_lineage": True,
-        "infer_dbt_schemas": True,
-    }
-    sources = target_dir / "sources.json"
-    if sources.exists():
-        config["sources_path"] = str(sources)
-    return {"source": {"type": "dbt", "config": config}, "sink": sink_config(settings)}
+    """The official dbt source over the artifacts of the last real dbt runs, on the demo's Postgres."""
+    return recipes.dbt_recipe(target_dir, "postgres", sink_config(settings), run_results)
 
 
 def mlflow_recipe(settings: Settings) -> dict[str, Any]:
-    """The official mlflow source over the tracking server and model registry."""
-    return {
-        "source": {
-            "type": "mlflow",
-            "config": {"tracking_uri": settings.mlflow_uri, "registry_uri": settings.mlflow_uri},
-        },
-        "sink": sink_config(settings),
-    }
+    return recipes.mlflow_recipe(settings.mlflow_uri, sink_config(settings))
 
 
 def feast_recipe(settings: Settings, repo: Path, registry: FeatureRegistry) -> dict[str, Any]:
@@ -73,26 +41,14 @@ def feast_recipe(settings: Settings, repo: Path, registry: FeatureRegistry) -> d
     owners = sorted({o.id for table in registry.feature_tables for o in table.owners})
     mappings = [{"feast_owner_name": o, "datahub_owner_urn": o, "datahub_ownership_type": "TECHNICAL_OWNER"}
                 for o in owners]
-    config: dict[str, Any] = {"path": str(repo), "environment": registry.env,
-                              "enable_owner_extraction": bool(mappings)}
-    if mappings:
-        config["owner_mappings"] = mappings
-    return {"source": {"type": "feast", "config": config}, "sink": sink_config(settings)}
-
-
-def write_recipe(settings: Settings, name: str, recipe: dict[str, Any]) -> Path:
-    """Keep the recipe where a person can rerun it with ``datahub ingest -c``."""
-    settings.recipes_dir.mkdir(parents=True, exist_ok=True)
-    path = settings.recipes_dir / f"{name}.yml"
-    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
-    return path
+    return recipes.feast_recipe(repo, sink_config(settings), registry.env, mappings)
 
 
 def run_recipe(settings: Settings, name: str, recipe: dict[str, Any]) -> int:
     """Write the recipe, run it in-process, and turn pipeline failures into a precise error; records written."""
     from datahub.ingestion.run.pipeline import Pipeline
 
-    path = write_recipe(settings, name, recipe)
+    path = recipes.write_recipe(settings.recipes_dir, name, recipe)
     env = {"DATAHUB_GMS_TOKEN": settings.gms_token} if settings.gms_token else {}
     resolved = _resolve_env(recipe, env)
     try:

@@ -1,0 +1,122 @@
+"""DataHub ingestion recipes for a team's own stack, as ``recall init`` writes them and the demo runs them.
+
+What these encode is what a team would otherwise learn the hard way: the dbt
+source's default ``write_semantics: PATCH`` needs a graph to read from, which
+only the REST sink gives, so a DataHub Lite file needs ``OVERRIDE``; DataHub
+Lite's own sink drops PATCH proposals (the dbt source's lineage on the
+warehouse tables), so the Lite recipes name Recall's sink, which applies them;
+``sources.json`` (``dbt source freshness``) is where the dbt source finds when
+a source was last loaded; and ``dbt docs generate`` rewrites
+``run_results.json``, so it runs before ``dbt build`` (:data:`DBT_ORDER`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from recall_dagster.errors import ConfigError
+
+LITE_SINK = "recall_dagster.graph.lite_sink.RecallLiteSink"
+
+# The order that keeps every artifact the dbt source reads: ``docs generate`` writes catalog.json and
+# overwrites run_results.json, so the build (tests and model runs) comes after it.
+DBT_ORDER = (
+    ("dbt docs generate", "catalog.json: every table's columns (it rewrites run_results.json, so it runs first)"),
+    ("dbt build", "run_results.json: each test's result and each model's build"),
+    ("dbt source freshness", "sources.json: when each source was last loaded (sources with a freshness block)"),
+)
+
+
+def sink_config(graph: str, token_variable: str | None = None) -> dict[str, Any]:
+    """The sink every recipe shares: the GMS REST endpoint for an http(s) URL, else the DataHub Lite file."""
+    if graph.startswith(("http://", "https://")):
+        config: dict[str, Any] = {"server": graph}
+        if token_variable:
+            config["token"] = "${" + token_variable + "}"
+        return {"type": "datahub-rest", "config": config}
+    return {"type": LITE_SINK, "config": {"type": "sqlite", "config": {"file": graph}}}
+
+
+def dbt_recipe(
+    target_dir: Path, target_platform: str, sink: Mapping[str, Any], run_results: list[Path] | None = None
+) -> dict[str, Any]:
+    """DataHub's dbt source over a project's artifacts: tests become assertions with their runs, model builds
+    become process instances (Recall's freshness), the catalog supplies schemas."""
+    config: dict[str, Any] = {
+        "manifest_path": str(target_dir / "manifest.json"),
+        "catalog_path": str(target_dir / "catalog.json"),
+        "run_results_paths": [str(p) for p in (run_results or [target_dir / "run_results.json"])],
+        "target_platform": target_platform,
+        "include_column_lineage": True,
+        "infer_dbt_schemas": True,
+    }
+    if (target_dir / "sources.json").exists():  # the dbt source fails on a sources_path that is not there
+        config["sources_path"] = str(target_dir / "sources.json")
+    if sink["type"] != "datahub-rest":  # PATCH merges with what a server holds: no server, no PATCH
+        config["write_semantics"] = "OVERRIDE"
+    return {"source": {"type": "dbt", "config": config}, "sink": dict(sink)}
+
+
+def mlflow_recipe(tracking_uri: str, sink: Mapping[str, Any]) -> dict[str, Any]:
+    """DataHub's mlflow source over the tracking server and its model registry."""
+    return {"source": {"type": "mlflow", "config": {"tracking_uri": tracking_uri, "registry_uri": tracking_uri}},
+            "sink": dict(sink)}
+
+
+def feast_recipe(repo: Path, sink: Mapping[str, Any], environment: str = "PROD",
+                 owner_mappings: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    """DataHub's feast source over a feature repository; owners are extracted only where they are mapped."""
+    config: dict[str, Any] = {"path": str(repo), "environment": environment,
+                              "enable_owner_extraction": bool(owner_mappings)}
+    if owner_mappings:
+        config["owner_mappings"] = owner_mappings
+    return {"source": {"type": "feast", "config": config}, "sink": dict(sink)}
+
+
+def write_recipe(folder: Path, name: str, recipe: Mapping[str, Any]) -> Path:
+    """A recipe a person can run with ``datahub ingest -c``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.yml"
+    path.write_text(yaml.safe_dump(dict(recipe), sort_keys=False))
+    return path
+
+
+def dbt_target(project_dir: Path, profiles_dir: Path | None = None) -> tuple[Path, str]:
+    """The project's artifact folder and its warehouse platform, from ``dbt_project.yml`` and the profile the
+    project names (``--profiles-dir``, else ``DBT_PROFILES_DIR``, the project, ``~/.dbt``, as dbt looks)."""
+    project_file = project_dir / "dbt_project.yml"
+    project = _yaml(project_file)
+    target_dir = project_dir / str(project.get("target-path") or "target")
+    profile_name = project.get("profile")
+    if not profile_name:
+        raise ConfigError(f"{project_file} names no profile")
+    for folder in (profiles_dir, *_profile_dirs(project_dir)):
+        if folder is not None and (folder / "profiles.yml").exists():
+            profiles = _yaml(folder / "profiles.yml")
+            profile = profiles.get(profile_name) or {}
+            output = (profile.get("outputs") or {}).get(profile.get("target") or "dev") or {}
+            if "type" in output:
+                return target_dir, str(output["type"])
+            raise ConfigError(f"{folder / 'profiles.yml'} has no target output with a type for profile {profile_name}")
+    raise ConfigError(f"no profiles.yml holds profile {profile_name!r} (give --profiles-dir)")
+
+
+def _profile_dirs(project_dir: Path) -> tuple[Path, ...]:
+    env = os.environ.get("DBT_PROFILES_DIR")
+    return (*((Path(env),) if env else ()), project_dir, Path.home() / ".dbt")
+
+
+def _yaml(path: Path) -> dict[str, Any]:
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path} does not exist") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path} is not readable YAML: {err}") from None
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{path} is not a YAML mapping")
+    return loaded
