@@ -15,7 +15,7 @@ from difflib import get_close_matches
 from fnmatch import fnmatchcase
 from typing import Any, Mapping
 
-from recall_dagster.detect.config import merge
+from recall_dagster.detect.config import REPLACE, merge
 from recall_dagster.errors import ConfigError
 
 # Dotted paths whose keys the user chooses; their values are still checked against the first shipped entry's shape.
@@ -72,6 +72,10 @@ def validate_layer(layer: Mapping[str, Any], schema: Mapping[str, Any], source: 
     shape = _entry_shape(schema) if where in OPEN_MAPPINGS else None
     for key, value in layer.items():
         path = f"{where}.{key}" if where else str(key)
+        if key == REPLACE and where in OPEN_MAPPINGS:
+            if not isinstance(value, bool):
+                raise ConfigError(f"{source}: `{path}` must be true or false, not {_kind(value)} ({value!r})")
+            continue
         if where in OPEN_MAPPINGS:
             template = shape
         elif key in schema:

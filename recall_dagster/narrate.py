@@ -152,7 +152,12 @@ def load_rewrite(config_path: str | os.PathLike[str] | None = None) -> Rewrite:
     """The ``narration`` section of the layered ``recall.yaml``."""
     from recall_dagster.scan import load_yaml_config  # the scan module imports the report, which imports this
 
-    data, source = load_yaml_config(config_path)
+    return rewrite_from(*load_yaml_config(config_path))
+
+
+def rewrite_from(data: Mapping[str, Any], source: str) -> Rewrite:
+    """The ``narration`` section of a loaded configuration, checked (every command loads it, so a mistake in
+    it fails every command alike, not only those that print prose)."""
     section = data.get("narration") or {}
     command, timeout = section.get("rewrite_command"), section.get("timeout_seconds", 20)
     if command is not None and not isinstance(command, str):

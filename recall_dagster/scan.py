@@ -36,6 +36,7 @@ from recall_dagster.estate.production import marked_at_all, version_number
 from recall_dagster.estate.select import select
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.instants import iso_instant
+from recall_dagster.narrate import rewrite_from
 from recall_dagster.score import Score, score_model
 from recall_dagster.settings import env_home
 from recall_dagster.snapshots import SnapshotStore
@@ -85,8 +86,10 @@ def load_yaml_config(path: str | os.PathLike[str] | None = None) -> tuple[dict[s
 
 def load_config(path: str | os.PathLike[str] | None = None) -> RecallConfig:
     """The scan's configuration (see :func:`load_yaml_config`)."""
-    config = parse_config(*load_yaml_config(path))
+    data, source = load_yaml_config(path)
+    config = parse_config(data, source)
     check_config(config)
+    rewrite_from(data, source)
     return config
 
 

@@ -70,3 +70,37 @@ def test_unreadable_config_is_a_usage_error(tmp_path):
         load_config(broken)
     with pytest.raises(ConfigError, match="cannot read config"):
         load_config(tmp_path / "absent.yaml")
+
+
+def overlay(tmp_path, data: dict) -> str:
+    path = tmp_path / "team.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def test_a_team_s_first_match_rules_come_before_the_shipped_ones(tmp_path):
+    from recall_dagster.lifecycle.config import load_lifecycle_config
+
+    team = overlay(tmp_path, {"lifecycle": {
+        "classification": {"not_null_payment*": "finance"},
+        "row_counts": {"postgres:analytics.*": "env:ANALYTICS_URL"},
+    }})
+    lc = load_lifecycle_config(team)
+    assert lc.classify("not_null_payment_amount") == "finance", "the team's glob wins over the shipped not_null*"
+    assert lc.classify("not_null_order_id") == "completeness", "the shipped rules still apply after the team's"
+    assert lc.row_counts[0] == ("postgres:analytics.*", "env:ANALYTICS_URL"), "the gate counts rows where the team says"
+
+
+def test_replace_true_puts_a_team_s_own_tiers_in_place_of_the_shipped_ones(tmp_path):
+    merged = load_config(overlay(tmp_path, {"scoring": {"tiers": {"SEVERE": 60}, "fail_tier": "SEVERE"}}))
+    assert {"SEVERE", "CRITICAL"} <= set(merged.scoring.tier_names()), "a mapping merges key by key"
+    own = load_config(overlay(tmp_path, {"scoring": {"tiers": {"replace": True, "SEVERE": 60, "MILD": 20},
+                                                     "fail_tier": "SEVERE"}}))
+    assert own.scoring.tier_names() == ("SEVERE", "MILD", own.scoring.healthy_tier)
+    with pytest.raises(ConfigError, match="scoring.tiers.replace` must be true or false"):
+        load_config(overlay(tmp_path, {"scoring": {"tiers": {"replace": "yes"}}}))
+
+
+def test_a_bad_narration_setting_fails_every_command_that_loads_the_configuration(tmp_path):
+    with pytest.raises(ConfigError, match="narration.timeout_seconds` must be a number above 0"):
+        load_config(overlay(tmp_path, {"narration": {"timeout_seconds": -3}}))
