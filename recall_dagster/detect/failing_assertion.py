@@ -1,4 +1,8 @@
-"""The latest run of an assertion on a dataset the model depends on failed or errored."""
+"""The latest run of an assertion on a dataset the model depends on failed or errored.
+
+Latest as of the scan's instant: a scan ``--as-of`` yesterday does not report a
+test that first failed an hour ago, so its verdicts are judged every scan.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +13,13 @@ from recall_dagster.estate import ModelClosure
 
 NAME = "failing_assertion"
 CASES = ("FAILURE", "ERROR")
+VOLATILE = True  # judged at the scan's instant
 
 
 def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
     findings: list[Finding] = []
     for urn, dataset in sorted(closure.datasets.items()):
-        for assertion in dataset.assertions:
+        for assertion in (a.as_of(closure.scanned_at_ms) for a in dataset.assertions):
             if assertion.result not in CASES:
                 continue
             where = f"{dataset.name}.{assertion.column}" if assertion.column else dataset.name

@@ -53,6 +53,7 @@ from datahub.utilities.urns.urn import Urn
 from recall_dagster.estate.names import display_name
 from recall_dagster.estate.production import registry_marks_production
 from recall_dagster.estate.views import (
+    AssertionResult,
     Assertion,
     ColumnEdge,
     ColumnProfile,
@@ -577,6 +578,11 @@ def parse_assertion(urn: str, info: AssertionInfoClass | None, runs: Iterable[Ru
         detail=_text((latest.native or {}).get("message")) if latest else None,
         since_ms=streak[-1] if streak else None,
         aliases=assertion_aliases(info),
+        history=tuple(
+            AssertionResult(r.at_ms, sys.intern(str(r.result)), _failed_rows(r, info), _metric(info, r),
+                            _text((r.native or {}).get("message")))
+            for r in completed
+        ),
     )
 
 

@@ -9,7 +9,8 @@ nothing about carries ``missing=True`` instead of disappearing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from itertools import takewhile
 from typing import Mapping
 
 FieldRef = tuple[str, str]  # (dataset URN, simple field path)
@@ -49,6 +50,17 @@ class ColumnEdge:
 
 
 @dataclass(frozen=True)
+class AssertionResult:
+    """One completed run of an assertion, as far as a judgement needs it."""
+
+    at_ms: int
+    result: str
+    failed_rows: int | None = None
+    metric: tuple[str, float] | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
 class Assertion:
     """An assertion on a dataset with its latest completed result."""
 
@@ -62,6 +74,20 @@ class Assertion:
     detail: str | None = None  # the native result message, when the runner gave one
     since_ms: int | None = None  # the first run of the streak the latest result belongs to (within the runs read)
     aliases: tuple[str, ...] = ()  # other names it goes by: a dbt test's unique_id and its own name
+    history: tuple[AssertionResult, ...] = ()  # the completed runs read, newest first (the latest among them)
+
+    def as_of(self, instant_ms: int) -> "Assertion":
+        """The assertion as it stood at ``instant_ms``: a run made after it is not yet known (``--as-of``)."""
+        if self.ran_at_ms is None or self.ran_at_ms <= instant_ms:
+            return self
+        earlier = [r for r in self.history if r.at_ms <= instant_ms]
+        if not earlier:
+            return replace(self, result=None, failed_rows=None, metric=None, ran_at_ms=None, detail=None,
+                           since_ms=None)
+        latest = earlier[0]
+        streak = list(takewhile(lambda r: r.result == latest.result, earlier))
+        return replace(self, result=latest.result, failed_rows=latest.failed_rows, metric=latest.metric,
+                       ran_at_ms=latest.at_ms, detail=latest.detail, since_ms=streak[-1].at_ms)
 
 
 @dataclass(frozen=True)
