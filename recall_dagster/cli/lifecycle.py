@@ -120,8 +120,10 @@ def _render_window(report: BlindWindowReport, console: Console, rewrite: Rewrite
 def gate_command(
     ctx: click.Context, model: str, graph_target: str | None, config_path: str | None, as_json: bool
 ) -> None:
-    """GO (0) / NO-GO (1) / UNVERIFIED (4) for retraining MODEL: a registered model name (the version its
-    production alias serves, else its newest), NAME/VERSION, or an mlModel URN."""
+    """GO (0) / NO-GO (1) / UNVERIFIED (4) for retraining MODEL.
+
+    MODEL is a registered model name (the version its production alias serves, else its newest),
+    NAME/VERSION, or an mlModel URN."""
     config, lc = load_config(config_path), load_lifecycle_config(config_path)
     settings = Settings.from_env(graph=graph_target)
     with opened_graph(settings, read_only=True) as graph:

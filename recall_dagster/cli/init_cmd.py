@@ -1,0 +1,100 @@
+"""``recall init``: what a team needs to start, written next to its project.
+
+DataHub recipes for its stack (dbt with the write semantics its sink needs,
+mlflow, feast when it has a feature repository), for a DataHub Lite file or a
+GMS, and a commented starter ``recall.yaml``; then the order of commands that
+keeps every artifact DataHub's dbt source reads. Existing files are kept
+unless ``--force``: a second run changes nothing.
+
+Exit codes: 0 written (or already there), 2 bad usage (a dbt project without a
+profile, a file that exists without ``--force``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from recall_dagster import recipes
+from recall_dagster.cli import cli
+from recall_dagster.errors import ConfigError
+
+STARTER = """\
+# recall.yaml: only what differs from the shipped defaults (recall_dagster/recall.yaml lists every key).
+# Point RECALL_CONFIG (or --config) at this file.
+
+# production:                      # what marks a version production, besides a live deployment
+#   aliases: [production, prod, champion]   # MLflow aliases, compared without case (read from the registry)
+#   stage_tags: [mlflow_production]
+
+# freshness:
+#   default_window_hours: 36       # a training input older than this is stale
+#   windows: {"marts.*": 26}       # per table (glob over the dataset name)
+
+# lifecycle:
+#   row_counts: {"{platform}:*": env:RECALL_WAREHOUSE_URL}   # where the gate counts rows now
+#   gate:
+#     required: [failing_assertions, input_freshness]   # skipped -> UNVERIFIED (exit 4)
+#     advisory: [ownership]        # shown as WARN, never refusing a retrain
+#     block_unverified: true       # the Dagster gate refuses a retrain on UNVERIFIED
+
+# dagster:
+#   scan_after: []                 # asset keys the scan runs after (your ingestion asset)
+#   nightly_scan_cron: "0 2 * * *"
+"""
+
+
+@cli.command("init")
+@click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              show_default=True, help="Where recipes/ and recall.yaml are written.")
+@click.option("--dbt-project", type=click.Path(file_okay=False, path_type=Path), help="The dbt project folder.")
+@click.option("--profiles-dir", type=click.Path(file_okay=False, path_type=Path), help="Where profiles.yml is.")
+@click.option("--feast-repo", type=click.Path(file_okay=False, path_type=Path), help="A Feast repository.")
+@click.option("--graph", "graph_target", metavar="FILE|URL",
+              help="DataHub Lite file or GMS URL the recipes write to [env RECALL_GRAPH; default ./datahub.db].")
+@click.option("--mlflow", "mlflow_uri", metavar="URI", help="MLflow tracking URI [env MLFLOW_TRACKING_URI].")
+@click.option("--force", is_flag=True, help="Overwrite files that are already there.")
+def init_command(
+    folder: Path, dbt_project: Path | None, profiles_dir: Path | None, feast_repo: Path | None,
+    graph_target: str | None, mlflow_uri: str | None, force: bool,
+) -> None:
+    """Write DataHub recipes for your dbt, MLflow and Feast, a starter recall.yaml, and the commands to run."""
+    graph = graph_target or os.environ.get("RECALL_GRAPH") or str((folder / "datahub.db").resolve())
+    tracking = mlflow_uri or os.environ.get("MLFLOW_TRACKING_URI")
+    remote = graph.startswith(("http://", "https://"))
+    sink = recipes.sink_config(graph, "DATAHUB_GMS_TOKEN" if remote else None)
+    planned: dict[str, dict] = {}
+    platform = None
+    if dbt_project is not None:
+        target_dir, platform = recipes.dbt_target(dbt_project.resolve(), profiles_dir)
+        planned["dbt"] = recipes.dbt_recipe(target_dir, platform, sink)
+    if tracking:
+        planned["mlflow"] = recipes.mlflow_recipe(tracking, sink)
+    if feast_repo is not None:
+        planned["feast"] = recipes.feast_recipe(feast_repo.resolve(), sink)
+    if not planned:
+        raise ConfigError("nothing to write recipes for: give --dbt-project, --mlflow (or MLFLOW_TRACKING_URI) "
+                          "or --feast-repo")
+    config = folder / "recall.yaml"
+    targets = [folder / "recipes" / f"{name}.yml" for name in planned] + [config]
+    kept = [t for t in targets if t.exists() and not force]
+    for name, recipe in planned.items():
+        if folder / "recipes" / f"{name}.yml" not in kept:
+            click.echo(f"wrote {recipes.write_recipe(folder / 'recipes', name, recipe)}")
+    if config not in kept:
+        folder.mkdir(parents=True, exist_ok=True)
+        config.write_text(STARTER.replace("{platform}", platform or "postgres"), encoding="utf-8")
+        click.echo(f"wrote {config}")
+    for path in kept:
+        click.echo(f"kept {path} (already there; --force overwrites it)")
+    click.echo("\nThen, in this order:")
+    if "dbt" in planned:
+        for command, why in recipes.DBT_ORDER:
+            click.echo(f"  {command:<24} # {why}")
+    for name in planned:
+        click.echo(f"  datahub ingest -c {folder / 'recipes' / f'{name}.yml'}")
+    click.echo(f"  RECALL_GRAPH={graph} RECALL_CONFIG={config} recall scan")
+    if "dbt" in planned:
+        click.echo("  (rerun `recall init --force` once target/sources.json exists, so the dbt recipe reads it)")

@@ -1,0 +1,81 @@
+"""``recall init`` on a team's dbt project: recipes DataHub's own sources run as written, a starter recall.yaml
+the loader accepts, the order of commands that keeps dbt's artifacts, and a second run that changes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from recall_dagster.cli import cli
+from recall_dagster.recipes import LITE_SINK
+from recall_dagster.scan import load_config
+
+
+def project(tmp_path: Path) -> Path:
+    """A dbt project on DuckDB as Dagster's own examples lay one out, its profile beside it."""
+    folder = tmp_path / "jaffle"
+    folder.mkdir()
+    (folder / "dbt_project.yml").write_text("name: jaffle\nprofile: jaffle\nversion: '1.0'\ntarget-path: build\n")
+    (folder / "profiles.yml").write_text(yaml.safe_dump(
+        {"jaffle": {"target": "dev", "outputs": {"dev": {"type": "duckdb", "path": "jaffle.duckdb"}}}}
+    ))
+    return folder
+
+
+def init(tmp_path: Path, *args: str) -> tuple[int, str]:
+    done = CliRunner().invoke(cli, ["init", "--dir", str(tmp_path / "recall"), *args],
+                              env={"RECALL_GRAPH": "", "MLFLOW_TRACKING_URI": ""})
+    return done.exit_code, done.output
+
+
+def test_recipes_for_a_lite_file_override_and_name_recall_s_sink(tmp_path: Path) -> None:
+    dbt = project(tmp_path)
+    code, said = init(tmp_path, "--dbt-project", str(dbt), "--mlflow", "sqlite:///mlflow.db")
+    assert code == 0, said
+    recipe = yaml.safe_load((tmp_path / "recall" / "recipes" / "dbt.yml").read_text())
+    source = recipe["source"]["config"]
+    assert (source["target_platform"], source["write_semantics"]) == ("duckdb", "OVERRIDE")
+    assert source["manifest_path"] == str(dbt.resolve() / "build" / "manifest.json"), "the project's target-path"
+    assert "sources_path" not in source, "the dbt source fails on a sources.json that is not there"
+    assert recipe["sink"]["type"] == LITE_SINK
+    mlflow = yaml.safe_load((tmp_path / "recall" / "recipes" / "mlflow.yml").read_text())
+    assert mlflow["source"]["config"]["tracking_uri"] == "sqlite:///mlflow.db"
+    lines = said.splitlines()
+    order = [next(i for i, line in enumerate(lines) if line.strip().startswith(c))
+             for c in ("dbt docs generate", "dbt build", "datahub ingest")]
+    assert order == sorted(order), "docs generate rewrites run_results.json: it comes before the build"
+    assert load_config(str(tmp_path / "recall" / "recall.yaml")).scoring.fail_tier == "CRITICAL", (
+        "the starter is a valid, empty overlay")
+
+
+def test_a_gms_keeps_patch_and_reads_the_token_from_the_environment(tmp_path: Path) -> None:
+    code, said = init(tmp_path, "--dbt-project", str(project(tmp_path)), "--graph", "https://datahub.example.com")
+    assert code == 0, said
+    recipe = yaml.safe_load((tmp_path / "recall" / "recipes" / "dbt.yml").read_text())
+    assert "write_semantics" not in recipe["source"]["config"]
+    assert recipe["sink"] == {"type": "datahub-rest",
+                              "config": {"server": "https://datahub.example.com", "token": "${DATAHUB_GMS_TOKEN}"}}
+
+
+def test_a_second_run_keeps_what_is_there_and_sources_json_joins_with_force(tmp_path: Path) -> None:
+    dbt = project(tmp_path)
+    assert init(tmp_path, "--dbt-project", str(dbt))[0] == 0
+    (tmp_path / "recall" / "recall.yaml").write_text("scoring: {fail_tier: AT_RISK}\n")
+    (dbt / "build").mkdir()
+    (dbt / "build" / "sources.json").write_text("{}")
+    code, said = init(tmp_path, "--dbt-project", str(dbt))
+    assert code == 0 and "kept" in said and "AT_RISK" in (tmp_path / "recall" / "recall.yaml").read_text()
+    assert init(tmp_path, "--dbt-project", str(dbt), "--force")[0] == 0
+    source = yaml.safe_load((tmp_path / "recall" / "recipes" / "dbt.yml").read_text())["source"]["config"]
+    assert source["sources_path"] == str(dbt.resolve() / "build" / "sources.json")
+
+
+def test_what_init_cannot_work_from_is_a_usage_error(tmp_path: Path) -> None:
+    code, said = init(tmp_path)
+    assert code == 2 and "nothing to write recipes for" in said
+    (tmp_path / "bare").mkdir()
+    (tmp_path / "bare" / "dbt_project.yml").write_text("name: bare\n")
+    code, said = init(tmp_path, "--dbt-project", str(tmp_path / "bare"))
+    assert code == 2 and "names no profile" in said
