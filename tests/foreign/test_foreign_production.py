@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 from click.testing import CliRunner
@@ -35,15 +35,19 @@ def stock(record: dict[str, Any]) -> dict[str, Any]:
     return {**record, "aspect": {"json": body}}
 
 
-@pytest.fixture
-def shop(tmp_path: Path) -> Settings:
-    records = [stock(r) for r in json.loads((FIXTURES / "estate_stock.json").read_text())]
-    fixture = tmp_path / "stock.json"
+def shop_as(tmp_path: Path, shape: Callable[[dict[str, Any]], dict[str, Any]]) -> Settings:
+    """The foreign estate with each record reshaped by ``shape``, in a Lite file, its overlay beside it."""
+    records = [shape(r) for r in json.loads((FIXTURES / "estate_stock.json").read_text())]
+    fixture = tmp_path / "reshaped.json"
     fixture.write_text(json.dumps(records))
     db = ingest(tmp_path / "shop.db", str(fixture))
-    overlay = tmp_path / "recall.yaml"
-    overlay.write_text(json.dumps(OVERLAY))
+    (tmp_path / "recall.yaml").write_text(json.dumps(OVERLAY))
     return Settings(home=tmp_path / "home", graph=str(db), mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Settings:
+    return shop_as(tmp_path, stock)
 
 
 def scan(shop: Settings, *flags: str, as_json: bool = True, as_of: str | None = "2025-06-01T00:00:00Z"
@@ -116,12 +120,7 @@ def acknowledged(shop: Settings) -> dict[str, bool]:
 
 @pytest.fixture
 def ownerless_shop(tmp_path: Path) -> Settings:
-    records = [ownerless(r) for r in json.loads((FIXTURES / "estate_stock.json").read_text())]
-    fixture = tmp_path / "ownerless.json"
-    fixture.write_text(json.dumps(records))
-    db = ingest(tmp_path / "shop.db", str(fixture))
-    (tmp_path / "recall.yaml").write_text(json.dumps(OVERLAY))
-    return Settings(home=tmp_path / "home", graph=str(db), mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    return shop_as(tmp_path, ownerless)
 
 
 def test_an_acknowledgement_for_one_version_covers_that_version_only(ownerless_shop: Settings) -> None:
