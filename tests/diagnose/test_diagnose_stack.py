@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import traceback
 import subprocess
 from pathlib import Path
 from typing import Iterator
@@ -37,6 +38,8 @@ def env(estate: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
 
 def diagnose(*args: str) -> tuple[int, dict]:
     result = CliRunner().invoke(cli, ["diagnose", "fraud_detector", "--json", *args])
+    crashed = result.exception is not None and not isinstance(result.exception, SystemExit)
+    assert not crashed, "".join(traceback.format_exception(*result.exc_info)) if result.exc_info else result.output
     assert result.exit_code in (0, 1), result.output
     report = json.loads(result.stdout)
     conforms("diagnose", report)
