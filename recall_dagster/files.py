@@ -9,6 +9,8 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,17 +20,32 @@ from recall_dagster.errors import ConfigError, ServiceUnreachable
 
 
 def write_atomically(path: Path, content: str | bytes, what: str) -> None:
-    """Replace ``path`` with ``content`` in one rename; ``what`` names the record in the error."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    """Replace ``path`` with ``content`` in one rename; ``what`` names the record in the error.
+
+    The temporary file is this writer's own (``mkstemp`` beside the target), so
+    two processes writing one record at once each rename a whole file: the last
+    one wins, neither sees the other's half.
+    """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            tmp.write_bytes(content)
-        else:
-            tmp.write_text(content)
-        os.replace(tmp, path)
+        handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        tmp = Path(name)
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(content if isinstance(content, bytes) else content.encode())
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
     except OSError as err:
         raise ConfigError(f"cannot write {what} {path}: {err.strerror}; check RECALL_HOME") from err
+
+
+def safe_stem(name: str) -> str:
+    """A file name stem for ``name`` that stays in its folder: a model named ``../../tmp/x`` by whoever wrote
+    the graph must not make Recall write outside RECALL_HOME. Path separators and leading dots go; what is
+    left is kept readable, and a name with nothing left is ``unnamed``."""
+    cleaned = re.sub(r"[^A-Za-z0-9._=+-]+", "_", name).strip("._") or "unnamed"
+    return cleaned[:120]
 
 
 def write_json(path: Path, data: Any, what: str) -> None:
@@ -36,8 +53,10 @@ def write_json(path: Path, data: Any, what: str) -> None:
 
 
 def write_record(folder: Path, stem: str, data: Any, text: str, what: str) -> list[Path]:
-    """``<stem>.json`` for programs and ``<stem>.md`` for people, side by side, each replaced atomically."""
-    paths = [folder / f"{stem}.json", folder / f"{stem}.md"]
+    """``<stem>.json`` for programs and ``<stem>.md`` for people, side by side, each replaced atomically; the stem
+    (often a name from the graph) made safe first (:func:`safe_stem`)."""
+    safe = safe_stem(stem)
+    paths = [folder / f"{safe}.json", folder / f"{safe}.md"]
     write_atomically(paths[0], json.dumps(data, indent=1) + "\n", what)
     write_atomically(paths[1], text, what)
     return paths

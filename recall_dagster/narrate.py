@@ -12,6 +12,7 @@ A team may still have one reword what a person reads at the terminal
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 import subprocess
@@ -162,6 +163,6 @@ def rewrite_from(data: Mapping[str, Any], source: str) -> Rewrite:
     command, timeout = section.get("rewrite_command"), section.get("timeout_seconds", 20)
     if command is not None and not isinstance(command, str):
         raise ConfigError(f"{source}: `narration.rewrite_command` must be a command line or null")
-    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout < math.inf:
         raise ConfigError(f"{source}: `narration.timeout_seconds` must be a number above 0")
     return Rewrite(command or None, float(timeout))

@@ -57,9 +57,11 @@ Baselines = dict[str, dict[str, str]]  # dataset URN -> {simple field path: type
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise ConfigError(f"cannot read config {path}: {err.strerror}") from err
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"config {path} is not UTF-8 text ({err.reason} at byte {err.start})") from err
     except yaml.YAMLError as err:
         raise ConfigError(f"config {path} is not valid YAML: {err}") from err
     if data is None:

@@ -3,12 +3,13 @@
 Errors from HTTP libraries quote URLs, and a Slack webhook URL *is* its secret;
 anything that leaves the process (a message, a notice, evidence, ``--json``)
 goes through :func:`redact` first, which masks the value of every variable that
-holds one.
+holds one, and the credentials of any URL that carries them.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from typing import Iterable, Mapping
 from urllib.parse import urlsplit
 
@@ -25,7 +26,12 @@ def redact(text: str, values: Iterable[str] = (), environ: Mapping[str, str] | N
     secrets |= {_path(v) for v in secrets}  # HTTP errors quote a URL's path without its host
     for value in sorted((v for v in secrets if len(v) >= _SHORTEST), key=len, reverse=True):
         text = text.replace(value, MASK)
-    return text
+    return _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
+
+
+# Credentials written into a URL (``--graph http://admin:pass@host``, a SQLAlchemy URL): whatever the URL's
+# scheme, what stands between ``//`` and ``@`` is somebody's password.
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
 
 
 def _path(value: str) -> str:

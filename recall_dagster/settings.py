@@ -7,6 +7,7 @@ two checkouts never share a database by accident.
 from __future__ import annotations
 
 import os
+import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -120,9 +121,9 @@ class Settings:
         """Create RECALL_HOME, failing with a message rather than a traceback."""
         try:
             self.home.mkdir(parents=True, exist_ok=True)
-            probe = self.home / ".write-probe"
-            probe.write_text("ok")
-            probe.unlink()
+            # a probe of this process's own: two commands starting together must not remove each other's
+            with tempfile.NamedTemporaryFile(dir=self.home, prefix=".write-probe."):
+                pass
         except OSError as err:
             raise ConfigError(
                 f"RECALL_HOME {self.home} is not writable ({err.strerror}); "

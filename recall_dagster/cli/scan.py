@@ -78,7 +78,7 @@ def scan(
             "the incidents and tags of every model it did not look at (drop --model)"
         )
     writeback_config = load_writeback_config(config_path) if writing else None
-    scanned_at_ms = int(parse_instant(as_of, "--as-of").timestamp() * 1000) if as_of else clock_ms()
+    scanned_at_ms = int(parse_instant(as_of, "--as-of").timestamp() * 1000) if as_of is not None else clock_ms()
     settings = Settings.from_env(graph=graph_target)
     progress = Progress.for_command(as_json)
     with settings.writing("recall scan"), opened_graph(settings, read_only=not write or dry) as graph:

@@ -9,6 +9,7 @@ key at fault.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Iterable, Mapping
@@ -166,8 +167,9 @@ class _Section:
 
     def number(self, key: str, minimum: float = 0) -> float:
         value = self.raw(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
-            raise self._fail(key, f"a number >= {minimum}")
+        finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if not finite or value < minimum:  # .nan compares false with everything: it must be refused by name
+            raise self._fail(key, f"a finite number >= {minimum}")
         return float(value)
 
     def integer(self, key: str, minimum: int = 0) -> int:

@@ -110,11 +110,12 @@ class GmsGraph:
         timeout_sec: float = 30.0,
         retries: int = 2,
     ) -> None:
-        self._url = location_of(url)
+        self._url = location_of(url)  # what is shown and keyed: never the credentials a URL may carry
+        self._server = url.rstrip("/")
         try:
             self._client = DataHubGraph(
                 DatahubClientConfig(
-                    server=self._url,
+                    server=self._server,
                     token=token,
                     timeout_sec=timeout_sec,
                     retry_max_times=retries,
@@ -122,7 +123,7 @@ class GmsGraph:
                 )
             )
         except (ConfigurationError, ValueError) as err:
-            raise ConfigError(f"cannot use DataHub GMS at {url}: {err}") from err
+            raise ConfigError(f"cannot use DataHub GMS at {self._url}: {err}") from err
 
     @property
     def location(self) -> str:
@@ -254,7 +255,7 @@ class GmsGraph:
             params: dict[str, object] = {"count": SCROLL_PAGE, **({"scrollId": scroll_id} if scroll_id else {})}
             try:
                 with self._calling(action):
-                    page = self._client._get_generic(f"{self._url}{path}", params=params)
+                    page = self._client._get_generic(f"{self._server}{path}", params=params)
             except GraphError as err:
                 response = _response(err)
                 if first and response is not None and response.status_code in (404, 405):

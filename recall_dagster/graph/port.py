@@ -11,9 +11,10 @@ or edges a page), so requests grow with closure depth and pages, not entities.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from itertools import islice
+from pathlib import Path
 from typing import Any, Iterable, Iterator, Literal, Protocol, Sequence, TypeVar, runtime_checkable
+from urllib.parse import urlsplit, urlunsplit
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import ASPECT_NAME_MAP, KEY_ASPECT_NAMES, _Aspect
@@ -125,9 +126,11 @@ class MetadataGraph(Protocol):
 
 
 def location_of(target: str) -> str:
-    """How an adapter names the store it opens; local records (ledgers, pending writes) are keyed by it."""
+    """How an adapter names the store it opens; local records (ledgers, pending writes) are keyed by it, and
+    reports show it: a URL's credentials (``http://admin:pass@host``) are no part of it."""
     if target.startswith(("http://", "https://")):
-        return target.rstrip("/")
+        parts = urlsplit(target.rstrip("/"))
+        return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
     return str(Path(target).expanduser())
 
 

@@ -36,7 +36,7 @@ def test_overlay_changes_only_what_it_names(tmp_path):
 @pytest.mark.parametrize(
     "override, message",
     [
-        ({"scoring": {"weights": {"WARN": "ten"}}}, "scoring.weights.WARN must be a number"),
+        ({"scoring": {"weights": {"WARN": "ten"}}}, "scoring.weights.WARN must be a finite number"),
         ({"detectors": {"pii_exposure": {"severity": {"unjustified": "LOUD"}}}}, "must be one of CRITICAL, WARN, INFO"),
         ({"scoring": {"fail_tier": "DOOM"}}, "scoring.fail_tier must be one of"),
         ({"closure": {"max_depth": -1}}, "closure.max_depth must be an integer"),
@@ -104,3 +104,27 @@ def test_replace_true_puts_a_team_s_own_tiers_in_place_of_the_shipped_ones(tmp_p
 def test_a_bad_narration_setting_fails_every_command_that_loads_the_configuration(tmp_path):
     with pytest.raises(ConfigError, match="narration.timeout_seconds` must be a number above 0"):
         load_config(overlay(tmp_path, {"narration": {"timeout_seconds": -3}}))
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_number_that_is_not_finite_is_refused_by_name(tmp_path, bad):
+    with pytest.raises(ConfigError, match="freshness.default_window_hours must be a finite number"):
+        load_config(overlay(tmp_path, {"freshness": {"default_window_hours": bad}}))
+    with pytest.raises(ConfigError, match="must be a finite number"):
+        load_config(overlay(tmp_path, {"scoring": {"weights": {"CRITICAL": bad}}}))
+
+
+def test_a_config_that_is_not_utf8_names_the_file(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("freshness: {default_window_hours: 36}  # café\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=f"config {path} is not UTF-8 text"):
+        load_config(str(path))
+
+
+def test_an_empty_as_of_is_refused_not_read_as_now(tmp_path):
+    from click.testing import CliRunner
+
+    from recall_dagster.cli import cli
+
+    done = CliRunner().invoke(cli, ["scan", "--as-of", "", "--graph", str(tmp_path / "none.db")])
+    assert done.exit_code == 2 and "--as-of '' is not an ISO-8601 date" in done.output

@@ -54,3 +54,12 @@ def test_redact_masks_values_and_a_webhook_path_but_not_short_words() -> None:
     text = "posting to https://hooks.example/T0/B1/xyz789secret failed; url: /T0/B1/xyz789secret; abc is fine"
     assert redact(text, environ=env) == "posting to [redacted] failed; url: [redacted]; abc is fine"
     assert redact("token tok-123456 refused", ["tok-123456"], environ={}) == "token [redacted] refused"
+
+
+def test_credentials_in_a_url_are_never_shown() -> None:
+    from recall_dagster.graph.port import location_of
+
+    assert redact("GMS at http://admin:s3cret@gms:8080/api failed", environ={}) == (
+        "GMS at http://[redacted]@gms:8080/api failed")
+    assert redact("postgresql+psycopg2://bob:pw@db/warehouse", environ={}) == "postgresql+psycopg2://[redacted]@db/warehouse"
+    assert location_of("http://admin:s3cret@gms:8080/") == "http://gms:8080", "reports and ledgers name the server"
