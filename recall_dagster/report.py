@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from rich.console import Console
+from rich.markup import escape as esc
 from rich.table import Table
 from rich.text import Text
 
@@ -71,19 +72,19 @@ def render_report(result: ScanResult, console: Console) -> None:
     scoring = result.config.scoring
     production = sum(1 for m in result.models if m.closure.production)
     console.print(
-        f"[bold]Recall scan[/] of {result.graph} at {iso_instant(result.scanned_at_ms)}: "
+        f"[bold]Recall scan[/] of {esc(result.graph)} at {iso_instant(result.scanned_at_ms)}: "
         f"{len(result.models)} model(s), {production} in production"
     )
     unserved = result.without_production
     if unserved.unmarked:
         console.print(
-            f"[yellow]UNVERIFIED: nothing marks a version of {', '.join(unserved.unmarked)} as production or "
+            f"[yellow]UNVERIFIED: nothing marks a version of {esc(', '.join(unserved.unmarked))} as production or "
             f"otherwise[/] ({production_markers(result.config)}): name a version with --model NAME/VERSION, "
             "or scan every version with --all", highlight=False,
         )
     staged = [n for n in unserved.registered if n not in unserved.unmarked]
     if staged:
-        console.print(f"[dim]Not in production, so not judged: {', '.join(staged)}[/]", highlight=False)
+        console.print(f"[dim]Not in production, so not judged: {esc(', '.join(staged))}[/]", highlight=False)
     if not result.models:
         console.print("No models to report (only production models are scanned unless --all is given).")
         return
@@ -101,9 +102,10 @@ def render_report(result: ScanResult, console: Console) -> None:
         if grouped:
             table.add_row(Text(versions[0].closure.registered_name, style="bold"), "", "", "", "", "", "")
         for report in versions:
-            _model_row(table, report, f"  {_version(report)}" if grouped else report.closure.model.name, scoring)
+            label = f"  {_version(report)}" if grouped else report.closure.model.name
+            _model_row(table, report, Text(label), scoring)
     console.print(table)
-    console.print("[dim]Coverage: " + "; ".join(result.coverage.lines()) + "[/]", highlight=False)
+    console.print("[dim]Coverage: " + esc("; ".join(result.coverage.lines())) + "[/]", highlight=False)
     if result.rescan is not None:
         console.print(f"[dim]Closures: {result.rescan.summary()}[/]", highlight=False)
 
@@ -114,10 +116,10 @@ def render_report(result: ScanResult, console: Console) -> None:
         console.print()
         console.print(Text(f"{severity.value} ({len(entries)})", style=_SEVERITY_STYLE[severity]))
         for report, who, message, f in _shared(entries):
-            console.print(f"  [bold]{who}[/] [dim]{f.detector}[/]  {message}", highlight=False)
-            console.print(f"    [dim]{_path(list(f.evidence.get('path', [])))}[/]", highlight=False)
+            console.print(f"  [bold]{esc(who)}[/] [dim]{f.detector}[/]  {esc(message)}", highlight=False)
+            console.print(f"    [dim]{esc(_path(list(f.evidence.get('path', []))))}[/]", highlight=False)
             if severity is not Severity.INFO:
-                console.print(f"    call {whom_to_call(report.closure, f)}: "
+                console.print(f"    call {esc(whom_to_call(report.closure, f))}: "
                               f"{WHAT_TO_DO.get(f.detector, DEFAULT_STEP)}", highlight=False)
 
     accepted = [(r, f, a) for r in result.models for f, a in r.accepted]
@@ -125,8 +127,10 @@ def render_report(result: ScanResult, console: Console) -> None:
         console.print()
         console.print(Text(f"Acknowledged, not scored ({len(accepted)})", style="dim"))
         for report, f, a in accepted:
-            console.print(f"  [bold]{report.closure.model.name}[/] [dim]{f.detector}[/]  {f.message}", highlight=False)
-            console.print(f"    [dim]{a.by} until {iso_instant(a.until_ms)}: {a.reason} ({a.id})[/]", highlight=False)
+            console.print(f"  [bold]{esc(report.closure.model.name)}[/] [dim]{f.detector}[/]  {esc(f.message)}",
+                          highlight=False)
+            console.print(f"    [dim]{esc(a.by)} until {iso_instant(a.until_ms)}: {esc(a.reason)} ({a.id})[/]",
+                          highlight=False)
 
     if result.blast_radius:
         console.print()
@@ -136,9 +140,9 @@ def render_report(result: ScanResult, console: Console) -> None:
             radius.add_column(column, justify="right" if column == "live deployments" else "left")
         for b in result.blast_radius:
             radius.add_row(
-                display_name(b.dataset),
-                ", ".join(b.flagged_by),
-                ", ".join(display_name(m) for m in b.models) or "-",
+                Text(display_name(b.dataset)),
+                Text(", ".join(b.flagged_by)),
+                Text(", ".join(display_name(m) for m in b.models) or "-"),
                 str(b.deployments),
             )
         console.print(radius)
@@ -148,13 +152,13 @@ def render_report(result: ScanResult, console: Console) -> None:
     if failing:
         console.print(
             f"[bold red]{len(failing)} model(s) at or above the fail tier {scoring.fail_tier}:[/] "
-            + ", ".join(m.closure.model.name for m in failing)
+            + esc(", ".join(m.closure.model.name for m in failing))
         )
     else:
         console.print(f"[green]No model reaches the fail tier {scoring.fail_tier}.[/]")
 
 
-def _model_row(table: Table, report: ModelReport, label: str, scoring: ScoringConfig) -> None:
+def _model_row(table: Table, report: ModelReport, label: Text, scoring: ScoringConfig) -> None:
     style = _TIER_STYLE.get(report.score.tier, "white")
     counts = list(count_by_severity(report.findings).values())
     table.add_row(

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 import click
 from rich.console import Console
+from rich.markup import escape as esc
 
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
@@ -80,9 +81,9 @@ def _render_window(report: BlindWindowReport, console: Console, rewrite: Rewrite
     if not report.causes:
         what = report.target or "any assertion"
         if not report.unlinked:
-            console.print(f"No failing run recorded for {what}: there is no blind window.")
+            console.print(f"No failing run recorded for {esc(what)}: there is no blind window.")
         else:
-            console.print(f"No model trained on data behind {what}: no version is contaminated.")
+            console.print(f"No model trained on data behind {esc(what)}: no version is contaminated.")
         return
     coverage = report.coverage
     console.print(f"[dim]Coverage: training times known for {coverage['judged']} of {coverage['versions']} "
@@ -90,7 +91,7 @@ def _render_window(report: BlindWindowReport, console: Console, rewrite: Rewrite
     for cause in report.causes:
         window, said = cause.window, cause.to_json()
         state = "still failing" if cause.active else "healed"
-        console.print(f"[bold]{', '.join(column_name(o) for o in cause.origins)}[/bold] ({state})")
+        console.print(f"[bold]{esc(', '.join(column_name(o) for o in cause.origins))}[/bold] ({state})")
         if window is not None:
             w = window.to_json()
             console.print(
@@ -99,16 +100,16 @@ def _render_window(report: BlindWindowReport, console: Console, rewrite: Rewrite
                 f" to {w['end'] or 'now, still open'}"
             )
         for line in describe(said):
-            console.print(f"  {line}")
+            console.print(f"  {esc(line)}")
         for model in cause.models:
-            console.print(f"  [bold]{model.name}[/bold]: {model.rollback_note}")
+            console.print(f"  [bold]{esc(model.name)}[/bold]: {esc(model.rollback_note)}")
             for v in model.versions:
                 colour = {"CONTAMINATED": "red", "UNKNOWN": "yellow", "CLEAN": "green"}[v.verdict.status.value]
                 serves = ", ".join(display_name(d) for d in v.live_deployments)
                 serving = f" (serves {serves})" if serves else ""
                 status = f"[{colour}]{v.verdict.status.value:<12}[/{colour}]"
-                console.print(f"    {status} {v.name}{serving}: {v.verdict.reason}")
-        console.print(f"  {rewrite(window_paragraph(said))}", highlight=False)
+                console.print(f"    {status} {esc(v.name + serving)}: {esc(v.verdict.reason)}")
+        console.print(f"  {esc(rewrite(window_paragraph(said)))}", highlight=False)
 
 
 @cli.command("gate")
@@ -141,21 +142,23 @@ GATE_EXIT = {"GO": EXIT_OK, "NO-GO": EXIT_FINDINGS, "UNVERIFIED": EXIT_UNVERIFIE
 
 def _render_gate(result: GateResult, console: Console, rewrite: Rewrite) -> None:
     colour = {"GO": "green", "NO-GO": "red", "UNVERIFIED": "yellow"}[result.verdict]
-    console.print(f"Retrain {result.registered_model} (judged on {result.name}): [{colour}]{result.verdict}[/{colour}]")
+    console.print(f"Retrain {esc(result.registered_model)} (judged on {esc(result.name)}): "
+                  f"[{colour}]{result.verdict}[/{colour}]")
     if result.reason:
-        console.print(f"  {result.reason}")
+        console.print(f"  {esc(result.reason)}")
     for check in result.unverified_checks:
-        console.print(f"  [yellow]required check {check.name} could not measure[/yellow]: {check.summary}")
+        console.print(f"  [yellow]required check {check.name} could not measure[/yellow]: {esc(check.summary)}")
     for check in result.checks:
         colour = {"PASS": "green", "WARN": "yellow", "FAIL": "red", "SKIP": "yellow"}[check.status]
-        console.print(f"  [{colour}]{check.status:<4}[/{colour}] {check.name}: {check.summary}")
+        console.print(f"  [{colour}]{check.status:<4}[/{colour}] {check.name}: {esc(check.summary)}")
         for detail in check.details if check.status in ("FAIL", "WARN") else ():
-            console.print(f"         - {detail}")
+            console.print(f"         - {esc(detail)}")
     for finding, accepted in result.accepted:
-        console.print(f"  [dim]relied on acknowledgement {accepted.id} ({accepted.by}, until "
-                      f"{iso_instant(accepted.until_ms)}): {finding.detector}: {finding.message}[/dim]", highlight=False)
+        console.print(f"  [dim]relied on acknowledgement {accepted.id} ({esc(accepted.by)}, until "
+                      f"{iso_instant(accepted.until_ms)}): {finding.detector}: {esc(finding.message)}[/dim]",
+                      highlight=False)
     console.print()
-    console.print(rewrite(gate_paragraph(result.to_json())), highlight=False)
+    console.print(esc(rewrite(gate_paragraph(result.to_json()))), highlight=False)
 
 
 @cli.group("incidents")
@@ -185,16 +188,16 @@ def _render_sync(result: SyncResult, console: Console) -> None:
     data = result.to_json()
     for kind in ("raised", "updated", "resolved"):
         for incident in data[kind]:
-            console.print(f"{kind}: {', '.join(incident['tests'])} [{incident['severity']}] {incident['urn']}")
+            console.print(f"{kind}: " + esc(f"{', '.join(incident['tests'])} [{incident['severity']}] {incident['urn']}"))
             for model in incident["models"]:
                 rows = f", {model['failed_rows']:,} failing rows" if model["failed_rows"] is not None else ""
-                console.print(f"    {model['name']} [{model['severity']}]: {model['summary']}{rows}")
+                console.print("    " + esc(f"{model['name']} [{model['severity']}]: {model['summary']}{rows}"))
             if incident["postmortem"]:
-                console.print(f"    postmortem: {incident['postmortem']['document']}")
+                console.print(f"    postmortem: {esc(incident['postmortem']['document'])}")
     if not any(data[k] for k in ("raised", "updated", "resolved")):
         console.print(f"no change; {len(result.active)} incident(s) open")
     for failure in result.failures:
-        console.print(f"[yellow]not written yet (retried next sync): {failure}[/yellow]")
+        console.print(f"[yellow]not written yet (retried next sync): {esc(failure)}[/yellow]")
     _render_unlinked(result.unlinked, console)
 
 
@@ -203,7 +206,7 @@ def _render_unlinked(records: Sequence[AssertionRecord], console: Console) -> No
     if records:
         console.print(f"[yellow]{len(records)} failing test(s) reach no model (no closure reads their data), so "
                       f"no incident and no blind window:[/yellow] "
-                      + ", ".join(f"{r.name} on {display_name(r.dataset)}" for r in records), highlight=False)
+                      + esc(", ".join(f"{r.name} on {display_name(r.dataset)}" for r in records)), highlight=False)
 
 
 @incidents.command("list")
@@ -220,6 +223,6 @@ def list_command(graph_target: str | None, as_json: bool) -> None:
     console = Console()
     for e in entries:
         names = ", ".join(a["name"] for a in e["snapshot"].get("assertions", ()))
-        console.print(f"{e['state']:<8} {e['urn']} {names}")
+        console.print(esc(f"{e['state']:<8} {e['urn']} {names}"))
     if not entries:
         console.print("no incident recorded for this graph")

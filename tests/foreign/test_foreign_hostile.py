@@ -1,0 +1,38 @@
+"""Names in the graph are written by many people and tools: one that looks like terminal markup is shown as it is,
+never read as markup (a crash that reads as NO-GO, or text that silently vanishes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from foreign_estate import FIXTURES, OVERLAY
+
+from recall_dagster.cli import cli
+from recall_dagster.settings import Settings
+from tests.scan.scan_estates import ingest
+
+HOSTILE = "days_since_signup[/]"
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Settings:
+    text = (FIXTURES / "estate_stock.json").read_text().replace("days_since_signup", HOSTILE)
+    fixture = tmp_path / "hostile.json"
+    fixture.write_text(text)
+    db = ingest(tmp_path / "shop.db", str(fixture))
+    (tmp_path / "recall.yaml").write_text(json.dumps(OVERLAY))
+    return Settings(home=tmp_path / "home", graph=str(db))
+
+
+@pytest.mark.parametrize("command", [["scan"], ["gate", "ltv_model"], ["blind-window"], ["incidents", "sync"]])
+def test_markup_in_a_name_is_shown_not_obeyed(shop: Settings, command: list[str]) -> None:
+    config = str(Path(shop.graph).with_name("recall.yaml"))
+    done = CliRunner().invoke(cli, [*command, "--graph", shop.graph, "--config", config],
+                              env={"RECALL_HOME": str(shop.home), "COLUMNS": "300"})
+    assert done.exception is None or isinstance(done.exception, SystemExit), done.exception
+    assert done.exit_code in (0, 1, 4), done.output
+    if command[0] in ("scan", "gate"):
+        assert HOSTILE in done.output.replace("\n", ""), "the name as the graph holds it"
