@@ -11,6 +11,7 @@ on the next scan; it never fails the write-back.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Protocol
 
@@ -52,6 +53,20 @@ def _checked(response: requests.Response) -> requests.Response:
     return response
 
 
+def slack_text(value: str | None) -> str:
+    """Text from the graph as Slack shows it, never as Slack acts on it: ``<!channel>``, ``<@U123>`` and
+    ``<http://evil|click>`` are its control sequences, so ``&``, ``<`` and ``>`` are escaped as Slack asks."""
+    return (value or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def github_text(value: str | None) -> str:
+    """Text from the graph as GitHub shows it, never as it acts on it: no ``@team`` ping (a zero-width space
+    after the ``@``), no HTML, no Markdown link to click (the brackets escaped)."""
+    text = (value or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = re.sub(r"@(?=[\w-])", "@\u200b", text)
+    return text.replace("[", "\\[").replace("]", "\\]")
+
+
 class Slack:
     name = "slack"
 
@@ -59,14 +74,14 @@ class Slack:
         self.url = self.secret = webhook_url
 
     def send(self, event: Event, urn: str, info: IncidentInfoClass, record: Record) -> Record:
-        text = f"*{_HEADLINE[event]}*: {info.title}\n{info.status.message or ''}"
+        text = f"*{_HEADLINE[event]}*: {slack_text(info.title)}\n{slack_text(info.status.message)}"
         if event != "resolved":
-            text += f"\n{info.description or ''}"
+            text += f"\n{slack_text(info.description)}"
         self._post(text)
         return {"state": info.status.state}
 
     def announce(self, title: str, text: str) -> Record:
-        self._post(f"*{title}*\n{text}")
+        self._post(f"*{slack_text(title)}*\n{slack_text(text)}")
         return {}
 
     def _post(self, text: str) -> None:
@@ -87,17 +102,19 @@ class Github:
 
     def send(self, event: Event, urn: str, info: IncidentInfoClass, record: Record) -> Record:
         if event == "opened":
-            opened = self.announce(info.title or urn, f"{info.description or ''}\n\nDataHub incident: `{urn}`")
+            opened = self.announce(info.title or urn, f"{github_text(info.description)}\n\nDataHub incident: `{urn}`")
             return {"state": info.status.state, **opened}
         issue_url = f"{self.issues}/{record['issue']}"
-        comment = f"**{_HEADLINE[event]}**: {info.status.message or ''}"
+        comment = f"**{_HEADLINE[event]}**: {github_text(info.status.message)}"
         self._call("POST", f"{issue_url}/comments", {"body": comment})
         self._call("PATCH", issue_url, {"state": "closed" if event == "resolved" else "open"})
         return {**record, "state": info.status.state}
 
 
     def announce(self, title: str, text: str) -> Record:
-        issue = self._call("POST", self.issues, {"title": f"[Recall] {title}", "body": text, "labels": ["recall"]})
+        body = re.sub(r"@(?=[\w-])", "@\u200b", text)  # Recall's own Markdown stays; no name in it pings anyone
+        title = " ".join(title.split())
+        issue = self._call("POST", self.issues, {"title": f"[Recall] {title}", "body": body, "labels": ["recall"]})
         return {"issue": issue["number"]}
 
 

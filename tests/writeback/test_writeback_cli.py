@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -95,14 +96,15 @@ def test_writing_one_scan_twice_from_the_cli_changes_nothing(run, lite_path) -> 
 
 def test_a_full_disk_stops_the_write_back_before_any_remote_write(run, lite_path, settings, monkeypatch) -> None:
     before = lite_path.read_bytes()
-    real = Path.write_text
+    real = tempfile.mkstemp
 
-    def full(self: Path, *args, **kwargs):
-        if settings.evidence_dir in self.parents:
+    def full(*args, **kwargs):  # every record is written through a temporary file of its own first
+        folder = Path(kwargs["dir"])
+        if folder == settings.evidence_dir or settings.evidence_dir in folder.parents:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real(self, *args, **kwargs)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(Path, "write_text", full)
+    monkeypatch.setattr(tempfile, "mkstemp", full)
     result = run("--graph", str(lite_path), "--write")
     assert result.exit_code == 2 and "No space left on device; check RECALL_HOME" in result.output
     assert lite_path.read_bytes() == before, "no evidence, no remote write"
