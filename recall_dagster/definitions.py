@@ -3,12 +3,13 @@
 Configured only by ``recall.yaml`` (``RECALL_CONFIG``) and the environment.
 """
 
-from dagster import Definitions, definitions
+from dagster import Definitions, definitions, in_process_executor
 
 from recall_dagster.defs import recall_definitions
 
 
 @definitions
 def defs() -> Definitions:
-    """Loaded lazily by Dagster's tools."""
-    return recall_definitions()
+    """Loaded lazily by Dagster's tools. Runs in process: its steps share one RECALL_HOME and its lock, and a
+    scan's steps hand each other closures too large to pickle between processes for nothing."""
+    return Definitions.merge(recall_definitions(), Definitions(executor=in_process_executor))

@@ -6,8 +6,11 @@ only the REST sink gives, so a DataHub Lite file needs ``OVERRIDE``; DataHub
 Lite's own sink drops PATCH proposals (the dbt source's lineage on the
 warehouse tables), so the Lite recipes name Recall's sink, which applies them;
 ``sources.json`` (``dbt source freshness``) is where the dbt source finds when
-a source was last loaded; and ``dbt docs generate`` rewrites
-``run_results.json``, so it runs before ``dbt build`` (:data:`DBT_ORDER`).
+a source was last loaded; and every dbt command rewrites ``manifest.json`` and
+``run_results.json``: the build's results are kept aside before ``dbt docs
+generate``, whose manifest holds every model's compiled SQL, without which the
+dbt source records no column lineage (:data:`DBT_ORDER`, measured on a project
+in the shape of Dagster's own dbt example).
 """
 
 from __future__ import annotations
@@ -22,12 +25,16 @@ from recall_dagster.errors import ConfigError
 
 LITE_SINK = "recall_dagster.graph.lite_sink.RecallLiteSink"
 
-# The order that keeps every artifact the dbt source reads: ``docs generate`` writes catalog.json and
-# overwrites run_results.json, so the build (tests and model runs) comes after it.
+# The build's run_results.json, kept aside: ``dbt docs generate`` rewrites run_results.json.
+BUILD_RESULTS = "run_results.build.json"
+# The order that keeps every artifact the dbt source reads. ``dbt source freshness`` and ``dbt test`` write a
+# manifest without compiled SQL, and ``docs generate`` one with it (the dbt source's column lineage needs it), so
+# ``docs generate`` comes last, after the build's results are copied where it does not write.
 DBT_ORDER = (
-    ("dbt docs generate", "catalog.json: every table's columns (it rewrites run_results.json, so it runs first)"),
-    ("dbt build", "run_results.json: each test's result and each model's build"),
     ("dbt source freshness", "sources.json: when each source was last loaded (sources with a freshness block)"),
+    ("dbt build", "run_results.json: each test's result and each model's build"),
+    (f"cp target/run_results.json target/{BUILD_RESULTS}", "the build's results, kept from docs generate"),
+    ("dbt docs generate", "catalog.json, and a manifest with every model's compiled SQL (column lineage)"),
 )
 
 
@@ -49,7 +56,7 @@ def dbt_recipe(
     config: dict[str, Any] = {
         "manifest_path": str(target_dir / "manifest.json"),
         "catalog_path": str(target_dir / "catalog.json"),
-        "run_results_paths": [str(p) for p in (run_results or [target_dir / "run_results.json"])],
+        "run_results_paths": [str(p) for p in (run_results or [target_dir / BUILD_RESULTS])],
         "target_platform": target_platform,
         "include_column_lineage": True,
         "infer_dbt_schemas": True,

@@ -6,6 +6,7 @@ two checkouts never share a database by accident.
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from contextlib import contextmanager
@@ -25,15 +26,16 @@ def _default_home() -> Path:
     return Path.cwd() / ".recall"
 
 
-def _seconds(value: str | None) -> float:
+def lock_wait_seconds(value: str | None) -> float:
+    """``RECALL_LOCK_WAIT_SECONDS`` read: 60 when unset; anything but a finite number of seconds >= 0 refused."""
     if not value:
         return 60.0
     try:
         seconds = float(value)
     except ValueError:
         raise ConfigError(f"RECALL_LOCK_WAIT_SECONDS={value!r} is not a number of seconds") from None
-    if seconds < 0:
-        raise ConfigError(f"RECALL_LOCK_WAIT_SECONDS={value!r} must not be negative")
+    if not 0 <= seconds < math.inf:
+        raise ConfigError(f"RECALL_LOCK_WAIT_SECONDS={value!r} must be a finite number of seconds, not negative")
     return seconds
 
 
@@ -62,7 +64,7 @@ class Settings:
             gms_token=os.environ.get("DATAHUB_GMS_TOKEN") or None,
             warehouse_url=os.environ.get("RECALL_WAREHOUSE_URL") or None,
             mlflow_tracking_uri=os.environ.get("MLFLOW_TRACKING_URI") or None,
-            lock_wait_seconds=_seconds(os.environ.get("RECALL_LOCK_WAIT_SECONDS")),
+            lock_wait_seconds=lock_wait_seconds(os.environ.get("RECALL_LOCK_WAIT_SECONDS")),
         )
         settings = replace(settings, **{k: v for k, v in overrides.items() if v is not None})
         return settings

@@ -92,7 +92,7 @@ def init_command(
     click.echo("\nThen, in this order:")
     if "dbt" in planned:
         for command, why in recipes.DBT_ORDER:
-            click.echo(f"  {command:<24} # {why}")
+            click.echo(f"  {command.replace('target/', f'{target_dir}/')}  # {why}")
     for name in planned:
         click.echo(f"  datahub ingest -c {folder / 'recipes' / f'{name}.yml'}")
     click.echo(f"  RECALL_GRAPH={graph} RECALL_CONFIG={config} recall scan")

@@ -23,7 +23,7 @@ Nothing here holds logic: each definition calls the same function as the ``recal
 
 
 
-from dagster import AssetKey, AssetsDefinition, Definitions, in_process_executor
+from dagster import AssetKey, AssetsDefinition, Definitions
 
 from recall_dagster.defs.automation import nightly_scan, rescan_job, scan_job
 from recall_dagster.defs.config import DagsterConfig, load_dagster_config
@@ -46,7 +46,8 @@ def recall_definitions(
     """Recall's assets, jobs, schedule and sensors, configured from ``recall.yaml`` and the environment.
 
     ``recall`` and ``config`` default to the environment (``RECALL_*``) and the
-    ``dagster:`` section of ``recall.yaml``. Given the team's ``dbt`` assets (in
+    ``dagster:`` section of ``recall.yaml``. No executor is set: merged into a
+    team's location, its jobs run as the team's own do. Given the team's ``dbt`` assets (in
     the same code location), their failing tests launch a rescan straight from
     Dagster's event log as well as through DataHub.
     """
@@ -69,7 +70,6 @@ def recall_definitions(
         schedules=[nightly],
         sensors=sensors,
         resources={"recall": resource},
-        executor=in_process_executor,
     )
 
 

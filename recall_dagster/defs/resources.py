@@ -24,7 +24,7 @@ from recall_dagster.impact.models import MlflowModels
 from recall_dagster.lifecycle.config import LifecycleConfig, load_lifecycle_config
 from recall_dagster.scan import load_config
 from recall_dagster.writeback.config import WritebackConfig, load_writeback_config
-from recall_dagster.settings import Settings
+from recall_dagster.settings import Settings, lock_wait_seconds
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -35,6 +35,7 @@ class RecallHome(ConfigurableResource):
 
     path: str
     config_path: str = ""  # RECALL_CONFIG: overrides laid over the shipped recall.yaml
+    lock_wait_seconds: str = ""  # RECALL_LOCK_WAIT_SECONDS: how long a run waits for the home's lock (60 when empty)
 
 
 class MetadataGraphResource(ConfigurableResource):
@@ -68,7 +69,8 @@ class RecallResource(ConfigurableResource):
     def from_env(cls) -> "RecallResource":
         """Bind every field to its environment variable, leaving unset ones to the embedded defaults."""
         return cls(
-            home=RecallHome(path=_env("RECALL_HOME", str(Settings.from_env().home)), config_path=_env("RECALL_CONFIG")),
+            home=RecallHome(path=_env("RECALL_HOME", str(Settings.from_env().home)), config_path=_env("RECALL_CONFIG"),
+                            lock_wait_seconds=_env("RECALL_LOCK_WAIT_SECONDS")),
             graph=MetadataGraphResource(target=_env("RECALL_GRAPH"), token=_env("DATAHUB_GMS_TOKEN")),
             warehouse=WarehouseResource(url=_env("RECALL_WAREHOUSE_URL")),
             mlflow=MlflowResource(tracking_uri=_env("MLFLOW_TRACKING_URI")),
@@ -78,7 +80,8 @@ class RecallResource(ConfigurableResource):
     def from_settings(cls, settings: Settings, config_path: str = "") -> "RecallResource":
         """Fixed values, for tests and embedding: nothing is read from the environment."""
         return cls(
-            home=RecallHome(path=str(settings.home), config_path=config_path),
+            home=RecallHome(path=str(settings.home), config_path=config_path,
+                            lock_wait_seconds=str(settings.lock_wait_seconds)),
             graph=MetadataGraphResource(target=settings.graph, token=settings.gms_token or ""),
             warehouse=WarehouseResource(url=settings.warehouse_url or ""),
             mlflow=MlflowResource(tracking_uri=settings.mlflow_tracking_uri or ""),
@@ -97,6 +100,7 @@ class RecallResource(ConfigurableResource):
             gms_token=self.graph.token or None,
             warehouse_url=self.warehouse.url or None,
             mlflow_tracking_uri=self.mlflow.tracking_uri or None,
+            lock_wait_seconds=lock_wait_seconds(self.home.lock_wait_seconds),
         )
 
     def config(self) -> RecallConfig:

@@ -166,3 +166,18 @@ def test_asset_metadata_tables_stay_bounded_and_say_what_they_left_out() -> None
     bounded = table(("model", "score"), rows)
     assert bounded.count("| model_") == METADATA_ROWS and "… and 25 more row(s)" in bounded
     assert table(("model", "score"), rows, limit=None).count("| model_") == METADATA_ROWS + 25, "evidence keeps all"
+
+
+def test_merged_into_a_team_s_location_recall_leaves_its_executor_alone(recall_defs) -> None:
+    from dagster import multiprocess_executor
+
+    team = Definitions(executor=multiprocess_executor)
+    merged = Definitions.merge(team, recall_defs)
+    assert merged.executor is multiprocess_executor, "the team's jobs run as the team's own do"
+
+
+def test_the_resource_honours_the_lock_wait(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("RECALL_HOME", str(tmp_path))
+    monkeypatch.setenv("RECALL_LOCK_WAIT_SECONDS", "7.5")
+    with RecallResource.from_env().process_config_and_initialize_cm() as resolved:
+        assert resolved.settings().lock_wait_seconds == 7.5
