@@ -58,8 +58,8 @@ from recall_dagster.defs.resources import RecallResource
 from recall_dagster.impact.measured import gate_measure
 from recall_dagster.defs.translator import RecallTranslator
 from recall_dagster.detect import Severity
-from recall_dagster.errors import ConfigError, ModelNotFound, RecallError
-from recall_dagster.registry import failing, tag_versions, unreachable, version_numbers
+from recall_dagster.errors import ConfigError, GraphError, ModelNotFound, RecallError
+from recall_dagster.registry import failing, sqlite_store, tag_versions, unreachable, version_numbers
 from recall_dagster.instants import clock_ms
 from recall_dagster.lifecycle.gate import CheckResult, GateResult
 from recall_dagster.lifecycle.override import (
@@ -236,6 +236,11 @@ class _GateAsker:
 
 
 def _registered(recall: RecallResource, model: str, doing: str) -> frozenset[int]:
+    """The registry's versions of ``model``: none while its store does not exist yet (the very first training
+    creates it), which an override of that first training records like any other."""
+    store = sqlite_store(recall.settings().mlflow_uri)
+    if store is not None and not store.exists():
+        return frozenset()
     return _in_registry(recall, doing, lambda client: version_numbers(client, registered_name(model)))
 
 
@@ -353,14 +358,16 @@ def _gate_asset(
 
 
 def _judge(recall: RecallResource, model: str) -> GateResult:
+    """The gate's verdict; a model or a graph that is not there yet (a team's first training, before its first
+    ingestion) is UNVERIFIED with the reason, never a crash: nothing could be judged."""
     now_ms = clock_ms()
-    with recall.open_graph() as graph:
-        try:
+    try:
+        with recall.open_graph() as graph:
             settings, lc = recall.settings(), recall.lifecycle_config()
             measure = gate_measure(settings, lc, recall.impact_config())
             return judge_retrain(graph, settings, recall.config(), lc, model, now_ms, measure)
-        except ModelNotFound as err:
-            return GateResult.unverified(model, str(err), now_ms)
+    except (ModelNotFound, GraphError) as err:
+        return GateResult.unverified(model, str(err), now_ms)
 
 
 def _with_upstream_checks(context: AssetExecutionContext, trained: AssetKey, verdict: GateResult) -> GateResult:

@@ -1,0 +1,176 @@
+"""Adoption, proven on a team's project in the shape of Dagster's own dbt example: dbt on DuckDB, a pandas
+training asset registering an MLflow version with the alias ``production`` and ``mlflow.log_input`` of MLflow's own
+pandas dataset, DataHub's stock dbt and mlflow sources from ``recall init``'s recipes, run in the order it prints.
+
+Healthy: the scan names the production model and the gate lets the retrain go. Broken (NULL amounts in the raw
+orders reach a ``count(*)`` aggregate between them and the training input): the scan is CRITICAL, the gate NO-GO,
+Dagster refuses the retrain, the incident names the model, a retrain forced past the gate is the contaminated
+version the blind window names, and ``recall impact`` reaches the model.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from mlflow import MlflowClient
+
+pytestmark = [pytest.mark.stack, pytest.mark.slow]
+
+PROJECT = Path(__file__).parent / "project"
+BIN = Path(sys.executable).parent
+
+
+class Team:
+    """The team's checkout in a scratch folder, and the commands its people type."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        shutil.copytree(PROJECT, root / "project", ignore=shutil.ignore_patterns("target", "logs", "__pycache__"))
+        self.dbt = root / "project" / "jaffle"
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("RECALL_", "MLFLOW_"))},
+            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "JAFFLE_DUCKDB": str(root / "jaffle.duckdb"),
+            "RECALL_HOME": str(root / "recall_home"),
+            "MLFLOW_TRACKING_URI": f"sqlite:///{root / 'mlflow.db'}",
+            "DAGSTER_HOME": str(root / "dagster_home"),
+            "PYTHONPATH": str(root / "project"),
+            "DATAHUB_TELEMETRY_ENABLED": "false",
+            "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+        }
+        (root / "dagster_home").mkdir()
+        (root / "dagster_home" / "dagster.yaml").write_text("")
+
+    def sh(self, command: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run(command, shell=True, cwd=cwd or self.root, env=self.env, capture_output=True,
+                              text=True, timeout=900)
+
+    def must(self, command: str, cwd: Path | None = None) -> str:
+        done = self.sh(command, cwd)
+        assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        return done.stdout
+
+    def recall(self, *args: str) -> tuple[int, Any]:
+        done = self.sh(" ".join(["recall", *args, "--json"]))
+        assert done.stdout.startswith("{"), f"recall {' '.join(args)}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+        return done.returncode, json.loads(done.stdout)
+
+    def follow_init(self) -> None:
+        """``recall init``, then every line it prints, in its order, as a person pastes them."""
+        said = self.must(f"recall init --dir {self.root / 'recall'} --dbt-project {self.dbt} "
+                         f"--graph {self.root / 'datahub.db'} --mlflow {self.env['MLFLOW_TRACKING_URI']}")
+        steps = said.split("Then, in this order:", 1)[1].strip().splitlines()
+        commands = [line.split("  #")[0].strip() for line in steps if not line.strip().startswith("(")]
+        self.env.update(RECALL_GRAPH=str(self.root / "datahub.db"), RECALL_CONFIG=str(self.root / "recall" / "recall.yaml"))
+        for command in commands:
+            if command.startswith("dbt "):
+                self.sh(command, cwd=self.dbt)  # a failing test fails the build: that is the broken estate's news
+            elif "recall scan" not in command:
+                self.must(command)
+        if (self.dbt / "target" / "sources.json").exists():  # init said: run it again once sources.json exists
+            self.must(f"recall init --force --dir {self.root / 'recall'} --dbt-project {self.dbt} "
+                      f"--graph {self.root / 'datahub.db'} --mlflow {self.env['MLFLOW_TRACKING_URI']}")
+            self.must(f"datahub ingest -c {self.root / 'recall' / 'recipes' / 'dbt.yml'}")
+
+    def materialize(self, selection: str, tags: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        """What the team does in Dagster: materialize assets (the training alone, say), as the UI's button does."""
+        script = (
+            "import json, sys\nfrom dagster import AssetSelection, DagsterInstance\n"
+            "from jaffle_dagster.definitions import defs\n"
+            "job = defs.resolve_implicit_global_asset_job_def()\n"
+            "keys = AssetSelection.from_string(sys.argv[1]).resolve(defs.resolve_asset_graph())\n"
+            "result = job.execute_in_process(instance=DagsterInstance.get(), asset_selection=list(keys),\n"
+            "                                tags=json.loads(sys.argv[2]), raise_on_error=False)\n"
+            "print('SUCCESS' if result.success else 'FAILURE')\n"
+        )
+        return subprocess.run([sys.executable, "-c", script, selection, json.dumps(tags or {})], cwd=self.root,
+                              env=self.env, capture_output=True, text=True, timeout=900)
+
+    def versions(self) -> list[int]:
+        client = MlflowClient(tracking_uri=self.env["MLFLOW_TRACKING_URI"])
+        return sorted(int(v.version) for v in client.search_model_versions("name = 'order_forecaster'"))
+
+
+@pytest.fixture(scope="module")
+def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
+    team = Team(tmp_path_factory.mktemp("adoption"))
+    team.must("dbt parse", cwd=team.dbt)
+    # The model's first version: there is no graph yet and no version to judge, so the gate is UNVERIFIED and,
+    # by default, refuses; the team trains it past the gate on purpose, as the README says.
+    refused = team.materialize("*")
+    assert "FAILURE" in refused.stdout and team.versions() == [], refused.stderr[-3000:]
+    built = team.materialize("*", {"recall/gate_override_by": "team@jaffle.example",
+                                   "recall/gate_override_reason": "first version: nothing to judge yet"})
+    assert "SUCCESS" in built.stdout, built.stderr[-3000:]
+    team.follow_init()
+    yield team
+
+
+def test_a_healthy_stock_estate_names_its_production_model_and_lets_the_retrain_go(team: Team) -> None:
+    code, scan = team.recall("scan")
+    assert code == 0, scan
+    assert [(m["name"], m["production"]) for m in scan["models"]] == [("order_forecaster_1", True)], (
+        "the alias, from the registry: never 'no models'")
+    assert scan["coverage"]["models"]["with_training_inputs"] == 1 and scan["coverage"]["unresolved_training_inputs"] == {}
+    assert scan["coverage"]["datasets"]["with_freshness"] == scan["coverage"]["datasets"]["total"], (
+        "dbt's builds and source freshness say when each table changed")
+    code, gate = team.recall("gate", "order_forecaster")
+    assert gate["verdict"] in ("GO", "UNVERIFIED") and code in (0, 4), gate
+    assert gate["verdict"] == "GO" or gate["unverified_checks"], "UNVERIFIED names exactly what is missing"
+
+
+def test_a_bad_load_reaches_the_model_through_its_aggregate_in_every_answer(team: Team) -> None:
+    seed = team.dbt / "seeds" / "raw_orders.csv"
+    rows = list(csv.reader(seed.open()))
+    for row in rows[1:]:
+        if int(row[0]) % 10 == 0:
+            row[3] = ""  # the loader drops the amount of every tenth order
+    with seed.open("w", newline="") as out:
+        csv.writer(out).writerows(rows)
+    # The bad rows reach the aggregate: the team's pipeline runs the models, then the tests (``dbt build`` would
+    # skip everything below the first failing test and keep the last good tables), then what init printed.
+    team.must("dbt seed && dbt run", cwd=team.dbt)
+    assert team.sh("dbt test", cwd=team.dbt).returncode == 1, "the not_null tests on amount fail"
+    target = team.dbt / "target"
+    team.must(f"cp {target / 'run_results.json'} {target / 'run_results.build.json'} && dbt docs generate",
+              cwd=team.dbt)
+    for recipe in ("dbt", "mlflow"):
+        team.must(f"datahub ingest -c {team.root / 'recall' / 'recipes' / f'{recipe}.yml'}")
+
+    code, scan = team.recall("scan")
+    [model] = scan["models"]
+    assert code == 1 and model["tier"] == "CRITICAL", model
+    assert "failing_assertion" in {f["detector"] for f in model["findings"]}
+    code, gate = team.recall("gate", "order_forecaster")
+    assert code == 1 and gate["verdict"] == "NO-GO", gate
+
+    before = team.versions()
+    refused = team.materialize("forecast")
+    assert "FAILURE" in refused.stdout and "Recall's retrain gate refuses to retrain order_forecaster" in refused.stderr
+    assert team.versions() == before, "Dagster refused the retrain: no version was registered"
+
+    code, synced = team.recall("incidents", "sync")
+    assert any(m["name"] == "order_forecaster_1" for i in synced["raised"] for m in i["models"]), synced
+
+    code, impact = team.recall("impact", "stg_orders", "--column", "amount", "--mutation", "drop", "--no-write")
+    assert impact["affected_models"] == 1, impact
+
+    forced = team.materialize("forecast", {"recall/gate_override_by": "ana@jaffle.example",
+                                           "recall/gate_override_reason": "the forecast must ship today"})
+    assert "SUCCESS" in forced.stdout, forced.stderr[-3000:]
+    team.must(f"datahub ingest -c {team.root / 'recall' / 'recipes' / 'mlflow.yml'}")
+    code, window = team.recall("blind-window")
+    versions = {v["name"]: v for c in window["causes"] for m in c["models"] for v in m["versions"]}
+    assert versions["order_forecaster_2"]["verdict"] == "CONTAMINATED", versions
+    assert versions["order_forecaster_2"]["gate_override"]["by"] == "ana@jaffle.example"
+    assert versions["order_forecaster_1"]["verdict"] == "CLEAN", "trained before the bad load: the rollback"
+    assert any(m["rollback"] and m["rollback"]["name"] == "order_forecaster_1"
+               for c in window["causes"] for m in c["models"]), window
