@@ -123,16 +123,18 @@ def _model_closures(deps: Sequence[AssetKey | str], shards: int) -> AssetsDefini
 def _closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
     """The closures a scan config picks; a named model the graph does not know fails the step by name."""
     scanned_at_ms = clock_ms()
-    with recall.open_graph() as graph:
+    settings = recall.settings()
+    # the closure snapshot is a record of RECALL_HOME: saved under its lock, as `recall scan` saves it
+    with settings.writing("model_closures"), recall.open_graph() as graph:
         try:
             closures, rescan = scan_closures(
                 graph, recall.config(), scanned_at_ms=scanned_at_ms, include_all=config.include_all,
-                models=config.models, snapshots=SnapshotStore(recall.settings().state_dir), full=config.full,
+                models=config.models, snapshots=SnapshotStore(settings.state_dir), full=config.full,
             )
         except ModelNotFound as err:
             raise Failure(str(err)) from err
         location = graph.location
-        acks = in_force(graph, recall.settings())
+        acks = in_force(graph, settings)
         unserved = Unserved() if config.models else without_production(graph, closures)
     return _closures_output(Closures(scanned_at_ms, location, tuple(closures), whole_estate=not config.models,
                                      acks=acks, rescan=rescan, without_production=unserved))
