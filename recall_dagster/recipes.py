@@ -15,13 +15,11 @@ in the shape of Dagster's own dbt example).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
 
-from recall_dagster.errors import ConfigError
 
 LITE_SINK = "recall_dagster.graph.lite_sink.RecallLiteSink"
 
@@ -68,10 +66,16 @@ def dbt_recipe(
     return {"source": {"type": "dbt", "config": config}, "sink": dict(sink)}
 
 
-def mlflow_recipe(tracking_uri: str, sink: Mapping[str, Any]) -> dict[str, Any]:
-    """DataHub's mlflow source over the tracking server and its model registry."""
-    return {"source": {"type": "mlflow", "config": {"tracking_uri": tracking_uri, "registry_uri": tracking_uri}},
-            "sink": dict(sink)}
+def mlflow_recipe(tracking_uri: str, sink: Mapping[str, Any], warehouse_platform: str | None = None
+                  ) -> dict[str, Any]:
+    """DataHub's mlflow source over the tracking server and its model registry. With the warehouse's platform,
+    an input logged with that source type (:func:`recall_dagster.mlflow_inputs.warehouse_dataset`) links to the
+    warehouse table: the source maps only the platforms on its own short list (postgres, snowflake… not
+    duckdb) unless ``source_mapping_to_platform`` names them."""
+    config: dict[str, Any] = {"tracking_uri": tracking_uri, "registry_uri": tracking_uri}
+    if warehouse_platform:
+        config["source_mapping_to_platform"] = {warehouse_platform: warehouse_platform}
+    return {"source": {"type": "mlflow", "config": config}, "sink": dict(sink)}
 
 
 def feast_recipe(repo: Path, sink: Mapping[str, Any], environment: str = "PROD",
@@ -90,40 +94,3 @@ def write_recipe(folder: Path, name: str, recipe: Mapping[str, Any]) -> Path:
     path = folder / f"{name}.yml"
     path.write_text(yaml.safe_dump(dict(recipe), sort_keys=False))
     return path
-
-
-def dbt_target(project_dir: Path, profiles_dir: Path | None = None) -> tuple[Path, str]:
-    """The project's artifact folder and its warehouse platform, from ``dbt_project.yml`` and the profile the
-    project names (``--profiles-dir``, else ``DBT_PROFILES_DIR``, the project, ``~/.dbt``, as dbt looks)."""
-    project_file = project_dir / "dbt_project.yml"
-    project = _yaml(project_file)
-    target_dir = project_dir / str(project.get("target-path") or "target")
-    profile_name = project.get("profile")
-    if not profile_name:
-        raise ConfigError(f"{project_file} names no profile")
-    for folder in (profiles_dir, *_profile_dirs(project_dir)):
-        if folder is not None and (folder / "profiles.yml").exists():
-            profiles = _yaml(folder / "profiles.yml")
-            profile = profiles.get(profile_name) or {}
-            output = (profile.get("outputs") or {}).get(profile.get("target") or "dev") or {}
-            if "type" in output:
-                return target_dir, str(output["type"])
-            raise ConfigError(f"{folder / 'profiles.yml'} has no target output with a type for profile {profile_name}")
-    raise ConfigError(f"no profiles.yml holds profile {profile_name!r} (give --profiles-dir)")
-
-
-def _profile_dirs(project_dir: Path) -> tuple[Path, ...]:
-    env = os.environ.get("DBT_PROFILES_DIR")
-    return (*((Path(env),) if env else ()), project_dir, Path.home() / ".dbt")
-
-
-def _yaml(path: Path) -> dict[str, Any]:
-    try:
-        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path} does not exist") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path} is not readable YAML: {err}") from None
-    if not isinstance(loaded, dict):
-        raise ConfigError(f"{path} is not a YAML mapping")
-    return loaded

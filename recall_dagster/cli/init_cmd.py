@@ -12,12 +12,14 @@ profile, a file that exists without ``--force``).
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import click
 
 from recall_dagster import recipes
+from recall_dagster.warehouse import dbt_target
 from recall_dagster.cli import cli
 from recall_dagster.errors import ConfigError
 
@@ -34,7 +36,7 @@ STARTER = """\
 #   windows: {"marts.*": 26}       # per table (glob over the dataset name)
 
 # lifecycle:
-#   row_counts: {"{platform}:*": env:RECALL_WAREHOUSE_URL}   # where the gate counts rows now
+#   row_counts: {"{platform}:*": env:RECALL_WAREHOUSE_URL}   # where the gate counts rows, before the dbt profile
 #   gate:
 #     required: [failing_assertions, input_freshness]   # skipped -> UNVERIFIED (exit 4)
 #     advisory: [ownership]        # shown as WARN, never refusing a retrain
@@ -68,10 +70,11 @@ def init_command(
     planned: dict[str, dict] = {}
     platform = None
     if dbt_project is not None:
-        target_dir, platform = recipes.dbt_target(dbt_project.resolve(), profiles_dir)
+        target = dbt_target(dbt_project.resolve(), profiles_dir.resolve() if profiles_dir else None)
+        target_dir, platform = target.target_dir, target.platform
         planned["dbt"] = recipes.dbt_recipe(target_dir, platform, sink)
     if tracking:
-        planned["mlflow"] = recipes.mlflow_recipe(tracking, sink)
+        planned["mlflow"] = recipes.mlflow_recipe(tracking, sink, platform)
     if feast_repo is not None:
         planned["feast"] = recipes.feast_recipe(feast_repo.resolve(), sink)
     if not planned:
@@ -85,7 +88,7 @@ def init_command(
             click.echo(f"wrote {recipes.write_recipe(folder / 'recipes', name, recipe)}")
     if config not in kept:
         folder.mkdir(parents=True, exist_ok=True)
-        config.write_text(STARTER.replace("{platform}", platform or "postgres"), encoding="utf-8")
+        config.write_text(_starter(dbt_project, profiles_dir, platform), encoding="utf-8")
         click.echo(f"wrote {config}")
     for path in kept:
         click.echo(f"kept {path} (already there; --force overwrites it)")
@@ -98,3 +101,16 @@ def init_command(
     click.echo(f"  RECALL_GRAPH={graph} RECALL_CONFIG={config} recall scan")
     if "dbt" in planned:
         click.echo("  (rerun `recall init --force` once target/sources.json exists, so the dbt recipe reads it)")
+
+
+def _starter(dbt_project: Path | None, profiles_dir: Path | None, platform: str | None) -> str:
+    """The starter file; with a dbt project, its ``warehouse`` section names it, so row counts and the impact
+    query reach the warehouse through the profile dbt already uses."""
+    text = STARTER.replace("{platform}", platform or "postgres")
+    if dbt_project is None:
+        return text
+    lines = ["", "warehouse:                         # your dbt profile's target reaches the warehouse",
+             f"  dbt_project: {json.dumps(str(dbt_project.resolve()))}"]
+    if profiles_dir is not None:
+        lines.append(f"  profiles_dir: {json.dumps(str(profiles_dir.resolve()))}")
+    return text + "\n".join(lines) + "\n"

@@ -8,7 +8,7 @@ against the allowlist here too, so a typo fails the scan, not the measurement.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from recall_dagster.detect import Severity
@@ -16,7 +16,9 @@ from recall_dagster.detect.config import _Section
 from recall_dagster.errors import ConfigError
 from recall_dagster.impact.mutations import parse_mutation
 from recall_dagster.registry import RegistryLimits
+from recall_dagster.lifecycle.rows import resolve_url
 from recall_dagster.scan import load_yaml_config
+from recall_dagster.warehouse import Warehouse, parse_warehouse, warehouse_connection
 
 DRIFT_CHANGES = ("retyped", "retyped_time", "removed")
 
@@ -44,10 +46,21 @@ class QueryConfig:
     """Evaluation rows from the warehouse, through the training query the run logged."""
 
     artifact: str
-    connection: str  # SQLAlchemy URL or env:VARIABLE; empty: off
+    connection: str  # SQLAlchemy URL or env:VARIABLE; empty: the warehouse's dbt profile, else off
     input_prefix: str
     label_prefix: str
     max_rows: int
+    warehouse: Warehouse = Warehouse(None, None, None)
+
+    def url(self, environ: Mapping[str, str]) -> tuple[str | None, str]:
+        """The URL the query reruns on, or None with the reason: ``connection``, else the dbt profile."""
+        if self.connection:
+            url, why = resolve_url(self.connection, environ)
+            return url, f"impact.evaluation.query.connection: {why}" if why else ""
+        globs, url, why = warehouse_connection(self.warehouse, environ)
+        if not globs:
+            return None, "impact.evaluation.query.connection is empty and no dbt project is named (warehouse:)"
+        return url, why
 
 
 @dataclass(frozen=True)
@@ -129,7 +142,9 @@ def _registry(s: _Section) -> RegistryLimits:
     return RegistryLimits(timeout_seconds=s.integer("timeout_seconds", minimum=1), retries=retries)
 
 
-def parse_impact_config(data: Mapping[str, Any], source: str = "recall.yaml") -> ImpactConfig:
+def parse_impact_config(
+    data: Mapping[str, Any], source: str = "recall.yaml", warehouse: Warehouse = Warehouse(None, None, None)
+) -> ImpactConfig:
     root = _Section(data, "impact", source)
     evaluation = root.section("evaluation")
     policy = root.section("policy")
@@ -143,7 +158,7 @@ def parse_impact_config(data: Mapping[str, Any], source: str = "recall.yaml") ->
         source=source,
         artifact=evaluation.text("artifact") or "",
         label_column=evaluation.text("label_column") or "",
-        query=_query(evaluation.section("query")),
+        query=replace(_query(evaluation.section("query")), warehouse=warehouse),
         registry=_registry(root.section("registry")),
         min_rows=root.integer("min_rows", minimum=1),
         seed=root.integer("seed"),
@@ -162,4 +177,4 @@ def load_impact_config(path: str | os.PathLike[str] | None = None) -> ImpactConf
     data, source = load_yaml_config(path)
     if "impact" not in data:
         raise ConfigError(f"{source}: the impact section is missing")
-    return parse_impact_config(data["impact"], source)
+    return parse_impact_config(data["impact"], source, parse_warehouse(data, source))

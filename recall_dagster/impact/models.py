@@ -28,7 +28,7 @@ from recall_dagster.estate import ModelClosure
 from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.measure import Predictor, Task
 from recall_dagster.registry import failing, mlflow_client, sqlite_store, unreachable
-from recall_dagster.lifecycle.rows import resolve_url, sql_connection
+from recall_dagster.lifecycle.rows import sql_connection
 
 
 class ModelUnavailable(RecallError):
@@ -171,12 +171,13 @@ class MlflowModels:
         try:
             local = self._download(client, run_id, artifact, tmp / "evaluation", where)
         except ModelUnavailable as missing:
-            if not self.config.query.connection:
+            url, why = self.config.query.url(os.environ)
+            if url is None:
                 raise ModelUnavailable(
                     f"the training run {run_id} of {where} logged no evaluation data at {artifact} ({missing}); "
-                    "log the held-out rows there, set impact.evaluation.artifact, or impact.evaluation.query"
+                    f"log the held-out rows there, set impact.evaluation.artifact, or impact.evaluation.query: {why}"
                 ) from None
-            return self._queried(client, run_id, tmp, where)
+            return self._queried(client, run_id, tmp, where, url)
         try:
             frame = _read_table(local)
         except ModelUnavailable:
@@ -201,7 +202,7 @@ class MlflowModels:
                 raise unreachable(self.tracking_uri, f"downloading {artifact} of {where}", err) from None
             raise ModelUnavailable(reason(err)) from None
 
-    def _queried(self, client, run_id: str, tmp: Path, where: str) -> pd.DataFrame:  # noqa: ANN001
+    def _queried(self, client, run_id: str, tmp: Path, where: str, url: str) -> pd.DataFrame:  # noqa: ANN001
         """The training query's rows, inputs renamed to the model's names and the label to ``label_column``."""
         query = self.config.query
         try:
@@ -211,9 +212,6 @@ class MlflowModels:
                 f"the training run {run_id} of {where} logged neither evaluation rows at {self.config.artifact} "
                 f"nor a training query at {query.artifact} ({err})"
             ) from None
-        url, why = resolve_url(query.connection, os.environ)
-        if url is None:
-            raise ModelUnavailable(f"impact.evaluation.query.connection: {why}")
         frame = _read_sql(url, sql, where)
         labels = [c for c in frame.columns if str(c).startswith(query.label_prefix)]
         if len(labels) != 1:

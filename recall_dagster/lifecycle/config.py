@@ -16,6 +16,7 @@ from recall_dagster.detect import Severity
 from recall_dagster.detect.config import _Section
 from recall_dagster.errors import ConfigError
 from recall_dagster.scan import load_yaml_config
+from recall_dagster.warehouse import Warehouse, parse_warehouse
 
 # Every check the retrain gate runs, in report order (recall_dagster/lifecycle/gate.py implements them).
 CHECK_NAMES: tuple[str, ...] = (
@@ -74,6 +75,7 @@ class LifecycleConfig:
     gate: GateConfig
     training_rows_metric: str  # prefix of the metrics a training run logs per table read: <prefix><schema>.<table>
     row_counts: tuple[tuple[str, str], ...]  # (glob over "platform:name", SQLAlchemy URL or env:VARIABLE)
+    warehouse: Warehouse = Warehouse(None, None, None)  # the dbt profile tried after row_counts
 
     def failing(self, result: str | None) -> bool:
         return result is not None and result in self.failing_results
@@ -130,7 +132,9 @@ def _gate(s: _Section) -> GateConfig:
     )
 
 
-def parse_lifecycle_config(data: Mapping[str, Any], source: str = "recall.yaml") -> LifecycleConfig:
+def parse_lifecycle_config(
+    data: Mapping[str, Any], source: str = "recall.yaml", warehouse: Warehouse = Warehouse(None, None, None)
+) -> LifecycleConfig:
     """The ``lifecycle`` mapping as typed config, every mistake a ConfigError naming the key."""
     root = _Section(data, "lifecycle", source)
     classes = root.section("classification")
@@ -145,6 +149,7 @@ def parse_lifecycle_config(data: Mapping[str, Any], source: str = "recall.yaml")
         gate=_gate(root.section("gate")),
         training_rows_metric=root.text("training_rows_metric") or "",
         row_counts=_row_counts(root.section("row_counts")),
+        warehouse=warehouse,
     )
 
 
@@ -157,4 +162,4 @@ def load_lifecycle_config(path: str | os.PathLike[str] | None = None) -> Lifecyc
     data, source = load_yaml_config(path)
     if "lifecycle" not in data:
         raise ConfigError(f"{source}: the lifecycle section is missing")
-    return parse_lifecycle_config(data["lifecycle"], source)
+    return parse_lifecycle_config(data["lifecycle"], source, parse_warehouse(data, source))

@@ -4,8 +4,11 @@ The gate compares them with the counts the last training run logged. Which
 database holds a table is configuration (``lifecycle.row_counts`` in
 ``recall.yaml``): a glob over the dataset's full identity, ``platform:name``
 as DataHub names it, maps to any SQLAlchemy URL or to an environment variable
-holding one. A table with no connection, or one that cannot be reached, is
-left out with the reason, never guessed.
+holding one; after those, the team's dbt profile (``warehouse:``,
+:mod:`recall_dagster.warehouse`) reaches the tables of its own database. A
+connection whose variable is not set gives way to the next that matches. A
+table with no connection, or one that cannot be reached, is left out with the
+reason, never guessed.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 from datahub.utilities.urns.dataset_urn import DatasetUrn
 
 from recall_dagster.errors import reason
+from recall_dagster.warehouse import Warehouse, warehouse_connection
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -79,10 +83,23 @@ def _count(url: str, name: str) -> int:
 
 
 def sql_row_counter(
-    connections: Sequence[tuple[str, str]], environ: Mapping[str, str] | None = None
+    connections: Sequence[tuple[str, str]], environ: Mapping[str, str] | None = None,
+    warehouse: Warehouse | None = None,
 ) -> RowCounter:
-    """A counter over the configured connections; the first glob matching a dataset's identity wins."""
+    """A counter over the configured connections, then the warehouse's dbt profile: the first entry whose glob
+    matches a dataset's identity (without case, as warehouses fold names) and whose URL is set counts it."""
     env = os.environ if environ is None else environ
+    profile: list[tuple[tuple[str, ...], str | None, str]] = []  # read once, on the first table that needs it
+
+    def entries() -> Iterator[tuple[str, str | None, str]]:
+        for glob, value in connections:
+            url, why = resolve_url(value, env)
+            yield glob, url, why
+        if warehouse is not None:
+            if not profile:
+                profile.append(warehouse_connection(warehouse, env))
+            globs, url, why = profile[0]
+            yield from ((glob, url, why) for glob in globs)
 
     def counter(tables: Mapping[str, Sequence[str]]) -> RowCounts:
         result = RowCounts()
@@ -90,13 +107,14 @@ def sql_row_counter(
             reasons: list[str] = []
             for urn in urns:
                 ident = identity(urn)
-                entry = next((value for glob, value in connections if ident and fnmatchcase(ident, glob)), None)
-                if entry is None:
-                    reasons.append(f"no connection in lifecycle.row_counts matches {ident or urn}")
+                matching = [(url, why) for glob, url, why in entries()
+                            if ident and fnmatchcase(ident.lower(), glob.lower())]
+                if not matching:
+                    reasons.append(f"no connection in lifecycle.row_counts or the dbt profile matches {ident or urn}")
                     continue
-                url, why = resolve_url(entry, env)
+                url = next((u for u, _ in matching if u), None)
                 if url is None:
-                    reasons.append(f"{ident}: {why}")
+                    reasons.extend(f"{ident}: {why}" for _, why in matching)
                     continue
                 try:
                     result.counts[key] = _count(url, ident.partition(":")[2])  # type: ignore[union-attr]

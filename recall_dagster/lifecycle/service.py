@@ -240,13 +240,14 @@ def judge_retrain(
 ) -> GateResult:
     """:func:`evaluate_gate` as ``recall gate`` and the Dagster gate run it: the scans' schema baselines, read
     and never recorded (a retrain refused on a broken estate must not make the broken schema the norm),
-    row counts from the connections in ``lifecycle.row_counts``, and the findings replayed on the model by
+    row counts from the connections in ``lifecycle.row_counts`` and the dbt profile, and the findings replayed on the model by
     ``measure`` (:func:`recall_dagster.impact.measured.gate_measure`), given; the acknowledgements in force
     (local and published) are honoured and named."""
     baselines = JsonStateStore(settings.state_dir).load_baselines()
     return evaluate_gate(
-        graph, config, lc, model, now_ms, baselines=baselines, row_counter=sql_row_counter(lc.row_counts),
-        measure=measure, acks=in_force(graph, settings),
+        graph, config, lc, model, now_ms, baselines=baselines,
+        row_counter=sql_row_counter(lc.row_counts, warehouse=lc.warehouse), measure=measure,
+        acks=in_force(graph, settings),
     )
 
 

@@ -38,6 +38,6 @@ def test_the_url_may_come_from_the_environment_and_an_unset_one_is_a_reason(tmp_
 
 def test_no_connection_or_an_unreachable_one_skips_with_the_reason(tmp_path: Path) -> None:
     none = sql_row_counter((("postgres:*", "env:X"),), environ={})({"main.orders": [ORDERS]})
-    assert none.skipped["main.orders"] == "no connection in lifecycle.row_counts matches sqlite:main.orders"
+    assert none.skipped["main.orders"] == "no connection in lifecycle.row_counts or the dbt profile matches sqlite:main.orders"
     broken = sql_row_counter((("sqlite:*", f"sqlite:///{tmp_path}/missing/dir/x.db"),))({"main.orders": [ORDERS]})
     assert broken.counts == {} and "OperationalError" in broken.skipped["main.orders"]
