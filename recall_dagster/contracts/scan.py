@@ -49,6 +49,7 @@ class Coverage(Part):
     models: dict[str, int]
     datasets: dict[str, int]
     unresolved_training_inputs: dict[str, list[str]] = {}  # model -> inputs naming no catalogued table
+    uncatalogued_feature_sources: dict[str, list[str]] = {}  # model -> sources of object-store features never catalogued
     registered_without_production: list[str] = []  # registered models not judged: no version in production
     registered_unmarked: list[str] = []  # of those, the ones nothing marks at all (the scan exits 4)
 

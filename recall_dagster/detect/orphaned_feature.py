@@ -6,7 +6,9 @@ longer does (or soon will not): the next materialisation serves nulls or fails.
 A feature store's source is often an export that joins several tables (Feast's
 file or warehouse sources): the feature's own column is followed one column
 lineage hop up, so a retired table orphans exactly the features it fills, not
-its neighbours in the same export.
+its neighbours in the same export. A feature kept on an object store (SageMaker's
+S3 offline store beside its Glue table) is not orphaned by a source nothing
+ever catalogued: that is a coverage gap (``coverage.uncatalogued_feature_sources``).
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ def _problems(
         yield case, message, {"path": closure.path_to(feature.urn), "condition": f"feature_{case}"}
         return
     for urn in feature.sources:
+        if urn in closure.uncatalogued_sources:
+            continue  # never catalogued, of a feature kept on an object store: coverage
         source = closure.dataset(urn)
         condition = _condition(source)
         if condition is not None:

@@ -7,7 +7,11 @@ derived from what training read *and from nothing else*: a serving table that
 joins the trained table with a new input brings in data training never saw,
 and that is skew however closely the two tables are related.  Training inputs
 are judged symmetrically.  Label tables are read by training alone by design
-and are never reported.
+and are never reported.  The sources of one feature are one body of data under
+several names when one is an object store's path (SageMaker's S3 offline store
+and the Glue table over it): such a source is consistent when another source of
+the feature is, and an object-store path at or below one the other side reads
+is the same data.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from recall_dagster.detect.config import RecallConfig, matches_dataset
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import ModelClosure
+from recall_dagster.estate.storage import is_object_store, same_data
 
 NAME = "training_serving_skew"
 CASES = ("serving_not_trained", "trained_not_served", "no_training_run")
@@ -34,12 +39,25 @@ def _unseen(
 ) -> frozenset[str] | None:
     """None when ``urn`` is consistent with what the other side reads; else the origins it adds to it
     (itself, when it shares no lineage with the other side at all). Label tables never count as added."""
-    if urn in other_reach:
+    if urn in other_reach or any(same_data(urn, o) for o in other_side):
         return None
     if not closure.upstream_of([urn]) & set(other_side):
         return frozenset({urn})
     added = _origins(closure, (urn,)) - _origins(closure, other_side) - {closure.canonical(u) for u in labels}
     return added or None
+
+
+def _twins(closure: ModelClosure) -> dict[str, set[str]]:
+    """Each serving source -> the other names of the same data: the sources beside it of a feature kept on an
+    object store (its offline files and the table over them)."""
+    twins: dict[str, set[str]] = {}
+    for feature in closure.serving_features:
+        if not any(map(is_object_store, feature.sources)):
+            continue
+        names = {closure.canonical(s) for s in feature.sources}
+        for name in names:
+            twins.setdefault(name, set()).update(names - {name})
+    return twins
 
 
 def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
@@ -63,9 +81,11 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
     serving_reach = closure.upstream_of(serving)
     training_reach = closure.upstream_of(training)
     findings: list[Finding] = []
+    twins = _twins(closure)
     for urn in sorted(serving):
         unseen = _unseen(urn, training, training_reach, closure, labels)
-        if unseen is None:
+        if unseen is None or any(_unseen(t, training, training_reach, closure, labels) is None
+                                 for t in twins.get(urn, ())):
             continue
         name = closure.dataset(urn).name
         how = (

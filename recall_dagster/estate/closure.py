@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Iterable, Mapping
 
-from recall_dagster.estate.names import display_name
+from recall_dagster.estate.names import MLFLOW_DATASET, display_name
+from recall_dagster.estate.storage import is_object_store
 from recall_dagster.estate.views import Dataset, Deployment, Feature, FeatureTable, Model, TrainingRun
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ class ModelClosure:
     @property
     def unresolved_inputs(self) -> tuple[str, ...]:
         """Training inputs that remain MLflow dataset references: no catalogued table answers to their name."""
-        return tuple(i for i in self.training_inputs if i.startswith("urn:li:dataset:(urn:li:dataPlatform:mlflow,"))
+        return tuple(i for i in self.training_inputs if i.startswith(MLFLOW_DATASET))
 
     @property
     def has_training_record(self) -> bool:
@@ -109,6 +110,15 @@ class ModelClosure:
     @property
     def feature_sources(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(self.canonical(s) for f in self.features for s in f.sources))
+
+    @cached_property
+    def uncatalogued_sources(self) -> frozenset[str]:
+        """Sources nothing catalogued of features kept on an object store: the store's path, which no stock
+        source describes, and the table named beside it (SageMaker's feature store source names a group's
+        S3 offline store and its Glue table). A coverage gap, not an orphan; a removed or deprecated one
+        still orphans its features."""
+        return frozenset(s for f in self.features if any(map(is_object_store, f.sources))
+                         for s in f.sources if self.dataset(s).missing)
 
     @property
     def serving_features(self) -> tuple[Feature, ...]:

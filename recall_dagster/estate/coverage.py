@@ -40,12 +40,15 @@ class Coverage:
     dataset_counts: Mapping[str, int]
     # model -> the names of the training inputs it recorded that name no catalogued table
     unresolved_inputs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # model -> the feature sources on an object store's side that nothing catalogued (no orphan: unverified)
+    uncatalogued_sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "models": {"total": self.models, **self.model_counts},
             "datasets": {"total": self.datasets, **self.dataset_counts},
             "unresolved_training_inputs": {m: list(names) for m, names in self.unresolved_inputs.items()},
+            "uncatalogued_feature_sources": {m: list(urns) for m, urns in self.uncatalogued_sources.items()},
         }
 
     def lines(self) -> list[str]:
@@ -56,6 +59,8 @@ class Coverage:
             *(f"{what} for {self.model_counts[key]} of {self.models} models" for key, what in MODEL_SIGNALS.items()),
             *(f"training inputs of {model} that name no catalogued table: {', '.join(names)}"
               for model, names in self.unresolved_inputs.items()),
+            *(f"feature sources of {model} nothing catalogued: {', '.join(map(display_name, urns))}"
+              for model, urns in self.uncatalogued_sources.items()),
         ]
 
 
@@ -101,4 +106,6 @@ def coverage(closures: Sequence[ModelClosure], now_ms: int) -> Coverage:
         dataset_counts=_count((_dataset_signals(t, now_ms) for t in tables.values()), DATASET_SIGNALS),
         unresolved_inputs={c.model.name: tuple(display_name(i) for i in c.unresolved_inputs)
                            for c in closures if c.unresolved_inputs},
+        uncatalogued_sources={c.model.name: tuple(sorted(c.uncatalogued_sources))
+                              for c in closures if c.uncatalogued_sources},
     )

@@ -15,7 +15,7 @@ from datahub.metadata.schema_classes import (
     UpstreamLineageClass,
 )
 
-from recall_dagster.estate.names import named_by
+from recall_dagster.estate.names import MLFLOW_DATASET, named_by
 from recall_dagster.graph.port import MetadataGraph
 
 DATASET_URN = "urn:li:dataset:"
@@ -65,7 +65,6 @@ def recorded_columns(graph: MetadataGraph, urns: tuple[str, ...]) -> tuple[str, 
     return tuple(found)
 
 
-MLFLOW_DATASET = "urn:li:dataset:(urn:li:dataPlatform:mlflow,"
 
 
 def named_inputs(graph: MetadataGraph, references: dict[str, str]) -> dict[str, str]:

@@ -6,6 +6,9 @@ from functools import lru_cache
 
 from datahub.utilities.urns.urn import Urn
 
+# A training input MLflow's own dataset sources name: the mlflow source's reference, until a table answers to it.
+MLFLOW_DATASET = "urn:li:dataset:(urn:li:dataPlatform:mlflow,"
+
 
 @lru_cache(maxsize=1 << 16)  # parsing a URN costs tens of microseconds, and reports name the same ones again
 def display_name(urn: str) -> str:

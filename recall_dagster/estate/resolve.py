@@ -25,7 +25,8 @@ from datahub.metadata.schema_classes import (
 from recall_dagster.estate import parse
 from recall_dagster.estate.production import is_production
 from recall_dagster.estate.closure import ModelClosure, assemble_closure
-from recall_dagster.estate.lookup import MLFLOW_DATASET, named_inputs
+from recall_dagster.estate.lookup import named_inputs
+from recall_dagster.estate.names import MLFLOW_DATASET
 from recall_dagster.estate.marks import recall_assertion
 from recall_dagster.estate.names import display_name
 from recall_dagster.estate.shards import Shard

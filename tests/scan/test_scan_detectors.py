@@ -21,7 +21,8 @@ from recall_dagster.detect import (
     version_mismatch,
 )
 from recall_dagster.detect.config import merge
-from recall_dagster.estate import Assertion, ColumnEdge, Owner, SchemaField, Term
+from recall_dagster.estate import Assertion, ColumnEdge, Dataset, Owner, SchemaField, Term
+from recall_dagster.estate.coverage import coverage
 from recall_dagster.scan import DEFAULT_CONFIG
 
 STATE = DetectorState()
@@ -304,3 +305,40 @@ def test_a_path_shows_each_table_once_whichever_twin_was_walked(config):
     (stale,) = upstream_staleness.detect(c, config, STATE)
     tables = [step for step in stale.evidence["path"] if step.startswith("urn:li:dataset:")]
     assert tables == [urn("mart"), urn("stg"), urn("raw")]
+
+
+# -- SageMaker's feature store, as DataHub's sagemaker source writes it ----------------------------------------
+OFFLINE = "urn:li:dataset:(urn:li:dataPlatform:s3,ml-bucket/feature-store,PROD)"
+GLUE = "urn:li:dataset:(urn:li:dataPlatform:glue,sagemaker_featurestore.customers_1700000000,PROD)"
+CHANNEL = ("urn:li:dataset:(urn:li:dataPlatform:s3,ml-bucket/feature-store/123/sagemaker/us-east-1/offline-store/"
+           "customers-1700000000/data,PROD)")
+
+
+def _sagemaker(*, glue: bool, channel: str = CHANNEL, **glue_fields):
+    """A feature group's features name its S3 offline store (nothing catalogued) and its Glue table; the
+    training job read an S3 channel below the store."""
+    features = [replace(feature(name, tabled=True), sources=(OFFLINE, GLUE)) for name in ("spend", "visits")]
+    tables = [Dataset(urn=GLUE, name="sagemaker_featurestore.customers_1700000000", owners=(Owner("urn:li:corpuser:a"),),
+                      description="the offline store's table", **glue_fields)] if glue else []
+    runs = [replace(run("train"), inputs=(channel,))]
+    return closure(features=features, runs=runs, datasets=tables)
+
+
+def test_a_feature_store_s_uncatalogued_offline_path_orphans_nothing_and_is_a_coverage_gap(config):
+    for glue in (True, False):
+        c = _sagemaker(glue=glue)
+        assert orphaned_feature.detect(c, config, STATE) == [], f"glue catalogued: {glue}"
+        assert OFFLINE in c.uncatalogued_sources and (GLUE in c.uncatalogued_sources) is not glue
+        gap = coverage([c], NOW).to_json()["uncatalogued_feature_sources"]
+        assert gap == {"m_1": sorted(c.uncatalogued_sources)}
+    retired = _sagemaker(glue=True, removed=True)
+    assert [f.evidence["condition"] for f in orphaned_feature.detect(retired, config, STATE)] == ["removed"] * 2, (
+        "a Glue table removed from the catalog still orphans the features read from it")
+
+
+def test_a_training_job_reading_below_the_offline_store_is_not_skew_against_its_glue_table(config):
+    assert training_serving_skew.detect(_sagemaker(glue=True), config, STATE) == []
+    elsewhere = _sagemaker(glue=True, channel="urn:li:dataset:(urn:li:dataPlatform:s3,ml-bucket/exports/v1,PROD)")
+    skew = training_serving_skew.detect(elsewhere, config, STATE)
+    assert {(f.evidence["side"], f.subject) for f in skew} >= {("serving", GLUE), ("training", elsewhere.training_inputs[0])}, (
+        "a job that read another bucket path is still skew")
