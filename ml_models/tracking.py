@@ -7,7 +7,8 @@ tag, the run as its training job) and each run into a dataProcessInstance with
 params, metrics and inputEdges from the run's dataset inputs.
 A dataset input whose source type is a DataHub platform (``postgres``) gets an
 upstream edge to ``urn:li:dataset:(urn:li:dataPlatform:postgres,<name>,PROD)``,
-so inputs are named exactly as DataHub names the warehouse table.
+so inputs are logged with the product's :func:`~recall_dagster.mlflow_inputs.warehouse_dataset`
+and named exactly as DataHub names the warehouse table.
 
 The alias is set as any MLflow user sets it, and nothing more: MLflow 2.20's
 SQL store leaves ``aliases`` empty on ``search_model_versions``, the call
@@ -29,8 +30,6 @@ from typing import Any, Mapping
 import mlflow.sklearn
 import pandas as pd
 from mlflow import MlflowClient
-from mlflow.data import from_pandas
-from mlflow.data.dataset_source import DatasetSource
 from mlflow.entities import Dataset, DatasetInput, InputTag
 from mlflow.entities.model_registry import ModelVersion
 from mlflow.exceptions import MlflowException
@@ -40,46 +39,12 @@ from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 from sqlalchemy.engine import make_url
 
 from ml_models.registry import ModelSpec
+from recall_dagster.mlflow_inputs import warehouse_dataset
 
 MODEL_ARTIFACT_PATH = "model"
 # Where impact tests look for the held-out rows (recall.yaml impact.evaluation: artifact, label_column).
 EVALUATION_ARTIFACT = "evaluation/holdout.parquet"
 EVALUATION_LABEL = "label"
-
-
-class WarehouseTableSource(DatasetSource):
-    """A warehouse table as an MLflow dataset source.
-
-    MLflow resolves a bare table name to a "local" file source, which DataHub
-    links to nothing; this source reports the warehouse's DataHub platform as
-    its type so the run's input is tied to the real table. The type is per
-    instance because the platform comes from the registry.
-    """
-
-    def __init__(self, platform: str, table: str) -> None:
-        self.platform = platform
-        self.table = table
-
-    def _get_source_type(self) -> str:  # type: ignore[override]
-        return self.platform
-
-    def load(self) -> Any:
-        raise NotImplementedError(f"read {self.table} through the warehouse, not through MLflow")
-
-    @staticmethod
-    def _can_resolve(raw_source: Any) -> bool:
-        return False
-
-    @classmethod
-    def _resolve(cls, raw_source: Any) -> WarehouseTableSource:
-        raise NotImplementedError("WarehouseTableSource is built explicitly, never resolved")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"platform": self.platform, "table": self.table}
-
-    @classmethod
-    def from_dict(cls, source_dict: dict[Any, Any]) -> WarehouseTableSource:
-        return cls(platform=source_dict["platform"], table=source_dict["table"])
 
 
 def artifact_location(tracking_uri: str, experiment: str) -> str | None:
@@ -118,7 +83,7 @@ def table_input(
         # Integer columns make MLflow hint about model-signature NULL handling,
         # which does not apply to an input's recorded schema.
         warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer", category=UserWarning)
-        dataset = from_pandas(frame, source=WarehouseTableSource(platform, name), name=name, targets=targets)
+        dataset = warehouse_dataset(frame, platform, name, targets)
         entity = Dataset(**dataset.to_dict())  # the schema is inferred here, lazily
     input_tags = [InputTag(key=k, value=v) for k, v in tags.items()]
     input_tags.append(InputTag(key=MLFLOW_DATASET_CONTEXT, value="training"))

@@ -1,6 +1,7 @@
 """Adoption, proven on a team's project in the shape of Dagster's own dbt example: dbt on DuckDB, a pandas
 training asset registering an MLflow version with the alias ``production`` and ``mlflow.log_input`` of MLflow's own
-pandas dataset, DataHub's stock dbt and mlflow sources from ``recall init``'s recipes, run in the order it prints.
+pandas dataset, DataHub's stock dbt and mlflow sources from ``recall init``'s recipes. The estate is built by the
+README's walkthrough, every line of it run as written, and ``recall init`` must print the same order.
 
 Healthy: the scan names the production model and the gate lets the retrain go. Broken (NULL amounts in the raw
 orders reach a ``count(*)`` aggregate between them and the training input): the scan is CRITICAL, the gate NO-GO,
@@ -26,6 +27,16 @@ pytestmark = [pytest.mark.stack, pytest.mark.slow]
 
 PROJECT = Path(__file__).parent / "project"
 BIN = Path(sys.executable).parent
+README = Path(__file__).parents[2] / "README.md"
+MARK = "<!-- walkthrough:"
+
+
+def walkthrough() -> list[str]:
+    """The README's walkthrough block, its lines as a person pastes them (comments are not commands)."""
+    text = README.read_text(encoding="utf-8")
+    assert MARK in text, "the README keeps its walkthrough"
+    block = text.split(MARK, 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
 class Team:
@@ -33,16 +44,15 @@ class Team:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        shutil.copytree(PROJECT, root / "project", ignore=shutil.ignore_patterns("target", "logs", "__pycache__"))
-        self.dbt = root / "project" / "jaffle"
+        self.repo = root / "jaffle_shop"
+        shutil.copytree(PROJECT, self.repo, ignore=shutil.ignore_patterns("target", "logs", "__pycache__"))
+        self.dbt = self.repo / "jaffle"
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("RECALL_", "MLFLOW_"))},
             "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
             "JAFFLE_DUCKDB": str(root / "jaffle.duckdb"),
-            "RECALL_HOME": str(root / "recall_home"),
             "MLFLOW_TRACKING_URI": f"sqlite:///{root / 'mlflow.db'}",
             "DAGSTER_HOME": str(root / "dagster_home"),
-            "PYTHONPATH": str(root / "project"),
             "DATAHUB_TELEMETRY_ENABLED": "false",
             "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
         }
@@ -59,26 +69,19 @@ class Team:
         return done.stdout
 
     def recall(self, *args: str) -> tuple[int, Any]:
-        done = self.sh(" ".join(["recall", *args, "--json"]))
+        done = self.sh(" ".join(["recall", *args, "--json"]), cwd=self.repo)
         assert done.stdout.startswith("{"), f"recall {' '.join(args)}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
         return done.returncode, json.loads(done.stdout)
 
-    def follow_init(self) -> None:
-        """``recall init``, then every line it prints, in its order, as a person pastes them."""
-        said = self.must(f"recall init --dir {self.root / 'recall'} --dbt-project {self.dbt} "
-                         f"--graph {self.root / 'datahub.db'} --mlflow {self.env['MLFLOW_TRACKING_URI']}")
-        steps = said.split("Then, in this order:", 1)[1].strip().splitlines()
-        commands = [line.split("  #")[0].strip() for line in steps if not line.strip().startswith("(")]
-        self.env.update(RECALL_GRAPH=str(self.root / "datahub.db"), RECALL_CONFIG=str(self.root / "recall" / "recall.yaml"))
-        for command in commands:
-            if command.startswith("dbt "):
-                self.sh(command, cwd=self.dbt)  # a failing test fails the build: that is the broken estate's news
-            elif "recall scan" not in command:
-                self.must(command)
-        if (self.dbt / "target" / "sources.json").exists():  # init said: run it again once sources.json exists
-            self.must(f"recall init --force --dir {self.root / 'recall'} --dbt-project {self.dbt} "
-                      f"--graph {self.root / 'datahub.db'} --mlflow {self.env['MLFLOW_TRACKING_URI']}")
-            self.must(f"datahub ingest -c {self.root / 'recall' / 'recipes' / 'dbt.yml'}")
+    def follow_readme(self) -> None:
+        """The README's walkthrough, run line by line in one shell: each line must succeed, as written."""
+        script = "set -e\n" + "".join(f"echo '+ {n}'\n{line}\n" for n, line in enumerate(walkthrough()))
+        done = subprocess.run(["bash", "-c", script], cwd=self.root, env=self.env, capture_output=True, text=True,
+                              timeout=1800)
+        ran = [line for line in done.stdout.splitlines() if line.startswith("+ ")]
+        assert done.returncode == 0, f"README line {ran[-1] if ran else '?'} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        self.env.update(RECALL_GRAPH=str(self.repo / "datahub.db"), RECALL_HOME=str(self.repo / ".recall"),
+                        RECALL_CONFIG=str(self.repo / "recall" / "recall.yaml"))
 
     def materialize(self, selection: str, tags: dict[str, str] | None = None) -> subprocess.CompletedProcess:
         """What the team does in Dagster: materialize assets (the training alone, say), as the UI's button does."""
@@ -91,7 +94,7 @@ class Team:
             "                                tags=json.loads(sys.argv[2]), raise_on_error=False)\n"
             "print('SUCCESS' if result.success else 'FAILURE')\n"
         )
-        return subprocess.run([sys.executable, "-c", script, selection, json.dumps(tags or {})], cwd=self.root,
+        return subprocess.run([sys.executable, "-c", script, selection, json.dumps(tags or {})], cwd=self.repo,
                               env=self.env, capture_output=True, text=True, timeout=900)
 
     def versions(self) -> list[int]:
@@ -103,15 +106,25 @@ class Team:
 def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
     team = Team(tmp_path_factory.mktemp("adoption"))
     team.must("dbt parse", cwd=team.dbt)
-    # The model's first version: there is no graph yet and no version to judge, so the gate is UNVERIFIED and,
-    # by default, refuses; the team trains it past the gate on purpose, as the README says.
     refused = team.materialize("*")
-    assert "FAILURE" in refused.stdout and team.versions() == [], refused.stderr[-3000:]
-    built = team.materialize("*", {"recall/gate_override_by": "team@jaffle.example",
-                                   "recall/gate_override_reason": "first version: nothing to judge yet"})
-    assert "SUCCESS" in built.stdout, built.stderr[-3000:]
-    team.follow_init()
+    assert "FAILURE" in refused.stdout and team.versions() == [], (
+        "the first version: no graph and no version to judge, so by default the gate refuses; the README says "
+        "how to train it past the gate")
+    team.follow_readme()
+    assert team.versions() == [1]
     yield team
+
+
+def test_init_prints_the_order_the_readme_walks(team: Team) -> None:
+    said = team.must(f"recall init --dir {team.root / 'elsewhere'} --dbt-project jaffle", cwd=team.repo)
+    printed = [line.split("  #")[0].strip() for line in said.split("Then, in this order:", 1)[1].splitlines()
+               if line.strip() and not line.strip().startswith("(")]
+    target = f"{team.dbt.resolve() / 'target'}/"
+    dbt_steps = [c.replace(target, "target/") for c in printed if c.startswith(("dbt ", "cp "))]
+    readme = walkthrough()
+    assert f"cd jaffle && {' && '.join(dbt_steps)} && cd .." in readme, (dbt_steps, readme)
+    ingests = [c.rsplit("/", 1)[1] for c in printed if c.startswith("datahub ingest")]
+    assert ingests == [line.rsplit("/", 1)[1] for line in readme if line.startswith("datahub ingest")]
 
 
 def test_a_healthy_stock_estate_names_its_production_model_and_lets_the_retrain_go(team: Team) -> None:
@@ -125,6 +138,8 @@ def test_a_healthy_stock_estate_names_its_production_model_and_lets_the_retrain_
     code, gate = team.recall("gate", "order_forecaster")
     assert gate["verdict"] in ("GO", "UNVERIFIED") and code in (0, 4), gate
     assert gate["verdict"] == "GO" or gate["unverified_checks"], "UNVERIFIED names exactly what is missing"
+    rows = next(c for c in gate["checks"] if c["name"] == "row_count_drop")
+    assert rows["status"] == "PASS", f"counted now through the dbt profile init named, nothing else set: {rows}"
 
 
 def test_a_bad_load_reaches_the_model_through_its_aggregate_in_every_answer(team: Team) -> None:
@@ -143,7 +158,7 @@ def test_a_bad_load_reaches_the_model_through_its_aggregate_in_every_answer(team
     team.must(f"cp {target / 'run_results.json'} {target / 'run_results.build.json'} && dbt docs generate",
               cwd=team.dbt)
     for recipe in ("dbt", "mlflow"):
-        team.must(f"datahub ingest -c {team.root / 'recall' / 'recipes' / f'{recipe}.yml'}")
+        team.must(f"datahub ingest -c {team.repo / 'recall' / 'recipes' / f'{recipe}.yml'}")
 
     code, scan = team.recall("scan")
     [model] = scan["models"]
@@ -166,7 +181,7 @@ def test_a_bad_load_reaches_the_model_through_its_aggregate_in_every_answer(team
     forced = team.materialize("forecast", {"recall/gate_override_by": "ana@jaffle.example",
                                            "recall/gate_override_reason": "the forecast must ship today"})
     assert "SUCCESS" in forced.stdout, forced.stderr[-3000:]
-    team.must(f"datahub ingest -c {team.root / 'recall' / 'recipes' / 'mlflow.yml'}")
+    team.must(f"datahub ingest -c {team.repo / 'recall' / 'recipes' / 'mlflow.yml'}")
     code, window = team.recall("blind-window")
     versions = {v["name"]: v for c in window["causes"] for m in c["models"] for v in m["versions"]}
     assert versions["order_forecaster_2"]["verdict"] == "CONTAMINATED", versions
