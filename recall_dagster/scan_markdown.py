@@ -133,11 +133,22 @@ def measured_table(closures: Sequence[ModelClosure], detection: "Detection") -> 
     return table(("model", "detector", "where", "verdict", "severity", "replayed as", "measurement"), rows)
 
 
+_CHECK_ORDER = {"FAIL": 0, "WARN": 1, "PASS": 2, "SKIP": 3}  # failing checks first, unmeasured last
+
+
 def checks_table(gate: "GateResult") -> str:
     """The retrain gate's named checks, failing ones first, each with what it saw."""
-    order = {"FAIL": 0, "WARN": 1, "PASS": 2, "SKIP": 3}
-    rows = sorted(gate.checks, key=lambda c: order[c.status])
+    rows = sorted(gate.checks, key=lambda c: _CHECK_ORDER[c.status])
     return table(("check", "status", "summary"), [(c.name, c.status, c.summary) for c in rows])
+
+
+def check_details(gate: "GateResult") -> str:
+    """What each check saw, in the table's order: the failing tests, the stale inputs and where their times
+    came from, why a check could not measure."""
+    return "\n".join(
+        f"- **{c.name}** ({c.status}): " + "; ".join(c.details)
+        for c in sorted(gate.checks, key=lambda c: _CHECK_ORDER[c.status]) if c.details
+    )
 
 
 def coverage_list(result: ScanResult) -> str:

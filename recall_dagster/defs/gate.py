@@ -69,8 +69,9 @@ from recall_dagster.lifecycle.override import (
     GateOverride,
     decide,
 )
+from recall_dagster.lifecycle.observed import Observed
 from recall_dagster.lifecycle.service import judge_retrain
-from recall_dagster.scan_markdown import checks_table, findings_table
+from recall_dagster.scan_markdown import check_details, checks_table, findings_table
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -275,8 +276,9 @@ def _judged_in_run(context: AssetExecutionContext, gate_key: AssetKey) -> str | 
 
 
 def _verdict(context: AssetExecutionContext, recall: RecallResource, model: str, trained: AssetKey) -> GateResult:
-    """The gate's verdict on ``model``, with the team's checks upstream of ``trained``: one function for both steps."""
-    return _with_upstream_checks(context, trained, _judge(recall, model))
+    """The gate's verdict on ``model``, with the team's checks upstream of ``trained`` and what Dagster saw of
+    its inputs: one function for both steps."""
+    return _with_upstream_checks(context, trained, _judge(recall, model, _observed(context, trained)))
 
 
 def _decision(context: AssetExecutionContext, recall: RecallResource, verdict: str) -> GateDecision:
@@ -357,7 +359,7 @@ def _gate_asset(
     return gate
 
 
-def _judge(recall: RecallResource, model: str) -> GateResult:
+def _judge(recall: RecallResource, model: str, observed: list[Observed]) -> GateResult:
     """The gate's verdict; a model or a graph that is not there yet (a team's first training, before its first
     ingestion) is UNVERIFIED with the reason, never a crash: nothing could be judged."""
     now_ms = clock_ms()
@@ -365,9 +367,30 @@ def _judge(recall: RecallResource, model: str) -> GateResult:
         with recall.open_graph() as graph:
             settings, lc = recall.settings(), recall.lifecycle_config()
             measure = gate_measure(settings, lc, recall.impact_config())
-            return judge_retrain(graph, settings, recall.config(), lc, model, now_ms, measure)
+            return judge_retrain(graph, settings, recall.config(), lc, model, now_ms, measure, observed)
     except (ModelNotFound, GraphError) as err:
         return GateResult.unverified(model, str(err), now_ms)
+
+
+def _observed(context: AssetExecutionContext, trained: AssetKey) -> list[Observed]:
+    """The last materialization of each asset the training reads: when it was written (freshness without
+    DataHub operations) and ``dagster/row_count`` when recorded, named by ``dagster/table_name`` (dagster-dbt
+    sets it to the dbt relation), else by the asset key's parts."""
+    graph = _asset_graph(context)
+    seen = []
+    for key in sorted(graph.get(trained).parent_keys, key=AssetKey.to_user_string):
+        [latest, *_] = [*context.instance.fetch_materializations(key, limit=1).records, None]
+        if latest is None or latest.asset_materialization is None:
+            continue
+        table = graph.get(key).metadata.get("dagster/table_name")
+        rows = latest.asset_materialization.metadata.get("dagster/row_count")
+        seen.append(Observed(
+            table=str(getattr(table, "value", table) or ".".join(key.path)),
+            updated_ms=int(latest.timestamp * 1000),
+            rows=int(rows.value) if rows is not None and isinstance(rows.value, int) else None,
+            source=f"Dagster asset {key.to_user_string()}, run {latest.run_id[:8]}",
+        ))
+    return seen
 
 
 def _with_upstream_checks(context: AssetExecutionContext, trained: AssetKey, verdict: GateResult) -> GateResult:
@@ -419,6 +442,8 @@ def verdict_metadata(verdict: GateResult) -> dict[str, Any]:
         metadata["reason"] = verdict.reason
     if verdict.checks:
         metadata["checks"] = MetadataValue.md(checks_table(verdict))
+        if details := check_details(verdict):
+            metadata["check_details"] = MetadataValue.md(details)
     critical = tuple(f for f in verdict.findings if f.severity is Severity.CRITICAL)
     if critical:
         metadata["critical_findings"] = MetadataValue.md(findings_table(critical))

@@ -12,7 +12,7 @@ not GO: a gate that could not look must not say the way is clear.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from recall_dagster.acks.model import Accepted
@@ -31,7 +31,9 @@ from recall_dagster.detect import (
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.lifecycle.assess import RootCause
 from recall_dagster.estate.columns import ColumnGraph
+from recall_dagster.estate.views import Freshness
 from recall_dagster.lifecycle.config import CHECK_NAMES, LifecycleConfig
+from recall_dagster.lifecycle.observed import Observed
 from recall_dagster.lifecycle.records import OpenIncident, TrainingSpan
 from recall_dagster.lifecycle.verdict import Status
 from recall_dagster.narrate import gate_paragraph
@@ -69,6 +71,7 @@ class GateInputs:
     now_ms: int
     measured: bool = False  # whether the findings were replayed on the model (impact.measured)
     accepted: tuple[tuple[Finding, Accepted], ...] = ()  # findings an acknowledgement covers: not held against it
+    observed: Mapping[str, Observed] = field(default_factory=dict)  # direct input -> what the orchestrator saw
 
     @property
     def direct_inputs(self) -> tuple[str, ...]:
@@ -168,16 +171,18 @@ def contaminated_version(inputs: GateInputs) -> CheckResult:
 # What the gate looked for when it cannot tell a training input's freshness (Dataset.freshness_at).
 FRESHNESS_LOOKED_FOR = (
     "looked for: operations, a successful build that writes it (dbt run_results.json through DataHub's dbt "
-    "source), dbt source freshness (sources.json), the platform's lastModified, and the freshness property "
-    "in recall.yaml"
+    "source), dbt source freshness (sources.json), the platform's lastModified, the freshness property "
+    "in recall.yaml, and, inside Dagster, the last materialization of the asset writing it"
 )
 
 
 def input_freshness(inputs: GateInputs) -> CheckResult:
-    problems, unknown = [], []
+    problems, unknown, told = [], [], []
     for urn in inputs.direct_inputs:
         twins = [inputs.closure.dataset(u) for u in inputs.closure.datasets if inputs.closure.canonical(u) == urn]
         seen = [f for d in twins or [inputs.closure.dataset(urn)] if (f := d.freshness_at(inputs.now_ms))]
+        if (dagster := inputs.observed.get(urn)) is not None:
+            seen.append(Freshness(dagster.updated_ms, dagster.source))
         dataset = inputs.closure.dataset(urn)
         if not seen:
             unknown.append(f"{dataset.name}: nobody records when it changes")
@@ -185,13 +190,16 @@ def input_freshness(inputs: GateInputs) -> CheckResult:
         newest = max(seen, key=lambda f: f.updated_ms)
         hours = inputs.scan.freshness.window_hours(dataset)
         age = (inputs.now_ms - newest.updated_ms) / _HOUR_MS
+        via = f" ({newest.source})" if dagster is not None and newest.source == dagster.source else ""
         if age > hours:
-            problems.append(f"{dataset.name} last changed {age:.1f} h ago, past its {hours:g} h window")
+            problems.append(f"{dataset.name} last changed {age:.1f} h ago{via}, past its {hours:g} h window")
+        elif via:
+            told.append(f"{dataset.name} last changed {age:.1f} h ago{via}")
     if not problems and len(unknown) == len(inputs.direct_inputs):
         summary = "no training input records when it changes" if unknown else "no training input is known"
         return CheckResult("input_freshness", "SKIP", summary, (*unknown, FRESHNESS_LOOKED_FOR))
     return _result("input_freshness", problems, "every training input is within its freshness window",
-                   "{n} stale training input(s)", unknown)
+                   "{n} stale training input(s)", (*told, *unknown))
 
 
 def row_count_drop(inputs: GateInputs) -> CheckResult:

@@ -38,6 +38,7 @@ from recall_dagster.lifecycle.read import (
     unlinked_failures,
 )
 from recall_dagster.lifecycle.records import AssertionRecord, Estate, TrainingSpan, newest_run
+from recall_dagster.lifecycle.observed import Observed, observed_inputs
 from recall_dagster.lifecycle.rows import RowCounter, sql_row_counter
 from recall_dagster.lifecycle.verdict import Status
 from recall_dagster.narrate import window_paragraph
@@ -187,11 +188,14 @@ def evaluate_gate(
     row_counter: RowCounter | None = None,
     measure: Measure | None = None,
     acks: Sequence[Acknowledgement] = (),
+    observed: Sequence[Observed] = (),
 ) -> GateResult:
     """GO / NO-GO / UNVERIFIED for retraining ``model`` (a name means the version its production alias serves).
 
-    Row counts now come from DataHub's dataset profiles, then from ``row_counter``
-    (the team's databases) for tables nobody profiles.  Schema baselines are read,
+    Row counts now come from DataHub's dataset profiles, then from what the
+    orchestrator ``observed`` (Dagster's ``dagster/row_count``), then from
+    ``row_counter`` (the team's databases) for tables nobody profiles; an
+    observation's write time is freshness too.  Schema baselines are read,
     not recorded: judging a retrain never accepts a schema change.  ``measure``
     replays the findings on the model (``measured_impact``), given.
     """
@@ -204,7 +208,11 @@ def evaluate_gate(
     part = split(closure, detection.findings.get(closure.urn, ()), acks, now_ms)
     findings = part.open
     twins = _twins_of(closure, closure.training_inputs)
+    seen = observed_inputs(closure, (*closure.training_inputs, *closure.feature_sources), observed)
     rows = read_profile_rows(graph, twins)
+    for urn, observation in seen.items():
+        if observation.rows is not None:
+            rows.setdefault(relation(urn), observation.rows)
     missing = {t: [u for u in twins if relation(u) == t] for t in (span.table_rows if span else {}) if t not in rows}
     unmeasured = {t: "no DataHub profile and no row counter" for t in missing}
     if missing and row_counter is not None:
@@ -225,6 +233,7 @@ def evaluate_gate(
         now_ms=now_ms,
         measured=measure is not None,
         accepted=part.accepted,
+        observed=seen,
     )
     return run_gate(inputs)
 
@@ -237,17 +246,18 @@ def judge_retrain(
     model: str,
     now_ms: int,
     measure: Measure | None = None,
+    observed: Sequence[Observed] = (),
 ) -> GateResult:
-    """:func:`evaluate_gate` as ``recall gate`` and the Dagster gate run it: the scans' schema baselines, read
+    """:func:`evaluate_gate` as ``recall gate`` and the Dagster gate run it (with what Dagster ``observed``): the scans' schema baselines, read
     and never recorded (a retrain refused on a broken estate must not make the broken schema the norm),
-    row counts from the connections in ``lifecycle.row_counts`` and the dbt profile, and the findings replayed on the model by
-    ``measure`` (:func:`recall_dagster.impact.measured.gate_measure`), given; the acknowledgements in force
-    (local and published) are honoured and named."""
+    row counts from the connections in ``lifecycle.row_counts`` and the dbt profile, and the findings replayed
+    on the model by ``measure`` (:func:`recall_dagster.impact.measured.gate_measure`), given; the
+    acknowledgements in force (local and published) are honoured and named."""
     baselines = JsonStateStore(settings.state_dir).load_baselines()
     return evaluate_gate(
         graph, config, lc, model, now_ms, baselines=baselines,
         row_counter=sql_row_counter(lc.row_counts, warehouse=lc.warehouse), measure=measure,
-        acks=in_force(graph, settings),
+        acks=in_force(graph, settings), observed=observed,
     )
 
 

@@ -12,9 +12,11 @@ write. ``failing_run.json`` is the next dbt run, with the test failing.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import yaml
+from dagster import DagsterInstance, instance_for_test
 from foreign_estate import FIXTURES, OVERLAY
 
 from recall_dagster.settings import Settings
@@ -32,3 +34,9 @@ def overlay(tmp_path: Path) -> str:
     path = tmp_path / "recall.yaml"
     path.write_text(yaml.safe_dump(OVERLAY))
     return str(path)
+
+
+@pytest.fixture
+def instance() -> Iterator[DagsterInstance]:
+    with instance_for_test() as instance:
+        yield instance

@@ -1,92 +1,35 @@
 """The retrain gate holds however the team launches its training: alone, in its own job, per partition, and an
 override past it is named, kept on the materialization and set on the version it registered in MLflow."""
 
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 from dagster import (
     AssetExecutionContext,
-    AssetKey,
-    AssetsDefinition,
-    DagsterInstance,
     Definitions,
-    ExecuteInProcessResult,
     MaterializeResult,
     StaticPartitionsDefinition,
     asset,
     define_asset_job,
-    instance_for_test,
 )
-from foreign_estate import fail_the_test
-from mlflow import MlflowClient
+from foreign_estate import (
+    CHURN,
+    GATE,
+    OVERRIDE,
+    READS,
+    fail_the_test,
+    launch,
+    location,
+    refusal,
+    register,
+    registering,
+    trained,
+    versions,
+)
 
 from recall_dagster.defs import RecallResource, retrain_gate
 from recall_dagster.lifecycle.override import OVERRIDE_BY_TAG, OVERRIDE_REASON_TAG
 from recall_dagster.settings import Settings
-
-CHURN = AssetKey(["shop", "churn_model"])
-GATE = AssetKey(["shop", "churn_model_retrain_gate"])
-READS = [AssetKey(["marts", "customer_orders"])]
-OVERRIDE = {OVERRIDE_BY_TAG: "ana@shop.example", OVERRIDE_REASON_TAG: "the failing test is the known late-orders lag"}
-
-
-def registering(uri: str) -> AssetsDefinition:
-    """The team's training as they wrote it: it registers a new churn_model version in their MLflow."""
-
-    @asset(key=CHURN, deps=READS)
-    def train_churn(context: AssetExecutionContext) -> MaterializeResult:
-        version = register(uri)
-        context.log.info(f"registered churn_model {version}")
-        return MaterializeResult(metadata={"version": version})
-
-    return train_churn
-
-
-def register(uri: str) -> int:
-    client = MlflowClient(tracking_uri=uri, registry_uri=uri)
-    if not client.search_registered_models("name = 'churn_model'"):
-        client.create_registered_model("churn_model")
-    return int(client.create_model_version("churn_model", source="file:///nowhere").version)
-
-
-def versions(shop: Settings) -> dict[int, dict[str, str]]:
-    client = MlflowClient(tracking_uri=shop.mlflow_uri, registry_uri=shop.mlflow_uri)
-    if not client.search_registered_models("name = 'churn_model'"):
-        return {}
-    return dict(sorted((int(v.version), dict(v.tags)) for v in client.search_model_versions("name = 'churn_model'")))
-
-
-def location(shop: Settings, overlay: str, training: AssetsDefinition) -> Definitions:
-    resource = RecallResource.from_settings(shop, config_path=overlay)
-    return Definitions(
-        assets=retrain_gate(training, "churn_model"),
-        jobs=[define_asset_job("train_only", [CHURN]), define_asset_job("gated", [GATE, CHURN])],
-        resources={"recall": resource},
-    )
-
-
-@pytest.fixture
-def instance() -> Iterator[DagsterInstance]:
-    with instance_for_test() as instance:
-        yield instance
-
-
-def launch(defs: Definitions, instance: DagsterInstance, job: str, **kwargs: Any) -> ExecuteInProcessResult:
-    return defs.resolve_job_def(job).execute_in_process(instance=instance, raise_on_error=False, **kwargs)
-
-
-def trained(result: ExecuteInProcessResult) -> dict[str, Any] | None:
-    """The training's materialization metadata, or None when it did not materialize."""
-    events = [e for e in result.get_asset_materialization_events() if e.asset_key == CHURN]
-    return {k: v.value for k, v in events[0].materialization.metadata.items()} if events else None
-
-
-def refusal(result: ExecuteInProcessResult) -> tuple[str, dict[str, Any]]:
-    [failure] = result.get_step_failure_events()
-    data = failure.step_failure_data.user_failure_data
-    assert data is not None, failure.step_failure_data.error
-    return data.description or "", {k: v.value for k, v in data.metadata.items()}
-
 
 def test_a_job_that_selects_only_the_training_asks_the_gate_first(shop: Settings, overlay: str, instance) -> None:
     defs = location(shop, overlay, registering(shop.mlflow_uri))
