@@ -27,12 +27,12 @@ from recall_dagster.detect.config import merge
 from recall_dagster.files import locked, read_json_object, write_json
 from recall_dagster.errors import ConfigError, ModelNotFound, NoProductionVersion
 from recall_dagster.estate import ModelClosure, display_name, resolve_closures
-from recall_dagster.estate.names import named_by
 from recall_dagster.estate.coverage import Coverage, coverage
 from recall_dagster.estate.incremental import Rescan, combined, resolve_incremental, snapshot_key
 from recall_dagster.estate.resolve import resolve
 from recall_dagster.estate.shards import Shard
 from recall_dagster.estate.production import marked_at_all, version_number
+from recall_dagster.estate.naming import model_name
 from recall_dagster.estate.select import select
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.instants import iso_instant
@@ -50,7 +50,6 @@ from recall_dagster.verdicts import (
 )
 
 DEFAULT_CONFIG = Path(__file__).with_name("recall.yaml")  # the defaults, shipped in the package
-MODEL_URN = "urn:li:mlModel:"
 BASELINE_LOCK_SECONDS = 60.0  # another shard recording its baselines takes well under a second
 Baselines = dict[str, dict[str, str]]  # dataset URN -> {simple field path: type}
 
@@ -141,8 +140,8 @@ class MemoryStateStore:
 
 
 def _named(closure: ModelClosure, urn: str, name: str) -> bool:
-    """Whether ``name`` (a URN, full name, dotted suffix, or ``*`` for all) names the table ``urn`` is a twin of."""
-    return name == "*" or any(named_by(twin, name) for twin in {urn, closure.canonical(urn)})
+    """Whether ``name`` (any name of the table ``urn`` is, or ``*`` for all) names it."""
+    return name == "*" or closure.named(urn, name)
 
 
 def record_baselines(
@@ -321,8 +320,8 @@ def select_closures(
     """
     if not models:
         return resolve_closures(graph, config.resolve, scanned_at_ms=scanned_at_ms, include_all=include_all)
-    urns = [m for m in models if m.startswith(MODEL_URN)]
-    named = [m for m in models if not m.startswith(MODEL_URN)]
+    urns = [m for m in models if model_name(m).version_urn]
+    named = [m for m in models if not model_name(m).version_urn]
     picked = resolve_closures(graph, config.resolve, scanned_at_ms=scanned_at_ms, model_urns=urns) if urns else []
     unknown = [c.urn for c in picked if c.model.missing]
     unmarked: list[ModelClosure] = []

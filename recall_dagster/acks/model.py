@@ -22,6 +22,7 @@ from datahub.emitter.mce_builder import datahub_guid
 from recall_dagster.detect.finding import Finding
 from recall_dagster.detect.registry import IDENTITIES
 from recall_dagster.estate import ModelClosure
+from recall_dagster.estate.naming import model_name
 from recall_dagster.instants import iso_instant
 
 VOLATILE = ("path", "measured")  # evidence that changes without the problem changing
@@ -73,8 +74,7 @@ class Acknowledgement:
     def _for(self, closure: ModelClosure) -> bool:
         if self.model is None:
             return True
-        return self.model in (closure.registered_name, closure.registered_model, closure.urn,
-                              f"{closure.registered_name}/{(closure.model.version or '').strip()}")
+        return model_name(self.model).names_model(closure)
 
     def to_json(self) -> dict[str, Any]:
         return {

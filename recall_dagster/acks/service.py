@@ -24,6 +24,7 @@ from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.scan import JsonStateStore, select_closures
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import RetryPolicy
+from recall_dagster.estate.naming import model_name
 
 
 @dataclass(frozen=True)
@@ -47,9 +48,10 @@ def in_force(graph: MetadataGraph, settings: Settings) -> tuple[Acknowledgement,
     return tuple(a for a in merged(LocalAcks(settings.state_dir).load(), published) if a.id not in revoked)
 
 
-def _named(f: Finding, subject: str) -> bool:
-    """The finding is on ``subject``, or caused by it (a test's dataset)."""
-    return named_by(f.subject, subject) or (f.cause is not None and named_by(f.cause, subject))
+def _named(closure: ModelClosure, f: Finding, subject: str) -> bool:
+    """The finding is on ``subject``, or caused by it (a test's dataset), by any name of its table."""
+    return any(u is not None and (named_by(u, subject) or (u in closure.datasets and closure.named(u, subject)))
+               for u in (f.subject, f.cause))
 
 
 def _current(
@@ -60,7 +62,7 @@ def _current(
                                models=[request.model] if request.model else ())
     detection = run_detectors(closures, config, JsonStateStore(settings.state_dir).load_baselines())
     of_detector = [(c, f) for c in closures for f in detection.findings.get(c.urn, ()) if f.detector == request.detector]
-    matched = [(c, f) for c, f in of_detector if _named(f, request.subject)]
+    matched = [(c, f) for c, f in of_detector if _named(c, f, request.subject)]
     if not matched:
         seen = sorted({display_name(f.subject) for _, f in of_detector})
         raise ConfigError(
@@ -78,7 +80,7 @@ def _scope(matched: tuple[ModelClosure, Finding], model: str | None) -> str:
     """The subject to acknowledge: a finding on a version itself is accepted for its registered model unless
     one version was named, so the next retrain's version does not bring the same finding back."""
     closure, f = matched
-    one_version = model is not None and (model.startswith("urn:li:mlModel:") or "/" in model)
+    one_version = model is not None and model_name(model).one_version
     return closure.registered_model if f.subject == closure.urn and not one_version else f.subject
 
 

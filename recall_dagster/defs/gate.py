@@ -69,6 +69,7 @@ from recall_dagster.lifecycle.override import (
     GateOverride,
     decide,
 )
+from recall_dagster.estate.naming import model_name
 from recall_dagster.lifecycle.observed import Observed
 from recall_dagster.lifecycle.service import judge_retrain
 from recall_dagster.scan_markdown import check_details, checks_table, findings_table
@@ -258,8 +259,9 @@ def _in_registry(recall: RecallResource, doing: str, act: Callable[["MlflowClien
 
 
 def registered_name(model: str) -> str:
-    """The registered model a gate judges: ``name`` of ``name`` or ``name/version``."""
-    return model.split("/", 1)[0]
+    """The registered model a gate judges, as the registry names it (``name`` of ``name/version``, or a group
+    URN's name); a version's URN says no registry name, so it stands as given."""
+    return model_name(model).registered or model
 
 
 def _judged_in_run(context: AssetExecutionContext, gate_key: AssetKey) -> str | None:

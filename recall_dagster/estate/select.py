@@ -2,7 +2,8 @@
 
 A registered model is named as the registry names it (``fraud_detector``), a
 version as ``name/version`` (``fraud_detector/3``), or either by its URN; the
-graph answers, no URN is ever built from a name.
+graph answers, no URN is ever built from a name (:mod:`recall_dagster.estate.naming`
+reads the text).
 """
 
 from __future__ import annotations
@@ -10,25 +11,17 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from recall_dagster.estate.closure import ModelClosure
+from recall_dagster.estate.naming import model_name
 from recall_dagster.estate.production import replaced_by_retrain
 
 
-def is_named(closure: ModelClosure, name: str) -> bool:
-    """True when ``name`` is the version's URN, its registered model's name or URN, or its own name."""
-    return name in (closure.urn, closure.registered_name, closure.registered_model, closure.model.name)
-
-
-def is_version(closure: ModelClosure, selector: str) -> bool:
-    """True when ``selector`` is ``<registered name>/<version>`` of this closure, or its URN."""
-    name, _, version = selector.rpartition("/")
-    if selector == closure.urn:
-        return True
-    return bool(name) and closure.registered_name == name and (closure.model.version or "").strip() == version
-
-
 def select(closures: Iterable[ModelClosure], names: Sequence[str] = (), versions: Sequence[str] = ()) -> list[ModelClosure]:
-    """The closures any name or version selector picks, in their original order."""
-    return [c for c in closures if any(is_named(c, n) for n in names) or any(is_version(c, v) for v in versions)]
+    """The closures any name (a registered model, or a version) or version selector picks, in their original
+    order; a name several registered models answer to is a ConfigError."""
+    pool = list(closures)
+    picked = {c.urn for n in names for c in model_name(n).among(pool)}
+    picked |= {c.urn for v in versions for c in model_name(v).among(pool, exact=True)}
+    return [c for c in pool if c.urn in picked]
 
 
 def serving_version(closures: Sequence[ModelClosure], name: str) -> ModelClosure | None:
@@ -36,7 +29,8 @@ def serving_version(closures: Sequence[ModelClosure], name: str) -> ModelClosure
 
     An exact version (URN or ``name/version``) is taken as given.
     """
-    exact = [c for c in closures if is_version(c, name)]
+    selector = model_name(name)
+    exact = selector.among(closures, exact=True)
     if exact:
         return exact[0]
-    return replaced_by_retrain([c for c in closures if is_named(c, name)])
+    return replaced_by_retrain(selector.among(closures))

@@ -1,0 +1,78 @@
+"""Every form of a model's name is read in one place and means the same versions wherever it is given; a name
+two registered models answer to is refused, never the two read as one."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from recall_dagster.acks.model import Acknowledgement
+from recall_dagster.errors import ConfigError
+from recall_dagster.estate import Model, ModelClosure
+from recall_dagster.estate.naming import model_name
+from recall_dagster.estate.select import select, serving_version
+
+
+def version(platform: str, name: str, number: int, production: bool = False) -> ModelClosure:
+    group = f"urn:li:mlModelGroup:(urn:li:dataPlatform:{platform},{name},PROD)"
+    model = Model(urn=f"urn:li:mlModel:(urn:li:dataPlatform:{platform},{name}_{number},PROD)", name=f"{name}_{number}",
+                  version=str(number), groups=(group,), registry_production=production)
+    return ModelClosure(model=model, production=production, scanned_at_ms=0)
+
+
+def test_each_form_is_read_once() -> None:
+    assert model_name("fraud_detector/3").one_version and model_name("fraud_detector/3").registered == "fraud_detector"
+    group = model_name("urn:li:mlModelGroup:(urn:li:dataPlatform:mlflow,churn,PROD)")
+    assert not group.one_version and group.registered == "churn"
+    urn = model_name("urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn_2,PROD)")
+    assert urn.one_version and urn.registered is None, "a version's URN says no registry name by itself"
+    assert not model_name("churn").one_version
+
+
+def test_a_name_two_registered_models_answer_to_is_refused_with_both() -> None:
+    pool = [version("mlflow", "churn", 1), version("sagemaker", "churn", 1)]
+    with pytest.raises(ConfigError, match="names several registered models .*mlflow.*sagemaker"):
+        select(pool, ["churn"])
+    assert select(pool, ["urn:li:mlModelGroup:(urn:li:dataPlatform:sagemaker,churn,PROD)"]) == [pool[1]]
+
+
+def test_an_acknowledgement_for_a_version_s_own_name_covers_that_version_only() -> None:
+    v1, v2 = version("mlflow", "churn", 1), version("mlflow", "churn", 2)
+    ack = Acknowledgement.make("ownership_vacuum", v2.urn, "churn_2", ["fp"], "why", "ana", 0, 1)
+    assert ack._for(v2) and not ack._for(v1)
+
+
+NAMES = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(models=st.dictionaries(NAMES, st.integers(min_value=1, max_value=4), min_size=1, max_size=4),
+       platforms=st.lists(st.sampled_from(["mlflow", "sagemaker", "vertexai"]), min_size=1, max_size=2, unique=True))
+def test_every_form_of_a_name_picks_the_same_versions(models: dict[str, int], platforms: list[str]) -> None:
+    pool = [version(p, name, n, production=n == count) for p in platforms for name, count in models.items()
+            for n in range(1, count + 1)]
+    groups = {c.registered_model for c in pool}
+    for group in groups:
+        members = [c for c in pool if c.registered_model == group]
+        assert select(pool, [group]) == members, "a group's URN is every version of it"
+        served = serving_version(pool, group)
+        assert served is not None and served.registered_model == group and served.production
+        for member in members:
+            forms = [member.urn, f"{member.registered_name}/{member.model.version}"]
+            for form in forms:
+                if len({c.registered_model for c in pool if model_name(form).names_version(c)}) == 1:
+                    assert select(pool, [form]) == [member] == select(pool, versions=[form])
+                    assert serving_version(pool, form) == member
+                    ack = Acknowledgement.make("d", member.urn, form, ["fp"], "why", "ana", 0, 1)
+                    assert [c for c in pool if ack._for(c)] == [member], "an ack on a version covers it alone"
+                else:  # name/version on two platforms
+                    with pytest.raises(ConfigError, match="names several registered models"):
+                        select(pool, versions=[form])
+        name = members[0].registered_name
+        clashing = {c.registered_model for c in pool if c.registered_name == name or c.model.name == name}
+        if len(clashing) == 1:
+            assert select(pool, [name]) == members, "a registered name is every version of it"
+        else:
+            with pytest.raises(ConfigError, match="names several registered models"):
+                select(pool, [name])
