@@ -16,8 +16,9 @@ from recall_dagster.estate.names import named_by
 
 
 def reads(closure: ModelClosure, dataset: str) -> bool:
-    """True when the closure holds ``dataset``: a URN, a full name, or a name's trailing parts (``marts.fct_orders``)."""
-    return any(named_by(urn, dataset) for urn in closure.datasets)
+    """True when the closure holds ``dataset``: a URN, ``platform:name``, a full name, a name's trailing parts
+    (``marts.fct_orders``), or a dbt node's ``unique_id``."""
+    return any(named_by(urn, dataset, d.aliases) for urn, d in closure.datasets.items())
 
 
 def models_reading(closures: Iterable[ModelClosure], datasets: Iterable[str]) -> tuple[str, ...]:

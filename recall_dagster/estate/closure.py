@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Iterable, Mapping
 
-from recall_dagster.estate.names import MLFLOW_DATASET, display_name
+from recall_dagster.estate.names import MLFLOW_DATASET, display_name, named_by
 from recall_dagster.estate.storage import is_object_store
 from recall_dagster.estate.views import Dataset, Deployment, Feature, FeatureTable, Model, TrainingRun
 
@@ -96,6 +96,11 @@ class ModelClosure:
         """Every closure dataset that describes the same table as ``urn`` (its COPY chain)."""
         target = self.canonical(urn)
         return tuple(d for u, d in sorted(self.datasets.items()) if self.canonical(u) == target) or (self.dataset(urn),)
+
+    def named(self, urn: str, target: str) -> bool:
+        """Whether ``target`` names the table ``urn`` is: any twin's URN, ``platform:name``, full name, dotted
+        suffix, or alias (a dbt node's ``unique_id``)."""
+        return any(named_by(d.urn, target, d.aliases) for d in self.same_table(urn))
 
     @property
     def unresolved_inputs(self) -> tuple[str, ...]:

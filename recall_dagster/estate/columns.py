@@ -11,7 +11,7 @@ vanish and a walk never stalls at a twin.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from recall_dagster.errors import ConfigError
@@ -32,14 +32,17 @@ class ColumnGraph:
     upstream: Mapping[Col, tuple[Col, ...]]
     downstream: Mapping[Col, tuple[Col, ...]]
     columns: Mapping[str, tuple[str, ...]]  # canonical dataset -> every column any twin records
+    aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # dataset -> other names (dbt unique_id)
 
     def col(self, ref: FieldRef) -> Col:
         urn, path = ref
         return (self.canonical.get(urn, urn), path)
 
     def tables_named(self, target: str) -> set[str]:
-        """Canonical tables ``target`` may name: a URN of any twin, a full name, or a suffix (``marts.fct_orders``)."""
-        return {canonical for urn, canonical in self.canonical.items() if named_by(urn, target)}
+        """Canonical tables ``target`` may name: a URN of any twin, ``platform:name``, a full name, a suffix
+        (``marts.fct_orders``), or a dbt node's ``unique_id``."""
+        return {canonical for urn, canonical in self.canonical.items()
+                if named_by(urn, target, self.aliases.get(urn, ()))}
 
     def table_named(self, target: str) -> str:
         """The one canonical table ``target`` names; several or none is a :class:`ConfigError`."""
@@ -120,11 +123,14 @@ def column_graph(closures: Sequence[ModelClosure]) -> ColumnGraph:
     downs: dict[Col, dict[Col, None]] = {}
     columns: dict[str, dict[str, None]] = {}
     seen: set[str] = set()
+    aliases: dict[str, tuple[str, ...]] = {}
     for closure in closures:
         for urn, dataset in closure.datasets.items():
             if urn in seen:
                 continue
             seen.add(urn)
+            if dataset.aliases:
+                aliases[urn] = dataset.aliases
             columns.setdefault(canonical[urn], {}).update(dict.fromkeys(f.path for f in dataset.fields or ()))
             for edge in dataset.column_lineage:
                 up = (canonical.get(edge.upstream[0], edge.upstream[0]), edge.upstream[1])
@@ -140,4 +146,5 @@ def column_graph(closures: Sequence[ModelClosure]) -> ColumnGraph:
         upstream={c: tuple(sorted(p)) for c, p in ups.items()},
         downstream={c: tuple(sorted(p)) for c, p in downs.items()},
         columns={u: tuple(c) for u, c in columns.items()},
+        aliases=aliases,
     )

@@ -31,18 +31,22 @@ def catalogued(graph: MetadataGraph, target: str) -> tuple[str, ...]:
 def one_table(graph: MetadataGraph, urns: tuple[str, ...]) -> tuple[str, ...]:
     """``urns`` with the twins of one table folded into the table: DataHub's dbt source writes a model twice,
     the dbt node a COPY of its warehouse table (on a GMS, also ``siblings``); the warehouse table stands for
-    both. What stays is one URN per distinct table."""
-    read = graph.get_aspects(list(urns), [UpstreamLineageClass, SiblingsClass])
+    both, whether or not it is among ``urns``. What stays is one URN per distinct table."""
     source: dict[str, str] = {}
-    for urn in urns:
-        lineage = read.get(urn, {}).get(UpstreamLineageClass.ASPECT_NAME)
-        copies = [u.dataset for u in (lineage.upstreams if lineage else ())  # type: ignore[attr-defined]
-                  if u.type == DatasetLineageTypeClass.COPY and u.dataset in urns]
-        siblings = read.get(urn, {}).get(SiblingsClass.ASPECT_NAME)
-        if len(copies) == 1:
-            source[urn] = copies[0]
-        elif siblings is not None and not siblings.primary:  # type: ignore[attr-defined]
-            source[urn] = next((s for s in siblings.siblings if s in urns), urn)  # type: ignore[attr-defined]
+    pending, read_already = list(urns), set()
+    while pending:  # a twin's own source is read in turn: chains are short, usually one hop
+        read = graph.get_aspects(pending, [UpstreamLineageClass, SiblingsClass])
+        read_already.update(pending)
+        for urn in pending:
+            lineage = read.get(urn, {}).get(UpstreamLineageClass.ASPECT_NAME)
+            copies = [u.dataset for u in (lineage.upstreams if lineage else ())  # type: ignore[attr-defined]
+                      if u.type == DatasetLineageTypeClass.COPY]
+            siblings = read.get(urn, {}).get(SiblingsClass.ASPECT_NAME)
+            if len(copies) == 1:
+                source[urn] = copies[0]
+            elif siblings is not None and not siblings.primary and siblings.siblings:  # type: ignore[attr-defined]
+                source[urn] = siblings.siblings[0]  # type: ignore[attr-defined]
+        pending = sorted({source[u] for u in pending if u in source} - read_already)
 
     def root(urn: str) -> str:
         seen = {urn}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
+from typing import Sequence
 
 from datahub.utilities.urns.urn import Urn
 
@@ -33,10 +35,24 @@ def display_name(urn: str) -> str:
 
 
 
-def named_by(urn: str, target: str) -> bool:
-    """Whether ``target`` names ``urn``: the URN itself, its full name, or the name's trailing parts
-    (``marts.fct_orders``), names compared case-insensitively."""
+_PLATFORM_NAME = re.compile(r"([A-Za-z0-9_-]+):(.+)")
+_DATASET_PLATFORM = re.compile(r"urn:li:dataset:\(urn:li:dataPlatform:([^,]+),")
+
+
+def named_by(urn: str, target: str, aliases: Sequence[str] = ()) -> bool:
+    """Whether ``target`` names ``urn``: the URN itself, ``platform:name`` (``postgres:shop.marts.orders``), its
+    full name, the name's trailing parts (``marts.fct_orders``), or one of its ``aliases`` (a dbt node's
+    ``unique_id``); names compared case-insensitively."""
     if target == urn:
         return True
-    name, wanted = display_name(urn).casefold(), target.casefold()
+    wanted = target.casefold()
+    if any(a.casefold() == wanted for a in aliases):
+        return True
+    qualified = _PLATFORM_NAME.fullmatch(target) if not target.startswith("urn:") else None
+    if qualified is not None:
+        platform = _DATASET_PLATFORM.match(urn)
+        if platform is None or platform.group(1).casefold() != qualified.group(1).casefold():
+            return False
+        wanted = qualified.group(2).casefold()
+    name = display_name(urn).casefold()
     return name == wanted or name.endswith("." + wanted)

@@ -280,6 +280,7 @@ def parse_dataset(
         property_name=freshness_property if property_value else None,
         assertions=assertions,
         profiles=profiles,
+        aliases=(custom["dbt_unique_id"],) if custom.get("dbt_unique_id") else (),
     )
 
 

@@ -143,6 +143,7 @@ class Dataset:
     property_name: str | None = None
     assertions: tuple[Assertion, ...] = ()
     profiles: tuple[Profile, ...] = ()  # newest first
+    aliases: tuple[str, ...] = ()  # other names it answers to: a dbt node's unique_id
 
     @property
     def has_active_owner(self) -> bool:

@@ -8,7 +8,7 @@ measurement only on the production versions, or the ones ``models`` selects.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from recall_dagster.detect import RecallConfig
@@ -52,7 +52,10 @@ def impact_test(
     every = select_closures(graph, config, scanned_at_ms=now_ms, include_all=True)
     columns = column_graph(every)
     if not columns.tables_named(request.dataset):
-        return _read_by_no_model(graph, request, mutation)
+        found = one_table(graph, catalogued(graph, request.dataset))
+        if len(found) != 1 or not columns.tables_named(found[0]):
+            return _read_by_no_model(graph, request, mutation)
+        request = replace(request, dataset=found[0])  # a twin outside every closure: its table is read
     changed = changed_column(columns, request.dataset, request.column)
     measured = select_closures(graph, config, scanned_at_ms=now_ms, models=request.models)
     affected = affected_models(measured, columns, changed, lc)

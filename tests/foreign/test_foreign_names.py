@@ -19,6 +19,8 @@ PAYMENTS = "urn:li:dataset:(urn:li:dataPlatform:postgres,shop.staging.stg_paymen
 PAYMENTS_DBT = "urn:li:dataset:(urn:li:dataPlatform:dbt,shop.staging.stg_payments,PROD)"
 TEST = "urn:li:assertion:shop-not-null-stg-payments-amount"
 UNIQUE_ID = "test.shop.not_null_stg_payments_amount.8a7b6c5d4e"
+ORDERS = "urn:li:dataset:(urn:li:dataPlatform:postgres,shop.marts.customer_orders,PROD)"
+ORDERS_DBT = "urn:li:dataset:(urn:li:dataPlatform:dbt,shop.marts.customer_orders,PROD)"
 
 
 def mcp(urn: str, aspect: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -31,7 +33,11 @@ def unread_table() -> list[dict[str, Any]]:
     """A dbt staging model no model reads, its warehouse twin, and its not_null test failing, as DataHub's dbt
     source writes them."""
     field = f"urn:li:schemaField:({PAYMENTS},amount)"
+    copy = {"auditStamp": {"time": 0, "actor": "urn:li:corpuser:unknown"}, "dataset": ORDERS, "type": "COPY"}
     return [
+        mcp(ORDERS_DBT, "upstreamLineage", {"upstreams": [copy]}),  # the dbt node of the table the model reads
+        mcp(ORDERS_DBT, "datasetProperties", {"name": "customer_orders",
+                                              "customProperties": {"dbt_unique_id": "model.shop.customer_orders"}}),
         mcp(PAYMENTS_DBT, "upstreamLineage", {"upstreams": [
             {"auditStamp": {"time": 0, "actor": "urn:li:corpuser:unknown"}, "dataset": PAYMENTS, "type": "COPY"}]}),
         mcp(PAYMENTS, "datasetProperties", {"name": "stg_payments", "customProperties": {}}),
@@ -104,3 +110,17 @@ def test_impact_on_a_catalogued_table_no_model_reads_affects_nothing(shop: Setti
     assert (report["verdict"], report["affected_models"], report["results"]) == ("PASS", 0, [])
     code, body = recall(shop, "impact", "shop.staging.nowhere", "--column", "amount", "--mutation", "drop")
     assert code == 2 and "no dataset named 'shop.staging.nowhere' in the graph" in body["output"]
+
+
+@pytest.mark.parametrize("name", [ORDERS, ORDERS_DBT, "postgres:shop.marts.customer_orders",
+                                  "dbt:shop.marts.customer_orders", "shop.marts.customer_orders",
+                                  "marts.customer_orders", "model.shop.customer_orders"])
+def test_every_name_of_a_table_a_model_reads_is_that_one_table(shop: Settings, name: str) -> None:
+    code, by_urn = recall(shop, "impact", ORDERS, "--column", "total_amount", "--mutation", "drop", "--no-write")
+    code_by_name, by_name = recall(shop, "impact", name, "--column", "total_amount", "--mutation", "drop",
+                                   "--no-write")
+    assert code_by_name == code and by_name.get("dataset") == by_urn["dataset"], by_name
+    assert by_name["affected_models"] == by_urn["affected_models"] >= 1
+    code, body = recall(shop, "impact", "sqlite:shop.marts.customer_orders", "--column", "total_amount",
+                        "--mutation", "drop")
+    assert code == 2, "another platform's name is another table"
