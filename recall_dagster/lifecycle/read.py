@@ -58,8 +58,14 @@ def _materialised(estate: Estate, aspects: Mapping[str, Mapping[str, object]], d
 
 
 def _writes(estate: Estate, dataset: str) -> tuple[int, ...]:
+    """When the table's data was written, by every record of it: operations, the builds that wrote it (a dbt
+    model's, from run_results.json), and the platform's or dbt source freshness's last change."""
     twins = [estate.datasets[t] for t in estate.twins(dataset) if t in estate.datasets]
-    return tuple(sorted({updated for twin in twins for _, updated in twin.operations_ms}))
+    return tuple(sorted({
+        *(updated for twin in twins for _, updated in twin.operations_ms),
+        *(built for twin in twins for built in twin.builds_ms),
+        *(twin.last_modified_ms for twin in twins if twin.last_modified_ms is not None),
+    }))
 
 
 HISTORY_CEILING = 10_000  # runs read per assertion at the most, however long a failing streak is

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from lifecycle_estates import at
+from dataclasses import replace
 
+from lifecycle_estates import FCT, FCT_PG, at, closure, datasets, estate
+
+from recall_dagster.lifecycle.read import _writes
 from recall_dagster.lifecycle.records import AssertionRun
 from recall_dagster.lifecycle.window import blind_windows, hull
 
@@ -77,3 +80,12 @@ def test_the_hull_of_several_tests_is_open_while_any_is() -> None:
     assert (both.onset_ms, both.began_by_ms, both.last_failed_ms) == (at(0), at(10), at(11))
     assert both.open
     assert hull([]) is None
+
+
+def test_a_stock_estate_s_builds_and_source_freshness_are_writes_too() -> None:
+    """Without operation aspects, a dbt model's builds (run_results.json) and the last change dbt source
+    freshness or the platform saw, on any twin of the table, say when it was written."""
+    views = datasets()
+    views[FCT] = replace(views[FCT], operations_ms=(), builds_ms=(at(12), at(4)))
+    views[FCT_PG] = replace(views[FCT_PG], operations_ms=(), last_modified_ms=at(9))
+    assert _writes(estate([closure(1, views=views)]), FCT_PG) == (at(4), at(9), at(12))
