@@ -12,6 +12,7 @@ from datetime import timedelta
 
 import click
 from rich.console import Console
+from rich.markup import escape as esc
 
 from recall_dagster.acks.service import AckRequest, acknowledge, in_force, listing, revoke, who
 from recall_dagster.cli import RecallGroup, cli
@@ -95,8 +96,9 @@ def list_command(graph_target: str | None, as_json: bool) -> None:
         console.print("no acknowledgements")
     for r in rows:
         state = "[green]in force[/green]" if r["in_force"] else "[dim]expired[/dim]"
-        console.print(f"{r['id']}  {r['detector']} on {r['subject']} ({r['model'] or 'every model'}) until "
-                      f"{iso_instant(int(r['until_ms']))} {state}\n    {r['by']}: {r['reason']}", highlight=False)
+        said = esc(f"{r['id']}  {r['detector']} on {r['subject']} ({r['model'] or 'every model'}) until "
+                   f"{iso_instant(int(r['until_ms']))} ")
+        console.print(f"{said}{state}\n    {esc(str(r['by']))}: {esc(str(r['reason']))}", highlight=False)
 
 
 @ack.command("revoke")

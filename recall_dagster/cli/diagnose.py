@@ -13,6 +13,7 @@ import os
 
 import click
 from rich.console import Console
+from rich.markup import escape as esc
 
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
@@ -81,29 +82,31 @@ def diagnose_command(
 
 def render_diagnosis(d: Diagnosis, record: DiagnosisRecord, console: Console) -> None:
     colour = COLOURS[d.verdict]
-    console.print(f"{d.pair.model} version {d.pair.candidate} against version {d.pair.baseline}: "
-                  f"[{colour}]{d.verdict}[/{colour}]", highlight=False)
-    console.print(f"  {d.reason}", highlight=False)
+    console.print(esc(f"{d.pair.model} version {d.pair.candidate} against version {d.pair.baseline}: ")
+                  + f"[{colour}]{d.verdict}[/{colour}]", highlight=False)
+    console.print(esc(f"  {d.reason}"), highlight=False)
     for row in d.gate.rows:
         mark = "[red]regressed[/red]" if row.regressed else "ok"
-        console.print(f"  {row.name:<18} {number(row.baseline)} -> {number(row.candidate)}  {mark}", highlight=False)
+        console.print(esc(f"  {row.name:<18} {number(row.baseline)} -> {number(row.candidate)}  ") + mark,
+                      highlight=False)
     for place, h in enumerate(d.hypotheses, 1):
         signals = ", ".join(f"{s.name} {s.value:.2f}" for s in h.signals)
         console.print(f"  {place}. [bold]{h.kind}[/bold] {h.score:.3f}  [dim]({signals})[/dim]", highlight=False)
         for clue in h.evidence[:3]:
-            console.print(f"       {clue.detail}", highlight=False)
+            console.print(f"       {esc(clue.detail)}", highlight=False)
         for clue in h.counter[:2]:
-            console.print(f"       [dim]against:[/dim] {clue.detail}", highlight=False)
+            console.print(f"       [dim]against:[/dim] {esc(clue.detail)}", highlight=False)
     for place, r in enumerate(d.repairs):
         state = f"[green]{r.proof}[/green]" if r.validated else f"[yellow]{r.proof}[/yellow]"
         label = "repair" if place == 0 else "or"
-        console.print(f"  {label} ({r.strategy}, {state}): {r.description}", highlight=False)
-        console.print(f"    {r.reason}", highlight=False)
+        console.print(f"  {label} ({esc(r.strategy)}, {state}): {esc(r.description)}", highlight=False)
+        console.print(esc(f"    {r.reason}"), highlight=False)
         if r.metric:
-            console.print(f"    {r.metric}: {number(r.metric_before)} -> {number(r.metric_after)}", highlight=False)
+            console.print(esc(f"    {r.metric}: {number(r.metric_before)} -> {number(r.metric_after)}"),
+                          highlight=False)
         if r.patch:
             console.print(r.patch.rstrip("\n"), highlight=False, markup=False)
-    console.print(f"[dim]Evidence: {', '.join(str(p) for p in record.evidence)}[/dim]", highlight=False)
+    console.print(f"[dim]Evidence: {esc(', '.join(str(p) for p in record.evidence))}[/dim]", highlight=False)
     for line in record.failures:
-        console.print(f"[yellow]write-back pending:[/yellow] {line}", highlight=False)
+        console.print(f"[yellow]write-back pending:[/yellow] {esc(line)}", highlight=False)
 

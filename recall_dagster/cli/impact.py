@@ -12,6 +12,7 @@ import json
 
 import click
 from rich.console import Console
+from rich.markup import escape as esc
 from rich.table import Table
 
 from recall_dagster.cli import cli
@@ -96,9 +97,9 @@ def render_impact(report: ImpactReport, console: Console) -> None:
     verdict = report.verdict
     colour = COLOURS[verdict]
     change = describe_change((report.dataset, report.column), report.mutation)
-    console.print(f"Impact of {change}: [{colour}]{verdict.value}[/{colour}]", highlight=False)
+    console.print(f"Impact of {esc(change)}: [{colour}]{verdict.value}[/{colour}]", highlight=False)
     if not report.results:
-        console.print(f"No production model reads {report.target}: nothing is affected.", highlight=False)
+        console.print(f"No production model reads {esc(report.target)}: nothing is affected.", highlight=False)
         return
     table = Table(show_edge=False, pad_edge=False)
     for name, justify in (
@@ -111,10 +112,10 @@ def render_impact(report: ImpactReport, console: Console) -> None:
         c = COLOURS[r.verdict]
         metric = f"{j['metric']} {number(j['baseline'])}→{number(j['mutated'])}" if j["metric"] else "–"
         table.add_row(
-            f"{j['model']}/{number(j['version'])}",
-            j["feature"],
+            esc(f"{j['model']}/{number(j['version'])}"),
+            esc(j["feature"] or ""),
             f"[{c}]{r.verdict.value}[/{c}]",
-            metric,
+            esc(metric),
             "–" if j["flip_rate"] is None else f"{j['flip_rate']:.1%}",
             number(j["failures"]),
             "–" if j["rows"] is None else f"{j['rows']:,}",
@@ -123,7 +124,7 @@ def render_impact(report: ImpactReport, console: Console) -> None:
     for r in report.results:
         j = r.to_json()
         ci = f"; delta {number(j['delta'])} [{number(j['ci'][0])}, {number(j['ci'][1])}]" if j["ci"] else ""
-        console.print(f"  {r.closure.model.name} / {r.feature}: {r.reason}{ci}", highlight=False)
+        console.print(esc(f"  {r.closure.model.name} / {r.feature}: {r.reason}{ci}"), highlight=False)
 
 
 def _render_record(published: ImpactPublished) -> None:

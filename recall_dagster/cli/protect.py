@@ -7,6 +7,7 @@ import json
 
 import click
 from rich.console import Console
+from rich.markup import escape as esc
 from rich.table import Table
 
 from recall_dagster.cli import cli
@@ -42,14 +43,14 @@ def render_protect(report: ProtectReport, console: Console) -> None:
     for r in report.datasets[: report.top]:
         weakest = "; ".join(c.why for c in r.components if c.value < 1) or "-"
         bar = "█" * (r.score // 10) + "░" * (10 - r.score // 10)
-        datasets.add_row(display_name(r.dataset), str(r.score), bar, weakest)
+        datasets.add_row(esc(display_name(r.dataset)), str(r.score), bar, esc(weakest))
     console.print(datasets)
     gaps = Table(title="Untested columns production features read (most exposed first)", show_edge=False)
     for name in ("column", "models", "live", "features", "past incident"):
         gaps.add_column(name)
     for g in report.gaps[: report.top]:
-        gaps.add_row(display_name(g.column[0]) + "." + g.column[1], ", ".join(g.models), str(len(g.live_deployments)),
-                     ", ".join(g.features), "yes" if g.past_incident else "")
+        gaps.add_row(esc(display_name(g.column[0]) + "." + g.column[1]), esc(", ".join(g.models)),
+                     str(len(g.live_deployments)), esc(", ".join(g.features)), "yes" if g.past_incident else "")
     console.print(gaps)
     if report.dbt_tests:
         console.print("dbt tests to add (merge into the properties files that declare these models and sources):")

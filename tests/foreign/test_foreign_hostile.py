@@ -36,3 +36,30 @@ def test_markup_in_a_name_is_shown_not_obeyed(shop: Settings, command: list[str]
     assert done.exit_code in (0, 1, 4), done.output
     if command[0] in ("scan", "gate"):
         assert HOSTILE in done.output.replace("\n", ""), "the name as the graph holds it"
+
+
+HOSTILE_TABLE = "customer_orders[/]"
+
+
+@pytest.fixture
+def hostile_table(tmp_path: Path) -> Settings:
+    text = (FIXTURES / "estate_stock.json").read_text().replace("customer_orders", HOSTILE_TABLE)
+    fixture = tmp_path / "hostile_table.json"
+    fixture.write_text(text)
+    db = ingest(tmp_path / "shop.db", str(fixture))
+    (tmp_path / "recall.yaml").write_text(json.dumps(OVERLAY))
+    return Settings(home=tmp_path / "home", graph=str(db))
+
+
+@pytest.mark.parametrize("command", [
+    ["protect"], ["impact", f"shop.marts.{HOSTILE_TABLE}", "--column", "total_amount", "--mutation", "drop",
+                  "--no-write"],
+])
+def test_a_table_named_like_markup_is_shown_by_protect_and_impact(hostile_table: Settings, command: list[str]
+                                                                  ) -> None:
+    config = str(Path(hostile_table.graph).with_name("recall.yaml"))
+    done = CliRunner().invoke(cli, [*command, "--graph", hostile_table.graph, "--config", config],
+                              env={"RECALL_HOME": str(hostile_table.home), "COLUMNS": "300"})
+    assert done.exception is None or isinstance(done.exception, SystemExit), done.exception
+    assert done.exit_code in (0, 1, 4), done.output
+    assert HOSTILE_TABLE in done.output.replace("\n", ""), "the name as the graph holds it"
