@@ -250,7 +250,9 @@ def parse_dataset(
     assertions: tuple[Assertion, ...] = (),
     profiles: tuple[Profile, ...] = (),
 ) -> Dataset:
-    if not aspects and not operations_ms:
+    if not aspects and not operations_ms and not builds_ms and not assertions:
+        # a table something writes or tests exists, described or not (dbt tests a source's warehouse table
+        # it never describes; a job's operations name tables no source catalogued)
         return Dataset(urn=urn, name=display_name(urn), missing=True)
     props = _get(aspects, DatasetPropertiesClass)
     editable = _get(aspects, EditableDatasetPropertiesClass)

@@ -2,7 +2,7 @@
 
 Deployments, owners, glossary terms, the features each model
 version consumed (from its MLflow run), the warehouse tables each training run
-read, dbt operations, and the Feast exports the feast source names as its
+read, and the Feast exports the feast source names as its
 features' sources but does not describe (schema, owners, freshness, and the
 column lineage back to the warehouse). Features and feature tables themselves
 come from DataHub's feast source. Aspects that
@@ -14,10 +14,7 @@ Pure: the graph's current aspects and the registry's state come in as values.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from pathlib import Path
 from typing import Iterable, Mapping
 
 from datahub.emitter import mce_builder as builder
@@ -31,16 +28,6 @@ from seed.ingest.mlflow_state import VersionState
 MLFLOW = "mlflow"
 FEAST_ACTOR = "urn:li:corpuser:feast"
 _FIELD_TYPES = {"double": m.NumberTypeClass, "string": m.StringTypeClass, "timestamp": m.TimeTypeClass}
-
-
-@dataclass(frozen=True)
-class DbtOperation:
-    """A real dbt event that touched a warehouse table: a model build or a source load."""
-
-    relation: str  # database.schema.table
-    happened_ms: int
-    data_updated_ms: int
-    operation: str  # a DataHub OperationType
 
 
 def dataset_urn(registry: FeatureRegistry, relation: str) -> str:
@@ -246,52 +233,3 @@ def export_mcps(registry: FeatureRegistry, exports: Iterable[Export]) -> list[Me
 
 def _field_type(arrow: str) -> type:
     return next((kind for prefix, kind in _FIELD_TYPES.items() if arrow.startswith(prefix)), m.StringTypeClass)
-
-
-def operation_mcps(registry: FeatureRegistry, operations: Iterable[DbtOperation]) -> list[MetadataChangeProposalWrapper]:
-    return [
-        _mcp(dataset_urn(registry, op.relation), m.OperationClass(
-            timestampMillis=op.happened_ms,
-            lastUpdatedTimestamp=op.data_updated_ms,
-            operationType=op.operation,
-            actor="urn:li:corpuser:dbt",
-        ))
-        for op in operations
-    ]
-
-
-def dbt_operations(manifest: Path, run_results: Path, sources: Path | None) -> list[DbtOperation]:
-    """Model builds from the build's run results, source loads from ``dbt source freshness``.
-
-    A source's operation carries the newest ``_loaded_at`` the data itself holds,
-    so a feed that stopped loading shows as stale without forging any timestamp.
-    """
-    nodes = json.loads(manifest.read_text())
-    relations = {
-        uid: f"{node['database']}.{node['schema']}.{node.get('alias') or node.get('identifier') or node['name']}"
-        for section in ("nodes", "sources")
-        for uid, node in nodes.get(section, {}).items()
-    }
-    ops: list[DbtOperation] = []
-    for result in json.loads(run_results.read_text()).get("results", []):
-        uid = result["unique_id"]
-        if not uid.startswith("model.") or result.get("status") != "success":
-            continue
-        done = max((_ms(t["completed_at"]) for t in result.get("timing", []) if t.get("completed_at")), default=None)
-        if done is not None and uid in relations:
-            ops.append(DbtOperation(relations[uid], done, done, "CREATE"))
-    if sources is not None and sources.exists():
-        for result in json.loads(sources.read_text()).get("results", []):
-            uid = result.get("unique_id", "")
-            if uid in relations and result.get("max_loaded_at") and result.get("snapshotted_at"):
-                ops.append(DbtOperation(
-                    relations[uid], _ms(result["snapshotted_at"]), _ms(result["max_loaded_at"]), "INSERT"
-                ))
-    return sorted(ops, key=lambda op: (op.relation, op.happened_ms))
-
-
-def _ms(stamp: str) -> int:
-    parsed = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return int(parsed.timestamp() * 1000)

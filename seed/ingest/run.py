@@ -50,9 +50,6 @@ def ingest_all(
         mcps = enrich.catalog_mcps(registry)
         mcps += enrich.model_mcps(registry, versions, deployed, current)
         mcps += enrich.export_mcps(registry, read_exports(feast_repo, registry))
-        mcps += enrich.operation_mcps(
-            registry, enrich.dbt_operations(artifacts.manifest, artifacts.run_results, artifacts.sources)
-        )
         report = graph.emit_mcps(mcps)
     finally:
         graph.close()

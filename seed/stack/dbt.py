@@ -59,7 +59,6 @@ class DbtArtifacts:
     manifest: Path
     catalog: Path
     run_results: Path
-    sources: Path
 
 
 def dbt_target_dir(settings: Settings) -> Path:
@@ -72,7 +71,6 @@ def dbt_artifacts(settings: Settings) -> DbtArtifacts:
         manifest=target / "manifest.json",
         catalog=target / "catalog.json",
         run_results=target / "run_results.build.json",
-        sources=target / "sources.json",
     )
 
 

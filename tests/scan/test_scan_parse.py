@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datahub.metadata.schema_classes as dh
 
-from recall_dagster.estate import parse
+from recall_dagster.estate import Assertion, parse
 from recall_dagster.graph.port import values_at
 
 
@@ -195,3 +195,15 @@ def test_a_secondary_sibling_stands_for_its_primary_as_a_copy_does() -> None:
 
     assert parsed(dbt, warehouse, primary=False).copy_of == warehouse
     assert parsed(warehouse, dbt, primary=True).copy_of is None
+
+
+def test_a_table_only_tested_or_built_exists_though_nothing_describes_it() -> None:
+    """dbt hangs a source's freshness test on the warehouse table it never describes: the table and its test
+    are there, so the test reaches the models reading it."""
+    urn = "urn:li:dataset:(urn:li:dataPlatform:postgres,warehouse.raw.customers,PROD)"
+    test = Assertion("urn:li:assertion:fresh", "source.shop.raw.customers", None, "FAILURE")
+    tested = parse.parse_dataset(urn, {}, people={}, glossary={}, freshness_property=None, assertions=(test,))
+    built = parse.parse_dataset(urn, {}, people={}, glossary={}, freshness_property=None, builds_ms=(5,))
+    assert not tested.missing and tested.assertions == (test,)
+    assert not built.missing and built.builds_ms == (5,)
+    assert parse.parse_dataset(urn, {}, people={}, glossary={}, freshness_property=None).missing

@@ -22,7 +22,8 @@ from recall_dagster.detect.finding import Finding, Severity
 from recall_dagster.estate.marks import is_managed
 from recall_dagster.graph import open_graph
 from recall_dagster.progress import Progress
-from recall_dagster.scan import load_config
+from recall_dagster.instants import clock_ms
+from recall_dagster.scan import load_config, select_closures
 from recall_dagster.score import score_model
 from recall_dagster.settings import Settings
 from tests.contracts.conform import conforms
@@ -71,9 +72,11 @@ def test_enrichment_links_models_features_deployments_and_training_inputs(estate
         assert "urn:li:dataset:(urn:li:dataPlatform:postgres,warehouse.marts.fct_transactions,PROD)" in {
             e.destinationUrn for e in inputs.inputEdges
         }
-        orders = "urn:li:dataset:(urn:li:dataPlatform:postgres,warehouse.marts.fct_orders,PROD)"
-        ops = graph.timeseries([orders], m.OperationClass)[orders]
-        assert ops, "dbt's model builds are recorded as operations"
+        transactions = "urn:li:dataset:(urn:li:dataPlatform:postgres,warehouse.marts.fct_transactions,PROD)"
+        assert not graph.timeseries([transactions], m.OperationClass)[transactions], "no operation is forged"
+        [fraud] = select_closures(graph, load_config(), scanned_at_ms=clock_ms(), models=[FRAUD_V1])
+        assert any(d.builds_ms for d in fraud.same_table(transactions)), (
+            "dbt's model builds reach Recall as DataHub's dbt source records them (run_results.json)")
     finally:
         graph.close()
 
