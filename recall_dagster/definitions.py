@@ -3,7 +3,7 @@
 Configured only by ``recall.yaml`` (``RECALL_CONFIG``) and the environment.
 """
 
-from dagster import Definitions, definitions, in_process_executor
+from dagster import DefaultSensorStatus, Definitions, definitions, in_process_executor
 
 from recall_dagster.defs import recall_definitions
 
@@ -11,5 +11,7 @@ from recall_dagster.defs import recall_definitions
 @definitions
 def defs() -> Definitions:
     """Loaded lazily by Dagster's tools. Runs in process: its steps share one RECALL_HOME and its lock, and a
-    scan's steps hand each other closures too large to pickle between processes for nothing."""
-    return Definitions.merge(recall_definitions(), Definitions(executor=in_process_executor))
+    scan's steps hand each other closures too large to pickle between processes for nothing. Recall's own
+    location: its reactions and nightly scan are on from the first ``dagster dev``."""
+    return Definitions.merge(recall_definitions(default_status=DefaultSensorStatus.RUNNING),
+                             Definitions(executor=in_process_executor))

@@ -23,7 +23,7 @@ Nothing here holds logic: each definition calls the same function as the ``recal
 
 
 
-from dagster import AssetKey, AssetsDefinition, Definitions
+from dagster import AssetKey, AssetsDefinition, DefaultSensorStatus, Definitions
 
 from recall_dagster.defs.automation import nightly_scan, rescan_job, scan_job
 from recall_dagster.defs.config import DagsterConfig, load_dagster_config
@@ -42,13 +42,17 @@ def recall_definitions(
     config: DagsterConfig | None = None,
     dbt: AssetsDefinition | None = None,
     translator: RecallTranslator | None = None,
+    default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
 ) -> Definitions:
     """Recall's assets, jobs, schedule and sensors, configured from ``recall.yaml`` and the environment.
 
     ``recall`` and ``config`` default to the environment (``RECALL_*``) and the
-    ``dagster:`` section of ``recall.yaml``. No executor is set: merged into a
-    team's location, its jobs run as the team's own do. Given the team's ``dbt`` assets (in
-    the same code location), their failing tests launch a rescan straight from
+    ``dagster:`` section of ``recall.yaml``. Building blocks, not a takeover: no
+    executor is set (a team's jobs run as its own do), every asset sits in the
+    ``recall`` group (``AssetSelection.groups("recall")`` leaves them out of a
+    team's jobs), and the sensors and the nightly schedule start STOPPED unless
+    ``default_status`` says RUNNING. Given the team's ``dbt`` assets (in the
+    same code location), their failing tests launch a rescan straight from
     Dagster's event log as well as through DataHub.
     """
     resource = recall or RecallResource.from_env()
@@ -56,14 +60,16 @@ def recall_definitions(
     after = [AssetKey.from_user_string(k) for k in chosen.scan_after]
     scan, rescan = scan_job(), rescan_job()
     interval, shards = chosen.sensor_interval_seconds, chosen.scan_shards
-    sensors = [datahub_assertion_sensor(rescan, interval), mlflow_sensor(rescan, chosen.mlflow_models, interval)]
+    status = default_status
+    sensors = [datahub_assertion_sensor(rescan, interval, status),
+               mlflow_sensor(rescan, chosen.mlflow_models, interval, status)]
     if dbt is not None:
-        sensors.append(dbt_test_failure_sensor(dbt, rescan, translator, interval))
-    jobs, nightly = [scan, rescan], nightly_scan(scan, chosen.nightly_scan_cron)
+        sensors.append(dbt_test_failure_sensor(dbt, rescan, translator, interval, status))
+    jobs, nightly = [scan, rescan], nightly_scan(scan, chosen.nightly_scan_cron, status)
     if shards > 1:  # the schedule fans out over the shards; their merge launches the scan job
         jobs.append(shards_job := shard_job())
-        nightly = sharded_nightly_scan(shards_job, shards, chosen.nightly_scan_cron)
-        sensors.append(shard_merge_sensor(scan, shards, interval))
+        nightly = sharded_nightly_scan(shards_job, shards, chosen.nightly_scan_cron, status)
+        sensors.append(shard_merge_sensor(scan, shards, interval, status))
     return Definitions(
         assets=[*recall_scan_assets(after, shards), *recall_incident_assets(after)],
         jobs=jobs,

@@ -5,7 +5,7 @@ in a team's own location that merged Recall's assets in alike.
 """
 
 
-from dagster import AssetSelection, ScheduleDefinition, define_asset_job
+from dagster import AssetSelection, DefaultScheduleStatus, DefaultSensorStatus, ScheduleDefinition, define_asset_job
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition  # what define_asset_job returns
 
 SCAN_KEYS = ("model_closures", "risk_findings", "impact_tests", "risk_scores", "datahub_writeback", "data_incidents", "blind_window")
@@ -26,5 +26,8 @@ def rescan_job() -> UnresolvedAssetJobDefinition:
     )
 
 
-def nightly_scan(job: UnresolvedAssetJobDefinition, cron: str = "0 2 * * *") -> ScheduleDefinition:
-    return ScheduleDefinition(name="nightly_scan", job=job, cron_schedule=cron, execution_timezone="UTC")
+def nightly_scan(job: UnresolvedAssetJobDefinition, cron: str = "0 2 * * *",
+                 default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED) -> ScheduleDefinition:
+    """The nightly scan; STOPPED unless ``default_status`` says otherwise (one status for sensors and schedules)."""
+    return ScheduleDefinition(name="nightly_scan", job=job, cron_schedule=cron, execution_timezone="UTC",
+                              default_status=DefaultScheduleStatus(default_status.value))

@@ -13,8 +13,8 @@ from recall_dagster.defs.resources import RecallResource
 from recall_dagster.instants import clock_ms
 from recall_dagster.lifecycle import blind_window_report, sync_incidents
 from recall_dagster.lifecycle.markdown import blind_window_table, incidents_table
+from recall_dagster.defs.translator import GROUP
 
-GROUP = "incidents"
 
 
 def _data_incidents(deps: Sequence[AssetKey | str]) -> AssetsDefinition:

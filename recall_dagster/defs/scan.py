@@ -63,8 +63,8 @@ from recall_dagster.scan_markdown import (
 from recall_dagster.shard_parts import ShardParts
 from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.writeback import write_back
+from recall_dagster.defs.translator import GROUP
 
-GROUP = "recall"
 FAIL_TIER_CHECK = "no_model_at_fail_tier"
 COUNTS = ("planned", "landed", "refused", "pending")
 

@@ -42,7 +42,7 @@ from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.instants import clock_ms
 from recall_dagster.reactions import AssertionResult, models_reading, new_failures
 
-RUNNING = DefaultSensorStatus.RUNNING  # reactions are on from the first `dagster dev`; the UI can stop them
+STOPPED = DefaultSensorStatus.STOPPED  # merged into a team's location, nothing starts until the team turns it on
 Job = JobDefinition | UnresolvedAssetJobDefinition
 
 
@@ -79,14 +79,15 @@ def assertion_results(graph: MetadataGraph) -> list[AssertionResult]:
     return results
 
 
-def datahub_assertion_sensor(job: Job, interval_s: int = 60) -> SensorDefinition:
+def datahub_assertion_sensor(job: Job, interval_s: int = 60, default_status: DefaultSensorStatus = STOPPED
+                             ) -> SensorDefinition:
     """Rescan the production models downstream of every assertion that newly failed in DataHub.
 
     The cursor is the newest result time handled. The first tick only records
     where the graph stands: results older than the sensor are the nightly scan's.
     """
 
-    @sensor(name="datahub_assertion_results", job=job, minimum_interval_seconds=interval_s, default_status=RUNNING)
+    @sensor(name="datahub_assertion_results", job=job, minimum_interval_seconds=interval_s, default_status=default_status)
     def datahub_assertion_results(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
         with recall.open_graph() as graph:
             results = assertion_results(graph)
@@ -108,7 +109,8 @@ def datahub_assertion_sensor(job: Job, interval_s: int = 60) -> SensorDefinition
     return datahub_assertion_results
 
 
-def mlflow_sensor(job: Job, models: Sequence[str] = (), interval_s: int = 60) -> SensorDefinition:
+def mlflow_sensor(job: Job, models: Sequence[str] = (), interval_s: int = 60,
+                  default_status: DefaultSensorStatus = STOPPED) -> SensorDefinition:
     """Scan the versions registered in MLflow since the last tick, once DataHub holds them: one rescan per
     tick, however many arrived.
 
@@ -118,7 +120,7 @@ def mlflow_sensor(job: Job, models: Sequence[str] = (), interval_s: int = 60) ->
     """
     watched = frozenset(models)
 
-    @sensor(name="mlflow_new_versions", job=job, minimum_interval_seconds=interval_s, default_status=RUNNING)
+    @sensor(name="mlflow_new_versions", job=job, minimum_interval_seconds=interval_s, default_status=default_status)
     def mlflow_new_versions(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
         client = recall.mlflow_client()
         try:
@@ -158,7 +160,8 @@ def mlflow_sensor(job: Job, models: Sequence[str] = (), interval_s: int = 60) ->
 
 
 def dbt_test_failure_sensor(
-    dbt: AssetsDefinition, job: Job, translator: RecallTranslator | None = None, interval_s: int = 60
+    dbt: AssetsDefinition, job: Job, translator: RecallTranslator | None = None, interval_s: int = 60,
+    default_status: DefaultSensorStatus = STOPPED,
 ) -> SensorDefinition:
     """Rescan the production models downstream of a dbt test of ``dbt`` that just failed in Dagster.
 
@@ -170,7 +173,7 @@ def dbt_test_failure_sensor(
     names = translator or RecallTranslator()
     dbt_checks = sorted(dbt.check_keys, key=lambda key: key.to_user_string())
 
-    @sensor(name="dbt_test_failures", job=job, minimum_interval_seconds=interval_s, default_status=RUNNING)
+    @sensor(name="dbt_test_failures", job=job, minimum_interval_seconds=interval_s, default_status=default_status)
     def dbt_test_failures(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
         handled: dict[str, int] = json.loads(context.cursor) if context.cursor else {}
         latest = context.instance.event_log_storage.get_latest_asset_check_execution_by_key(dbt_checks)

@@ -18,6 +18,7 @@ gives its own start, and a single partition launched by hand its run's start.
 from typing import Sequence
 
 from dagster import (
+    DefaultScheduleStatus,
     DefaultSensorStatus,
     AssetExecutionContext,
     AssetKey,
@@ -46,11 +47,10 @@ from recall_dagster.instants import clock_ms, iso_instant, parse_instant
 from recall_dagster.scan import JsonStateStore, scan_shard
 from recall_dagster.shard_parts import ShardParts
 from recall_dagster.snapshots import SnapshotStore
+from recall_dagster.defs.translator import GROUP
 
 SHARD_ASSET = "shard_scans"
-GROUP = "recall"
 Job = UnresolvedAssetJobDefinition
-RUNNING = DefaultSensorStatus.RUNNING  # with shards configured, merging them is how a scan completes
 
 
 class ShardScanConfig(Config):
@@ -112,10 +112,12 @@ def _shard_config(scanned_at: str) -> dict:
     return {"ops": {SHARD_ASSET: {"config": ShardScanConfig(scanned_at=scanned_at).model_dump()}}}
 
 
-def sharded_nightly_scan(job: Job, count: int, cron: str = "0 2 * * *") -> ScheduleDefinition:
+def sharded_nightly_scan(job: Job, count: int, cron: str = "0 2 * * *",
+                         default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED) -> ScheduleDefinition:
     """Every shard at the tick's instant, one run each; ``shard_merge`` takes it from there."""
 
-    @schedule(name="nightly_scan", job=job, cron_schedule=cron, execution_timezone="UTC")
+    @schedule(name="nightly_scan", job=job, cron_schedule=cron, execution_timezone="UTC",
+              default_status=DefaultScheduleStatus(default_status.value))
     def nightly_scan(context: ScheduleEvaluationContext) -> list[RunRequest]:
         at = iso_instant(int(context.scheduled_execution_time.timestamp() * 1000))
         return [RunRequest(run_key=f"{s.key}@{at}", partition_key=s.key, run_config=_shard_config(at))
@@ -124,11 +126,12 @@ def sharded_nightly_scan(job: Job, count: int, cron: str = "0 2 * * *") -> Sched
     return nightly_scan
 
 
-def shard_merge_sensor(job: Job, count: int, interval_s: int = 60) -> SensorDefinition:
+def shard_merge_sensor(job: Job, count: int, interval_s: int = 60,
+                       default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED) -> SensorDefinition:
     """Launch the scan job once every shard holds a part of one instant newer than the last merged; the
     cursor is that instant, so each set of parts is merged once."""
 
-    @sensor(name="shard_merge", job=job, minimum_interval_seconds=interval_s, default_status=RUNNING)
+    @sensor(name="shard_merge", job=job, minimum_interval_seconds=interval_s, default_status=default_status)
     def shard_merge(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
         settings = recall.settings()
         instants = ShardParts(settings.state_dir, settings.graph).instants(count)

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from dagster import AssetKey
 
+# The one group every Recall asset sits in (scan, write-back, incidents, shards): a team's jobs select
+# ``AssetSelection.all() - AssetSelection.groups(GROUP)`` to leave them out.
+GROUP = "recall"
+
 
 class RecallTranslator:
     def dataset_name(self, asset_key: AssetKey) -> str:

@@ -11,7 +11,15 @@ Built by a function rather than at import: the dbt assets need a manifest
 under ``RECALL_HOME``, and tests build their own definitions on a private home.
 """
 
-from dagster import AssetSelection, Definitions, ScheduleDefinition, define_asset_job, definitions, in_process_executor
+from dagster import (
+    AssetSelection,
+    DefaultSensorStatus,
+    Definitions,
+    ScheduleDefinition,
+    define_asset_job,
+    definitions,
+    in_process_executor,
+)
 
 from ml_models.registry import load_registry
 from recall_dagster.defs import RecallResource, metric_gate, recall_definitions, retrain_gate
@@ -58,7 +66,9 @@ def build_definitions(settings: Settings | None = None, with_recall: bool = Fals
         resources={"recall": resource, "dbt": dbt_cli()},
         executor=in_process_executor,
     )
-    return Definitions.merge(demo, recall_definitions(resource, dbt=dbt)) if with_recall else demo
+    if not with_recall:
+        return demo
+    return Definitions.merge(demo, recall_definitions(resource, dbt=dbt, default_status=DefaultSensorStatus.RUNNING))
 
 
 @definitions

@@ -168,12 +168,32 @@ def test_asset_metadata_tables_stay_bounded_and_say_what_they_left_out() -> None
     assert table(("model", "score"), rows, limit=None).count("| model_") == METADATA_ROWS + 25, "evidence keeps all"
 
 
-def test_merged_into_a_team_s_location_recall_leaves_its_executor_alone(recall_defs) -> None:
+def test_merged_into_a_team_s_location_recall_is_building_blocks_not_a_takeover(recall_defs) -> None:
+    from dagster import AssetSelection, DefaultScheduleStatus, DefaultSensorStatus, asset, define_asset_job
     from dagster import multiprocess_executor
 
-    team = Definitions(executor=multiprocess_executor)
+    @asset(key=["team", "orders"])
+    def orders() -> None: ...
+
+    team = Definitions(assets=[orders], executor=multiprocess_executor,
+                       jobs=[define_asset_job("team_daily", AssetSelection.all() - AssetSelection.groups("recall"))])
     merged = Definitions.merge(team, recall_defs)
     assert merged.executor is multiprocess_executor, "the team's jobs run as the team's own do"
+    assert {s.default_status for s in merged.sensors} == {DefaultSensorStatus.STOPPED}, "nothing starts by itself"
+    assert {s.default_status for s in merged.schedules} == {DefaultScheduleStatus.STOPPED}
+    graph = merged.resolve_asset_graph()
+    recall_keys = {k for k in graph.get_all_asset_keys() if k != AssetKey(["team", "orders"])}
+    assert recall_keys and {graph.get(k).group_name for k in recall_keys} == {"recall"}, "one group of its own"
+    job = merged.resolve_job_def("team_daily")
+    assert set(job.asset_layer.executable_asset_keys) == {AssetKey(["team", "orders"])}, (
+        "a team job over everything but that group holds none of Recall's assets")
+
+
+def test_recall_s_own_location_starts_its_reactions() -> None:
+    from dagster import DefaultSensorStatus
+
+    own = recall_location.defs()
+    assert {s.default_status for s in own.sensors} == {DefaultSensorStatus.RUNNING}
 
 
 def test_the_resource_honours_the_lock_wait(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
