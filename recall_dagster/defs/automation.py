@@ -6,7 +6,8 @@ in a team's own location that merged Recall's assets in alike.
 
 
 from dagster import AssetSelection, DefaultScheduleStatus, DefaultSensorStatus, ScheduleDefinition, define_asset_job
-from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition  # what define_asset_job returns
+
+from recall_dagster.defs._compat import UnresolvedAssetJobDefinition
 
 SCAN_KEYS = ("model_closures", "risk_findings", "impact_tests", "risk_scores", "datahub_writeback", "data_incidents", "blind_window")
 

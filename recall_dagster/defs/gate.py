@@ -41,19 +41,18 @@ from dagster import (
     AssetsDefinition,
     AssetSpec,
     Failure,
-    In,
     MaterializeResult,
     MetadataValue,
-    OpDefinition,
-    Out,
     PartitionsDefinition,
     multi_asset,
 )
-from dagster._core.definitions.assets.definition.assets_definition import stringify_asset_key_to_input_name
-from dagster._core.definitions.decorators.op_decorator import DecoratedOpFunction
-from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
-from dagster_shared.check import CheckError
 
+from recall_dagster.defs._compat import (
+    asset_graph_of,
+    compute_fn_of,
+    latest_check_executions,
+    with_compute_and_input,
+)
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.impact.measured import gate_measure
 from recall_dagster.defs.translator import RecallTranslator
@@ -125,36 +124,17 @@ def _asking_gate(training: AssetsDefinition, trained: AssetKey, gate_key: AssetK
     A run that holds the gate step has judged already (Dagster skips the
     training on a refusal); a run that does not (the UI's "Materialize", ``dagster
     asset materialize``, a team's job, automation) gets the same verdict from the
-    same function here. ``map_asset_specs`` adds the dependency and the op's
-    input, but in Dagster 1.13.27 it leaves ``keys_by_input_name`` without it, so a
-    job would run the two steps in any order (measured); the input is mapped here.
+    same function here. Rebuilding the asset needs Dagster internals
+    (:func:`~recall_dagster.defs._compat.with_compute_and_input` says why).
     """
     mapped = training.map_asset_specs(
         lambda s: s.replace_attributes(deps=[*s.deps, AssetDep(gate_key)]) if s.key == trained else s
     )
-    op = mapped.node_def
-    if not isinstance(op, OpDefinition) or not isinstance(op.compute_fn, DecoratedOpFunction):
+    train = compute_fn_of(mapped.node_def)
+    if train is None:
         raise ValueError(f"{trained.to_user_string()} is computed by a graph: retrain_gate gates an asset of one op")
     asker = _GateAsker(trained, gate_key, model)
-    attributes = mapped.get_attributes_dict()
-    attributes["keys_by_input_name"] = {
-        **attributes["keys_by_input_name"], stringify_asset_key_to_input_name(gate_key): gate_key
-    }
-    attributes["node_def"] = OpDefinition.dagster_internal_init(
-        compute_fn=DecoratedOpFunction(_asking_first(op.compute_fn.decorated_fn, asker)),
-        name=op.name,
-        ins={i.name: In.from_definition(i) for i in op.input_defs},
-        outs={o.name: Out.from_definition(o) for o in op.output_defs},
-        description=op.description,
-        config_schema=op.config_schema,
-        required_resource_keys={*op.required_resource_keys, RESOURCE},
-        tags=op.tags,
-        version=None,
-        retry_policy=op.retry_policy,
-        code_version=None,  # each output keeps its own, the only place an asset reads it
-        pool=op.pool,
-    )
-    return AssetsDefinition.dagster_internal_init(**attributes)
+    return with_compute_and_input(mapped, _asking_first(train, asker), gate_key, (RESOURCE,))
 
 
 def _asking_first(train: Callable[..., Any], asker: "_GateAsker") -> Callable[..., Any]:
@@ -378,7 +358,7 @@ def _observed(context: AssetExecutionContext, trained: AssetKey) -> list[Observe
     """The last materialization of each asset the training reads: when it was written (freshness without
     DataHub operations) and ``dagster/row_count`` when recorded, named by ``dagster/table_name`` (dagster-dbt
     sets it to the dbt relation), else by the asset key's parts."""
-    graph = _asset_graph(context)
+    graph = asset_graph_of(context)
     seen = []
     for key in sorted(graph.get(trained).parent_keys, key=AssetKey.to_user_string):
         [latest, *_] = [*context.instance.fetch_materializations(key, limit=1).records, None]
@@ -397,14 +377,14 @@ def _observed(context: AssetExecutionContext, trained: AssetKey) -> list[Observe
 
 def _with_upstream_checks(context: AssetExecutionContext, trained: AssetKey, verdict: GateResult) -> GateResult:
     """The verdict with one more check: the newest execution of every asset check upstream of the training."""
-    graph = _asset_graph(context)
+    graph = asset_graph_of(context)
     upstream = graph.get_ancestor_asset_keys(trained) - {trained}
     keys = sorted((k for k in graph.asset_check_keys if k.asset_key in upstream and k.name != GATE_CHECK),
                   key=AssetCheckKey.to_user_string)
     if not keys:
         check = CheckResult(UPSTREAM_CHECKS, "SKIP", "no asset check upstream of the training is known to this run")
         return replace(verdict, checks=(*verdict.checks, check))
-    latest = context.instance.event_log_storage.get_latest_asset_check_execution_by_key(keys)
+    latest = latest_check_executions(context.instance, keys)
     failing, unknown = [], []
     for check_key in keys:
         record = latest.get(check_key)
@@ -422,14 +402,6 @@ def _with_upstream_checks(context: AssetExecutionContext, trained: AssetKey, ver
     else:
         check = CheckResult(UPSTREAM_CHECKS, "SKIP", f"none of {len(keys)} upstream check(s) has run", tuple(unknown))
     return replace(verdict, checks=(*verdict.checks, check))
-
-
-def _asset_graph(context: AssetExecutionContext) -> BaseAssetGraph:
-    """The code location's asset graph in a launched run; the job's own in an in-process one, which has none."""
-    try:
-        return context.repository_def.asset_graph
-    except CheckError:
-        return context.job_def.asset_layer.asset_graph
 
 
 def verdict_metadata(verdict: GateResult) -> dict[str, Any]:

@@ -27,9 +27,9 @@ from dagster import (
     SensorResult,
     sensor,
 )
-from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition  # what define_asset_job returns
 from datahub.metadata.schema_classes import AssertionInfoClass, AssertionRunEventClass
 
+from recall_dagster.defs._compat import UnresolvedAssetJobDefinition, latest_check_executions
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.defs.scan import scan_run_config
 from recall_dagster.defs.translator import RecallTranslator
@@ -176,7 +176,7 @@ def dbt_test_failure_sensor(
     @sensor(name="dbt_test_failures", job=job, minimum_interval_seconds=interval_s, default_status=default_status)
     def dbt_test_failures(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
         handled: dict[str, int] = json.loads(context.cursor) if context.cursor else {}
-        latest = context.instance.event_log_storage.get_latest_asset_check_execution_by_key(dbt_checks)
+        latest = latest_check_executions(context.instance, dbt_checks)
         new = {  # completed executions not handled yet; a planned one has no evaluation until it runs
             key: (record.id, evaluation)
             for key, record in latest.items()

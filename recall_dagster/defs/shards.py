@@ -37,10 +37,9 @@ from dagster import (
     schedule,
     sensor,
 )
-from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition  # what define_asset_job returns
-from dagster._core.storage.tags import BACKFILL_ID_TAG
 from pydantic import Field
 
+from recall_dagster.defs._compat import BACKFILL_ID_TAG, UnresolvedAssetJobDefinition
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.estate.shards import Shard
 from recall_dagster.instants import clock_ms, iso_instant, parse_instant

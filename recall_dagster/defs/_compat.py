@@ -1,0 +1,100 @@
+"""Every use of Dagster's internals, in one place, each with the reason no public API serves (Dagster 1.13.27).
+
+Anything imported from ``dagster._…`` or ``dagster_shared`` may change in any
+Dagster release. Keeping the uses here means an upgrade has one module to
+re-verify, and ``tests/dagster/test_dagster_compat.py`` fails loudly when the
+installed Dagster is not the version these were verified against.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping
+
+from dagster import (
+    AssetCheckKey,
+    AssetExecutionContext,
+    AssetKey,
+    AssetsDefinition,
+    DagsterInstance,
+    In,
+    OpDefinition,
+    Out,
+)
+
+# define_asset_job's return type is not exported; Recall's job factories are typed with it.
+from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+
+# The run tag Dagster sets on every run of a backfill; there is no public constant or accessor for it.
+from dagster._core.storage.tags import BACKFILL_ID_TAG
+
+VERIFIED_WITH = "1.13.27"
+
+__all__ = ["BACKFILL_ID_TAG", "VERIFIED_WITH", "UnresolvedAssetJobDefinition", "asset_graph_of",
+           "compute_fn_of", "latest_check_executions", "with_compute_and_input"]
+
+
+def latest_check_executions(instance: DagsterInstance, keys: Iterable[AssetCheckKey]) -> dict[AssetCheckKey, Any]:
+    """The newest execution record of each check, through the instance's public per-key accessor."""
+    found = {key: instance.get_latest_asset_check_evaluation_record(key) for key in keys}
+    return {key: record for key, record in found.items() if record is not None}
+
+
+def asset_graph_of(context: AssetExecutionContext) -> Any:
+    """The code location's asset graph in a launched run, the job's own in an in-process one.
+
+    ``context.repository_def`` raises a ``CheckError`` (dagster_shared) when the
+    run has no repository (``execute_in_process``); the job's asset layer is then
+    the only graph there is, and neither it nor the error is public.
+    """
+    from dagster_shared.check import CheckError
+
+    try:
+        return context.repository_def.asset_graph
+    except CheckError:
+        return context.job_def.asset_layer.asset_graph
+
+
+def compute_fn_of(op: Any) -> Callable[..., Any] | None:
+    """The function an ``@asset`` of one op was written as; None for a graph-backed asset or another kind of op
+    (its compute function is wrapped in ``DecoratedOpFunction``, not public)."""
+    from dagster._core.definitions.decorators.op_decorator import DecoratedOpFunction
+
+    if not isinstance(op, OpDefinition) or not isinstance(op.compute_fn, DecoratedOpFunction):
+        return None
+    return op.compute_fn.decorated_fn
+
+
+def with_compute_and_input(
+    mapped: AssetsDefinition, compute: Callable[..., Any], input_key: AssetKey, resources: Iterable[str]
+) -> AssetsDefinition:
+    """``mapped`` (one op) computed by ``compute``, with ``input_key`` mapped to its input and ``resources``
+    required too.
+
+    No public API replaces an asset's compute function while keeping its specs,
+    checks, partitions and metadata; and ``map_asset_specs`` adds a dependency
+    and the op's input but, in 1.13.27, leaves ``keys_by_input_name`` without it,
+    so a job would run the two steps in any order (measured). Hence the internal
+    constructors and input naming.
+    """
+    from dagster._core.definitions.assets.definition.assets_definition import stringify_asset_key_to_input_name
+    from dagster._core.definitions.decorators.op_decorator import DecoratedOpFunction
+
+    op: Any = mapped.node_def  # one op: the caller checked with compute_fn_of
+    attributes: dict[str, Any] = mapped.get_attributes_dict()
+    keys_by_input: Mapping[str, AssetKey] = attributes["keys_by_input_name"]
+    attributes["keys_by_input_name"] = {**keys_by_input, stringify_asset_key_to_input_name(input_key): input_key}
+    attributes["node_def"] = OpDefinition.dagster_internal_init(
+        compute_fn=DecoratedOpFunction(compute),
+        name=op.name,
+        ins={i.name: In.from_definition(i) for i in op.input_defs},
+        outs={o.name: Out.from_definition(o) for o in op.output_defs},
+        description=op.description,
+        config_schema=op.config_schema,
+        required_resource_keys={*op.required_resource_keys, *resources},
+        tags=op.tags,
+        version=None,
+        retry_policy=op.retry_policy,
+        code_version=None,  # each output keeps its own, the only place an asset reads it
+        pool=op.pool,
+    )
+    return AssetsDefinition.dagster_internal_init(**attributes)
