@@ -21,7 +21,7 @@ from recall_dagster.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREACHABLE, EXIT
 from recall_dagster.impact.config import load_impact_config
 from recall_dagster.impact.experiment import ImpactReport, describe_change
 from recall_dagster.impact.models import MlflowModels
-from recall_dagster.impact.mutations import OPERATORS
+from recall_dagster.impact.mutation_spec import MUTATIONS
 from recall_dagster.impact.policy import Verdict
 from recall_dagster.impact.publish import ImpactPublished
 from recall_dagster.impact.service import ImpactRequest, impact_test, record_impact
@@ -46,7 +46,7 @@ COLOURS = {Verdict.PASS: "green", Verdict.WARN: "yellow", Verdict.BLOCK: "red", 
 @click.argument("dataset")
 @click.option("--column", required=True, help="The column the change happens to.")
 @click.option(
-    "--mutation", required=True, metavar="OP[:ARG]", help=f"The change to replay: {', '.join(OPERATORS)}."
+    "--mutation", required=True, metavar="OP[:ARG]", help=f"The change to replay: {', '.join(MUTATIONS)}."
 )
 @click.option("--fraction", type=float, help="Share of rows the mutation touches (default all).")
 @click.option("--model", "models", multiple=True, metavar="NAME|NAME/VERSION|URN", help="Measure only this model.")

@@ -6,7 +6,6 @@ and never learns whether a DataHub Lite file or a GMS server answers.
 
 from __future__ import annotations
 
-from recall_dagster.graph.gms import GmsGraph
 from recall_dagster.graph.lite import LiteGraph
 from recall_dagster.graph.port import AspectMap, Direction, MetadataGraph, WriteReport
 from recall_dagster.graph.registry_overlay import RegistryAliasGraph
@@ -46,5 +45,16 @@ def open_graph(
 
 def _store(target: str, token: str | None, read_only: bool) -> MetadataGraph:
     if target.startswith(("http://", "https://")):
+        from recall_dagster.graph.gms import GmsGraph  # its REST client costs a command on a Lite file ~0.3 s
+
         return GmsGraph(target, token)
     return LiteGraph(target, read_only=read_only)
+
+
+def __getattr__(name: str) -> object:
+    """``GmsGraph`` on first use: importing the package stays free of DataHub's REST emitter."""
+    if name == "GmsGraph":
+        from recall_dagster.graph.gms import GmsGraph
+
+        return GmsGraph
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

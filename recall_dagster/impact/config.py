@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from recall_dagster.detect import Severity
 from recall_dagster.detect.config import _Section
 from recall_dagster.errors import ConfigError
-from recall_dagster.impact.mutations import parse_mutation
+from recall_dagster.impact.mutation_spec import parse_mutation
 from recall_dagster.registry import RegistryLimits
 from recall_dagster.lifecycle.rows import resolve_url
 from recall_dagster.scan import load_yaml_config

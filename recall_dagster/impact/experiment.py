@@ -19,7 +19,8 @@ from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.measure import Inference, Measurement, infer, measure
 from recall_dagster.impact.models import ModelSource, ModelUnavailable, Subject
-from recall_dagster.impact.mutations import Mutation, MutationError, apply
+from recall_dagster.impact.mutation_spec import Mutation
+from recall_dagster.impact.mutations import MutationError, apply
 from recall_dagster.impact.policy import Verdict, judge, worst
 from recall_dagster.impact.targets import AffectedInput, AffectedModel
 from recall_dagster.estate.columns import Col, column_name

@@ -15,16 +15,14 @@ its severity and says why in ``evidence["measured"]``.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from recall_dagster.detect import Finding, Severity, failing_assertion, training_source_schema_drift, upstream_staleness
 from recall_dagster.detect.registry import Detection, sort_findings
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.estate import ModelClosure
 from recall_dagster.impact.config import ImpactConfig, MeasuredConfig
-from recall_dagster.impact.experiment import ImpactReport, run_experiment
-from recall_dagster.impact.models import MlflowModels, ModelSource
-from recall_dagster.impact.mutations import Mutation, parse_mutation
+from recall_dagster.impact.mutation_spec import Mutation, parse_mutation
 from recall_dagster.impact.policy import Verdict, worst
 from recall_dagster.impact.targets import affected_models
 from recall_dagster.estate.columns import Col, ColumnGraph, column_graph, column_name
@@ -33,6 +31,10 @@ from recall_dagster.lifecycle.read import read_profile_rows, read_training_spans
 from recall_dagster.lifecycle.service import Measure
 from recall_dagster.scan import ScanResult, score_models
 from recall_dagster.settings import Settings
+
+if TYPE_CHECKING:
+    from recall_dagster.impact.experiment import ImpactReport
+    from recall_dagster.impact.models import ModelSource, Subject
 
 _TIME_WORDS = ("timestamp", "datetime", "date", "time")
 # The detectors whose findings are replayed (or, for staleness, said to be unreplayable).
@@ -134,6 +136,8 @@ class Measurer:
             return None
         key = (closure.urn, tuple(i.name for i in affected[0].inputs), replay.mutation.label, replay.mutation.fraction)
         if key not in self._done:
+            from recall_dagster.impact.experiment import run_experiment  # pandas, only when something is replayed
+
             self._done[key] = run_experiment(affected, replay.changed, replay.mutation, self.source, self.ic)
         return self._done[key]
 
@@ -244,11 +248,27 @@ def measure_scan(
     return replace(result, models=score_models(closures, measured, result.config, acks=result.acks, at_ms=result.scanned_at_ms))
 
 
+class _MlflowOnFirstLoad:
+    """The registry's models, imported (pandas, then MLflow) when a finding is first replayed: a gate on a
+    healthy estate replays nothing and starts without them."""
+
+    def __init__(self, tracking_uri: str, ic: ImpactConfig) -> None:
+        self.tracking_uri, self.ic = tracking_uri, ic
+        self._source: ModelSource | None = None
+
+    def load(self, closure: ModelClosure) -> "Subject":
+        if self._source is None:
+            from recall_dagster.impact.models import MlflowModels
+
+            self._source = MlflowModels(self.tracking_uri, self.ic)
+        return self._source.load(closure)
+
+
 def gate_measure(settings: Settings, lc: LifecycleConfig, ic: ImpactConfig) -> Measure | None:
     """What the retrain gate replays its findings with, from MLflow; None when ``impact.measured`` is off."""
     if not ic.measured.enabled:
         return None
-    source = MlflowModels(settings.mlflow_uri, ic)
+    source = _MlflowOnFirstLoad(settings.mlflow_uri, ic)
 
     def measure(graph: MetadataGraph, closures: Sequence[ModelClosure], detection: Detection) -> Detection:
         return measure_findings(graph, closures, detection, lc, ic, source)

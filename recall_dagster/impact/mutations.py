@@ -7,18 +7,19 @@ gone.  Each operator takes the column, the rows it touches and its argument,
 and returns the column as the model would receive it; the caller decides
 which rows (``fraction``, drawn from a seeded generator), so the same
 experiment always touches the same rows.  Nothing here reads a model or a
-graph: they are tested on their own, and the allowlist is the only way in.
+graph: they are tested on their own, and the allowlist
+(:mod:`recall_dagster.impact.mutation_spec`) is the only way in.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from recall_dagster.errors import ConfigError, RecallError
+from recall_dagster.impact.mutation_spec import Mutation, number_arg
 
 UNSEEN_CATEGORY = "__recall_unseen__"
 
@@ -27,28 +28,7 @@ class MutationError(RecallError):
     """The mutation does not apply to this column (a scale of text, a time shift of prices)."""
 
 
-@dataclass(frozen=True)
-class Mutation:
-    op: str
-    arg: str | None  # the text after ``op:``, parsed by the operator
-    fraction: float  # share of rows touched, in [0, 1]
-
-    @property
-    def label(self) -> str:
-        return f"{self.op}:{self.arg}" if self.arg is not None else self.op
-
-    def to_json(self) -> dict[str, object]:
-        return {"op": self.op, "arg": self.arg, "fraction": self.fraction}
-
-
 Operator = Callable[[pd.Series, np.ndarray, "str | None", np.random.Generator], "pd.Series | None"]
-
-
-def _float(arg: str, op: str) -> float:
-    try:
-        return float(arg)
-    except ValueError:
-        raise ConfigError(f"mutation {op}: argument {arg!r} is not a number") from None
 
 
 def _is_number(values: pd.Series) -> bool:
@@ -75,7 +55,7 @@ def null_fraction(values: pd.Series, rows: np.ndarray, arg: str | None, rng: np.
 
 def scale(values: pd.Series, rows: np.ndarray, arg: str | None, rng: np.random.Generator) -> pd.Series:
     """A unit change: multiplied by ``arg`` (default 100, euros arriving as cents)."""
-    factor = _float(arg, "scale") if arg is not None else 100.0
+    factor = number_arg(arg, "scale") if arg is not None else 100.0
     out = _numeric(values, "scale").copy()
     out.iloc[rows] = out.iloc[rows] * factor
     return out
@@ -84,7 +64,7 @@ def scale(values: pd.Series, rows: np.ndarray, arg: str | None, rng: np.random.G
 def shift(values: pd.Series, rows: np.ndarray, arg: str | None, rng: np.random.Generator) -> pd.Series:
     """An offset: ``arg`` added (default one standard deviation of the column)."""
     out = _numeric(values, "shift").copy()
-    delta = _float(arg, "shift") if arg is not None else float(np.nan_to_num(out.std(ddof=0)))
+    delta = number_arg(arg, "shift") if arg is not None else float(np.nan_to_num(out.std(ddof=0)))
     out.iloc[rows] = out.iloc[rows] + delta
     return out
 
@@ -96,9 +76,9 @@ def clip(values: pd.Series, rows: np.ndarray, arg: str | None, rng: np.random.Ge
         low, high = (float(q) for q in out.quantile([0.1, 0.9]))
     elif "," in arg:
         low_text, _, high_text = arg.partition(",")
-        low, high = _float(low_text, "clip"), _float(high_text, "clip")
+        low, high = number_arg(low_text, "clip"), number_arg(high_text, "clip")
     else:
-        low, high = -np.inf, _float(arg, "clip")
+        low, high = -np.inf, number_arg(arg, "clip")
     out.iloc[rows] = out.iloc[rows].clip(lower=low, upper=high)
     return out
 
@@ -107,7 +87,7 @@ def constant(values: pd.Series, rows: np.ndarray, arg: str | None, rng: np.rando
     """A frozen feed: one value everywhere (``arg``, default the column's median, or its mode for text)."""
     numeric = _is_number(values)
     if arg is not None:
-        value: object = _float(arg, "constant") if numeric else arg
+        value: object = number_arg(arg, "constant") if numeric else arg
     elif numeric:
         value = float(values.median()) if values.notna().any() else 0.0
     else:
@@ -143,8 +123,8 @@ def category_remap(values: pd.Series, rows: np.ndarray, arg: str | None, rng: np
         old, sep, new = (part.strip() for part in pair.partition("="))
         if not sep:
             raise ConfigError(f"mutation category_remap: {pair!r} is not OLD=NEW")
-        key: object = _float(old, "category_remap") if numeric else old
-        mapping[key] = _float(new, "category_remap") if numeric else new
+        key: object = number_arg(old, "category_remap") if numeric else old
+        mapping[key] = number_arg(new, "category_remap") if numeric else new
     out.iloc[rows] = touched.map(lambda v: mapping.get(v, v))
     return out
 
@@ -155,7 +135,7 @@ def timezone_shift(values: pd.Series, rows: np.ndarray, arg: str | None, rng: np
     A column already reduced to an hour of day (integers 0..23, as a feature
     derived from a timestamp usually is) moves around the clock instead.
     """
-    hours = _float(arg, "timezone_shift") if arg is not None else 1.0
+    hours = number_arg(arg, "timezone_shift") if arg is not None else 1.0
     if pd.api.types.is_datetime64_any_dtype(values):
         out = values.copy()
         out.iloc[rows] = out.iloc[rows] + pd.Timedelta(hours=hours)
@@ -197,24 +177,6 @@ OPERATORS: dict[str, Operator] = {
     "type_coercion": type_coercion,
     "drop": drop,
 }
-
-
-def parse_mutation(spec: str, fraction: float | None = None) -> Mutation:
-    """``OP[:ARG]`` from the allowlist; ``null_fraction:P`` is P of the rows NULL, other ops touch ``fraction``."""
-    op, sep, arg = spec.strip().partition(":")
-    if op not in OPERATORS:
-        raise ConfigError(f"unknown mutation {op!r}; known: {', '.join(OPERATORS)}")
-    value = arg if sep else None
-    if fraction is not None and not 0 <= fraction <= 1:
-        raise ConfigError(f"--fraction {fraction} is not a share in [0, 1]")
-    share = 1.0 if fraction is None else fraction
-    if op == "null_fraction" and value is not None:
-        share = _float(value, op)
-        if not 0 <= share <= 1:
-            raise ConfigError(f"mutation null_fraction:{value}: the share of NULL rows must be in [0, 1]")
-        if fraction is not None and fraction != share:
-            raise ConfigError(f"null_fraction:{value} and --fraction {fraction} disagree; give one of them")
-    return Mutation(op, value, share)
 
 
 def touched_rows(n: int, fraction: float, seed: int) -> np.ndarray:

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from recall_dagster.impact.config import ImpactConfig
-from recall_dagster.impact.measure import Measurement
+
+if TYPE_CHECKING:  # the verdict is judged on a measurement's numbers; the statistics themselves need numpy
+    from recall_dagster.impact.measure import Measurement
 
 
 class Verdict(str, Enum):

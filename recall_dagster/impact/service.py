@@ -19,7 +19,7 @@ from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.experiment import ImpactReport, Progress, run_experiment
 from recall_dagster.impact.models import ModelSource
-from recall_dagster.impact.mutations import Mutation, parse_mutation
+from recall_dagster.impact.mutation_spec import Mutation, parse_mutation
 from recall_dagster.impact.publish import ImpactPublished, publish_impact, write_evidence
 from recall_dagster.impact.targets import affected_models, changed_column
 from recall_dagster.estate.columns import column_graph

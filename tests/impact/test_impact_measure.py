@@ -8,7 +8,8 @@ import pytest
 from sklearn.metrics import mean_absolute_error, roc_auc_score
 
 from recall_dagster.impact.measure import Inference, _auc, infer, measure, metric_of
-from recall_dagster.impact.mutations import apply, parse_mutation
+from recall_dagster.impact.mutation_spec import parse_mutation
+from recall_dagster.impact.mutations import apply
 
 N = 400
 

@@ -7,15 +7,14 @@ import pandas as pd
 import pytest
 
 from recall_dagster.errors import ConfigError
+from recall_dagster.impact.mutation_spec import MUTATIONS, Mutation, parse_mutation
 from recall_dagster.impact.mutations import (
     OPERATORS,
     UNSEEN_CATEGORY,
-    Mutation,
     MutationError,
     apply,
     category_remap,
     null_fraction,
-    parse_mutation,
     touched_rows,
 )
 
@@ -441,3 +440,7 @@ def test_null_fraction_keeps_a_timestamp_column_a_timestamp() -> None:
     values = pd.Series(pd.date_range("2026-01-01", periods=4, freq="h"), name="occurred_at")
     out = null_fraction(values, np.array([1]), None, np.random.default_rng(0))
     assert pd.api.types.is_datetime64_any_dtype(out) and out.isna().tolist() == [False, True, False, False]
+
+
+def test_the_allowlist_names_exactly_the_operators_implemented() -> None:
+    assert tuple(OPERATORS) == MUTATIONS

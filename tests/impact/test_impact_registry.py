@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from sqlalchemy.engine import make_url
 
 from recall_dagster.diagnose.collect import pick_versions
 from recall_dagster.errors import EXIT_UNREACHABLE, ConfigError, ModelNotFound, ServiceUnreachable
 from recall_dagster.impact.config import parse_impact_config
-from recall_dagster.registry import RegistryLimits, failing, mlflow_client
+from recall_dagster.registry import RegistryLimits, failing, mlflow_client, sqlite_store
 from recall_dagster.scan import load_yaml_config
 from tests.cutting import free_port
 
@@ -140,3 +141,12 @@ def test_registry_limits_out_of_range_name_the_key(registry: dict, message: str)
     impact = {**data["impact"], "registry": {**data["impact"]["registry"], **registry}}
     with pytest.raises(ConfigError, match=message):
         parse_impact_config(impact, "mine.yaml")
+
+
+@pytest.mark.parametrize("uri", ["sqlite:///mlflow.db", "sqlite:////tmp/a b/m.db", "sqlite:////tmp/x%20y.db",
+                                 "sqlite://", "sqlite:///:memory:", "sqlite:///rel/dir/m.db?mode=ro"])
+def test_the_sqlite_store_is_the_file_sqlalchemy_would_open(uri: str) -> None:
+    database = make_url(uri).database
+    expected = Path(database) if database and database != ":memory:" else None
+    assert sqlite_store(uri) == expected
+    assert sqlite_store("postgresql://host/mlflow") is None

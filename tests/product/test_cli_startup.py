@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from recall_dagster.cli import COMMANDS, cli
+from tests.scan.scan_estates import ingest
 
 HEAVY = ("pandas", "pyarrow", "mlflow", "dagster", "feast", "datahub", "pydantic")
 
@@ -73,3 +74,25 @@ def test_command_modules_still_resolve_as_attributes_of_the_package() -> None:
     assert package.dagster_cmd.dagster_home
     with pytest.raises(AttributeError):
         package.no_such_module
+
+
+GATE_AND_MODULES = """
+import json, sys
+from click.testing import CliRunner
+from recall_dagster.cli import cli
+result = CliRunner().invoke(cli, ["gate", "churn_model", "--json", "--graph", sys.argv[1]])
+print(json.dumps({"exit_code": result.exit_code, "output": result.output, "modules": sorted(sys.modules)}))
+"""
+
+
+def test_a_gate_with_nothing_to_replay_imports_no_dataframe_library(tmp_path: Path) -> None:
+    """The gate judges from the graph; pandas, numpy and SQLAlchemy load only when a finding is replayed on the
+    model or rows are counted in a warehouse."""
+    graph = ingest(tmp_path / "shop.db", str(Path(__file__).parents[1] / "foreign" / "fixtures" / "estate_stock.json"))
+    done = subprocess.run([sys.executable, "-c", GATE_AND_MODULES, str(graph)], capture_output=True, text=True,
+                          timeout=300, env={"RECALL_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert json.loads(seen["output"])["verdict"] in ("GO", "NO-GO", "UNVERIFIED"), seen["output"]
+    loaded = sorted({m.split(".")[0] for m in seen["modules"]} & {"pandas", "numpy", "sqlalchemy", "mlflow"})
+    assert not loaded, f"recall gate imported {loaded}"
