@@ -15,51 +15,39 @@ from recall_dagster.settings import Settings
 from tests.scan.scan_estates import ingest
 
 HOSTILE = "days_since_signup[/]"
+HOSTILE_TABLE = "customer_orders[/]"
 
 
-@pytest.fixture
-def shop(tmp_path: Path) -> Settings:
-    text = (FIXTURES / "estate_stock.json").read_text().replace("days_since_signup", HOSTILE)
+def renamed(tmp_path: Path, name: str, hostile: str) -> Settings:
+    """The foreign estate with ``name`` written as ``hostile`` wherever it appears."""
     fixture = tmp_path / "hostile.json"
-    fixture.write_text(text)
+    fixture.write_text((FIXTURES / "estate_stock.json").read_text().replace(name, hostile))
     db = ingest(tmp_path / "shop.db", str(fixture))
     (tmp_path / "recall.yaml").write_text(json.dumps(OVERLAY))
     return Settings(home=tmp_path / "home", graph=str(db))
 
 
-@pytest.mark.parametrize("command", [["scan"], ["gate", "ltv_model"], ["blind-window"], ["incidents", "sync"]])
-def test_markup_in_a_name_is_shown_not_obeyed(shop: Settings, command: list[str]) -> None:
+def run(shop: Settings, command: list[str]) -> str:
+    """The command's terminal output; it must neither crash nor read as a failure of the tool."""
     config = str(Path(shop.graph).with_name("recall.yaml"))
     done = CliRunner().invoke(cli, [*command, "--graph", shop.graph, "--config", config],
                               env={"RECALL_HOME": str(shop.home), "COLUMNS": "300"})
     assert done.exception is None or isinstance(done.exception, SystemExit), done.exception
     assert done.exit_code in (0, 1, 4), done.output
+    return done.output.replace("\n", "")
+
+
+@pytest.mark.parametrize("command", [["scan"], ["gate", "ltv_model"], ["blind-window"], ["incidents", "sync"]])
+def test_markup_in_a_name_is_shown_not_obeyed(tmp_path: Path, command: list[str]) -> None:
+    said = run(renamed(tmp_path, "days_since_signup", HOSTILE), command)
     if command[0] in ("scan", "gate"):
-        assert HOSTILE in done.output.replace("\n", ""), "the name as the graph holds it"
-
-
-HOSTILE_TABLE = "customer_orders[/]"
-
-
-@pytest.fixture
-def hostile_table(tmp_path: Path) -> Settings:
-    text = (FIXTURES / "estate_stock.json").read_text().replace("customer_orders", HOSTILE_TABLE)
-    fixture = tmp_path / "hostile_table.json"
-    fixture.write_text(text)
-    db = ingest(tmp_path / "shop.db", str(fixture))
-    (tmp_path / "recall.yaml").write_text(json.dumps(OVERLAY))
-    return Settings(home=tmp_path / "home", graph=str(db))
+        assert HOSTILE in said, "the name as the graph holds it"
 
 
 @pytest.mark.parametrize("command", [
     ["protect"], ["impact", f"shop.marts.{HOSTILE_TABLE}", "--column", "total_amount", "--mutation", "drop",
                   "--no-write"],
 ])
-def test_a_table_named_like_markup_is_shown_by_protect_and_impact(hostile_table: Settings, command: list[str]
-                                                                  ) -> None:
-    config = str(Path(hostile_table.graph).with_name("recall.yaml"))
-    done = CliRunner().invoke(cli, [*command, "--graph", hostile_table.graph, "--config", config],
-                              env={"RECALL_HOME": str(hostile_table.home), "COLUMNS": "300"})
-    assert done.exception is None or isinstance(done.exception, SystemExit), done.exception
-    assert done.exit_code in (0, 1, 4), done.output
-    assert HOSTILE_TABLE in done.output.replace("\n", ""), "the name as the graph holds it"
+def test_a_table_named_like_markup_is_shown_by_protect_and_impact(tmp_path: Path, command: list[str]) -> None:
+    assert HOSTILE_TABLE in run(renamed(tmp_path, "customer_orders", HOSTILE_TABLE), command), (
+        "the name as the graph holds it")
