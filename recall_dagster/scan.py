@@ -11,10 +11,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 import yaml
-from datahub.metadata.schema_classes import GlobalTagsClass, MLModelPropertiesClass, VersionPropertiesClass
 
 from recall_dagster.acks.model import Accepted, Acknowledgement, split
 from recall_dagster.collector import while_paused
@@ -26,12 +25,13 @@ from recall_dagster.config_schema import validate_layer
 from recall_dagster.detect.config import merge
 from recall_dagster.files import locked, read_json_object, write_json
 from recall_dagster.errors import ConfigError, ModelNotFound, NoProductionVersion
-from recall_dagster.estate import ModelClosure, display_name, resolve_closures
+from recall_dagster.estate import ModelClosure, resolve_closures
 from recall_dagster.estate.coverage import Coverage, coverage
 from recall_dagster.estate.incremental import Rescan, combined, resolve_incremental, snapshot_key
 from recall_dagster.estate.resolve import resolve
 from recall_dagster.estate.shards import Shard
-from recall_dagster.estate.production import marked_at_all, version_number
+from recall_dagster.estate.production import version_number
+from recall_dagster.estate.unserved import Unserved, without_production
 from recall_dagster.estate.naming import model_name
 from recall_dagster.estate.select import select
 from recall_dagster.graph.port import MetadataGraph
@@ -197,17 +197,6 @@ class ModelReport:
 
 
 @dataclass(frozen=True)
-class Unserved:
-    """Registered models with no version in production, and those of them nothing marks at all."""
-
-    registered: tuple[str, ...] = ()
-    unmarked: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, list[str]]:
-        return {"registered_without_production": list(self.registered), "registered_unmarked": list(self.unmarked)}
-
-
-@dataclass(frozen=True)
 class ScanResult:
     scanned_at_ms: int
     graph: str
@@ -363,34 +352,6 @@ def production_markers(config: RecallConfig) -> str:
     options = config.resolve
     return (f"no alias {', '.join(sorted(options.production_aliases))} in the registry or the graph, no stage tag "
             f"{', '.join(sorted(options.production_tags))}, no live deployment")
-
-
-def without_production(graph: MetadataGraph, closures: Sequence[ModelClosure]) -> Unserved:
-    """Registered models (model groups) the graph lists with no version in production among ``closures``,
-    and those of them nothing marks at all (no alias, stage or deployment on any version): what a scan of the
-    production models would otherwise pass over in silence."""
-    serving = {g for c in closures if c.production for g in c.model.groups}
-    groups = [g for g in graph.list_urns("mlModelGroup") if g not in serving]
-    if not groups:
-        return Unserved()
-    members = graph.related(groups, "MemberOf", "incoming")
-    versions = sorted({v for found in members.values() for v in found})
-    read = graph.get_aspects(versions, [VersionPropertiesClass, GlobalTagsClass, MLModelPropertiesClass])
-    marked = {v for v in versions if _marked(read.get(v, {}))}
-    return Unserved(
-        tuple(sorted({display_name(g) for g in groups})),
-        tuple(sorted({display_name(g) for g in groups if not marked.intersection(members.get(g, ()))})),
-    )
-
-
-def _marked(aspects: Mapping[str, Any]) -> bool:
-    version, tags, props = (aspects.get(a.ASPECT_NAME) for a in (VersionPropertiesClass, GlobalTagsClass,
-                                                                  MLModelPropertiesClass))
-    return marked_at_all(
-        [a.versionTag for a in (version.aliases or ()) if a.versionTag] if version else [],
-        [display_name(t.tag) for t in (tags.tags if tags else ())],
-        list(props.deployments or ()) if props else [],
-    )
 
 
 def scan_closures(

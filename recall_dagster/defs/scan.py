@@ -46,9 +46,8 @@ from recall_dagster.scan import (
     iso_instant,
     score_models,
     scan_closures,
-    Unserved,
-    without_production,
 )
+from recall_dagster.estate.unserved import Unserved, without_production
 from recall_dagster.scan_markdown import (
     blast_radius_table,
     closures_table,
