@@ -100,7 +100,7 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
              "narrative": finding_paragraph(m.closure, f)}
             for m in _scan(model, config_path).models
             for f in m.findings
-            if f.detector == detector and (subject is None or subject in (f.subject, f.cause))
+            if f.detector == detector and (subject is None or f.about(m.closure, subject))
         ]
 
     @server.tool(name="list_incidents")

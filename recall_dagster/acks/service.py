@@ -19,7 +19,6 @@ from recall_dagster.detect import RecallConfig, run_detectors
 from recall_dagster.detect.finding import Finding
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure, display_name
-from recall_dagster.estate.names import named_by
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.scan import JsonStateStore, select_closures
 from recall_dagster.settings import Settings
@@ -48,12 +47,6 @@ def in_force(graph: MetadataGraph, settings: Settings) -> tuple[Acknowledgement,
     return tuple(a for a in merged(LocalAcks(settings.state_dir).load(), published) if a.id not in revoked)
 
 
-def _named(closure: ModelClosure, f: Finding, subject: str) -> bool:
-    """The finding is on ``subject``, or caused by it (a test's dataset), by any name of its table."""
-    return any(u is not None and (named_by(u, subject) or (u in closure.datasets and closure.named(u, subject)))
-               for u in (f.subject, f.cause))
-
-
 def _current(
     graph: MetadataGraph, settings: Settings, config: RecallConfig, request: AckRequest, now_ms: int
 ) -> list[tuple[ModelClosure, Finding]]:
@@ -62,7 +55,7 @@ def _current(
                                models=[request.model] if request.model else ())
     detection = run_detectors(closures, config, JsonStateStore(settings.state_dir).load_baselines())
     of_detector = [(c, f) for c in closures for f in detection.findings.get(c.urn, ()) if f.detector == request.detector]
-    matched = [(c, f) for c, f in of_detector if _named(c, f, request.subject)]
+    matched = [(c, f) for c, f in of_detector if f.about(c, request.subject)]
     if not matched:
         seen = sorted({display_name(f.subject) for _, f in of_detector})
         raise ConfigError(

@@ -40,8 +40,10 @@ class AssertionRecord:
     aliases: tuple[str, ...] = ()  # a dbt test's unique_id and own name
 
     def named(self, target: str) -> bool:
-        """Whether ``target`` is this assertion's URN, name, or a name its runner gives it."""
-        return target in (self.urn, self.name, *self.aliases)
+        """Whether ``target`` is this assertion's URN, name, or a name its runner gives it (a dbt test's
+        ``unique_id``); names compared without case, as every name is."""
+        wanted = target.casefold()
+        return target == self.urn or any(n.casefold() == wanted for n in (self.name, *self.aliases))
 
     @property
     def latest(self) -> AssertionRun | None:

@@ -6,12 +6,15 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scan_closures import closure, ds, feature, urn
 
 from recall_dagster.acks.model import Acknowledgement
+from recall_dagster.detect.finding import Finding, Severity
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import Model, ModelClosure
 from recall_dagster.estate.naming import model_name
 from recall_dagster.estate.select import select, serving_version
+from recall_dagster.lifecycle.records import AssertionRecord
 
 
 def version(platform: str, name: str, number: int, production: bool = False) -> ModelClosure:
@@ -76,3 +79,20 @@ def test_every_form_of_a_name_picks_the_same_versions(models: dict[str, int], pl
         else:
             with pytest.raises(ConfigError, match="names several registered models"):
                 select(pool, [name])
+
+
+def test_a_finding_is_about_any_name_of_its_table() -> None:
+    mart = ds("marts.orders", aliases=("model.shop.orders",))
+    c = closure(features=[feature("f", "marts.orders")], datasets=[mart])
+    found = Finding("upstream_staleness", Severity.WARN, urn("marts.orders"), "stale", cause=urn("marts.orders"))
+    for name in (urn("marts.orders"), "postgres:db.marts.orders", "db.marts.orders", "marts.orders", "ORDERS",
+                 "model.shop.orders"):
+        assert found.about(c, name), name
+    assert not found.about(c, "sqlite:db.marts.orders") and not found.about(c, "customers")
+
+
+def test_an_assertion_answers_to_its_names_without_case() -> None:
+    record = AssertionRecord(urn="urn:li:assertion:x", name="not_null_orders_amount", dataset="d", column="amount",
+                             kind=None, runs=(), writes_ms=(), aliases=("test.shop.not_null_orders_amount.1a",))
+    assert record.named("NOT_NULL_orders_amount") and record.named("test.shop.NOT_NULL_orders_amount.1a")
+    assert record.named("urn:li:assertion:x") and not record.named("not_null_orders")
