@@ -309,8 +309,9 @@ def select_closures(
     """
     if not models:
         return resolve_closures(graph, config.resolve, scanned_at_ms=scanned_at_ms, include_all=include_all)
-    urns = [m for m in models if model_name(m).version_urn]
-    named = [m for m in models if not model_name(m).version_urn]
+    by_urn = {m: model_name(m).version_urn is not None for m in models}
+    urns = [m for m, is_urn in by_urn.items() if is_urn]
+    named = [m for m, is_urn in by_urn.items() if not is_urn]
     picked = resolve_closures(graph, config.resolve, scanned_at_ms=scanned_at_ms, model_urns=urns) if urns else []
     unknown = [c.urn for c in picked if c.model.missing]
     unmarked: list[ModelClosure] = []

@@ -60,16 +60,15 @@ def recall_definitions(
     after = [AssetKey.from_user_string(k) for k in chosen.scan_after]
     scan, rescan = scan_job(), rescan_job()
     interval, shards = chosen.sensor_interval_seconds, chosen.scan_shards
-    status = default_status
-    sensors = [datahub_assertion_sensor(rescan, interval, status),
-               mlflow_sensor(rescan, chosen.mlflow_models, interval, status)]
+    sensors = [datahub_assertion_sensor(rescan, interval, default_status),
+               mlflow_sensor(rescan, chosen.mlflow_models, interval, default_status)]
     if dbt is not None:
-        sensors.append(dbt_test_failure_sensor(dbt, rescan, translator, interval, status))
-    jobs, nightly = [scan, rescan], nightly_scan(scan, chosen.nightly_scan_cron, status)
+        sensors.append(dbt_test_failure_sensor(dbt, rescan, translator, interval, default_status))
+    jobs, nightly = [scan, rescan], nightly_scan(scan, chosen.nightly_scan_cron, default_status)
     if shards > 1:  # the schedule fans out over the shards; their merge launches the scan job
         jobs.append(shards_job := shard_job())
-        nightly = sharded_nightly_scan(shards_job, shards, chosen.nightly_scan_cron, status)
-        sensors.append(shard_merge_sensor(scan, shards, interval, status))
+        nightly = sharded_nightly_scan(shards_job, shards, chosen.nightly_scan_cron, default_status)
+        sensors.append(shard_merge_sensor(scan, shards, interval, default_status))
     return Definitions(
         assets=[*recall_scan_assets(after, shards), *recall_incident_assets(after)],
         jobs=jobs,

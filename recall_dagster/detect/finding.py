@@ -7,7 +7,6 @@ from enum import Enum
 from typing import Any, Iterable, Mapping
 
 from recall_dagster.estate import ModelClosure
-from recall_dagster.estate.names import named_by
 
 
 class Severity(str, Enum):
@@ -47,8 +46,7 @@ class Finding:
     def about(self, closure: ModelClosure, name: str) -> bool:
         """Whether the finding is on, or caused by, what ``name`` names: a URN, or any name of the table
         (``platform:name``, full name, dotted suffix, a dbt node's ``unique_id``, a twin's) in ``closure``."""
-        return any(u is not None and (named_by(u, name) or (u in closure.datasets and closure.named(u, name)))
-                   for u in (self.subject, self.cause))
+        return any(u is not None and closure.named(u, name) for u in (self.subject, self.cause))
 
     def to_json(self) -> dict[str, Any]:
         return {

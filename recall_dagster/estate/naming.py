@@ -56,7 +56,6 @@ class ModelName:
         return (self.version is not None and closure.registered_name == self.name
                 and (closure.model.version or "").strip() == self.version)
 
-
     def among(self, closures: Iterable[ModelClosure], exact: bool = False) -> list[ModelClosure]:
         """The closures this names (with ``exact``, only as one version); a name two registered models answer
         to (``churn`` on MLflow and on SageMaker) is refused with both URNs, never the two read as one."""

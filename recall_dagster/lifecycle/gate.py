@@ -179,8 +179,7 @@ FRESHNESS_LOOKED_FOR = (
 def input_freshness(inputs: GateInputs) -> CheckResult:
     problems, unknown, told = [], [], []
     for urn in inputs.direct_inputs:
-        twins = [inputs.closure.dataset(u) for u in inputs.closure.datasets if inputs.closure.canonical(u) == urn]
-        seen = [f for d in twins or [inputs.closure.dataset(urn)] if (f := d.freshness_at(inputs.now_ms))]
+        seen = [f for d in inputs.closure.same_table(urn) if (f := d.freshness_at(inputs.now_ms))]
         if (dagster := inputs.observed.get(urn)) is not None:
             seen.append(Freshness(dagster.updated_ms, dagster.source))
         dataset = inputs.closure.dataset(urn)

@@ -6,7 +6,7 @@ asks for it (dagster-dbt's ``fetch_row_counts()``, or any asset's
 without DataHub ``operation`` aspects or dataset profiles. The orchestrator
 names a table its own way (``dagster/table_name``: ``jaffle.main.daily_orders``);
 it is matched to the model's training inputs by name, the way every command
-matches a name (:func:`recall_dagster.estate.names.named_by`). Pure: the
+matches a name (:meth:`recall_dagster.estate.ModelClosure.named`). Pure: the
 Dagster wiring reads the instance, this decides what it means.
 """
 
@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from recall_dagster.estate import ModelClosure
-from recall_dagster.estate.names import named_by
 
 
 @dataclass(frozen=True)
@@ -32,12 +31,9 @@ def observed_inputs(closure: ModelClosure, inputs: Iterable[str], observed: Sequ
     """Each of ``inputs`` (canonical URNs) that one observation names, through any of its twins, with the
     newest such observation. An observation naming several inputs is left out: a name that is not one table
     proves nothing about either."""
-    twins: dict[str, list[str]] = {}
-    for urn in closure.datasets:
-        twins.setdefault(closure.canonical(urn), []).append(urn)
     matches: dict[str, list[Observed]] = {}
     for seen in observed:
-        named = [i for i in dict.fromkeys(inputs) if any(named_by(u, seen.table) for u in twins.get(i, [i]))]
+        named = [i for i in dict.fromkeys(inputs) if closure.named(i, seen.table)]
         if len(named) == 1:
             matches.setdefault(named[0], []).append(seen)
     return {urn: max(seen, key=lambda s: s.updated_ms) for urn, seen in matches.items()}
