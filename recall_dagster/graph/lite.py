@@ -94,11 +94,17 @@ def _check_file(path: Path, read_only: bool) -> None:
         )
     if head != _SQLITE_MAGIC:
         raise GraphError(f"{path} is not a SQLite database, so not a DataHub Lite graph")
+    # A write killed part-way leaves a hot rollback journal; SQLite rolls it back on the next read, which a
+    # read-only connection cannot do ("attempt to write a readonly database"): the probe then opens read-write,
+    # and the file is whole again before anyone reads it.
+    journal = path.with_name(path.name + "-journal")
+    mode = "rw" if journal.exists() and journal.stat().st_size > 0 else "ro"
     try:
-        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as probe:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode={mode}", uri=True)) as probe:
             tables = {row[0] for row in probe.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.Error as err:
-        raise GraphError(f"{path} is a damaged SQLite file: {err}") from err
+        hint = " (an interrupted write left a journal only a writable file can roll back)" if mode == "rw" else ""
+        raise GraphError(f"{path} is a damaged SQLite file: {err}{hint}") from err
     if _ASPECT_TABLE not in tables and (tables or read_only):
         found = ", ".join(sorted(tables)) or "no tables"
         raise GraphError(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 from contextlib import closing
 from pathlib import Path
 from typing import Iterator
@@ -411,3 +413,26 @@ def test_graph_filled_by_datahub_ingest_is_read(tmp_path: Path, estate: Estate, 
         assert graph.related([estate.raw], "DownstreamOf", "incoming") == {estate.raw: [estate.mart]}
         assert [op.timestampMillis for op in graph.timeseries([estate.mart], OperationClass)[estate.mart]] == [9000, 8000, 7000]
         assert graph.list_urns("mlFeature") == [estate.total]
+
+
+KILLED_MID_WRITE = """
+import os, signal, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA cache_size=1")  # spill to the file at once: the journal is hot when the process dies
+conn.execute("BEGIN")
+conn.execute("UPDATE metadata_aspect_v2 SET metadata = metadata || ' '")
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_write_killed_part_way_is_rolled_back_not_called_damaged(graph_file: Path, estate: Estate) -> None:
+    """SIGKILL in the middle of a write leaves a hot journal; the next open, even a read-only one, reads the
+    graph as it was before that write."""
+    with closing(LiteGraph(graph_file, read_only=True)) as before:
+        urns = before.list_urns("dataset")
+    subprocess.run([sys.executable, "-c", KILLED_MID_WRITE, str(graph_file)], check=False)
+    journal = graph_file.with_name(graph_file.name + "-journal")
+    assert journal.exists() and journal.stat().st_size > 0, "the kill left a hot journal"
+    with closing(LiteGraph(graph_file, read_only=True)) as after:
+        assert after.list_urns("dataset") == urns
+    assert not journal.exists(), "rolled back"
