@@ -34,7 +34,7 @@ from recall_dagster.settings import Settings
 def _sources(closures: Sequence[ModelClosure]) -> list[dict[str, Any]]:
     seen: dict[str, dict[str, Any]] = {}
     for closure in closures:
-        direct = {closure.canonical(u) for u in (*closure.training_inputs, *closure.feature_sources)}
+        direct = set(closure.direct_inputs)
         for urn, d in closure.datasets.items():
             name = closure.canonical(urn)
             if name in seen or d.copy_of:

@@ -7,6 +7,8 @@ from datetime import datetime, timezone
 
 from recall_dagster.errors import ConfigError
 
+HOUR_MS = 3_600_000  # one hour in the epoch milliseconds every instant is kept in
+
 
 def clock_ms() -> int:
     return int(time.time() * 1000)

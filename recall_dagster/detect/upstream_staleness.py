@@ -1,7 +1,9 @@
 """A dataset in the closure has not changed for longer than its freshness window.
 
-Windows are per dataset in ``recall.yaml`` (default seven days).  A dataset
-whose freshness nobody records is not reported: unknown is not stale.  Time is
+Windows are per dataset in ``recall.yaml`` (default seven days); a table is
+judged by the one rule of :mod:`recall_dagster.detect.freshness` (its newest
+record among its descriptions, its strictest window), as the gate judges it.  A
+dataset whose freshness nobody records is not reported: unknown is not stale.  Time is
 the scan's instant (``closure.scanned_at_ms``), so ``--as-of`` replays the past.
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
+from recall_dagster.detect.freshness import Own, combine, own
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import Dataset, Freshness, ModelClosure
 
@@ -16,45 +19,51 @@ NAME = "upstream_staleness"
 CASES = ("stale",)
 # Judged at the scan's instant: rerun on every scan, never reused from the last one (recall_dagster.verdicts).
 VOLATILE = True
-_HOUR_MS = 3_600_000
 
 
 def _span(hours: float) -> str:
     return f"{hours / 24:.1f} days" if hours >= 48 else f"{hours:.1f} hours"
 
 
-def _overdue(dataset: Dataset, instant_ms: int, config: RecallConfig) -> tuple[Freshness, float, float] | None:
-    """(its last change, age in hours, window in hours) when ``dataset`` is past its window at the instant."""
-    fresh = None if dataset.missing else dataset.freshness_at(instant_ms)
-    if fresh is None:
-        return None
-    window = config.freshness.window_hours(dataset)
-    age = (instant_ms - fresh.updated_ms) / _HOUR_MS
-    return (fresh, age, window) if age > window else None
+def _per(last: Freshness, on: Dataset | None, urn: str) -> str:
+    return f"its {last.source}" if on is None or on.urn == urn else f"the {last.source} of {on.name}"
 
 
 def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
-    findings: list[Finding] = []
+    """Each description of a stale table that records its freshness itself (one that records nothing is
+    not blamed for a twin's record), judged by the table's rule (:mod:`recall_dagster.detect.freshness`)."""
     instant = closure.scanned_at_ms
     judged = state.memo.judgements((NAME, instant), config)
-    judge = lambda dataset: _overdue(dataset, instant, config)  # noqa: E731
-    for urn, dataset, (fresh, age, window) in sorted(judged.over(closure.datasets, judge), key=lambda item: item[0]):
-        findings.append(
-            finding(
-                closure,
-                NAME,
-                config.severity(NAME, "stale"),
-                urn,
-                f"{dataset.name} last changed {_span(age)} ago, past its {_span(window)} window "
-                f"(per its {fresh.source})",
-                cause=urn,
-                last_updated_ms=fresh.updated_ms,
-                age_hours=round(age, 1),
-                window_hours=window,
-                freshness_source=fresh.source,
+    described = {urn: o for urn, _, o in judged.over(closure.datasets, lambda d: own(d, instant, config.freshness))}
+    findings: list[Finding] = []
+    for twins in closure.tables.values():
+        said: list[Own] = [described[d.urn] for d in twins]
+        if not any(o.last is not None for o in said):
+            continue
+        table = combine(said, instant)
+        last, age = table.last, table.age_hours
+        if not table.stale or last is None or age is None:
+            continue
+        for o in said:
+            if o.last is None:
+                continue
+            urn = o.dataset.urn
+            findings.append(
+                finding(
+                    closure,
+                    NAME,
+                    config.severity(NAME, "stale"),
+                    urn,
+                    f"{o.dataset.name} last changed {_span(age)} ago, past its "
+                    f"{_span(table.window_hours)} window (per {_per(last, table.recorded_on, urn)})",
+                    cause=urn,
+                    last_updated_ms=last.updated_ms,
+                    age_hours=round(age, 1),
+                    window_hours=table.window_hours,
+                    freshness_source=last.source,
+                )
             )
-        )
-    return findings
+    return sorted(findings, key=lambda f: f.subject)
 
 
 def identity(f: Finding) -> dict[str, object]:

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from recall_dagster.detect import RecallConfig, run_detectors, training_serving_skew
 from recall_dagster.detect.config import matches_dataset
+from recall_dagster.detect.freshness import judge_table
 from recall_dagster.detect.profile_drift import drifts
 from recall_dagster.diagnose.config import DiagnoseConfig
 from recall_dagster.diagnose.facts import Clue, Facts, Relevance, RunFacts
@@ -203,7 +204,7 @@ def _relevance(closure: ModelClosure, columns: ColumnGraph, dataset: str, fields
     if fields:
         return "feature"
     table = columns.canonical.get(dataset, dataset)
-    if table in {columns.canonical.get(u, u) for u in (*closure.training_inputs, *closure.feature_sources)}:
+    if table in {columns.canonical.get(u, u) for u in closure.direct_inputs}:
         return "input"
     return "upstream"
 
@@ -282,14 +283,12 @@ def _state_clues(assessment: Assessment, closure: ModelClosure, cand: RunFacts, 
                               "feature" if poisoned else "input", fields=poisoned,
                               data={"rollback": target, "rollback_note": group.rollback_note if group else None}))
     if cand.start_ms is not None:
-        for urn in dict.fromkeys((*closure.training_inputs, *closure.feature_sources)):
-            dataset = closure.dataset(urn)
-            seen = dataset.freshness_at(cand.start_ms)
-            hours = config.freshness.window_hours(dataset)
-            if seen is not None and (cand.start_ms - seen.updated_ms) / 3_600_000 > hours:
-                clues.append(Clue("input_stale", dataset.name,
-                                  f"{dataset.name} had not changed for over {hours:g} h when the candidate trained",
-                                  "input", at_ms=seen.updated_ms))
+        for urn in closure.direct_inputs:
+            name, table = closure.dataset(urn).name, judge_table(closure.same_table(urn), cand.start_ms, config.freshness)
+            if table.stale and table.last is not None:
+                clues.append(Clue("input_stale", name,
+                                  f"{name} had not changed for over {table.window_hours:g} h when the candidate trained",
+                                  "input", at_ms=table.last.updated_ms))
     skew = run_detectors([closure], config, {}).findings.get(closure.urn, ())
     for finding in skew:
         if finding.detector == training_serving_skew.NAME:

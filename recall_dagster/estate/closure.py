@@ -92,10 +92,18 @@ class ModelClosure:
             urn, current = current.copy_of, self.datasets.get(current.copy_of)
         return urn
 
+    @cached_property
+    def tables(self) -> Mapping[str, tuple[Dataset, ...]]:
+        """Each table (its :meth:`canonical` name) -> the closure datasets describing it, by URN; built once,
+        so asking for a table's twins per subject stays linear in the closure."""
+        tables: dict[str, list[Dataset]] = {}
+        for urn, dataset in sorted(self.datasets.items()):
+            tables.setdefault(self.canonical(urn), []).append(dataset)
+        return {table: tuple(twins) for table, twins in tables.items()}
+
     def same_table(self, urn: str) -> tuple[Dataset, ...]:
         """Every closure dataset that describes the same table as ``urn`` (its COPY chain)."""
-        target = self.canonical(urn)
-        return tuple(d for u, d in sorted(self.datasets.items()) if self.canonical(u) == target) or (self.dataset(urn),)
+        return self.tables.get(self.canonical(urn)) or (self.dataset(urn),)
 
     def named(self, urn: str, target: str) -> bool:
         """Whether ``target`` names the table ``urn`` is: any twin's URN, ``platform:name``, full name, dotted
@@ -115,6 +123,12 @@ class ModelClosure:
     @property
     def feature_sources(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(self.canonical(s) for f in self.features for s in f.sources))
+
+    @property
+    def direct_inputs(self) -> tuple[str, ...]:
+        """What the model reads without a hop: the tables its training runs read and its features' sources,
+        each once, by :meth:`canonical` name."""
+        return tuple(dict.fromkeys((*self.training_inputs, *self.feature_sources)))
 
     @cached_property
     def uncatalogued_sources(self) -> frozenset[str]:

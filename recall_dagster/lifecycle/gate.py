@@ -28,6 +28,7 @@ from recall_dagster.detect import (
     training_serving_skew,
     training_source_schema_drift,
 )
+from recall_dagster.detect.freshness import judge_table
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.lifecycle.assess import RootCause
 from recall_dagster.estate.columns import ColumnGraph
@@ -37,12 +38,11 @@ from recall_dagster.lifecycle.observed import Observed
 from recall_dagster.lifecycle.records import OpenIncident, TrainingSpan
 from recall_dagster.lifecycle.verdict import Status
 from recall_dagster.narrate import gate_paragraph
-from recall_dagster.scan import iso_instant
+from recall_dagster.instants import iso_instant
 from recall_dagster.score import score_model
 
 CheckStatus = Literal["PASS", "WARN", "FAIL", "SKIP"]  # WARN: a failure recall.yaml makes advisory
 Verdict = Literal["GO", "NO-GO", "UNVERIFIED"]
-_HOUR_MS = 3_600_000
 
 
 @dataclass(frozen=True)
@@ -75,12 +75,12 @@ class GateInputs:
 
     @property
     def direct_inputs(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys((*self.closure.training_inputs, *self.closure.feature_sources)))
+        return self.closure.direct_inputs
 
 
 def training_data(closure: ModelClosure) -> frozenset[str]:
     """What a retrain reads (recorded inputs and feature sources) and everything upstream of it."""
-    return closure.upstream_of((*closure.training_inputs, *closure.feature_sources))
+    return closure.upstream_of(closure.direct_inputs)
 
 
 def _result(name: str, problems: Sequence[str], ok: str, bad: str, notes: Sequence[str] = ()) -> CheckResult:
@@ -177,23 +177,23 @@ FRESHNESS_LOOKED_FOR = (
 
 
 def input_freshness(inputs: GateInputs) -> CheckResult:
+    """Each training input judged as the scan judges its table (:mod:`recall_dagster.detect.freshness`), with
+    what the orchestrator saw written as one more record."""
     problems, unknown, told = [], [], []
     for urn in inputs.direct_inputs:
-        seen = [f for d in inputs.closure.same_table(urn) if (f := d.freshness_at(inputs.now_ms))]
-        if (dagster := inputs.observed.get(urn)) is not None:
-            seen.append(Freshness(dagster.updated_ms, dagster.source))
-        dataset = inputs.closure.dataset(urn)
-        if not seen:
-            unknown.append(f"{dataset.name}: nobody records when it changes")
+        dagster = inputs.observed.get(urn)
+        seen = (Freshness(dagster.updated_ms, dagster.source),) if dagster is not None else ()
+        table = judge_table(inputs.closure.same_table(urn), inputs.now_ms, inputs.scan.freshness, seen)
+        name = inputs.closure.dataset(urn).name
+        if table.last is None or table.age_hours is None:
+            unknown.append(f"{name}: nobody records when it changes")
             continue
-        newest = max(seen, key=lambda f: f.updated_ms)
-        hours = inputs.scan.freshness.window_hours(dataset)
-        age = (inputs.now_ms - newest.updated_ms) / _HOUR_MS
-        via = f" ({newest.source})" if dagster is not None and newest.source == dagster.source else ""
-        if age > hours:
-            problems.append(f"{dataset.name} last changed {age:.1f} h ago{via}, past its {hours:g} h window")
+        via = f" ({table.last.source})" if dagster is not None and table.recorded_on is None else ""
+        if table.stale:
+            problems.append(f"{name} last changed {table.age_hours:.1f} h ago{via}, past its "
+                            f"{table.window_hours:g} h window")
         elif via:
-            told.append(f"{dataset.name} last changed {age:.1f} h ago{via}")
+            told.append(f"{name} last changed {table.age_hours:.1f} h ago{via}")
     if not problems and len(unknown) == len(inputs.direct_inputs):
         summary = "no training input records when it changes" if unknown else "no training input is known"
         return CheckResult("input_freshness", "SKIP", summary, (*unknown, FRESHNESS_LOOKED_FOR))

@@ -208,7 +208,7 @@ def evaluate_gate(
     part = split(closure, detection.findings.get(closure.urn, ()), acks, now_ms)
     findings = part.open
     twins = _twins_of(closure, closure.training_inputs)
-    seen = observed_inputs(closure, (*closure.training_inputs, *closure.feature_sources), observed)
+    seen = observed_inputs(closure, closure.direct_inputs, observed)
     rows = read_profile_rows(graph, twins)
     for urn, observation in seen.items():
         if observation.rows is not None:

@@ -18,13 +18,13 @@ from typing import Any, Iterable, Mapping, Sequence
 import yaml
 
 from recall_dagster.detect import RecallConfig
+from recall_dagster.detect.freshness import judge_table
 from recall_dagster.estate import Dataset, ModelClosure, display_name
 from recall_dagster.estate.dbt import DbtNode
 from recall_dagster.estate.columns import Col, ColumnGraph, column_name
 from recall_dagster.lifecycle.incidents import IncidentEntry
 from recall_dagster.protect.config import COMPONENTS, ProtectConfig
 
-_HOUR_MS = 3_600_000
 
 
 @dataclass(frozen=True)
@@ -106,9 +106,8 @@ def reliability(
     for table, models in tables.items():
         twins = _twins(closures, columns, table)
         tested = any(d.assertions for d in twins)
-        seen = [f for d in twins if (f := d.freshness_at(now_ms))]
-        window = min(config.freshness.window_hours(d) for d in twins)  # the strictest any twin is held to
-        age = (now_ms - max(f.updated_ms for f in seen)) / _HOUR_MS if seen else None
+        fresh = judge_table(twins, now_ms, config.freshness)
+        age, window = fresh.age_hours, fresh.window_hours
         owned = any(d.has_active_owner for d in twins)
         documented = any(d.description or d.terms for d in twins)
         past = incidents.get(table, 0)
