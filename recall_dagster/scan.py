@@ -15,11 +15,11 @@ from typing import Any, Protocol, Sequence
 
 import yaml
 
-from recall_dagster.acks.model import Accepted, Acknowledgement, split
+from recall_dagster.acks.model import Accepted, Acknowledgement, split, still_open
 from recall_dagster.collector import while_paused
 from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import Detection, Finding, RecallConfig, check_config, parse_config
-from recall_dagster.detect.registry import Found, Judged, OpenFindings, first_pass, kept_verdicts, keepable, second_pass
+from recall_dagster.detect.registry import Found, Judged, first_pass, kept_verdicts, keepable, second_pass
 from recall_dagster.detect.blast_radius import BlastRadius
 from recall_dagster.config_schema import validate_layer
 from recall_dagster.detect.config import merge
@@ -267,10 +267,6 @@ def _find_and_record(
     return found, recorded
 
 
-def _still_open(acks: Sequence[Acknowledgement], at_ms: int) -> OpenFindings | None:
-    return (lambda c, fs: split(c, fs, acks, at_ms).open) if acks else None
-
-
 def finish_detection(
     closures: Sequence[ModelClosure], found: Found, config: RecallConfig, *,
     acks: Sequence[Acknowledgement] = (), at_ms: int, snapshots: SnapshotStore | None = None,
@@ -281,11 +277,11 @@ def finish_detection(
     closures (``rescan``) under the same config and the same datasets are at risk, and saved when it is new."""
     key = rescan.snapshot if rescan is not None else ""
     if snapshots is None or rescan is None or not key:
-        return second_pass(closures, found, config, _still_open(acks, at_ms))
+        return second_pass(closures, found, config, still_open(acks, at_ms))
     digest = config_digest(config)
     kept = snapshots.load_spread(key)
     earlier = reusable_spread(kept, rescan, digest, closures)
-    detection = second_pass(closures, found, config, _still_open(acks, at_ms), earlier)
+    detection = second_pass(closures, found, config, still_open(acks, at_ms), earlier)
     moved = kept is not None and kept.token != rescan.token  # the same closures, under the graph's new token
     if detection.spread is not None and (detection.spread is not earlier or moved):
         snapshots.save_spread(KeptSpread(key, rescan.token, digest, detection.spread))

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from datahub.emitter.mce_builder import datahub_guid
 
 from recall_dagster.detect.finding import Finding
-from recall_dagster.detect.registry import IDENTITIES
+from recall_dagster.detect.registry import IDENTITIES, OpenFindings
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.naming import model_name
 from recall_dagster.instants import iso_instant
@@ -131,6 +131,12 @@ def split(closure: ModelClosure, findings: Sequence[Finding], acks: Sequence[Ack
         else:
             accepted.append((f, Accepted(ack.id, ack.by, ack.reason, ack.until_ms)))
     return Split(tuple(open_), tuple(accepted))
+
+
+def still_open(acks: Sequence[Acknowledgement], at_ms: int) -> OpenFindings | None:
+    """What the blast radius spreads: the findings no acknowledgement in force at ``at_ms`` covers (an
+    accepted risk endangers no one); None when nothing is acknowledged."""
+    return (lambda c, fs: split(c, fs, acks, at_ms).open) if acks else None
 
 
 def merged(*sources: Iterable[Acknowledgement]) -> tuple[Acknowledgement, ...]:

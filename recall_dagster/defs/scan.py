@@ -1,7 +1,7 @@
 """The scan as five assets: ``model_closures → risk_findings → impact_tests → risk_scores → datahub_writeback``.
 
 Each asset calls the same function as one stage of ``recall scan``
-(:func:`resolve_closures`, :func:`run_detectors`, :func:`measure_findings`,
+(:func:`resolve_closures`, :func:`run_detectors`, :func:`measured_detection`,
 :func:`score_models`), so a
 person can rerun one stage from the UI and read what it produced in its
 metadata. :func:`recall_scan_assets` builds them, after whatever assets a team
@@ -35,7 +35,7 @@ from recall_dagster.detect.registry import Found
 from recall_dagster.errors import ConfigError, ModelNotFound, ServiceUnreachable
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.incremental import Rescan
-from recall_dagster.impact.measured import measure_findings
+from recall_dagster.impact.measured import finding_measure, measured_detection
 from recall_dagster.instants import clock_ms
 from recall_dagster.scan import (
     JsonStateStore,
@@ -200,11 +200,13 @@ def risk_findings(model_closures: Closures, config: FindingsConfig, recall: Reca
 @asset(group_name=GROUP)
 def impact_tests(model_closures: Closures, risk_findings: Detection, recall: RecallResource) -> Output[Detection]:
     """Each finding on a column reaching a production model, replayed on the model: BLOCK raises it, PASS
-    lowers it (``impact.measured`` in recall.yaml), as ``recall scan`` does."""
+    lowers it (``impact.measured`` in recall.yaml), and the blast radius spread again from what it measured,
+    as ``recall scan`` does."""
     with recall.open_graph() as graph:
-        measured = measure_findings(
-            graph, model_closures.closures, risk_findings, recall.lifecycle_config(), recall.impact_config(),
-            recall.models(),
+        measured = measured_detection(
+            graph, model_closures.closures, risk_findings, recall.config(),
+            finding_measure(recall.lifecycle_config(), recall.impact_config(), recall.models()),
+            acks=model_closures.acks, at_ms=model_closures.scanned_at_ms,
         )
     findings = [f for found in measured.findings.values() for f in found if "measured" in f.evidence]
     verdicts = [str(f.evidence["measured"].get("verdict") or "UNMEASURED") for f in findings]
@@ -214,6 +216,7 @@ def impact_tests(model_closures: Closures, risk_findings: Detection, recall: Rec
             "measured": len(findings),
             **{v.lower(): verdicts.count(v) for v in ("BLOCK", "WARN", "PASS", "INCOMPLETE", "UNMEASURED")},
             "findings": MetadataValue.md(measured_table(model_closures.closures, measured)),
+            "blast_radius": MetadataValue.md(blast_radius_table(measured.blast_radius)),
         },
     )
 

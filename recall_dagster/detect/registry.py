@@ -168,6 +168,11 @@ def kept_verdicts(found: Found) -> dict[str, tuple[Finding, ...]]:
     return {urn: tuple(f for f in fs if f.detector in keep) for urn, fs in found.items()}
 
 
+def first_pass_of(detection: Detection) -> Found:
+    """What the first pass found, out of a finished detection: its findings without the blast radius's."""
+    return {urn: [f for f in fs if f.detector != _SECOND_PASS] for urn, fs in detection.findings.items()}
+
+
 @dataclass(frozen=True)
 class Spread:
     """What the second pass made of one first pass: the datasets at risk, each model's blast radius findings

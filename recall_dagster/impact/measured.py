@@ -18,7 +18,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from recall_dagster.detect import Finding, Severity, failing_assertion, training_source_schema_drift, upstream_staleness
-from recall_dagster.detect.registry import Detection, sort_findings
+from recall_dagster.acks.model import Acknowledgement, still_open
+from recall_dagster.detect.config import RecallConfig
+from recall_dagster.detect.registry import Detection, Found, first_pass_of, second_pass
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.estate import ModelClosure
 from recall_dagster.impact.config import ImpactConfig, MeasuredConfig
@@ -27,8 +29,8 @@ from recall_dagster.impact.policy import Verdict, worst
 from recall_dagster.impact.targets import affected_models
 from recall_dagster.estate.columns import Col, ColumnGraph, column_graph, column_name
 from recall_dagster.lifecycle.config import LifecycleConfig
-from recall_dagster.lifecycle.read import read_profile_rows, read_training_spans, relation
 from recall_dagster.lifecycle.service import Measure
+from recall_dagster.lifecycle.read import read_profile_rows, read_training_spans, relation
 from recall_dagster.scan import ScanResult, score_models
 from recall_dagster.settings import Settings
 
@@ -194,17 +196,14 @@ def _judged(finding: Finding, verdict: Verdict, evidence: Mapping[str, Any], mc:
 
 
 def _table_rows(
-    graph: MetadataGraph, closures: Sequence[ModelClosure], detection: Detection, lc: LifecycleConfig
+    graph: MetadataGraph, closures: Sequence[ModelClosure], found: Found, lc: LifecycleConfig
 ) -> dict[str, int]:
     """``schema.table`` -> rows: a DataHub profile's count, else the most any training run counted."""
     rows: dict[str, int] = {}
     for spans in read_training_spans(graph, closures, lc.training_rows_metric).values():
         for table, count in (row for span in spans for row in span.table_rows.items()):
             rows[table] = max(rows.get(table, 0), count)
-    failing = [
-        f.evidence.get("dataset") for found in detection.findings.values() for f in found
-        if f.detector == failing_assertion.NAME
-    ]
+    failing = [f.evidence.get("dataset") for fs in found.values() for f in fs if f.detector == failing_assertion.NAME]
     rows.update(read_profile_rows(graph, [d for d in failing if d]))
     return rows
 
@@ -212,40 +211,70 @@ def _table_rows(
 def measure_findings(
     graph: MetadataGraph,
     closures: Sequence[ModelClosure],
-    detection: Detection,
+    found: Found,
     lc: LifecycleConfig,
     ic: ImpactConfig,
     source: ModelSource,
-) -> Detection:
-    """The detection with every replayable finding measured; itself when measuring is off or nothing qualifies."""
+) -> Found:
+    """The first pass's findings with every replayable one measured; ``found`` itself when measuring is off
+    or nothing qualifies. It comes before the blast radius, which spreads the measured severities."""
     mc = ic.measured
     wanted = [
         c for c in closures
         if (c.production or not mc.production_only)
-        and any(f.severity.at_least(mc.min_severity) and f.detector in MEASURED for f in detection.findings.get(c.urn, ()))
+        and any(f.severity.at_least(mc.min_severity) and f.detector in MEASURED for f in found.get(c.urn, ()))
     ]
     if not mc.enabled or not wanted:
-        return detection
-    measurer = Measurer(column_graph(closures), lc, ic, source, _table_rows(graph, wanted, detection, lc))
+        return found
+    measurer = Measurer(column_graph(closures), lc, ic, source, _table_rows(graph, wanted, found, lc))
     by_urn = {c.urn: c for c in closures}
-    findings = {
-        urn: sort_findings([measurer.measure(by_urn[urn], f) for f in found]) if urn in by_urn else found
-        for urn, found in detection.findings.items()
-    }
-    return Detection(findings=findings, blast_radius=detection.blast_radius)
+    return {urn: [measurer.measure(by_urn[urn], f) for f in fs] if urn in by_urn else list(fs)
+            for urn, fs in found.items()}
+
+
+def measured_detection(
+    graph: MetadataGraph,
+    closures: Sequence[ModelClosure],
+    detection: Detection,
+    config: RecallConfig,
+    measure: Measure,
+    *,
+    acks: Sequence[Acknowledgement] = (),
+    at_ms: int,
+) -> Detection:
+    """A finished detection measured: its first pass replayed (``measure``), then the blast radius spread
+    again from the measured severities (a drift a replay lowered to INFO endangers no one), as the scan's
+    pipeline orders them; ``detection`` itself when nothing was measured."""
+    found = first_pass_of(detection)
+    measured = measure(graph, closures, found)
+    if measured is found:
+        return detection
+    return second_pass(closures, measured, config, still_open(acks, at_ms))
 
 
 def measure_scan(
     graph: MetadataGraph, result: ScanResult, lc: LifecycleConfig, ic: ImpactConfig, source: ModelSource
 ) -> ScanResult:
-    """``recall scan``'s measured pass: the findings measured, each model rescored."""
+    """``recall scan``'s measured pass: the findings measured, the blast radius spread again, each model
+    rescored."""
     closures = [m.closure for m in result.models]
     every = {m.closure.urn: (*m.findings, *(f for f, _ in m.accepted)) for m in result.models}
     detection = Detection(findings=every, blast_radius=result.blast_radius)
-    measured = measure_findings(graph, closures, detection, lc, ic, source)
+    measured = measured_detection(graph, closures, detection, result.config, finding_measure(lc, ic, source),
+                                  acks=result.acks, at_ms=result.scanned_at_ms)
     if measured is detection:
         return result
-    return replace(result, models=score_models(closures, measured, result.config, acks=result.acks, at_ms=result.scanned_at_ms))
+    return replace(result, blast_radius=measured.blast_radius,
+                   models=score_models(closures, measured, result.config, acks=result.acks, at_ms=result.scanned_at_ms))
+
+
+def finding_measure(lc: LifecycleConfig, ic: ImpactConfig, source: ModelSource) -> Measure:
+    """:func:`measure_findings` with its configuration and models bound: the step the pipeline calls."""
+
+    def measure(graph: MetadataGraph, closures: Sequence[ModelClosure], found: Found) -> Found:
+        return measure_findings(graph, closures, found, lc, ic, source)
+
+    return measure
 
 
 class _MlflowOnFirstLoad:
@@ -268,9 +297,4 @@ def gate_measure(settings: Settings, lc: LifecycleConfig, ic: ImpactConfig) -> M
     """What the retrain gate replays its findings with, from MLflow; None when ``impact.measured`` is off."""
     if not ic.measured.enabled:
         return None
-    source = _MlflowOnFirstLoad(settings.mlflow_uri, ic)
-
-    def measure(graph: MetadataGraph, closures: Sequence[ModelClosure], detection: Detection) -> Detection:
-        return measure_findings(graph, closures, detection, lc, ic, source)
-
-    return measure
+    return finding_measure(lc, ic, _MlflowOnFirstLoad(settings.mlflow_uri, ic))

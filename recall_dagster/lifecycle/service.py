@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from recall_dagster.acks.model import Acknowledgement, split
+from recall_dagster.acks.model import Acknowledgement, split, still_open
 from recall_dagster.acks.service import in_force
 from recall_dagster.contracts.base import VERSION
-from recall_dagster.detect import Detection, RecallConfig, run_detectors
+from recall_dagster.detect import RecallConfig
+from recall_dagster.detect.registry import Found, first_pass, second_pass
 from recall_dagster.detect.state import SchemaBaseline
 from recall_dagster.errors import ConfigError, ModelNotFound
 from recall_dagster.estate import ModelClosure
@@ -49,8 +50,9 @@ from recall_dagster.writeback.store import WritebackStore
 
 
 
-# Replays a detection's findings on the models (impact.measured); the gate's measured_impact check reads it.
-Measure = Callable[[MetadataGraph, Sequence[ModelClosure], Detection], Detection]
+# Replays the first pass's findings on their models (impact.measured), before the blast radius spreads them;
+# the gate's measured_impact check reads what it says.
+Measure = Callable[[MetadataGraph, Sequence[ModelClosure], Found], Found]
 
 
 @dataclass(frozen=True)
@@ -202,9 +204,10 @@ def evaluate_gate(
     assessment = assess(graph, config, lc, now_ms)
     closure = select_version(assessment.estate, model)
     span = newest_run(assessment.spans.get(closure.urn, ()))
-    detection = run_detectors([closure], config, baselines)
+    found = first_pass([closure], config, baselines)
     if measure is not None:
-        detection = measure(graph, [closure], detection)
+        found = measure(graph, [closure], found)
+    detection = second_pass([closure], found, config, still_open(acks, now_ms))
     part = split(closure, detection.findings.get(closure.urn, ()), acks, now_ms)
     findings = part.open
     twins = _twins_of(closure, closure.training_inputs)
