@@ -49,7 +49,9 @@ from synthetic_estate import HOUR, NOW, Shape, entities, estate, read_everything
 
 from recall_dagster.detect import RecallConfig
 from recall_dagster.graph import LiteGraph
-from recall_dagster.scan import Baselines, MemoryStateStore, load_config, run_scan
+from recall_dagster.baselines import Baselines, MemoryStateStore
+from recall_dagster.config.load import load_config
+from recall_dagster.scan import run_scan
 from recall_dagster.snapshots import SnapshotStore
 
 SCAN_TARGET_S = 30.0

@@ -23,7 +23,10 @@ from synthetic_estate import NOW, Shape, entities, estate, read_everything
 from recall_dagster.detect import run_detectors
 from recall_dagster.estate import resolve_closures
 from recall_dagster.graph import LiteGraph
-from recall_dagster.scan import MemoryStateStore, load_config, run_scan, score_models
+from recall_dagster.baselines import MemoryStateStore
+from recall_dagster.config.load import load_config
+from recall_dagster.scan import run_scan
+from recall_dagster.results import score_models
 
 
 def demo_shape(scale: int) -> Shape:

@@ -26,7 +26,8 @@ from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.ledger import Ledger
 from recall_dagster.lifecycle.service import assess
 from recall_dagster.protect.assess import gaps
-from recall_dagster.scan import iso_instant, select_closures
+from recall_dagster.instants import iso_instant
+from recall_dagster.scan import select_closures
 from recall_dagster.settings import Settings
 
 

@@ -26,7 +26,10 @@ from recall_dagster.instants import clock_ms
 from recall_dagster.lifecycle.config import load_lifecycle_config
 from recall_dagster.lifecycle.service import blind_window_report, judge_retrain, list_incidents
 from recall_dagster.narrate import DEFAULT_STEP, WHAT_TO_DO, finding_paragraph
-from recall_dagster.scan import JsonStateStore, MemoryStateStore, ScanResult, load_config, run_scan
+from recall_dagster.baselines import JsonStateStore, MemoryStateStore
+from recall_dagster.results import ScanResult
+from recall_dagster.config.load import load_config
+from recall_dagster.scan import run_scan
 from recall_dagster.settings import Settings
 
 INSTRUCTIONS = (

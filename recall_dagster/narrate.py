@@ -151,7 +151,7 @@ class Rewrite:
 
 def load_rewrite(config_path: str | os.PathLike[str] | None = None) -> Rewrite:
     """The ``narration`` section of the layered ``recall.yaml``."""
-    from recall_dagster.scan import load_yaml_config  # the scan module imports the report, which imports this
+    from recall_dagster.config.load import load_yaml_config  # config.load checks the narration section with this module
 
     return rewrite_from(*load_yaml_config(config_path))
 

@@ -21,7 +21,9 @@ from recall_dagster.estate import display_name
 from recall_dagster.detect.config import ScoringConfig
 from recall_dagster.detect.finding import Finding
 from recall_dagster.narrate import DEFAULT_STEP, WHAT_TO_DO, whom_to_call
-from recall_dagster.scan import ModelReport, ScanResult, iso_instant, production_markers
+from recall_dagster.results import ModelReport, ScanResult
+from recall_dagster.instants import iso_instant
+from recall_dagster.scan import production_markers
 
 _TIER_STYLE = {"CRITICAL": "bold red", "AT_RISK": "yellow", "WATCH": "cyan", "HEALTHY": "green"}
 _SEVERITY_STYLE = {Severity.CRITICAL: "bold red", Severity.WARN: "yellow", Severity.INFO: "dim"}

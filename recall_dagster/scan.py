@@ -1,44 +1,34 @@
-"""One scan: resolve closures, run the detectors, score, and build the JSON contract.
+"""The scan's pipeline: closures, then the first pass, then the blast radius, scored (measured replay between
+the two passes when asked: :func:`recall_dagster.impact.measured.measured_detection`).
 
-The CLI and the Dagster assets call the same pieces (``resolve_closures`` ->
-``run_detectors`` -> ``score_model``); :func:`run_scan` strings them together.
-History (schema baselines) lives in a state store injected as an object, so a
-scan is reproducible in tests and the detectors never touch a file.
+The CLI and the Dagster assets call the same pieces (:func:`scan_shard` ->
+:func:`merge_shards`); :func:`run_scan` strings them together. Configuration
+is read in :mod:`recall_dagster.config`, baselines kept in
+:mod:`recall_dagster.baselines`, results shaped in :mod:`recall_dagster.results`.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Sequence
 
-import yaml
-
-from recall_dagster.acks.model import Accepted, Acknowledgement, split, still_open
+from recall_dagster.acks.model import Acknowledgement, still_open
+from recall_dagster.baselines import Baselines, StateStore
 from recall_dagster.collector import while_paused
-from recall_dagster.contracts.base import VERSION
-from recall_dagster.detect import Detection, Finding, RecallConfig, check_config, parse_config
+from recall_dagster.detect import Detection, RecallConfig
 from recall_dagster.detect.registry import Found, Judged, first_pass, kept_verdicts, keepable, second_pass
-from recall_dagster.detect.blast_radius import BlastRadius
-from recall_dagster.config_schema import validate_layer
-from recall_dagster.detect.config import merge
-from recall_dagster.files import locked, read_json_object, write_json
 from recall_dagster.errors import ConfigError, ModelNotFound, NoProductionVersion
 from recall_dagster.estate import ModelClosure, resolve_closures
-from recall_dagster.estate.coverage import Coverage, coverage
 from recall_dagster.estate.incremental import Rescan, combined, resolve_incremental, snapshot_key
-from recall_dagster.estate.resolve import resolve
-from recall_dagster.estate.shards import Shard
-from recall_dagster.estate.production import version_number
-from recall_dagster.estate.unserved import Unserved, without_production
 from recall_dagster.estate.naming import model_name
+from recall_dagster.estate.production import version_number
+from recall_dagster.estate.resolve import resolve
 from recall_dagster.estate.select import select
+from recall_dagster.estate.shards import Shard
+from recall_dagster.estate.unserved import without_production
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.instants import iso_instant
-from recall_dagster.narrate import rewrite_from
-from recall_dagster.score import Score, score_model
-from recall_dagster.settings import env_home
+from recall_dagster.results import ScanResult, score_models
 from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.verdicts import (
     KeptSpread,
@@ -48,95 +38,6 @@ from recall_dagster.verdicts import (
     reusable,
     reusable_spread,
 )
-
-DEFAULT_CONFIG = Path(__file__).with_name("recall.yaml")  # the defaults, shipped in the package
-BASELINE_LOCK_SECONDS = 60.0  # another shard recording its baselines takes well under a second
-Baselines = dict[str, dict[str, str]]  # dataset URN -> {simple field path: type}
-
-
-def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ConfigError(f"cannot read config {path}: {err.strerror}") from err
-    except UnicodeDecodeError as err:
-        raise ConfigError(f"config {path} is not UTF-8 text ({err.reason} at byte {err.start})") from err
-    except yaml.YAMLError as err:
-        raise ConfigError(f"config {path} is not valid YAML: {err}") from err
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"config {path} must be a mapping at the top level")
-    return data
-
-
-def load_yaml_config(path: str | os.PathLike[str] | None = None) -> tuple[dict[str, Any], str]:
-    """The shipped ``recall.yaml``, then ``$RECALL_HOME/recall.yaml`` (the estate's own settings) when it
-    exists, then ``path`` when given, each laid over the last key by key; and the file that spoke last."""
-    shipped = _read_yaml(DEFAULT_CONFIG)
-    data, source = shipped, str(DEFAULT_CONFIG)
-    estate = env_home() / "recall.yaml"
-    layers = ([estate] if estate.is_file() else []) + ([Path(path)] if path is not None else [])
-    for layer in layers:
-        if layer.resolve() != DEFAULT_CONFIG.resolve():
-            overlay = _read_yaml(layer)
-            validate_layer(overlay, shipped, str(layer))
-            data, source = merge(data, overlay), str(layer)
-    return data, source
-
-
-def load_config(path: str | os.PathLike[str] | None = None) -> RecallConfig:
-    """The scan's configuration (see :func:`load_yaml_config`)."""
-    data, source = load_yaml_config(path)
-    config = parse_config(data, source)
-    check_config(config)
-    rewrite_from(data, source)
-    return config
-
-
-class StateStore(Protocol):
-    """Where schema baselines survive between scans."""
-
-    def load_baselines(self) -> Baselines: ...
-
-    def save_baselines(self, baselines: Baselines) -> None:
-        """Lay these datasets' baselines over the stored ones; the others stay as they are (shards of one
-        scan record theirs side by side)."""
-
-
-class JsonStateStore:
-    """Baselines in one JSON file under ``settings.state_dir``, replaced atomically under a lock, so the
-    shards of a scan, recording at once, all keep theirs."""
-
-    def __init__(self, state_dir: str | os.PathLike[str]) -> None:
-        self.path = Path(state_dir) / "schema_baselines.json"
-
-    def load_baselines(self) -> Baselines:
-        data = read_json_object(self.path, "schema baselines")
-        if not all(isinstance(cols, dict) for cols in data.values()):
-            raise ConfigError(
-                f"schema baselines {self.path} do not map datasets to column types; delete the file to start afresh"
-            )
-        if all(isinstance(t, str) for cols in data.values() for t in cols.values()):
-            return data  # as this store writes them: JSON keys are text already
-        return {str(u): {str(c): str(t) for c, t in cols.items()} for u, cols in data.items()}
-
-    def save_baselines(self, baselines: Baselines) -> None:
-        with locked(self.path.with_suffix(".lock"), "schema baselines", BASELINE_LOCK_SECONDS):
-            write_json(self.path, {**self.load_baselines(), **baselines}, "schema baselines")
-
-
-class MemoryStateStore:
-    """Baselines kept in memory: tests, and runs that must not remember."""
-
-    def __init__(self, baselines: Baselines | None = None) -> None:
-        self.baselines: Baselines = {u: dict(c) for u, c in (baselines or {}).items()}
-
-    def load_baselines(self) -> Baselines:
-        return {u: dict(c) for u, c in self.baselines.items()}
-
-    def save_baselines(self, baselines: Baselines) -> None:
-        self.baselines.update({u: dict(c) for u, c in baselines.items()})
 
 
 def _named(closure: ModelClosure, urn: str, name: str) -> bool:
@@ -168,81 +69,6 @@ def record_baselines(
     if unknown:
         raise ConfigError(f"--accept-schema {', '.join(unknown)} names no table in the scanned models' closures")
     return updated
-
-
-@dataclass(frozen=True)
-class ModelReport:
-    """A model's open findings (what its score counts) and those an acknowledgement covers (shown, not counted)."""
-
-    closure: ModelClosure
-    findings: tuple[Finding, ...]
-    score: Score
-    accepted: tuple[tuple[Finding, Accepted], ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        model = self.closure.model
-        findings = [{**f.to_json(), "acknowledged": None} for f in self.findings]
-        findings += [{**f.to_json(), "acknowledged": a.to_json()} for f, a in self.accepted]
-        return {
-            "urn": model.urn,
-            "name": model.name,
-            "version": model.version,
-            "production": self.closure.production,
-            "score": self.score.value,
-            "tier": self.score.tier,
-            "deployments": len(self.closure.live_deployments),
-            "live_deployments": [d.urn for d in self.closure.live_deployments],
-            "findings": findings,
-        }
-
-
-@dataclass(frozen=True)
-class ScanResult:
-    scanned_at_ms: int
-    graph: str
-    models: tuple[ModelReport, ...]  # highest score first
-    blast_radius: tuple[BlastRadius, ...]
-    config: RecallConfig
-    acks: tuple[Acknowledgement, ...] = ()  # the acknowledgements the scan honoured
-    rescan: Rescan | None = None  # how the closures were come by, when the scan kept a snapshot
-    # registered models with no version in production: a whole-estate scan names them rather than pass them over
-    without_production: Unserved = Unserved()
-
-    @property
-    def failing(self) -> tuple[ModelReport, ...]:
-        """Models at or above the configured fail tier."""
-        scoring = self.config.scoring
-        return tuple(m for m in self.models if scoring.at_or_above(m.score.tier, scoring.fail_tier))
-
-    @property
-    def coverage(self) -> Coverage:
-        """What the graph let this scan verify about the models it scanned and the tables they reach."""
-        return coverage([m.closure for m in self.models], self.scanned_at_ms)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema_version": VERSION,
-            "scanned_at": iso_instant(self.scanned_at_ms),
-            "graph": self.graph,
-            "fail_tier": self.config.scoring.fail_tier,
-            "models": [m.to_json() for m in self.models],
-            "blast_radius": [b.to_json() for b in self.blast_radius],
-            "coverage": {**self.coverage.to_json(), **self.without_production.to_json()},
-            **({"resolve": self.rescan.to_json()} if self.rescan is not None else {}),
-        }
-
-
-def score_models(
-    closures: Sequence[ModelClosure], detection: Detection, config: RecallConfig, *,
-    acks: Sequence[Acknowledgement] = (), at_ms: int,
-) -> tuple[ModelReport, ...]:
-    """Each model scored on the findings no acknowledgement in force at ``at_ms`` covers."""
-    reports = []
-    for c in closures:
-        part = split(c, detection.findings.get(c.urn, ()), acks, at_ms)
-        score = score_model(part.open, len(c.live_deployments), config.scoring)
-        reports.append(ModelReport(closure=c, findings=part.open, score=score, accepted=part.accepted))
-    return tuple(sorted(reports, key=lambda r: (-r.score.value, r.closure.model.name, r.closure.urn)))
 
 
 def find_and_record(

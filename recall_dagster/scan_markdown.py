@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 from recall_dagster.detect import Finding, Severity, count_by_severity
 from recall_dagster.detect.blast_radius import BlastRadius
 from recall_dagster.estate import ModelClosure, display_name
-from recall_dagster.scan import ScanResult, iso_instant
+from recall_dagster.results import ScanResult
+from recall_dagster.instants import iso_instant
 
 if TYPE_CHECKING:
     from recall_dagster.detect import Detection

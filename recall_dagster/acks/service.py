@@ -20,7 +20,8 @@ from recall_dagster.detect.finding import Finding
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.graph.port import MetadataGraph
-from recall_dagster.scan import JsonStateStore, select_closures
+from recall_dagster.baselines import JsonStateStore
+from recall_dagster.scan import select_closures
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import RetryPolicy
 from recall_dagster.estate.naming import model_name

@@ -19,7 +19,7 @@ from recall_dagster.cli import RecallGroup, cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
 from recall_dagster.errors import EXIT_UNREACHABLE
 from recall_dagster.instants import clock_ms, iso_instant, parse_instant
-from recall_dagster.scan import load_config
+from recall_dagster.config.load import load_config
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import load_writeback_config
 

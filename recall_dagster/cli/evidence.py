@@ -19,7 +19,7 @@ from recall_dagster.estate.marks import MANAGED_BY_KEY
 from recall_dagster.governance import evidence_pack, markdown, write_pack
 from recall_dagster.instants import clock_ms
 from recall_dagster.lifecycle.config import load_lifecycle_config
-from recall_dagster.scan import load_config
+from recall_dagster.config.load import load_config
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import load_writeback_config
 from recall_dagster.writeback.direct import write_changed

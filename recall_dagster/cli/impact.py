@@ -28,7 +28,7 @@ from recall_dagster.impact.service import ImpactRequest, impact_test, record_imp
 from recall_dagster.instants import clock_ms
 from recall_dagster.lifecycle.config import load_lifecycle_config
 from recall_dagster.progress import Progress
-from recall_dagster.scan import load_config
+from recall_dagster.config.load import load_config
 from recall_dagster.scan_markdown import number
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import load_writeback_config

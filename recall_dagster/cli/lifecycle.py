@@ -38,7 +38,7 @@ from recall_dagster.lifecycle.service import (
     sync_incidents,
 )
 from recall_dagster.narrate import Rewrite, gate_paragraph, load_rewrite, window_paragraph
-from recall_dagster.scan import load_config
+from recall_dagster.config.load import load_config
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import load_writeback_config
 

@@ -16,7 +16,7 @@ from recall_dagster.estate import display_name
 from recall_dagster.instants import clock_ms
 from recall_dagster.protect.config import load_protect_config
 from recall_dagster.protect.service import ProtectReport, protect_report
-from recall_dagster.scan import load_config
+from recall_dagster.config.load import load_config
 from recall_dagster.settings import Settings
 
 

@@ -24,7 +24,9 @@ from recall_dagster.instants import clock_ms, parse_instant
 from recall_dagster.lifecycle.config import load_lifecycle_config
 from recall_dagster.progress import Progress
 from recall_dagster.report import render_report
-from recall_dagster.scan import JsonStateStore, load_config, run_scan
+from recall_dagster.baselines import JsonStateStore
+from recall_dagster.config.load import load_config
+from recall_dagster.scan import run_scan
 from recall_dagster.settings import Settings
 from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.writeback import WritebackReport, dry_run, load_writeback_config, write_back

@@ -22,7 +22,7 @@ from recall_dagster.diagnose.config import DiagnoseConfig, load_diagnose_config
 from recall_dagster.impact.config import ImpactConfig, load_impact_config
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.lifecycle.config import LifecycleConfig, load_lifecycle_config
-from recall_dagster.scan import load_config
+from recall_dagster.config.load import load_config
 from recall_dagster.writeback.config import WritebackConfig, load_writeback_config
 from recall_dagster.settings import Settings, lock_wait_seconds
 

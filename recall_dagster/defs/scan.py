@@ -37,16 +37,10 @@ from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.incremental import Rescan
 from recall_dagster.impact.measured import finding_measure, measured_detection
 from recall_dagster.instants import clock_ms
-from recall_dagster.scan import (
-    JsonStateStore,
-    ScanResult,
-    find_again,
-    finish_detection,
-    gather,
-    iso_instant,
-    score_models,
-    scan_closures,
-)
+from recall_dagster.baselines import JsonStateStore
+from recall_dagster.results import ScanResult, score_models
+from recall_dagster.scan import find_again, finish_detection, gather, scan_closures
+from recall_dagster.instants import iso_instant
 from recall_dagster.estate.unserved import Unserved, without_production
 from recall_dagster.scan_markdown import (
     blast_radius_table,

@@ -43,7 +43,8 @@ from recall_dagster.defs._compat import BACKFILL_ID_TAG, UnresolvedAssetJobDefin
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.estate.shards import Shard
 from recall_dagster.instants import clock_ms, iso_instant, parse_instant
-from recall_dagster.scan import JsonStateStore, scan_shard
+from recall_dagster.baselines import JsonStateStore
+from recall_dagster.scan import scan_shard
 from recall_dagster.shard_parts import ShardParts
 from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.defs.translator import GROUP

@@ -123,26 +123,6 @@ def matches_dataset(pattern: str, dataset: Dataset) -> bool:
     return fnmatchcase(dataset.name.casefold(), folded) or fnmatchcase(dataset.urn.casefold(), folded)
 
 
-REPLACE = "replace"  # ``replace: true`` in an overlay's mapping: it stands instead of the shipped one
-
-
-def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """``override`` laid over ``base``: mappings merged key by key, the overlay's keys first (in a first-match
-    mapping, a team's ``not_null_payment*`` comes before the shipped ``not_null*``), anything else replaced; a
-    mapping of the overlay that says ``replace: true`` replaces the shipped one whole (a team's own tiers)."""
-    if override.get(REPLACE) is True:
-        return {k: v for k, v in override.items() if k != REPLACE}
-    merged: dict[str, Any] = {}
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(base.get(key), Mapping):
-            merged[key] = merge(base[key], value)
-        else:
-            merged[key] = value
-    for key, value in base.items():
-        merged.setdefault(key, value)
-    return merged
-
-
 class _Section:
     """Typed access to one mapping of the file, with errors that name the key."""
 

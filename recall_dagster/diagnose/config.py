@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from recall_dagster.detect.config import _Section
 from recall_dagster.errors import ConfigError
-from recall_dagster.scan import load_yaml_config
+from recall_dagster.config.load import load_yaml_config
 
 SIGNALS = ("temporal", "lineage", "fields", "size", "corroboration")
 

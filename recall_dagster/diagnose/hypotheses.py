@@ -19,7 +19,7 @@ from typing import Any, Callable, Literal, Sequence
 
 from recall_dagster.diagnose.config import HypothesisConfig
 from recall_dagster.diagnose.facts import Clue, Facts, RunFacts
-from recall_dagster.scan import iso_instant
+from recall_dagster.instants import iso_instant
 
 Decision = Literal["REGRESSION", "INCONCLUSIVE"]
 

@@ -9,7 +9,7 @@ together so a warehouse shared by ten models is read once, not ten times.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 from datahub.metadata.schema_classes import (
     AssertionInfoClass,

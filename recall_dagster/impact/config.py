@@ -17,7 +17,7 @@ from recall_dagster.errors import ConfigError
 from recall_dagster.impact.mutation_spec import parse_mutation
 from recall_dagster.registry import RegistryLimits
 from recall_dagster.lifecycle.rows import resolve_url
-from recall_dagster.scan import load_yaml_config
+from recall_dagster.config.load import load_yaml_config
 from recall_dagster.warehouse import Warehouse, parse_warehouse, warehouse_connection
 
 DRIFT_CHANGES = ("retyped", "retyped_time", "removed")

@@ -31,7 +31,7 @@ from recall_dagster.estate.columns import Col, ColumnGraph, column_graph, column
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.service import Measure
 from recall_dagster.lifecycle.read import read_profile_rows, read_training_spans, relation
-from recall_dagster.scan import ScanResult, score_models
+from recall_dagster.results import ScanResult, score_models
 from recall_dagster.settings import Settings
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 from recall_dagster.detect import Severity
 from recall_dagster.detect.config import _Section
 from recall_dagster.errors import ConfigError
-from recall_dagster.scan import load_yaml_config
+from recall_dagster.config.load import load_yaml_config
 from recall_dagster.warehouse import Warehouse, parse_warehouse
 
 # Every check the retrain gate runs, in report order (recall_dagster/lifecycle/gate.py implements them).

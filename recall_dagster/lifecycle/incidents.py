@@ -20,7 +20,7 @@ from datahub.metadata.urns import IncidentUrn
 
 from recall_dagster.lifecycle.assess import RootCause
 from recall_dagster.estate.columns import Col
-from recall_dagster.scan import iso_instant
+from recall_dagster.instants import iso_instant
 
 # incidentInfo.customType of lifecycle incidents; not under the scan write-back's "recall:" prefix,
 # whose stand-down resolves every incident it owns that its own scan did not plan

@@ -18,7 +18,7 @@ from recall_dagster.estate import display_name
 from recall_dagster.lifecycle.override import GateOverride
 from recall_dagster.lifecycle.records import TrainingSpan, newest_run
 from recall_dagster.lifecycle.window import BlindWindow
-from recall_dagster.scan import iso_instant
+from recall_dagster.instants import iso_instant
 
 
 class Status(str, Enum):

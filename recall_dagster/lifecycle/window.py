@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from recall_dagster.lifecycle.records import AssertionRun
-from recall_dagster.scan import iso_instant
+from recall_dagster.instants import iso_instant
 
 PASSING = "SUCCESS"
 

@@ -13,7 +13,8 @@ from recall_dagster.estate.columns import column_graph
 from recall_dagster.lifecycle.ledger import Ledger
 from recall_dagster.protect.assess import Gap, Reliability, gaps, reliability, tests_yaml
 from recall_dagster.protect.config import ProtectConfig
-from recall_dagster.scan import iso_instant, select_closures
+from recall_dagster.instants import iso_instant
+from recall_dagster.scan import select_closures
 from recall_dagster.settings import Settings
 
 

@@ -27,7 +27,7 @@ from datahub.metadata.schema_classes import (
 
 from recall_dagster.detect import Severity
 from recall_dagster.estate import display_name
-from recall_dagster.scan import iso_instant
+from recall_dagster.instants import iso_instant
 from recall_dagster.writeback.context import PlanContext
 from recall_dagster.writeback.groups import FindingGroup
 from recall_dagster.writeback.keys import assertion_urn, managed

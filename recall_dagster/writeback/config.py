@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from recall_dagster.detect import Severity
 from recall_dagster.detect.config import ScoringConfig, _Section
 from recall_dagster.errors import ConfigError
-from recall_dagster.scan import load_yaml_config
+from recall_dagster.config.load import load_yaml_config
 from recall_dagster.writeback.keys import MANAGED_TAG, TAG_PREFIX
 
 

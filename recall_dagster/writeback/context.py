@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from recall_dagster.scan import ModelReport, ScanResult
+from recall_dagster.results import ModelReport, ScanResult
 from recall_dagster.writeback.config import WritebackConfig
 from recall_dagster.writeback.groups import FindingGroup
 from recall_dagster.writeback.state import GraphState

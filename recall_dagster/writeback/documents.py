@@ -24,7 +24,8 @@ from datahub.metadata.schema_classes import (
 from recall_dagster.detect import Finding
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.narrate import finding_paragraph, owners_text
-from recall_dagster.scan import ModelReport, iso_instant
+from recall_dagster.results import ModelReport
+from recall_dagster.instants import iso_instant
 from recall_dagster.writeback.context import PlanContext
 from recall_dagster.writeback.keys import MANAGED_BY, assertion_urn, document_urn, managed, stamp
 from recall_dagster.writeback.writes import Write

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from recall_dagster.scan import ScanResult
+from recall_dagster.results import ScanResult
 from recall_dagster.scan_markdown import scan_report, table
 from recall_dagster.writeback.plan import Plan
 from recall_dagster.writeback.report import WritebackReport

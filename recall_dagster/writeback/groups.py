@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from recall_dagster.detect import Finding, Severity
-from recall_dagster.scan import ModelReport, ScanResult
+from recall_dagster.results import ModelReport, ScanResult
 
 
 @dataclass(frozen=True)

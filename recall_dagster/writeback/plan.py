@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from recall_dagster.graph.port import MetadataGraph
-from recall_dagster.scan import ScanResult
+from recall_dagster.results import ScanResult
 from recall_dagster.writeback.assertions import plan_assertions
 from recall_dagster.writeback.config import WritebackConfig
 from recall_dagster.writeback.context import PlanContext

@@ -16,7 +16,7 @@ from datahub.metadata.schema_classes import (
 )
 
 from recall_dagster.detect.config import ScoringConfig
-from recall_dagster.scan import iso_instant
+from recall_dagster.instants import iso_instant
 from recall_dagster.writeback.context import PlanContext
 from recall_dagster.writeback.keys import LAST_SCANNED, RISK_SCORE, RISK_TIER
 from recall_dagster.writeback.writes import Write

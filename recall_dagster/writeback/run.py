@@ -14,7 +14,7 @@ from typing import Callable
 
 from recall_dagster.errors import GraphError, ServiceUnreachable
 from recall_dagster.graph.port import MetadataGraph
-from recall_dagster.scan import ScanResult
+from recall_dagster.results import ScanResult
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import WritebackConfig
 from recall_dagster.writeback.emit import Outcome, emit

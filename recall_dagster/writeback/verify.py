@@ -42,7 +42,7 @@ from datahub.utilities.urns.urn import guess_entity_type
 from recall_dagster.detect import Finding, RecallConfig, Severity
 from recall_dagster.estate import Dataset, Model, ModelClosure
 from recall_dagster.graph.port import AspectMap, MetadataGraph
-from recall_dagster.scan import ModelReport, ScanResult
+from recall_dagster.results import ModelReport, ScanResult
 from recall_dagster.score import Score
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import WritebackConfig

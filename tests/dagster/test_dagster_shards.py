@@ -24,7 +24,9 @@ from recall_dagster.impact.measured import measure_scan
 from recall_dagster.lifecycle.config import load_lifecycle_config
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.instants import iso_instant
-from recall_dagster.scan import JsonStateStore, load_config, run_scan
+from recall_dagster.baselines import JsonStateStore
+from recall_dagster.config.load import load_config
+from recall_dagster.scan import run_scan
 from recall_dagster.settings import Settings
 from tests.scan.detector_spy import count_detector_runs, volatile_detectors
 from tests.scan.scan_estates import SCAN_AT_MS, ingest

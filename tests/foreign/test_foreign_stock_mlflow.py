@@ -29,7 +29,7 @@ from recall_dagster.estate import resolve_closures
 from recall_dagster.graph import LiteGraph, open_graph
 from recall_dagster.mlflow_inputs import warehouse_dataset
 from recall_dagster.recipes import mlflow_recipe
-from recall_dagster.scan import load_config
+from recall_dagster.config.load import load_config
 from recall_dagster.settings import Settings
 
 ORDERS = "urn:li:dataset:(urn:li:dataPlatform:duckdb,analytics.main.daily_orders,PROD)"

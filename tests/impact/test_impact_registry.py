@@ -19,7 +19,7 @@ from recall_dagster.diagnose.collect import pick_versions
 from recall_dagster.errors import EXIT_UNREACHABLE, ConfigError, ModelNotFound, ServiceUnreachable
 from recall_dagster.impact.config import parse_impact_config
 from recall_dagster.registry import RegistryLimits, failing, mlflow_client, sqlite_store
-from recall_dagster.scan import load_yaml_config
+from recall_dagster.config.load import load_yaml_config
 from tests.cutting import free_port
 
 LIMITS = RegistryLimits(timeout_seconds=1, retries=0)

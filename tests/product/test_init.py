@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from recall_dagster.cli import cli
 from recall_dagster.recipes import LITE_SINK
-from recall_dagster.scan import load_config
+from recall_dagster.config.load import load_config
 
 
 def project(tmp_path: Path) -> Path:

@@ -9,7 +9,7 @@ import pytest
 from scan_estates import ingest
 
 from recall_dagster.detect import RecallConfig
-from recall_dagster.scan import load_config
+from recall_dagster.config.load import load_config
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ from recall_dagster.acks.model import Acknowledgement, fingerprint, split
 from recall_dagster.cli import cli
 from recall_dagster.detect import DetectorState, ownership_vacuum, run_detectors, upstream_staleness
 from recall_dagster.detect.finding import Finding, Severity
-from recall_dagster.scan import score_models
+from recall_dagster.results import score_models
 
 USER_STATS = "urn:li:dataset:(urn:li:dataPlatform:bigquery,proj.features.user_stats,PROD)"
 TOMORROW = (datetime.now(timezone.utc) + timedelta(days=1)).date().isoformat()

@@ -22,7 +22,7 @@ from datahub.utilities.urns.dataset_urn import DatasetUrn
 from recall_dagster.estate import resolve_closures
 from recall_dagster.estate.incremental import resolve_incremental, snapshot_key
 from recall_dagster.graph import LiteGraph
-from recall_dagster.scan import load_config
+from recall_dagster.config.load import load_config
 from tests.graph.graph_estate import make_estate
 
 HOUR = 3_600_000

@@ -6,9 +6,9 @@ import pytest
 import yaml
 
 from recall_dagster.detect import DETECTORS, Severity, check_config, parse_config
-from recall_dagster.detect.config import merge
+from recall_dagster.config.overlay import merge
 from recall_dagster.errors import EXIT_USAGE, ConfigError
-from recall_dagster.scan import DEFAULT_CONFIG, load_config
+from recall_dagster.config.load import DEFAULT_CONFIG, load_config
 
 
 def shipped() -> dict:

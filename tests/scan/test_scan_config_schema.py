@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from recall_dagster.config_schema import validate_layer
+from recall_dagster.config.schema import validate_layer
 from recall_dagster.errors import ConfigError
-from recall_dagster.scan import DEFAULT_CONFIG, load_config
+from recall_dagster.config.load import DEFAULT_CONFIG, load_config
 from recall_dagster.settings import REPO_ROOT
 
 SHIPPED = yaml.safe_load(DEFAULT_CONFIG.read_text())

@@ -20,10 +20,10 @@ from recall_dagster.detect import (
     upstream_staleness,
     version_mismatch,
 )
-from recall_dagster.detect.config import merge
+from recall_dagster.config.overlay import merge
 from recall_dagster.estate import Assertion, ColumnEdge, Dataset, Owner, SchemaField, Term
 from recall_dagster.estate.coverage import coverage
-from recall_dagster.scan import DEFAULT_CONFIG
+from recall_dagster.config.load import DEFAULT_CONFIG
 
 STATE = DetectorState()
 

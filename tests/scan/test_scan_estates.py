@@ -16,7 +16,9 @@ from recall_dagster.estate import resolve_closures
 from recall_dagster.estate.coverage import DATASET_SIGNALS
 from recall_dagster.graph import LiteGraph
 from recall_dagster.report import render_report
-from recall_dagster.scan import MemoryStateStore, ScanResult, run_scan
+from recall_dagster.baselines import MemoryStateStore
+from recall_dagster.results import ScanResult
+from recall_dagster.scan import run_scan
 from scan_estates import SCAN_AT_MS, ingest
 
 SF = "urn:li:dataPlatform:snowflake"

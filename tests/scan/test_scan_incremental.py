@@ -20,7 +20,9 @@ from recall_dagster.cli import cli
 from recall_dagster.estate import resolve_closures
 from recall_dagster.estate.incremental import resolve_incremental
 from recall_dagster.graph import LiteGraph
-from recall_dagster.scan import MemoryStateStore, load_config, run_scan
+from recall_dagster.baselines import MemoryStateStore
+from recall_dagster.config.load import load_config
+from recall_dagster.scan import run_scan
 from recall_dagster.snapshots import SnapshotStore
 from tests.fuzz.estates import NOW_MS, estates
 

@@ -18,7 +18,7 @@ from recall_dagster.detect import Detection, Severity
 from recall_dagster.detect.finding import finding
 from recall_dagster.detect.registry import Found, second_pass
 from recall_dagster.impact.measured import measured_detection
-from recall_dagster.scan import score_models
+from recall_dagster.results import score_models
 
 MODEL = closure(features=[feature("f", "orders")], datasets=[ds("orders")])
 DRIFT = "training_source_schema_drift"

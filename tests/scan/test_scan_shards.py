@@ -13,7 +13,9 @@ from scan_estates import SCAN_AT_MS
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate.shards import Shard
 from recall_dagster.graph import LiteGraph
-from recall_dagster.scan import JsonStateStore, MemoryStateStore, load_config, merge_shards, run_scan, scan_shard
+from recall_dagster.baselines import JsonStateStore, MemoryStateStore
+from recall_dagster.config.load import load_config
+from recall_dagster.scan import merge_shards, run_scan, scan_shard
 from recall_dagster.settings import Settings
 from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.writeback import dry_run, load_writeback_config

@@ -13,7 +13,7 @@ from wb_support import BREAK, HEALTHY, WritebackGms, gms_estate, lite_estate
 
 from recall_dagster.detect import RecallConfig
 from recall_dagster.graph import GmsGraph, LiteGraph
-from recall_dagster.scan import load_config
+from recall_dagster.config.load import load_config
 from recall_dagster.settings import Settings
 from recall_dagster.writeback import WritebackConfig, load_writeback_config
 from recall_dagster.writeback.config import RetryPolicy

@@ -25,7 +25,8 @@ from scan_estates import SCAN_AT_MS
 from wb_support import BREAK, HEAL_DATA, HEAL_TRAINING, MODEL, USER_STATS, lite_estate, scan
 
 from recall_dagster.graph import LiteGraph
-from recall_dagster.scan import MemoryStateStore, run_scan
+from recall_dagster.baselines import MemoryStateStore
+from recall_dagster.scan import run_scan
 from recall_dagster.writeback import WritebackReport, write_back
 from recall_dagster.writeback.keys import LAST_SCANNED, RISK_SCORE, RISK_TIER, document_urn, incident_urn
 from recall_dagster.writeback.state import read_state

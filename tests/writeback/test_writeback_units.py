@@ -8,10 +8,10 @@ import pytest
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import AssertionResultClass, AssertionRunEventClass, StatusClass
 
-from recall_dagster.detect.config import merge
+from recall_dagster.config.overlay import merge
 from recall_dagster.errors import ConfigError, ServiceUnreachable
 from recall_dagster.graph.port import WriteReport
-from recall_dagster.scan import load_yaml_config
+from recall_dagster.config.load import load_yaml_config
 from recall_dagster.writeback import parse_writeback_config
 from recall_dagster.writeback.config import RetryPolicy
 from recall_dagster.writeback.emit import emit

@@ -15,7 +15,7 @@ from difflib import get_close_matches
 from fnmatch import fnmatchcase
 from typing import Any, Mapping
 
-from recall_dagster.detect.config import REPLACE, merge
+from recall_dagster.config.overlay import REPLACE, merge
 from recall_dagster.errors import ConfigError
 
 # Dotted paths whose keys the user chooses; their values are still checked against the first shipped entry's shape.

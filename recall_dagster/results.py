@@ -1,0 +1,93 @@
+"""What a scan found: each model's open and acknowledged findings, its score, and the estate's blast radius,
+as the JSON contract and every renderer read them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from recall_dagster.acks.model import Accepted, Acknowledgement, split
+from recall_dagster.contracts.base import VERSION
+from recall_dagster.detect import Detection, Finding, RecallConfig
+from recall_dagster.detect.blast_radius import BlastRadius
+from recall_dagster.estate import ModelClosure
+from recall_dagster.estate.coverage import Coverage, coverage
+from recall_dagster.estate.incremental import Rescan
+from recall_dagster.estate.unserved import Unserved
+from recall_dagster.instants import iso_instant
+from recall_dagster.score import Score, score_model
+
+
+@dataclass(frozen=True)
+class ModelReport:
+    """A model's open findings (what its score counts) and those an acknowledgement covers (shown, not counted)."""
+
+    closure: ModelClosure
+    findings: tuple[Finding, ...]
+    score: Score
+    accepted: tuple[tuple[Finding, Accepted], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        model = self.closure.model
+        findings = [{**f.to_json(), "acknowledged": None} for f in self.findings]
+        findings += [{**f.to_json(), "acknowledged": a.to_json()} for f, a in self.accepted]
+        return {
+            "urn": model.urn,
+            "name": model.name,
+            "version": model.version,
+            "production": self.closure.production,
+            "score": self.score.value,
+            "tier": self.score.tier,
+            "deployments": len(self.closure.live_deployments),
+            "live_deployments": [d.urn for d in self.closure.live_deployments],
+            "findings": findings,
+        }
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    scanned_at_ms: int
+    graph: str
+    models: tuple[ModelReport, ...]  # highest score first
+    blast_radius: tuple[BlastRadius, ...]
+    config: RecallConfig
+    acks: tuple[Acknowledgement, ...] = ()  # the acknowledgements the scan honoured
+    rescan: Rescan | None = None  # how the closures were come by, when the scan kept a snapshot
+    # registered models with no version in production: a whole-estate scan names them rather than pass them over
+    without_production: Unserved = Unserved()
+
+    @property
+    def failing(self) -> tuple[ModelReport, ...]:
+        """Models at or above the configured fail tier."""
+        scoring = self.config.scoring
+        return tuple(m for m in self.models if scoring.at_or_above(m.score.tier, scoring.fail_tier))
+
+    @property
+    def coverage(self) -> Coverage:
+        """What the graph let this scan verify about the models it scanned and the tables they reach."""
+        return coverage([m.closure for m in self.models], self.scanned_at_ms)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": VERSION,
+            "scanned_at": iso_instant(self.scanned_at_ms),
+            "graph": self.graph,
+            "fail_tier": self.config.scoring.fail_tier,
+            "models": [m.to_json() for m in self.models],
+            "blast_radius": [b.to_json() for b in self.blast_radius],
+            "coverage": {**self.coverage.to_json(), **self.without_production.to_json()},
+            **({"resolve": self.rescan.to_json()} if self.rescan is not None else {}),
+        }
+
+
+def score_models(
+    closures: Sequence[ModelClosure], detection: Detection, config: RecallConfig, *,
+    acks: Sequence[Acknowledgement] = (), at_ms: int,
+) -> tuple[ModelReport, ...]:
+    """Each model scored on the findings no acknowledgement in force at ``at_ms`` covers."""
+    reports = []
+    for c in closures:
+        part = split(c, detection.findings.get(c.urn, ()), acks, at_ms)
+        score = score_model(part.open, len(c.live_deployments), config.scoring)
+        reports.append(ModelReport(closure=c, findings=part.open, score=score, accepted=part.accepted))
+    return tuple(sorted(reports, key=lambda r: (-r.score.value, r.closure.model.name, r.closure.urn)))
