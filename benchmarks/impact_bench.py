@@ -25,7 +25,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OrdinalEncoder
 
-from recall_dagster.impact.config import load_impact_config
+from recall_dagster.config.load import load_impact_config
 from recall_dagster.impact.measure import infer, measure
 from recall_dagster.impact.models import SklearnPredictor
 from recall_dagster.impact.mutations import apply, parse_mutation

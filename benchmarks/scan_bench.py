@@ -21,7 +21,7 @@ from typing import Callable
 from synthetic_estate import NOW, Shape, entities, estate, read_everything
 
 from recall_dagster.detect import run_detectors
-from recall_dagster.estate import resolve_closures
+from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.graph import LiteGraph
 from recall_dagster.baselines import MemoryStateStore
 from recall_dagster.config.load import load_config

@@ -1,17 +1,15 @@
-"""Instants as Recall reads and prints them: epoch millis inside, ISO-8601 in UTC (to the second) outside."""
+"""Instants as Recall reads and prints them: epoch millis inside, ISO-8601 in UTC (to the second) outside.
+
+Pure: the clock that says what time it is now is :mod:`recall_dagster.clock`, read at the edges only.
+"""
 
 from __future__ import annotations
 
-import time
 from datetime import datetime, timezone
 
 from recall_dagster.errors import ConfigError
 
 HOUR_MS = 3_600_000  # one hour in the epoch milliseconds every instant is kept in
-
-
-def clock_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def iso_instant(ms: int) -> str:

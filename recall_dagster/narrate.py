@@ -7,20 +7,14 @@ the same, so a document that narrates it is rewritten only when the answer
 changes. The terminal report, the write-back documents, the CLI's text output
 and the MCP tools all speak through these; nothing here needs a language model.
 A team may still have one reword what a person reads at the terminal
-(:class:`Rewrite`, off by default); the JSON always keeps the template.
+(:class:`recall_dagster.rewrite.Rewrite`, off by default); the JSON always keeps the template.
 """
 
 from __future__ import annotations
 
-import math
-import os
-import shlex
-import subprocess
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from recall_dagster.detect import Finding
-from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure, Owner, display_name
 
 WHAT_TO_DO = {
@@ -123,46 +117,3 @@ def window_paragraph(cause: Mapping[str, Any]) -> str:
         line += f". Roll back to {rollback['name']}." if rollback and live else f". {note[:1].upper()}{note[1:]}."
         parts.append(line)
     return " ".join(parts)
-
-
-@dataclass(frozen=True)
-class Rewrite:
-    """``narration.rewrite_command``: a command given a paragraph on stdin whose stdout a person reads instead.
-
-    Off when no command is set. A command that fails, times out or prints
-    nothing leaves the template, so a rewrite can make text friendlier but
-    never make it missing.
-    """
-
-    command: str | None = None
-    timeout_seconds: float = 20.0
-
-    def __call__(self, text: str) -> str:
-        if not self.command:
-            return text
-        try:
-            done = subprocess.run(shlex.split(self.command), input=text, capture_output=True, text=True,
-                                  timeout=self.timeout_seconds, check=False)
-        except (OSError, subprocess.TimeoutExpired, ValueError):
-            return text
-        rewritten = done.stdout.strip()
-        return rewritten if done.returncode == 0 and rewritten else text
-
-
-def load_rewrite(config_path: str | os.PathLike[str] | None = None) -> Rewrite:
-    """The ``narration`` section of the layered ``recall.yaml``."""
-    from recall_dagster.config.load import load_yaml_config  # config.load checks the narration section with this module
-
-    return rewrite_from(*load_yaml_config(config_path))
-
-
-def rewrite_from(data: Mapping[str, Any], source: str) -> Rewrite:
-    """The ``narration`` section of a loaded configuration, checked (every command loads it, so a mistake in
-    it fails every command alike, not only those that print prose)."""
-    section = data.get("narration") or {}
-    command, timeout = section.get("rewrite_command"), section.get("timeout_seconds", 20)
-    if command is not None and not isinstance(command, str):
-        raise ConfigError(f"{source}: `narration.rewrite_command` must be a command line or null")
-    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout < math.inf:
-        raise ConfigError(f"{source}: `narration.timeout_seconds` must be a number above 0")
-    return Rewrite(command or None, float(timeout))

@@ -18,11 +18,11 @@ from recall_dagster.collector import while_paused
 from recall_dagster.detect import Detection, RecallConfig
 from recall_dagster.detect.registry import Found, Judged, first_pass, kept_verdicts, keepable, second_pass
 from recall_dagster.errors import ConfigError, ModelNotFound, NoProductionVersion
-from recall_dagster.estate import ModelClosure, resolve_closures
+from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.incremental import Rescan, combined, resolve_incremental, snapshot_key
 from recall_dagster.estate.naming import model_name
 from recall_dagster.estate.production import version_number
-from recall_dagster.estate.resolve import resolve
+from recall_dagster.estate.resolve import resolve, resolve_closures
 from recall_dagster.estate.select import select
 from recall_dagster.estate.shards import Shard
 from recall_dagster.estate.unserved import without_production

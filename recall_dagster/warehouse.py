@@ -20,16 +20,8 @@ from typing import Any, Mapping
 
 import yaml
 
+from recall_dagster.config.warehouse import Warehouse
 from recall_dagster.errors import ConfigError
-
-
-@dataclass(frozen=True)
-class Warehouse:
-    """The ``warehouse:`` section: which dbt project's profile reaches the team's tables."""
-
-    dbt_project: str | None  # the dbt project folder; None: DBT_PROJECT_DIR, as dbt reads it, or no warehouse
-    profiles_dir: str | None  # None: DBT_PROFILES_DIR, the project, ~/.dbt
-    target: str | None  # None: DBT_TARGET, then the profile's own target
 
 
 @dataclass(frozen=True)
@@ -61,20 +53,6 @@ class DbtTarget:
         if value is None and path not in (None, ":memory:"):
             value = Path(str(path)).stem  # dbt-duckdb names the catalog after the file
         return value
-
-
-def parse_warehouse(data: Mapping[str, Any], source: str) -> Warehouse:
-    """The top-level ``warehouse`` mapping; every value a folder or name, or null."""
-    section = data.get("warehouse") or {}
-    if not isinstance(section, Mapping):
-        raise ConfigError(f"{source}: warehouse must be a mapping")
-    values: dict[str, str | None] = {}
-    for key in ("dbt_project", "profiles_dir", "target"):
-        value = section.get(key)
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise ConfigError(f"{source}: warehouse.{key} must be a non-empty string or null")
-        values[key] = value.strip() if isinstance(value, str) else None
-    return Warehouse(**values)
 
 
 def dbt_target(

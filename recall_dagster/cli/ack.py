@@ -18,10 +18,11 @@ from recall_dagster.acks.service import AckRequest, acknowledge, in_force, listi
 from recall_dagster.cli import RecallGroup, cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
 from recall_dagster.errors import EXIT_UNREACHABLE
-from recall_dagster.instants import clock_ms, iso_instant, parse_instant
+from recall_dagster.clock import clock_ms
+from recall_dagster.instants import iso_instant, parse_instant
 from recall_dagster.config.load import load_config
 from recall_dagster.settings import Settings
-from recall_dagster.writeback.config import load_writeback_config
+from recall_dagster.config.load import load_writeback_config
 
 DEFAULT = "accept"
 

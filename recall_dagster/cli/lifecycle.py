@@ -21,12 +21,13 @@ from recall_dagster.cli.options import config_option, graph_option, json_option,
 from recall_dagster.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNVERIFIED
 from recall_dagster.estate import display_name
 from recall_dagster.graph.port import location_of
-from recall_dagster.impact.config import load_impact_config
+from recall_dagster.config.load import load_impact_config
 from recall_dagster.impact.measured import gate_measure
-from recall_dagster.instants import clock_ms, iso_instant
+from recall_dagster.clock import clock_ms
+from recall_dagster.instants import iso_instant
 from recall_dagster.lifecycle.blast import describe
 from recall_dagster.estate.columns import column_name
-from recall_dagster.lifecycle.config import load_lifecycle_config
+from recall_dagster.config.load import load_lifecycle_config
 from recall_dagster.lifecycle.gate import GateResult
 from recall_dagster.lifecycle.records import AssertionRecord
 from recall_dagster.lifecycle.service import (
@@ -37,10 +38,12 @@ from recall_dagster.lifecycle.service import (
     list_incidents,
     sync_incidents,
 )
-from recall_dagster.narrate import Rewrite, gate_paragraph, load_rewrite, window_paragraph
+from recall_dagster.rewrite import Rewrite
+from recall_dagster.narrate import gate_paragraph, window_paragraph
+from recall_dagster.config.load import load_rewrite
 from recall_dagster.config.load import load_config
 from recall_dagster.settings import Settings
-from recall_dagster.writeback.config import load_writeback_config
+from recall_dagster.config.load import load_writeback_config
 
 
 

@@ -13,8 +13,8 @@ from rich.table import Table
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
 from recall_dagster.estate import display_name
-from recall_dagster.instants import clock_ms
-from recall_dagster.protect.config import load_protect_config
+from recall_dagster.clock import clock_ms
+from recall_dagster.config.load import load_protect_config
 from recall_dagster.protect.service import ProtectReport, protect_report
 from recall_dagster.config.load import load_config
 from recall_dagster.settings import Settings

@@ -17,11 +17,12 @@ from recall_dagster.acks.service import in_force
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
 from recall_dagster.errors import EXIT_FINDINGS, EXIT_UNVERIFIED, ConfigError
-from recall_dagster.impact.config import load_impact_config
+from recall_dagster.config.load import load_impact_config
 from recall_dagster.impact.measured import measure_scan
 from recall_dagster.impact.models import MlflowModels
-from recall_dagster.instants import clock_ms, parse_instant
-from recall_dagster.lifecycle.config import load_lifecycle_config
+from recall_dagster.clock import clock_ms
+from recall_dagster.instants import parse_instant
+from recall_dagster.config.load import load_lifecycle_config
 from recall_dagster.progress import Progress
 from recall_dagster.report import render_report
 from recall_dagster.baselines import JsonStateStore
@@ -29,7 +30,9 @@ from recall_dagster.config.load import load_config
 from recall_dagster.scan import run_scan
 from recall_dagster.settings import Settings
 from recall_dagster.snapshots import SnapshotStore
-from recall_dagster.writeback import WritebackReport, dry_run, load_writeback_config, write_back
+from recall_dagster.writeback.report import WritebackReport
+from recall_dagster.writeback.run import dry_run, write_back
+from recall_dagster.config.load import load_writeback_config
 
 
 @cli.command("scan")

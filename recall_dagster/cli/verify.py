@@ -13,10 +13,10 @@ import click
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
 from recall_dagster.errors import EXIT_FINDINGS
-from recall_dagster.instants import clock_ms
+from recall_dagster.clock import clock_ms
 from recall_dagster.config.load import load_config
 from recall_dagster.settings import Settings
-from recall_dagster.writeback import load_writeback_config
+from recall_dagster.config.load import load_writeback_config
 from recall_dagster.writeback.verify import verify
 
 

@@ -26,7 +26,8 @@ Nothing here holds logic: each definition calls the same function as the ``recal
 from dagster import AssetKey, AssetsDefinition, DefaultSensorStatus, Definitions
 
 from recall_dagster.defs.automation import nightly_scan, rescan_job, scan_job
-from recall_dagster.defs.config import DagsterConfig, load_dagster_config
+from recall_dagster.config.dagster import DagsterConfig
+from recall_dagster.config.load import load_dagster_config
 from recall_dagster.defs.gate import retrain_gate
 from recall_dagster.defs.incidents import recall_incident_assets
 from recall_dagster.defs.metric_gate import metric_gate

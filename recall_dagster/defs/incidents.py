@@ -10,8 +10,8 @@ from typing import Any, Sequence
 from dagster import AssetKey, AssetsDefinition, Failure, MaterializeResult, MetadataValue, asset
 
 from recall_dagster.defs.resources import RecallResource
-from recall_dagster.instants import clock_ms
-from recall_dagster.lifecycle import blind_window_report, sync_incidents
+from recall_dagster.clock import clock_ms
+from recall_dagster.lifecycle.service import blind_window_report, sync_incidents
 from recall_dagster.lifecycle.markdown import blind_window_table, incidents_table
 from recall_dagster.defs.translator import GROUP
 

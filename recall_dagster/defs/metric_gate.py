@@ -19,7 +19,7 @@ from recall_dagster.defs.resources import RecallResource
 from recall_dagster.diagnose.collect import Configs, NoBaseline
 from recall_dagster.diagnose.publish import record_diagnosis
 from recall_dagster.diagnose.service import Diagnosis, diagnose, version_urns
-from recall_dagster.instants import clock_ms
+from recall_dagster.clock import clock_ms
 from recall_dagster.scan_markdown import table
 
 METRIC_GATE = "metric_gate"

@@ -36,7 +36,7 @@ from recall_dagster.errors import ConfigError, ModelNotFound, ServiceUnreachable
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.incremental import Rescan
 from recall_dagster.impact.measured import finding_measure, measured_detection
-from recall_dagster.instants import clock_ms
+from recall_dagster.clock import clock_ms
 from recall_dagster.baselines import JsonStateStore
 from recall_dagster.results import ScanResult, score_models
 from recall_dagster.scan import find_again, finish_detection, gather, scan_closures
@@ -55,7 +55,7 @@ from recall_dagster.scan_markdown import (
 )
 from recall_dagster.shard_parts import ShardParts
 from recall_dagster.snapshots import SnapshotStore
-from recall_dagster.writeback import write_back
+from recall_dagster.writeback.run import write_back
 from recall_dagster.defs.translator import GROUP
 
 FAIL_TIER_CHECK = "no_model_at_fail_tier"

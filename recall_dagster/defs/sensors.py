@@ -33,13 +33,14 @@ from recall_dagster.defs._compat import UnresolvedAssetJobDefinition, latest_che
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.defs.scan import scan_run_config
 from recall_dagster.defs.translator import RecallTranslator
-from recall_dagster.estate import ModelClosure, resolve_closures
+from recall_dagster.estate import ModelClosure
+from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.estate.marks import recall_assertion
 from recall_dagster.estate.parse import asserted_entity
 from recall_dagster.estate.select import select
 from recall_dagster.registry import failing, unreachable
 from recall_dagster.graph.port import MetadataGraph
-from recall_dagster.instants import clock_ms
+from recall_dagster.clock import clock_ms
 from recall_dagster.reactions import AssertionResult, models_reading, new_failures
 
 STOPPED = DefaultSensorStatus.STOPPED  # merged into a team's location, nothing starts until the team turns it on

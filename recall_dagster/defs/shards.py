@@ -42,7 +42,8 @@ from pydantic import Field
 from recall_dagster.defs._compat import BACKFILL_ID_TAG, UnresolvedAssetJobDefinition
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.estate.shards import Shard
-from recall_dagster.instants import clock_ms, iso_instant, parse_instant
+from recall_dagster.clock import clock_ms
+from recall_dagster.instants import iso_instant, parse_instant
 from recall_dagster.baselines import JsonStateStore
 from recall_dagster.scan import scan_shard
 from recall_dagster.shard_parts import ShardParts

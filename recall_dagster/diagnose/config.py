@@ -6,13 +6,11 @@ raised before MLflow or the graph is read.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from recall_dagster.detect.config import _Section
 from recall_dagster.errors import ConfigError
-from recall_dagster.config.load import load_yaml_config
 
 SIGNALS = ("temporal", "lineage", "fields", "size", "corroboration")
 
@@ -120,11 +118,3 @@ def parse_diagnose_config(data: Mapping[str, Any], source: str = "recall.yaml") 
         transform_tag_prefix=root.text("transform_tag_prefix") or "",
         repair=_repair(root.section("repair")),
     )
-
-
-def load_diagnose_config(path: str | os.PathLike[str] | None = None) -> DiagnoseConfig:
-    """The shipped ``recall.yaml``'s section, with ``path``'s (when given) laid over it key by key."""
-    data, source = load_yaml_config(path)
-    if "diagnose" not in data:
-        raise ConfigError(f"{source}: the diagnose section is missing")
-    return parse_diagnose_config(data["diagnose"], source)

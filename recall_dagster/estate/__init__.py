@@ -1,8 +1,13 @@
-"""Typed views of a model's upstream world, resolved from the metadata graph."""
+"""Typed views of a model's upstream world, resolved from the metadata graph.
+
+The package exports the views and the closure, which are plain values; the readers that build them from a
+graph (:mod:`recall_dagster.estate.resolve`, :mod:`recall_dagster.estate.incremental`) are imported by name, so
+importing a view never loads the graph.
+"""
 
 from recall_dagster.estate.closure import ModelClosure, assemble_closure
 from recall_dagster.estate.names import display_name
-from recall_dagster.estate.resolve import ResolveOptions, resolve_closures
+from recall_dagster.estate.options import ResolveOptions
 from recall_dagster.estate.views import (
     Assertion,
     ColumnEdge,
@@ -37,5 +42,4 @@ __all__ = [
     "TrainingRun",
     "assemble_closure",
     "display_name",
-    "resolve_closures",
 ]

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from recall_dagster.estate.closure import ModelClosure
-from recall_dagster.estate.resolve import INCOMING, Resolution, ResolveOptions, resolve
+from recall_dagster.estate.options import ResolveOptions
+from recall_dagster.estate.resolve import INCOMING, Resolution, resolve
 from recall_dagster.estate.shards import Shard
 from recall_dagster.estate.views import Model
 from recall_dagster.graph.port import Changes, MetadataGraph

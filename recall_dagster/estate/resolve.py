@@ -30,6 +30,7 @@ from recall_dagster.estate.names import MLFLOW_DATASET
 from recall_dagster.estate.marks import recall_assertion
 from recall_dagster.estate.names import display_name
 from recall_dagster.estate.shards import Shard
+from recall_dagster.estate.options import ResolveOptions
 from recall_dagster.estate.views import Assertion, Deployment, Model
 from recall_dagster.graph.port import AspectMap, MetadataGraph
 
@@ -40,19 +41,6 @@ ASSERTS, CONTAINS = "Asserts", "Contains"
 PRODUCES = ("Produces", "DataProcessInstanceProduces")
 INCOMING = (ASSERTS, CONTAINS, *PRODUCES)
 RUN_FIELDS = ("status", "result.type", "timestampMillis")
-
-
-@dataclass(frozen=True)
-class ResolveOptions:
-    """What the resolver needs from configuration (see ``closure:`` and ``production:`` in recall.yaml)."""
-
-    max_depth: int
-    live_statuses: frozenset[str]
-    production_aliases: frozenset[str]
-    production_tags: frozenset[str]
-    freshness_property: str | None
-    feature_column_properties: tuple[str, ...]
-    history_limit: int
 
 
 def _sorted(urns: Iterable[str]) -> list[str]:

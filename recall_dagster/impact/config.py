@@ -7,7 +7,6 @@ against the allowlist here too, so a typo fails the scan, not the measurement.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
@@ -17,8 +16,8 @@ from recall_dagster.errors import ConfigError
 from recall_dagster.impact.mutation_spec import parse_mutation
 from recall_dagster.registry import RegistryLimits
 from recall_dagster.lifecycle.rows import resolve_url
-from recall_dagster.config.load import load_yaml_config
-from recall_dagster.warehouse import Warehouse, parse_warehouse, warehouse_connection
+from recall_dagster.config.warehouse import Warehouse
+from recall_dagster.warehouse import warehouse_connection
 
 DRIFT_CHANGES = ("retyped", "retyped_time", "removed")
 
@@ -170,11 +169,3 @@ def parse_impact_config(
         block=block,
         measured=_measured(root.section("measured")),
     )
-
-
-def load_impact_config(path: str | os.PathLike[str] | None = None) -> ImpactConfig:
-    """The shipped ``recall.yaml``'s section, with ``path``'s (when given) laid over it key by key."""
-    data, source = load_yaml_config(path)
-    if "impact" not in data:
-        raise ConfigError(f"{source}: the impact section is missing")
-    return parse_impact_config(data["impact"], source, parse_warehouse(data, source))

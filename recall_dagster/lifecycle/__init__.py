@@ -4,30 +4,6 @@ Pure core (``blast``, ``window``, ``verdict``, ``assess``,
 ``incidents``, ``postmortem``, ``gate``) over plain values; thin readers over
 the graph port (``read``); the entry points the CLI and Dagster share
 (``service``); writes through the write-back's emitter (``publish``).
+
+The package imports none of them: importing the pure core must not load the readers and writers.
 """
-
-from recall_dagster.lifecycle.config import LifecycleConfig, load_lifecycle_config, parse_lifecycle_config
-from recall_dagster.lifecycle.gate import GateResult
-from recall_dagster.lifecycle.service import (
-    BlindWindowReport,
-    SyncResult,
-    assess,
-    blind_window_report,
-    evaluate_gate,
-    select_version,
-    sync_incidents,
-)
-
-__all__ = [
-    "BlindWindowReport",
-    "GateResult",
-    "LifecycleConfig",
-    "SyncResult",
-    "assess",
-    "blind_window_report",
-    "evaluate_gate",
-    "load_lifecycle_config",
-    "parse_lifecycle_config",
-    "select_version",
-    "sync_incidents",
-]

@@ -7,7 +7,6 @@ naming the key, raised before any graph is read.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Mapping
@@ -15,8 +14,7 @@ from typing import Any, Mapping
 from recall_dagster.detect import Severity
 from recall_dagster.detect.config import _Section
 from recall_dagster.errors import ConfigError
-from recall_dagster.config.load import load_yaml_config
-from recall_dagster.warehouse import Warehouse, parse_warehouse
+from recall_dagster.config.warehouse import Warehouse
 
 # Every check the retrain gate runs, in report order (recall_dagster/lifecycle/gate.py implements them).
 CHECK_NAMES: tuple[str, ...] = (
@@ -155,11 +153,3 @@ def parse_lifecycle_config(
 
 def _row_counts(s: _Section) -> tuple[tuple[str, str], ...]:
     return tuple((str(glob), s.text(str(glob)) or "") for glob in s.data)
-
-
-def load_lifecycle_config(path: str | os.PathLike[str] | None = None) -> LifecycleConfig:
-    """The shipped ``recall.yaml``'s section, with ``path``'s (when given) laid over it key by key."""
-    data, source = load_yaml_config(path)
-    if "lifecycle" not in data:
-        raise ConfigError(f"{source}: the lifecycle section is missing")
-    return parse_lifecycle_config(data["lifecycle"], source, parse_warehouse(data, source))

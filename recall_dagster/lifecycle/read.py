@@ -24,10 +24,10 @@ from datahub.metadata.schema_classes import (
 )
 
 from recall_dagster.detect import RecallConfig
-from recall_dagster.estate import ModelClosure, display_name, resolve_closures
+from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.estate.marks import recall_assertion
 from recall_dagster.estate.parse import Run, asserted_entity, is_removed, parse_assertion
-from recall_dagster.estate.resolve import assertion_runs
+from recall_dagster.estate.resolve import assertion_runs, resolve_closures
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.estate.columns import column_graph
 from recall_dagster.lifecycle.incidents import INCIDENT_TYPE

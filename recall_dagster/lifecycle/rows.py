@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 from datahub.utilities.urns.dataset_urn import DatasetUrn
 
 from recall_dagster.errors import reason
-from recall_dagster.warehouse import Warehouse, warehouse_connection
+from recall_dagster.config.warehouse import Warehouse
+from recall_dagster.warehouse import warehouse_connection
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection

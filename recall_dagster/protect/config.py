@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from recall_dagster.detect.config import _Section
 from recall_dagster.errors import ConfigError
-from recall_dagster.config.load import load_yaml_config
 
 COMPONENTS = ("tests", "freshness", "owner", "documentation", "incidents")
 
@@ -33,10 +31,3 @@ def parse_protect_config(data: Mapping[str, Any], source: str = "recall.yaml") -
         suggested_tests=root.texts("suggested_tests"),
         top=root.integer("top", minimum=1),
     )
-
-
-def load_protect_config(path: str | os.PathLike[str] | None = None) -> ProtectConfig:
-    data, source = load_yaml_config(path)
-    if "protect" not in data:
-        raise ConfigError(f"{source}: the protect section is missing")
-    return parse_protect_config(data["protect"], source)

@@ -6,21 +6,3 @@ structured properties, tier tags, incidents and pre-mortem documents.  Local
 evidence is written first; failed writes are retried with backoff, and run
 events that still fail wait for the next scan.
 """
-
-from recall_dagster.writeback.config import WritebackConfig, load_writeback_config, parse_writeback_config
-from recall_dagster.writeback.plan import Plan, build_plan
-from recall_dagster.writeback.report import WritebackReport
-from recall_dagster.writeback.run import dry_run, write_back
-from recall_dagster.writeback.writes import Write
-
-__all__ = [
-    "Plan",
-    "Write",
-    "WritebackConfig",
-    "WritebackReport",
-    "build_plan",
-    "dry_run",
-    "load_writeback_config",
-    "parse_writeback_config",
-    "write_back",
-]

@@ -9,14 +9,12 @@ never written in the file.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from recall_dagster.detect import Severity
 from recall_dagster.detect.config import ScoringConfig, _Section
 from recall_dagster.errors import ConfigError
-from recall_dagster.config.load import load_yaml_config
 from recall_dagster.writeback.keys import MANAGED_TAG, TAG_PREFIX
 
 
@@ -106,8 +104,3 @@ def parse_writeback_config(data: Mapping[str, Any], source: str = "recall.yaml")
         if github.boolean("enabled")
         else None,
     )
-
-
-def load_writeback_config(path: str | os.PathLike[str] | None = None) -> WritebackConfig:
-    """The shipped ``recall.yaml``'s section, with ``path``'s (when given) laid over it key by key."""
-    return parse_writeback_config(*load_yaml_config(path))

@@ -17,11 +17,11 @@ from dagster._core.execution.backfill import PartitionBackfill
 from dagster._core.storage.tags import BACKFILL_ID_TAG
 
 from recall_dagster.defs import RecallResource, recall_definitions
-from recall_dagster.defs.config import DagsterConfig
+from recall_dagster.config.dagster import DagsterConfig
 from recall_dagster.graph import LiteGraph
-from recall_dagster.impact.config import load_impact_config
+from recall_dagster.config.load import load_impact_config
 from recall_dagster.impact.measured import measure_scan
-from recall_dagster.lifecycle.config import load_lifecycle_config
+from recall_dagster.config.load import load_lifecycle_config
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.instants import iso_instant
 from recall_dagster.baselines import JsonStateStore

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from recall_dagster.diagnose.config import load_diagnose_config
+from recall_dagster.config.load import load_diagnose_config
 from recall_dagster.diagnose.facts import Clue, Facts, Relevance, RunFacts
 from recall_dagster.diagnose.hypotheses import Hypothesis, Signal, decide, rank
 

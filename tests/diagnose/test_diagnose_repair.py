@@ -13,7 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from recall_dagster.diagnose.config import RepairConfig, load_diagnose_config
+from recall_dagster.diagnose.config import RepairConfig
+from recall_dagster.config.load import load_diagnose_config
 from recall_dagster.diagnose.repair import (
     Edit,
     RepairRefused,

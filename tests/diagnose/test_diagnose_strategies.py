@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from recall_dagster.diagnose.config import DiagnoseConfig, load_diagnose_config
+from recall_dagster.diagnose.config import DiagnoseConfig
+from recall_dagster.config.load import load_diagnose_config
 from recall_dagster.diagnose.facts import Clue, Facts, RunFacts
 from recall_dagster.diagnose.gate import metric_gate
 from recall_dagster.diagnose.hypotheses import rank

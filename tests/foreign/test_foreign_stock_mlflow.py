@@ -25,7 +25,7 @@ from datahub.metadata.schema_classes import (
 from mlflow import MlflowClient
 
 from recall_dagster.cli import cli
-from recall_dagster.estate import resolve_closures
+from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.graph import LiteGraph, open_graph
 from recall_dagster.mlflow_inputs import warehouse_dataset
 from recall_dagster.recipes import mlflow_recipe

@@ -17,11 +17,11 @@ from mlflow import MlflowClient
 
 from recall_dagster.cli import cli
 from recall_dagster.graph import GmsGraph, open_graph
-from recall_dagster.impact.config import load_impact_config
+from recall_dagster.config.load import load_impact_config
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.impact.publish import IMPACT_VERDICT
 from recall_dagster.impact.service import ImpactRequest, impact_test, record_impact
-from recall_dagster.lifecycle.config import load_lifecycle_config
+from recall_dagster.config.load import load_lifecycle_config
 from recall_dagster.config.load import load_config
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import RetryPolicy

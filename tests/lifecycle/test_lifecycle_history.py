@@ -13,7 +13,7 @@ from lifecycle_estates import FCT, at, closure, datasets, estate, model_urn, spa
 from recall_dagster.estate import Assertion
 from recall_dagster.graph import LiteGraph
 from recall_dagster.lifecycle.assess import root_causes
-from recall_dagster.lifecycle.config import load_lifecycle_config
+from recall_dagster.config.load import load_lifecycle_config
 from recall_dagster.lifecycle.read import read_assertions
 from recall_dagster.lifecycle.verdict import Status
 

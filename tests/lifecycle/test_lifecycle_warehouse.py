@@ -12,10 +12,11 @@ from click.testing import CliRunner
 
 from recall_dagster.cli import cli
 from recall_dagster.errors import ConfigError
-from recall_dagster.impact.config import load_impact_config
-from recall_dagster.lifecycle.config import load_lifecycle_config
+from recall_dagster.config.load import load_impact_config
+from recall_dagster.config.load import load_lifecycle_config
 from recall_dagster.lifecycle.rows import sql_row_counter
-from recall_dagster.warehouse import DbtTarget, Warehouse, dbt_target, sqlalchemy_url, warehouse_connection
+from recall_dagster.warehouse import DbtTarget, dbt_target, sqlalchemy_url, warehouse_connection
+from recall_dagster.config.warehouse import Warehouse
 
 ORDERS = "urn:li:dataset:(urn:li:dataPlatform:duckdb,jaffle.main.orders,PROD)"
 ELSEWHERE = "urn:li:dataset:(urn:li:dataPlatform:duckdb,other.main.orders,PROD)"

@@ -41,7 +41,8 @@ from recall_dagster.estate.columns import Col, column_graph  # noqa: E402
 from recall_dagster.lifecycle.incidents import ACTIVE, RESOLVED, IncidentEntry  # noqa: E402
 from recall_dagster.protect.assess import Gap, Reliability, gaps, reliability  # noqa: E402
 from recall_dagster.protect.assess import tests_yaml as _tests_yaml  # noqa: E402  (not collected as a test)
-from recall_dagster.protect.config import COMPONENTS, ProtectConfig, load_protect_config  # noqa: E402
+from recall_dagster.protect.config import COMPONENTS, ProtectConfig
+from recall_dagster.config.load import load_protect_config  # noqa: E402
 from recall_dagster.config.load import load_config  # noqa: E402
 
 NOW = at(100)

@@ -14,7 +14,8 @@ from recall_dagster.cli import cli
 from recall_dagster.detect import Severity
 from recall_dagster.detect.finding import finding
 from recall_dagster.estate import Owner
-from recall_dagster.narrate import Rewrite, finding_paragraph, gate_paragraph, window_paragraph
+from recall_dagster.rewrite import Rewrite
+from recall_dagster.narrate import finding_paragraph, gate_paragraph, window_paragraph
 from tests.foreign.foreign_estate import FIXTURES, OVERLAY
 from tests.scan.scan_estates import ingest
 

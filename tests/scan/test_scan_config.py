@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
-from recall_dagster.detect import DETECTORS, Severity, check_config, parse_config
+from recall_dagster.cli import cli
+from recall_dagster.config.load import DEFAULT_CONFIG, load, load_config, load_lifecycle_config
 from recall_dagster.config.overlay import merge
+from recall_dagster.detect import DETECTORS, Severity, check_config, parse_config
 from recall_dagster.errors import EXIT_USAGE, ConfigError
-from recall_dagster.config.load import DEFAULT_CONFIG, load_config
 
 
 def shipped() -> dict:
@@ -79,7 +81,7 @@ def overlay(tmp_path, data: dict) -> str:
 
 
 def test_a_team_s_first_match_rules_come_before_the_shipped_ones(tmp_path):
-    from recall_dagster.lifecycle.config import load_lifecycle_config
+    from recall_dagster.config.load import load_lifecycle_config
 
     team = overlay(tmp_path, {"lifecycle": {
         "classification": {"not_null_payment*": "finance"},
@@ -128,3 +130,37 @@ def test_an_empty_as_of_is_refused_not_read_as_now(tmp_path):
 
     done = CliRunner().invoke(cli, ["scan", "--as-of", "", "--graph", str(tmp_path / "none.db")])
     assert done.exit_code == 2 and "--as-of '' is not an ISO-8601 date" in done.output
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ({"protect": {"top": 0}}, "protect.top must be an integer >= 1"),
+        ({"impact": {"confidence": 2}}, "impact.confidence must be between 0 and 1"),
+        ({"dagster": {"sensor_interval_seconds": 5}}, "dagster.sensor_interval_seconds must be an integer >= 30"),
+        ({"diagnose": {"hypotheses": "many"}}, "diagnose.hypotheses"),
+    ],
+)
+def test_a_mistake_in_any_section_fails_every_command(tmp_path, override, message):
+    """The scan reads none of these sections, yet a typo in one fails it as it fails the command that does:
+    a configuration is checked whole when it is loaded, never half."""
+    with pytest.raises(ConfigError, match=message):
+        load_config(overlay(tmp_path, override))
+    with pytest.raises(ConfigError, match=message):
+        load_lifecycle_config(overlay(tmp_path, override))
+
+
+def test_the_configuration_is_read_once_per_content_of_its_files(tmp_path):
+    """Each command asks for several sections (scan, lifecycle, impact...): one read and one check serve
+    them all, and a file edited since is read again."""
+    path = overlay(tmp_path, {"scoring": {"weights": {"WARN": 15}}})
+    first = load(path)
+    assert load(path) is first and load_lifecycle_config(path) is first.lifecycle
+    overlay(tmp_path, {"scoring": {"weights": {"WARN": 16}}})
+    assert load(path).scan.scoring.weights[Severity.WARN] == 16
+
+
+def test_a_bad_section_exits_2_from_the_gate_with_the_key_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("RECALL_HOME", str(tmp_path / "home"))
+    result = CliRunner().invoke(cli, ["gate", "churn", "--config", overlay(tmp_path, {"protect": {"top": 0}})])
+    assert result.exit_code == EXIT_USAGE and "protect.top must be an integer >= 1" in result.output

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from recall_dagster.detect import DETECTORS, RecallConfig, Severity
 from recall_dagster.errors import ConfigError
-from recall_dagster.estate import resolve_closures
+from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.estate.coverage import DATASET_SIGNALS
 from recall_dagster.graph import LiteGraph
 from recall_dagster.report import render_report

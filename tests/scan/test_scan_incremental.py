@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from scan_estates import SCAN_AT_MS
 
 from recall_dagster.cli import cli
-from recall_dagster.estate import resolve_closures
+from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.estate.incremental import resolve_incremental
 from recall_dagster.graph import LiteGraph
 from recall_dagster.baselines import MemoryStateStore

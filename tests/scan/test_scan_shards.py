@@ -18,7 +18,8 @@ from recall_dagster.config.load import load_config
 from recall_dagster.scan import merge_shards, run_scan, scan_shard
 from recall_dagster.settings import Settings
 from recall_dagster.snapshots import SnapshotStore
-from recall_dagster.writeback import dry_run, load_writeback_config
+from recall_dagster.writeback.run import dry_run
+from recall_dagster.config.load import load_writeback_config
 from tests.fuzz.estates import NOW_MS, estates
 
 CONFIG = load_config()

@@ -15,7 +15,7 @@ from scan_estates import SCAN_AT_MS
 from recall_dagster.detect import registry
 from recall_dagster.detect.config import DetectorConfig
 from recall_dagster.detect.state import DetectorState
-from recall_dagster.estate import resolve_closures
+from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.graph import LiteGraph
 from recall_dagster.baselines import MemoryStateStore
 from recall_dagster.config.load import load_config

@@ -22,7 +22,7 @@ from recall_dagster.detect.finding import Finding, Severity
 from recall_dagster.estate.marks import is_managed
 from recall_dagster.graph import open_graph
 from recall_dagster.progress import Progress
-from recall_dagster.instants import clock_ms
+from recall_dagster.clock import clock_ms
 from recall_dagster.config.load import load_config
 from recall_dagster.scan import select_closures
 from recall_dagster.score import score_model

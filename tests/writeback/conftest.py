@@ -15,7 +15,8 @@ from recall_dagster.detect import RecallConfig
 from recall_dagster.graph import GmsGraph, LiteGraph
 from recall_dagster.config.load import load_config
 from recall_dagster.settings import Settings
-from recall_dagster.writeback import WritebackConfig, load_writeback_config
+from recall_dagster.writeback.config import WritebackConfig
+from recall_dagster.config.load import load_writeback_config
 from recall_dagster.writeback.config import RetryPolicy
 
 

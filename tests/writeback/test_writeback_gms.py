@@ -18,7 +18,7 @@ from wb_support import BREAK, HEALTHY, MODEL, USER_STATS, lite_estate, scan
 
 from recall_dagster.errors import EXIT_UNREACHABLE, ServiceUnreachable
 from recall_dagster.graph import GmsGraph, LiteGraph
-from recall_dagster.writeback import write_back
+from recall_dagster.writeback.run import write_back
 from recall_dagster.writeback.store import WritebackStore
 
 T1, T2 = 1_750_000_000_000, 1_750_003_600_000

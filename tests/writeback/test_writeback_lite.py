@@ -27,7 +27,8 @@ from wb_support import BREAK, HEAL_DATA, HEAL_TRAINING, MODEL, USER_STATS, lite_
 from recall_dagster.graph import LiteGraph
 from recall_dagster.baselines import MemoryStateStore
 from recall_dagster.scan import run_scan
-from recall_dagster.writeback import WritebackReport, write_back
+from recall_dagster.writeback.report import WritebackReport
+from recall_dagster.writeback.run import write_back
 from recall_dagster.writeback.keys import LAST_SCANNED, RISK_SCORE, RISK_TIER, document_urn, incident_urn
 from recall_dagster.writeback.state import read_state
 

@@ -12,7 +12,7 @@ from wb_support import MODEL, scan
 
 from recall_dagster.cli import cli
 from recall_dagster.graph import LiteGraph
-from recall_dagster.writeback import write_back
+from recall_dagster.writeback.run import write_back
 from recall_dagster.writeback.state import read_state
 from recall_dagster.writeback.store import WritebackStore
 from recall_dagster.writeback.verify import verify

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 from recall_dagster.detect.config import _Section
-from recall_dagster.errors import ConfigError
-from recall_dagster.config.load import load_yaml_config
 
 
 @dataclass(frozen=True)
@@ -19,12 +17,8 @@ class DagsterConfig:
     scan_shards: int = 1  # > 1: the scan runs as that many partitions of shard_scans, then merges
 
 
-def load_dagster_config(path: str | os.PathLike[str] | None = None) -> DagsterConfig:
-    """The shipped section with ``path``'s laid over it, every mistake a ConfigError naming the key."""
-    data, source = load_yaml_config(path)
-    if "dagster" not in data:
-        raise ConfigError(f"{source}: the dagster section is missing")
-    s = _Section(data["dagster"], "dagster", source)
+def parse_dagster_config(data: Mapping[str, Any], source: str = "recall.yaml") -> DagsterConfig:
+    s = _Section(data, "dagster", source)
     return DagsterConfig(
         scan_after=s.texts("scan_after"),
         mlflow_models=s.texts("mlflow_models"),
