@@ -18,17 +18,15 @@ from mcp.server.fastmcp import FastMCP
 from recall_dagster.acks.service import in_force
 from recall_dagster.cli.options import opened_graph
 from recall_dagster.graph.port import MetadataGraph, location_of
-from recall_dagster.config.load import load_impact_config
+from recall_dagster.config.load import load_impact_config, load_lifecycle_config, load_config
 from recall_dagster.impact.measured import gate_measure, measure_scan
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.impact.service import ImpactRequest, impact_test
 from recall_dagster.clock import clock_ms
-from recall_dagster.config.load import load_lifecycle_config
 from recall_dagster.lifecycle.service import blind_window_report, judge_retrain, list_incidents
 from recall_dagster.narrate import DEFAULT_STEP, WHAT_TO_DO, finding_paragraph
 from recall_dagster.baselines import JsonStateStore, MemoryStateStore
 from recall_dagster.results import ScanResult
-from recall_dagster.config.load import load_config
 from recall_dagster.scan import run_scan
 from recall_dagster.settings import Settings
 

@@ -20,9 +20,8 @@ from recall_dagster.cli.options import config_option, graph_option, json_option,
 from recall_dagster.errors import EXIT_UNREACHABLE
 from recall_dagster.clock import clock_ms
 from recall_dagster.instants import iso_instant, parse_instant
-from recall_dagster.config.load import load_config
+from recall_dagster.config.load import load_config, load_writeback_config
 from recall_dagster.settings import Settings
-from recall_dagster.config.load import load_writeback_config
 
 DEFAULT = "accept"
 

@@ -18,19 +18,21 @@ from rich.markup import escape as esc
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
 from recall_dagster.diagnose.collect import Configs
-from recall_dagster.config.load import load_diagnose_config
+from recall_dagster.config.load import (
+    load_diagnose_config,
+    load_impact_config,
+    load_lifecycle_config,
+    load_config,
+    load_writeback_config,
+)
 from recall_dagster.diagnose.publish import DiagnosisRecord, record_diagnosis
 from recall_dagster.diagnose.service import Diagnosis, diagnose, version_urns
 from recall_dagster.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREACHABLE, EXIT_UNVERIFIED
-from recall_dagster.config.load import load_impact_config
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.clock import clock_ms
-from recall_dagster.config.load import load_lifecycle_config
 from recall_dagster.progress import Progress
-from recall_dagster.config.load import load_config
 from recall_dagster.scan_markdown import number
 from recall_dagster.settings import Settings
-from recall_dagster.config.load import load_writeback_config
 
 COLOURS = {"PASS": "green", "REGRESSION": "red", "INCONCLUSIVE": "yellow"}
 

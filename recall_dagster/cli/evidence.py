@@ -18,10 +18,8 @@ from recall_dagster.errors import EXIT_UNREACHABLE
 from recall_dagster.estate.marks import MANAGED_BY_KEY
 from recall_dagster.governance import evidence_pack, markdown, write_pack
 from recall_dagster.clock import clock_ms
-from recall_dagster.config.load import load_lifecycle_config
-from recall_dagster.config.load import load_config
+from recall_dagster.config.load import load_lifecycle_config, load_config, load_writeback_config
 from recall_dagster.settings import Settings
-from recall_dagster.config.load import load_writeback_config
 from recall_dagster.writeback.direct import write_changed
 from recall_dagster.writeback.documents import recall_document
 from recall_dagster.writeback.state import GraphState

@@ -18,7 +18,7 @@ from rich.table import Table
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
 from recall_dagster.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREACHABLE, EXIT_UNVERIFIED
-from recall_dagster.config.load import load_impact_config
+from recall_dagster.config.load import load_impact_config, load_lifecycle_config, load_config, load_writeback_config
 from recall_dagster.impact.experiment import ImpactReport, describe_change
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.impact.mutation_spec import MUTATIONS
@@ -26,12 +26,9 @@ from recall_dagster.impact.policy import Verdict
 from recall_dagster.impact.publish import ImpactPublished
 from recall_dagster.impact.service import ImpactRequest, impact_test, record_impact
 from recall_dagster.clock import clock_ms
-from recall_dagster.config.load import load_lifecycle_config
 from recall_dagster.progress import Progress
-from recall_dagster.config.load import load_config
 from recall_dagster.scan_markdown import number
 from recall_dagster.settings import Settings
-from recall_dagster.config.load import load_writeback_config
 
 IMPACT_EXIT = {
     Verdict.PASS: EXIT_OK,

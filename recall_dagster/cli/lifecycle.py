@@ -17,17 +17,22 @@ from rich.console import Console
 from rich.markup import escape as esc
 
 from recall_dagster.cli import cli
-from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
+from recall_dagster.cli.options import as_of_option, config_option, graph_option, instant_ms, json_option, opened_graph
 from recall_dagster.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNVERIFIED
 from recall_dagster.estate import display_name
 from recall_dagster.graph.port import location_of
-from recall_dagster.config.load import load_impact_config
+from recall_dagster.config.load import (
+    load_impact_config,
+    load_lifecycle_config,
+    load_rewrite,
+    load_config,
+    load_writeback_config,
+)
 from recall_dagster.impact.measured import gate_measure
 from recall_dagster.clock import clock_ms
 from recall_dagster.instants import iso_instant
 from recall_dagster.lifecycle.blast import describe
 from recall_dagster.estate.columns import column_name
-from recall_dagster.config.load import load_lifecycle_config
 from recall_dagster.lifecycle.gate import GateResult
 from recall_dagster.lifecycle.records import AssertionRecord
 from recall_dagster.lifecycle.service import (
@@ -40,10 +45,7 @@ from recall_dagster.lifecycle.service import (
 )
 from recall_dagster.rewrite import Rewrite
 from recall_dagster.narrate import gate_paragraph, window_paragraph
-from recall_dagster.config.load import load_rewrite
-from recall_dagster.config.load import load_config
 from recall_dagster.settings import Settings
-from recall_dagster.config.load import load_writeback_config
 
 
 
@@ -56,9 +58,11 @@ def _echo_json(data: Any) -> None:
 @graph_option
 @config_option
 @json_option
+@as_of_option
 @click.pass_context
 def blind_window_command(
-    ctx: click.Context, target: str | None, graph_target: str | None, config_path: str | None, as_json: bool
+    ctx: click.Context, target: str | None, graph_target: str | None, config_path: str | None, as_json: bool,
+    as_of: str | None,
 ) -> None:
     """When was the data behind TARGET bad, which model versions trained on it, and where to roll back.
 
@@ -68,7 +72,7 @@ def blind_window_command(
     config, lc = load_config(config_path), load_lifecycle_config(config_path)
     settings = Settings.from_env(graph=graph_target)
     with opened_graph(settings, read_only=True) as graph:
-        report = blind_window_report(graph, config, lc, target, clock_ms())
+        report = blind_window_report(graph, config, lc, target, instant_ms(as_of))
     if as_json:
         _echo_json(report.to_json())
     else:
@@ -120,9 +124,11 @@ def _render_window(report: BlindWindowReport, console: Console, rewrite: Rewrite
 @graph_option
 @config_option
 @json_option
+@as_of_option
 @click.pass_context
 def gate_command(
-    ctx: click.Context, model: str, graph_target: str | None, config_path: str | None, as_json: bool
+    ctx: click.Context, model: str, graph_target: str | None, config_path: str | None, as_json: bool,
+    as_of: str | None,
 ) -> None:
     """GO (0) / NO-GO (1) / UNVERIFIED (4) for retraining MODEL.
 
@@ -132,7 +138,7 @@ def gate_command(
     settings = Settings.from_env(graph=graph_target)
     with opened_graph(settings, read_only=True) as graph:
         measure = gate_measure(settings, lc, load_impact_config(config_path))
-        result = judge_retrain(graph, settings, config, lc, model, clock_ms(), measure)
+        result = judge_retrain(graph, settings, config, lc, model, instant_ms(as_of), measure)
     if as_json:
         _echo_json(result.to_json())
     else:

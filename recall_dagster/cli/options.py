@@ -9,8 +9,10 @@ from typing import Iterator
 
 import click
 
+from recall_dagster.clock import clock_ms
 from recall_dagster.errors import ServiceUnreachable
 from recall_dagster.graph import MetadataGraph, open_graph
+from recall_dagster.instants import parse_instant
 from recall_dagster.settings import Settings
 
 graph_option = click.option(
@@ -24,6 +26,15 @@ config_option = click.option(
     help="Overrides laid over the shipped recall.yaml [env RECALL_CONFIG].",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the JSON contract instead of text.")
+as_of_option = click.option(
+    "--as-of", "as_of", metavar="ISO-8601",
+    help="Answer as of this instant instead of now: changes, test runs and builds recorded after it are not known.",
+)
+
+
+def instant_ms(as_of: str | None) -> int:
+    """The instant a command answers at: ``--as-of`` when given (every read honours it), else now."""
+    return clock_ms() if as_of is None else int(parse_instant(as_of, "--as-of").timestamp() * 1000)
 
 
 @contextmanager

@@ -11,12 +11,10 @@ from rich.markup import escape as esc
 from rich.table import Table
 
 from recall_dagster.cli import cli
-from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
+from recall_dagster.cli.options import as_of_option, config_option, graph_option, instant_ms, json_option, opened_graph
 from recall_dagster.estate import display_name
-from recall_dagster.clock import clock_ms
-from recall_dagster.config.load import load_protect_config
+from recall_dagster.config.load import load_protect_config, load_config
 from recall_dagster.protect.service import ProtectReport, protect_report
-from recall_dagster.config.load import load_config
 from recall_dagster.settings import Settings
 
 
@@ -24,12 +22,13 @@ from recall_dagster.settings import Settings
 @graph_option
 @config_option
 @json_option
-def protect_command(graph_target: str | None, config_path: str | None, as_json: bool) -> None:
+@as_of_option
+def protect_command(graph_target: str | None, config_path: str | None, as_json: bool, as_of: str | None) -> None:
     """Score every dataset on a production path, rank the untested critical columns, suggest dbt tests."""
     config, pc = load_config(config_path), load_protect_config(config_path)
     settings = Settings.from_env(graph=graph_target)
     with opened_graph(settings, read_only=True) as graph:
-        report = protect_report(graph, settings, config, pc, clock_ms())
+        report = protect_report(graph, settings, config, pc, instant_ms(as_of))
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:

@@ -15,24 +15,27 @@ from rich.console import Console
 
 from recall_dagster.acks.service import in_force
 from recall_dagster.cli import cli
-from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
+from recall_dagster.cli.options import (
+    as_of_option,
+    config_option,
+    graph_option,
+    instant_ms,
+    json_option,
+    opened_graph,
+)
 from recall_dagster.errors import EXIT_FINDINGS, EXIT_UNVERIFIED, ConfigError
-from recall_dagster.config.load import load_impact_config
+from recall_dagster.config.load import load_impact_config, load_lifecycle_config, load_config, load_writeback_config
 from recall_dagster.impact.measured import measure_scan
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.clock import clock_ms
-from recall_dagster.instants import parse_instant
-from recall_dagster.config.load import load_lifecycle_config
 from recall_dagster.progress import Progress
 from recall_dagster.report import render_report
 from recall_dagster.baselines import JsonStateStore
-from recall_dagster.config.load import load_config
 from recall_dagster.scan import run_scan
 from recall_dagster.settings import Settings
 from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.writeback.report import WritebackReport
 from recall_dagster.writeback.run import dry_run, write_back
-from recall_dagster.config.load import load_writeback_config
 
 
 @cli.command("scan")
@@ -43,7 +46,7 @@ from recall_dagster.config.load import load_writeback_config
     help="Scan only this model: a registered name (its production versions), a version, or a URN (repeatable).",
 )
 @json_option
-@click.option("--as-of", "as_of", metavar="ISO-8601", help="Judge freshness at this instant instead of now.")
+@as_of_option
 @config_option
 @click.option(
     "--accept-schema", "accept_schema", multiple=True, metavar="TABLE",
@@ -83,7 +86,7 @@ def scan(
             "the incidents and tags of every model it did not look at (drop --model)"
         )
     writeback_config = load_writeback_config(config_path) if writing else None
-    scanned_at_ms = int(parse_instant(as_of, "--as-of").timestamp() * 1000) if as_of is not None else clock_ms()
+    scanned_at_ms = instant_ms(as_of)
     settings = Settings.from_env(graph=graph_target)
     progress = Progress.for_command(as_json)
     with settings.writing("recall scan"), opened_graph(settings, read_only=not write or dry) as graph:

@@ -14,9 +14,8 @@ from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
 from recall_dagster.errors import EXIT_FINDINGS
 from recall_dagster.clock import clock_ms
-from recall_dagster.config.load import load_config
+from recall_dagster.config.load import load_config, load_writeback_config
 from recall_dagster.settings import Settings
-from recall_dagster.config.load import load_writeback_config
 from recall_dagster.writeback.verify import verify
 
 

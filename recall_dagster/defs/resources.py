@@ -19,15 +19,17 @@ from dagster import ConfigurableResource, EnvVar
 from recall_dagster.detect import RecallConfig
 from recall_dagster.graph import MetadataGraph, open_graph
 from recall_dagster.diagnose.config import DiagnoseConfig
-from recall_dagster.config.load import load_diagnose_config
+from recall_dagster.config.load import (
+    load_diagnose_config,
+    load_impact_config,
+    load_lifecycle_config,
+    load_config,
+    load_writeback_config,
+)
 from recall_dagster.impact.config import ImpactConfig
-from recall_dagster.config.load import load_impact_config
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.lifecycle.config import LifecycleConfig
-from recall_dagster.config.load import load_lifecycle_config
-from recall_dagster.config.load import load_config
 from recall_dagster.writeback.config import WritebackConfig
-from recall_dagster.config.load import load_writeback_config
 from recall_dagster.settings import Settings, lock_wait_seconds
 
 if TYPE_CHECKING:

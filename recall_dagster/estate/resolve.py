@@ -26,9 +26,8 @@ from recall_dagster.estate import parse
 from recall_dagster.estate.production import is_production
 from recall_dagster.estate.closure import ModelClosure, assemble_closure
 from recall_dagster.estate.lookup import named_inputs
-from recall_dagster.estate.names import MLFLOW_DATASET
+from recall_dagster.estate.names import MLFLOW_DATASET, display_name
 from recall_dagster.estate.marks import recall_assertion
-from recall_dagster.estate.names import display_name
 from recall_dagster.estate.shards import Shard
 from recall_dagster.estate.options import ResolveOptions
 from recall_dagster.estate.views import Assertion, Deployment, Model

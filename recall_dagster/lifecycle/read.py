@@ -135,20 +135,21 @@ def read_assertions(
 
 
 def unlinked_failures(
-    graph: MetadataGraph, linked: set[str], failing: Callable[[str | None], bool]
+    graph: MetadataGraph, linked: set[str], failing: Callable[[str | None], bool], instant_ms: int, history: int,
 ) -> tuple[AssertionRecord, ...]:
-    """Assertions failing now on data no model's closure reaches: a team's failing dbt test Recall saw and
-    could tie to nothing is said, never left out of a "0 causes" answer. Recall's own are not counted."""
+    """Assertions failing at ``instant_ms`` on data no model's closure reaches: a team's failing dbt test
+    Recall saw and could tie to nothing is said, never left out of a "0 causes" answer. Recall's own are not
+    counted. ``history`` runs are read, so an instant in the past finds the run then latest."""
     others = [a for a in graph.list_urns("assertion") if a not in linked]
     if not others:
         return ()
     infos = graph.get_aspects(others, [AssertionInfoClass, StatusClass])
     kept = [a for a in others if not is_removed(infos.get(a, {})) and not recall_assertion(infos.get(a, {}))]
-    latest = assertion_runs(graph, kept, 1)
+    runs = assertion_runs(graph, kept, history)
     records = []
     for urn in kept:
         info = infos.get(urn, {}).get(AssertionInfoClass.ASPECT_NAME)
-        found = parse_assertion(urn, info, latest[urn])  # type: ignore[arg-type]
+        found = parse_assertion(urn, info, runs[urn]).as_of(instant_ms)  # type: ignore[arg-type]
         if found.result is None or not failing(found.result):
             continue
         dataset = asserted_entity(info) or ""  # type: ignore[arg-type]

@@ -8,7 +8,7 @@ pure core reasons over; hand-made ones drive the tests.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
 from recall_dagster.estate import Dataset, ModelClosure, display_name
@@ -44,6 +44,15 @@ class AssertionRecord:
         ``unique_id``); names compared without case, as every name is."""
         wanted = target.casefold()
         return target == self.urn or any(n.casefold() == wanted for n in (self.name, *self.aliases))
+
+    def as_of(self, instant_ms: int) -> "AssertionRecord":
+        """The history as it stood at ``instant_ms``: runs and writes made after it are not yet known
+        (``--as-of``); a run with no time is kept, as the scan keeps it (:meth:`recall_dagster.estate.views.Assertion.as_of`)."""
+        runs = tuple(r for r in self.runs if r.at_ms is None or r.at_ms <= instant_ms)
+        writes = tuple(w for w in self.writes_ms if w <= instant_ms)
+        if len(runs) == len(self.runs) and len(writes) == len(self.writes_ms):
+            return self
+        return replace(self, runs=runs, writes_ms=writes)
 
     @property
     def latest(self) -> AssertionRun | None:

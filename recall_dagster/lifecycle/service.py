@@ -74,11 +74,12 @@ def unlinked_json(records: Sequence[AssertionRecord]) -> list[dict[str, Any]]:
 
 
 def assess(graph: MetadataGraph, config: RecallConfig, lc: LifecycleConfig, now_ms: int) -> Assessment:
-    """Every model version, every assertion's history, every training run, grouped into root causes."""
+    """Every model version, every assertion's history, every training run, grouped into root causes, as they
+    stood at ``now_ms``: a test run recorded after it is not yet known (``--as-of``)."""
     estate = read_estate(graph, config, now_ms)
-    records = read_assertions(graph, estate, config.resolve.history_limit, lc.failing)
+    records = [r.as_of(now_ms) for r in read_assertions(graph, estate, config.resolve.history_limit, lc.failing)]
     spans = read_training_spans(graph, estate.closures, lc.training_rows_metric)
-    unlinked = unlinked_failures(graph, {r.urn for r in records}, lc.failing)
+    unlinked = unlinked_failures(graph, {r.urn for r in records}, lc.failing, now_ms, config.resolve.history_limit)
     return Assessment(estate, records, spans, root_causes(records, estate, spans, lc), unlinked)
 
 

@@ -19,13 +19,11 @@ from dagster._core.storage.tags import BACKFILL_ID_TAG
 from recall_dagster.defs import RecallResource, recall_definitions
 from recall_dagster.config.dagster import DagsterConfig
 from recall_dagster.graph import LiteGraph
-from recall_dagster.config.load import load_impact_config
+from recall_dagster.config.load import load_impact_config, load_lifecycle_config, load_config
 from recall_dagster.impact.measured import measure_scan
-from recall_dagster.config.load import load_lifecycle_config
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.instants import iso_instant
 from recall_dagster.baselines import JsonStateStore
-from recall_dagster.config.load import load_config
 from recall_dagster.scan import run_scan
 from recall_dagster.settings import Settings
 from tests.scan.detector_spy import count_detector_runs, volatile_detectors

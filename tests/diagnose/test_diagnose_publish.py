@@ -11,7 +11,7 @@ from pathlib import Path
 from datahub.metadata.schema_classes import DocumentInfoClass
 
 from recall_dagster.diagnose.collect import Pair
-from recall_dagster.config.load import load_diagnose_config
+from recall_dagster.config.load import load_diagnose_config, load_writeback_config
 from recall_dagster.diagnose.facts import Clue, Facts, RunFacts
 from recall_dagster.diagnose.gate import metric_gate
 from recall_dagster.diagnose.hypotheses import rank
@@ -19,7 +19,6 @@ from recall_dagster.diagnose.publish import document_urn, record_diagnosis
 from recall_dagster.diagnose.service import Diagnosis
 from recall_dagster.graph import LiteGraph
 from recall_dagster.writeback.config import RetryPolicy, SlackConfig
-from recall_dagster.config.load import load_writeback_config
 from tests.conftest import Inbox
 
 MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,fraud_detector_2,PROD)"

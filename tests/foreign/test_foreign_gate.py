@@ -3,7 +3,6 @@ override past it is named, kept on the materialization and set on the version it
 
 from typing import Iterator
 
-import pytest
 from dagster import (
     AssetExecutionContext,
     Definitions,

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from recall_dagster.detect import Finding, Severity
-from recall_dagster.config.load import load_impact_config
+from recall_dagster.config.load import load_impact_config, load_lifecycle_config
 from recall_dagster.impact.measured import STALE_REASON, replays_for
 from recall_dagster.estate.columns import ColumnGraph
-from recall_dagster.config.load import load_lifecycle_config
 
 TABLE = "urn:li:dataset:(urn:li:dataPlatform:postgres,warehouse.marts.fct_orders,PROD)"
 COLUMNS = ColumnGraph(canonical={}, upstream={}, downstream={}, columns={})

@@ -8,11 +8,10 @@ import dataclasses
 import pytest
 
 from recall_dagster.errors import ConfigError
-from recall_dagster.config.load import load_impact_config
+from recall_dagster.config.load import load_impact_config, load_yaml_config
 from recall_dagster.impact.config import parse_impact_config
 from recall_dagster.impact.measure import Measurement
 from recall_dagster.impact.policy import Verdict, judge, worst
-from recall_dagster.config.load import load_yaml_config
 
 
 @pytest.fixture(scope="module")

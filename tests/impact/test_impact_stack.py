@@ -17,12 +17,10 @@ from mlflow import MlflowClient
 
 from recall_dagster.cli import cli
 from recall_dagster.graph import GmsGraph, open_graph
-from recall_dagster.config.load import load_impact_config
+from recall_dagster.config.load import load_impact_config, load_lifecycle_config, load_config
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.impact.publish import IMPACT_VERDICT
 from recall_dagster.impact.service import ImpactRequest, impact_test, record_impact
-from recall_dagster.config.load import load_lifecycle_config
-from recall_dagster.config.load import load_config
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import RetryPolicy
 from tests.contracts.conform import conforms

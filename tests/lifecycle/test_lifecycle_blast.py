@@ -203,3 +203,17 @@ def test_an_aggregate_without_column_lineage_is_reached_by_table_lineage_as_a_su
     assert [i.name for i in affected.inputs] == ["day", "order_count"] and all(i.derived for i in affected.inputs)
     other = record([(0, "SUCCESS"), (10, "FAILURE")], dataset=DEVICE, column="ip_risk_score")
     assert blast_radius([other], [version], columns, lc).models == (), "a table it does not descend from"
+
+
+def test_as_of_an_instant_the_history_holds_only_what_was_recorded_by_then(lc: LifecycleConfig) -> None:
+    """``--as-of`` reaches the lifecycle as it reaches the scan: before the first failure there is no root
+    cause; between the failure and the repair the cause is active; now it has healed."""
+    world = estate([closure(1, live=True), closure(2, live=True)])
+    spans = {model_urn(1): (span_for(2, 3),), model_urn(2): (span_for(11, 11.5),)}
+    test = record([(0, "SUCCESS"), (10, "FAILURE"), (20, "SUCCESS")], writes=(9, 19))
+    assert root_causes([test.as_of(at(5))], world, spans, lc) == ()
+    (failing,) = root_causes([test.as_of(at(15))], world, spans, lc)
+    assert failing.active and failing.window is not None and failing.window.to_json()["end"] is None
+    (healed,) = root_causes([test], world, spans, lc)
+    assert not healed.active
+    assert test.as_of(at(15)).writes_ms == (at(9),) and test.as_of(at(30)) is test

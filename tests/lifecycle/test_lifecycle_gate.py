@@ -14,10 +14,9 @@ from recall_dagster.errors import ConfigError
 from recall_dagster.estate import Assertion
 from recall_dagster.lifecycle.assess import root_causes
 from recall_dagster.lifecycle.config import CHECK_NAMES, LifecycleConfig, parse_lifecycle_config
-from recall_dagster.config.load import load_lifecycle_config
+from recall_dagster.config.load import load_lifecycle_config, load_config, load_yaml_config
 from recall_dagster.lifecycle.gate import CHECKS, GateInputs, GateResult, run_gate
 from recall_dagster.lifecycle.records import OpenIncident, TrainingSpan
-from recall_dagster.config.load import load_config, load_yaml_config
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,7 @@ from click.testing import CliRunner
 
 from recall_dagster.cli import cli
 from recall_dagster.errors import ConfigError
-from recall_dagster.config.load import load_impact_config
-from recall_dagster.config.load import load_lifecycle_config
+from recall_dagster.config.load import load_impact_config, load_lifecycle_config
 from recall_dagster.lifecycle.rows import sql_row_counter
 from recall_dagster.warehouse import DbtTarget, dbt_target, sqlalchemy_url, warehouse_connection
 from recall_dagster.config.warehouse import Warehouse

@@ -17,11 +17,9 @@ from scan_closures import HOUR, NOW, closure, ds, run, urn
 from recall_dagster.detect import DetectorState, parse_config, upstream_staleness
 from recall_dagster.config.overlay import merge
 from recall_dagster.estate import ModelClosure
-from recall_dagster.config.load import load_lifecycle_config
+from recall_dagster.config.load import load_lifecycle_config, load_protect_config, DEFAULT_CONFIG
 from recall_dagster.lifecycle.gate import GateInputs, input_freshness
 from recall_dagster.protect.assess import reliability
-from recall_dagster.config.load import load_protect_config
-from recall_dagster.config.load import DEFAULT_CONFIG
 
 SHIPPED = yaml.safe_load(DEFAULT_CONFIG.read_text())
 LIFECYCLE = load_lifecycle_config()

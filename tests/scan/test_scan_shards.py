@@ -14,12 +14,11 @@ from recall_dagster.errors import ConfigError
 from recall_dagster.estate.shards import Shard
 from recall_dagster.graph import LiteGraph
 from recall_dagster.baselines import JsonStateStore, MemoryStateStore
-from recall_dagster.config.load import load_config
+from recall_dagster.config.load import load_config, load_writeback_config
 from recall_dagster.scan import merge_shards, run_scan, scan_shard
 from recall_dagster.settings import Settings
 from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.writeback.run import dry_run
-from recall_dagster.config.load import load_writeback_config
 from tests.fuzz.estates import NOW_MS, estates
 
 CONFIG = load_config()

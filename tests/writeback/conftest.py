@@ -13,11 +13,9 @@ from wb_support import BREAK, HEALTHY, WritebackGms, gms_estate, lite_estate
 
 from recall_dagster.detect import RecallConfig
 from recall_dagster.graph import GmsGraph, LiteGraph
-from recall_dagster.config.load import load_config
+from recall_dagster.config.load import load_config, load_writeback_config
 from recall_dagster.settings import Settings
-from recall_dagster.writeback.config import WritebackConfig
-from recall_dagster.config.load import load_writeback_config
-from recall_dagster.writeback.config import RetryPolicy
+from recall_dagster.writeback.config import WritebackConfig, RetryPolicy
 
 
 @pytest.fixture(scope="session")

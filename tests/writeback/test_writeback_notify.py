@@ -11,10 +11,9 @@ from wb_support import BREAK, HEAL_DATA, HEAL_TRAINING, lite_estate, scan
 from tests.conftest import Inbox
 
 from recall_dagster.graph import LiteGraph
-from recall_dagster.writeback.config import WritebackConfig
+from recall_dagster.writeback.config import WritebackConfig, GithubConfig, SlackConfig
 from recall_dagster.writeback.report import WritebackReport
 from recall_dagster.writeback.run import write_back
-from recall_dagster.writeback.config import GithubConfig, SlackConfig
 
 
 @pytest.fixture

@@ -12,8 +12,7 @@ from recall_dagster.config.overlay import merge
 from recall_dagster.errors import ConfigError, ServiceUnreachable
 from recall_dagster.graph.port import WriteReport
 from recall_dagster.config.load import load_yaml_config
-from recall_dagster.writeback.config import parse_writeback_config
-from recall_dagster.writeback.config import RetryPolicy
+from recall_dagster.writeback.config import parse_writeback_config, RetryPolicy
 from recall_dagster.writeback.emit import emit
 from recall_dagster.writeback.retry import RetryingReads
 from recall_dagster.writeback.keys import assertion_urn, document_urn, incident_urn
