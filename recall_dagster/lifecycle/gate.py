@@ -135,6 +135,8 @@ def active_incidents(inputs: GateInputs) -> CheckResult:
 
 
 def failing_assertions(inputs: GateInputs) -> CheckResult:
+    """Each test on the training data as it stood at the gate's instant, as the scan judges it: a run
+    recorded after the instant is not yet known (``--as-of``, or a runner's clock ahead of ours)."""
     tested = [urn for urn in training_data(inputs.closure) if inputs.closure.dataset(urn).assertions]
     if not tested:
         return CheckResult("failing_assertions", "SKIP", "no test or assertion covers its training data")
@@ -143,7 +145,7 @@ def failing_assertions(inputs: GateInputs) -> CheckResult:
         + (f" ({a.failed_rows:,} failing rows)" if a.failed_rows is not None else "")
         for urn in sorted(training_data(inputs.closure))
         for dataset in [inputs.closure.dataset(urn)]
-        for a in dataset.assertions
+        for a in (t.as_of(inputs.now_ms) for t in dataset.assertions)
         if inputs.config.failing(a.result)
     ]
     return _result(

@@ -161,7 +161,15 @@ def test_break_is_reported_by_the_detector_that_owns_each_injury(estate, monkeyp
     assert not [f for f in retrained["findings"] if f["detector"] == "profile_drift"], "it trained on the cents"
     stale = [f for f in by_name["churn_predictor_1"]["findings"] if f["detector"] == "upstream_staleness"]
     assert stale and "raw.customers" in stale[0]["message"]
-    assert any(row["dataset"].endswith("warehouse.raw.transactions,PROD)") for row in report["blast_radius"])
+    transactions = "warehouse.raw.transactions,PROD)"
+    drifted = [f for m in report["models"] for f in m["findings"]
+               if f["detector"] == "training_source_schema_drift" and f["subject"].endswith(transactions)]
+    at_risk = any(row["dataset"].endswith(transactions) for row in report["blast_radius"])
+    assert drifted and at_risk == any(f["severity"] != "INFO" for f in drifted), (
+        "the blast radius spreads the severity the replay measured: a retype measured harmless endangers no one"
+    )
+    _, unmeasured = _scan(settings, monkeypatch, "--no-measure")
+    assert any(row["dataset"].endswith(transactions) for row in unmeasured["blast_radius"])
     replayed = [
         f["evidence"]["measured"] for f in retrained["findings"]
         if f["detector"] in ("failing_assertion", "training_source_schema_drift") and "measured" in f["evidence"]
