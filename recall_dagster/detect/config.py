@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping
 from recall_dagster.detect.finding import Severity
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import Dataset, ResolveOptions
+from recall_dagster.estate.options import ReachOptions
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,7 @@ class RecallConfig:
     blast_radius: BlastRadiusConfig
     detectors: Mapping[str, DetectorConfig]
     profile_drift: ProfileDriftConfig
+    reach: ReachOptions = ReachOptions()  # how far a failing test is followed (lifecycle.table_level, .name_matching)
 
     def enabled(self, detector: str) -> bool:
         return self._detector(detector).enabled
@@ -226,6 +228,12 @@ def _windows(s: _Section) -> tuple[tuple[str, float], ...]:
     return tuple((str(pattern), section.number(str(pattern), minimum=0)) for pattern in windows)
 
 
+def reach_options(lifecycle: _Section) -> ReachOptions:
+    """``lifecycle.table_level`` and ``lifecycle.name_matching``: read once for the scan and the lifecycle,
+    which follow a failing test by the same rule (:mod:`recall_dagster.estate.reach`)."""
+    return ReachOptions(table_level=lifecycle.boolean("table_level"), name_matching=lifecycle.boolean("name_matching"))
+
+
 def parse_config(data: Mapping[str, Any], source: str = "recall.yaml") -> RecallConfig:
     """Validate the whole file at once, so a typo fails before any graph is read."""
     root = _Section(data, "", source)
@@ -282,4 +290,5 @@ def parse_config(data: Mapping[str, Any], source: str = "recall.yaml") -> Recall
             relative_mean_shift=drift.number("relative_mean_shift"),
             range_growth=drift.number("range_growth"),
         ),
+        reach=reach_options(root.section("lifecycle")),
     )

@@ -1,7 +1,12 @@
-"""The latest run of an assertion on a dataset the model depends on failed or errored.
+"""The latest run of an assertion on a dataset the model depends on failed or errored, and the failure
+reaches the model.
 
 Latest as of the scan's instant: a scan ``--as-of`` yesterday does not report a
 test that first failed an hour ago, so its verdicts are judged every scan.
+Reaches as every command judges it (:mod:`recall_dagster.estate.reach`): a
+failing column whose recorded lineage leads to none of the model's inputs (a
+column staging drops) is not the model's problem, while one lineage loses track
+of (an aggregate) still is, as a suspect.
 """
 
 from __future__ import annotations
@@ -10,6 +15,8 @@ from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import ModelClosure
+from recall_dagster.estate.columns import Col
+from recall_dagster.estate.reach import passing_columns, reaches
 
 NAME = "failing_assertion"
 CASES = ("FAILURE", "ERROR")
@@ -18,9 +25,14 @@ VOLATILE = True  # judged at the scan's instant
 
 def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
     findings: list[Finding] = []
+    passing: frozenset[Col] | None = None  # worked out on the first failure: most closures have none
     for urn, dataset in sorted(closure.datasets.items()):
         for assertion in (a.as_of(closure.scanned_at_ms) for a in dataset.assertions):
             if assertion.result not in CASES:
+                continue
+            if passing is None:
+                passing = passing_columns(closure, closure.scanned_at_ms)
+            if not reaches(closure, urn, assertion.column, config.reach, passing):
                 continue
             where = f"{dataset.name}.{assertion.column}" if assertion.column else dataset.name
             verb = "failed" if assertion.result == "FAILURE" else "errored"

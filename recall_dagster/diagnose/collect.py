@@ -31,7 +31,7 @@ from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.models import ModelSource
 from recall_dagster.registry import failing, unreachable
 from recall_dagster.impact.measured import Measurer, assertion_replay
-from recall_dagster.lifecycle.blast import poisoned_features
+from recall_dagster.estate.reach import poisoned_features
 from recall_dagster.estate.columns import ColumnGraph
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.gate import training_data
@@ -197,7 +197,8 @@ def _feature_readers(
     closure: ModelClosure, columns: ColumnGraph, at: Iterable[tuple[str, str]], lc: LifecycleConfig
 ) -> tuple[str, ...]:
     """Features of ``closure`` a change to the columns ``at`` reaches, as the blast radius matches them."""
-    return tuple(f.name for f in poisoned_features(closure, columns.reach([columns.col(c) for c in at]), columns, lc))
+    reached = columns.reach([columns.col(c) for c in at])
+    return tuple(f.name for f in poisoned_features(closure, reached, columns, lc.reach))
 
 
 def _relevance(closure: ModelClosure, columns: ColumnGraph, dataset: str, fields: tuple[str, ...]) -> Relevance:

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure, display_name
-from recall_dagster.lifecycle.blast import poisoned_features, read_columns, table_reach
+from recall_dagster.estate.reach import poisoned_features, read_columns, table_reach
 from recall_dagster.estate.columns import Col, ColumnGraph, column_name, lineage_to
 from recall_dagster.lifecycle.config import LifecycleConfig
 
@@ -73,7 +73,7 @@ def affected_models(
         if closure.features:
             inputs = tuple(
                 AffectedInput(hit.name, hit.urn, hit.column, hit.lineage)
-                for hit in poisoned_features(closure, parents, columns, lc)
+                for hit in poisoned_features(closure, parents, columns, lc.reach)
             )
         else:
             inputs = tuple(

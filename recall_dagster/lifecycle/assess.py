@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from recall_dagster.estate import display_name
-from recall_dagster.lifecycle.blast import BlastRadius, blast_radius, origins_of
+from recall_dagster.estate.reach import origins_of
+from recall_dagster.lifecycle.blast import BlastRadius, blast_radius
 from recall_dagster.estate.columns import Col, column_name
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.override import GateOverride
@@ -157,7 +158,7 @@ def root_causes(
     """Every root cause with a failing run in the given histories; active ones first."""
     windows = {r.urn: blind_windows(r.runs, config.failing, r.writes_ms) for r in records}
     failed = [r for r in records if windows[r.urn]]
-    origins = {r.urn: origins_of(r, estate.columns, config) for r in failed}
+    origins = {r.urn: origins_of(r.dataset, r.column, estate.columns, config.reach) for r in failed}
     passing = frozenset(
         estate.columns.col((r.dataset, r.column)) for r in records
         if r.column and r.latest is not None and r.latest.result == "SUCCESS"

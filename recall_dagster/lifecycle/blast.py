@@ -1,54 +1,25 @@
-"""Column-precise blast radius: from failing tests to the exact features and models they poison.
+"""Column-precise blast radius: from failing tests to the exact features and models they poison, weighed.
 
-A failing column is re-rooted to the origin columns it derives from, then
-closed downstream over column lineage: a NULL price in a mart is a NULL price
-at its source, and so possibly in every column computed from that source.
-What is downstream splits in two: *confirmed* (derived from the failing column
-itself) and *suspect* (sharing only an origin with it: a sibling computed from
-the same source).  Confirmed features scale the severity; a model reached only
-through suspects is at most ``SUSPECT_CAP``; a passing test on a suspect's own
-column (or any column between it and the origin) clears it.  A feature
-is poisoned when the column it reads (its source-column property, carried from
-the feature registry) is; a feature that names no column is matched by name,
-and says so, because a name is weaker evidence than lineage.  A table-level
-test (no column) poisons its own table's columns without re-rooting: it names
-no column to follow upstream.  Where column lineage stops short (an aggregate,
-``count(*)``: an input column with no recorded lineage on a table that descends
-from the failing one), the model is reached by table lineage only: a suspect
-reach (``table_reach``), capped like the other suspects, that every command
-reports the same way rather than some calling it hit and others clean.
+Whether a failure reaches a model version is decided by :mod:`recall_dagster.estate.reach`, the rule
+every command shares (confirmed and suspect columns, table reach where column lineage stops short).
+Here what it reaches is weighed: confirmed features scale the severity by the
+share of the model's features they are; a model reached only through suspects
+is at most ``SUSPECT_CAP``; the failing rows of the tests watching its path say
+how much went wrong.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from recall_dagster.estate import ModelClosure, display_name
-from recall_dagster.estate.columns import Col, ColumnGraph, column_name, lineage_to
+from recall_dagster.estate.columns import Col, ColumnGraph, column_name
+from recall_dagster.estate.reach import PoisonedFeature, failing_columns, origins_of, reach_of
 from recall_dagster.lifecycle.config import LifecycleConfig, SeverityConfig
 from recall_dagster.lifecycle.records import AssertionRecord
 
-Evidence = Literal["column", "name"]
 SUSPECT_CAP = "MEDIUM"  # the loudest a model reached only through suspect columns can be
-
-
-@dataclass(frozen=True)
-class PoisonedFeature:
-    urn: str
-    name: str
-    column: Col
-    evidence: Evidence  # "column": lineage to the registry's column; "name": the feature is named like it
-    lineage: tuple[Col, ...]  # origin column first, the feature's column last
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "urn": self.urn,
-            "name": self.name,
-            "column": column_name(self.column),
-            "evidence": self.evidence,
-            "lineage": [column_name(c) for c in self.lineage],
-        }
 
 
 @dataclass(frozen=True)
@@ -124,21 +95,6 @@ class BlastRadius:
         }
 
 
-def failing_columns(record: AssertionRecord, graph: ColumnGraph, config: LifecycleConfig) -> tuple[Col, ...]:
-    """The column the test names, or every column of its table for a table-level test."""
-    table = graph.canonical.get(record.dataset, record.dataset)
-    if record.column:
-        return ((table, record.column),)
-    return tuple((table, c) for c in graph.columns.get(table, ())) if config.table_level else ()
-
-
-def origins_of(record: AssertionRecord, graph: ColumnGraph, config: LifecycleConfig) -> tuple[Col, ...]:
-    cols = failing_columns(record, graph, config)
-    if not record.column:
-        return cols
-    return tuple(sorted({o for c in cols for o in graph.origins(c)}))
-
-
 def severity_of(share: float, live: bool, config: SeverityConfig) -> str:
     """The band the poisoned share reaches, stepped down for a version serving no live traffic."""
     names = config.names
@@ -146,64 +102,6 @@ def severity_of(share: float, live: bool, config: SeverityConfig) -> str:
     if not live:
         level = min(len(names) - 1, level + config.not_live_step_down)
     return names[level]
-
-
-def poisoned_features(
-    closure: ModelClosure, parents: Mapping[Col, Col | None], graph: ColumnGraph, config: LifecycleConfig
-) -> list[PoisonedFeature]:
-    hits: list[PoisonedFeature] = []
-    for feature in closure.features:
-        sources = [graph.canonical.get(s, s) for s in feature.sources]
-        if feature.column:
-            found = [((s, feature.column), "column") for s in sources if (s, feature.column) in parents]
-        elif config.name_matching:
-            wanted = feature.name.casefold()
-            found = [(c, "name") for c in parents if c[0] in sources and c[1].casefold() == wanted]
-        else:
-            found = []
-        if found:
-            col, evidence = found[0]
-            lineage = lineage_to(col, parents)
-            hits.append(PoisonedFeature(feature.urn, feature.name, col, evidence, lineage))  # type: ignore[arg-type]
-    return hits
-
-
-def read_columns(closure: ModelClosure, graph: ColumnGraph) -> set[Col]:
-    """Columns the version's training runs recorded reading (the schema of each run input)."""
-    return {
-        (graph.canonical.get(urn, urn), f.path)
-        for run in closure.training_runs
-        for urn in run.inputs
-        for f in closure.dataset(urn).fields or ()
-    }
-
-
-def input_columns(closure: ModelClosure, graph: ColumnGraph) -> set[Col]:
-    """The columns the version reads: each feature's column on its sources, and what its training runs read."""
-    features = {
-        (graph.canonical.get(s, s), f.column or f.name) for f in closure.features for s in f.sources
-    }
-    return features | read_columns(closure, graph)
-
-
-def table_reach(closure: ModelClosure, graph: ColumnGraph, failing_tables: frozenset[str]) -> tuple[Col, ...]:
-    """The version's input columns that no column lineage records while their table descends, by table
-    lineage, from one of ``failing_tables``: a change there may reach them through an expression lineage does
-    not follow (an aggregate, ``count(*)``)."""
-    found = []
-    for col in sorted(input_columns(closure, graph)):
-        if graph.upstream.get(col) or col[1] not in graph.columns.get(col[0], ()):
-            continue  # its lineage is recorded (the column walk judges it), or no table records the column
-        twins = [u for u in closure.datasets if graph.canonical.get(u, u) == col[0]]
-        above = {graph.canonical.get(u, u) for u in closure.upstream_of(twins)} - {col[0]}
-        if above & failing_tables:
-            found.append(col)
-    return tuple(found)
-
-
-def _cleared(hit: PoisonedFeature, passing: frozenset[Col]) -> bool:
-    """A passing test on the suspect's own column, or on any column between it and the origin."""
-    return any(col in passing for col in hit.lineage[1:])
 
 
 def _impact(
@@ -217,21 +115,12 @@ def _impact(
     failing_tables: frozenset[str] = frozenset(),
 ) -> ModelImpact | None:
     confirmed_parents, parents = reach
-    hits = poisoned_features(closure, parents, graph, config)  # lineage from the origin, for every hit
-    poisoned = [f for f in hits if f.column in confirmed_parents]
-    suspect = [f for f in hits if f.column not in confirmed_parents and not _cleared(f, passing)]
-    training_columns = read_columns(closure, graph)
-    read = sorted(c for c in training_columns if c in confirmed_parents)
-    if not closure.features:  # judged by what training read: a read column on the sibling path is suspect
-        read_suspect = sorted(c for c in training_columns if c in parents and c not in confirmed_parents
-                              and c not in passing)
-    else:
-        read_suspect = []
-    by_table: tuple[Col, ...] = ()
-    if not poisoned and not read and not suspect and not read_suspect:
-        by_table = table_reach(closure, graph, failing_tables)
-        if not by_table:
-            return None
+    found = reach_of(closure, confirmed_parents, parents, passing, graph, config.reach, failing_tables)
+    if found is None:
+        return None
+    poisoned, suspect, read, read_suspect, by_table = (
+        found.poisoned, found.suspect, found.read, found.read_suspect, found.by_table)
+    training_columns = found.training_columns
     cols = {f.column for f in (*poisoned, *suspect)} | set(read) | set(read_suspect) | set(by_table)
     watching = tuple(a for a, columns in observed.items() if cols & columns)
     weighed = watching or tuple(failed_rows)  # no test on its own path: the failure as a whole
@@ -253,7 +142,7 @@ def _impact(
         name=closure.model.name,
         version=closure.model.version,
         group=closure.registered_model,
-        poisoned=tuple(poisoned),
+        poisoned=poisoned,
         total_features=len(closure.features),
         poisoned_inputs=tuple(column_name(c) for c in sorted(cols)),
         live_deployments=tuple(d.urn for d in live),
@@ -263,7 +152,7 @@ def _impact(
         share=share,
         severity=severity,
         training_columns=len(training_columns),
-        suspect=tuple(suspect),
+        suspect=suspect,
         table_reach=by_table,
     )
 
@@ -279,10 +168,11 @@ def blast_radius(
 
     ``passing`` holds the columns whose own tests pass now: a suspect on one of them is cleared.
     """
-    origins = tuple(sorted({o for r in records for o in origins_of(r, graph, config)}))
+    origins = tuple(sorted({o for r in records for o in origins_of(r.dataset, r.column, graph, config.reach)}))
     parents = graph.reach(origins)
-    confirmed = graph.reach({c for r in records for c in failing_columns(r, graph, config)})
-    observed = {r.urn: frozenset(graph.reach(failing_columns(r, graph, config))) for r in records}
+    confirmed = graph.reach({c for r in records for c in failing_columns(r.dataset, r.column, graph, config.reach)})
+    observed = {r.urn: frozenset(graph.reach(failing_columns(r.dataset, r.column, graph, config.reach)))
+                for r in records}
     failed_rows = {r.urn: r.failed_rows(config.failing) for r in records}
     tables = frozenset(graph.canonical.get(r.dataset, r.dataset) for r in records)
     impacts = [

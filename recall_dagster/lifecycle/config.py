@@ -12,7 +12,8 @@ from fnmatch import fnmatchcase
 from typing import Any, Mapping
 
 from recall_dagster.detect import Severity
-from recall_dagster.detect.config import _Section
+from recall_dagster.detect.config import _Section, reach_options
+from recall_dagster.estate.options import ReachOptions
 from recall_dagster.errors import ConfigError
 from recall_dagster.config.warehouse import Warehouse
 
@@ -65,8 +66,7 @@ class GateConfig:
 class LifecycleConfig:
     source: str
     failing_results: frozenset[str]
-    table_level: bool
-    name_matching: bool
+    reach: ReachOptions  # how far a failing test is followed (table_level, name_matching)
     severity: SeverityConfig
     classification: tuple[tuple[str, str], ...]  # (glob over the test's kind, class), first match wins
     default_classification: str
@@ -139,8 +139,7 @@ def parse_lifecycle_config(
     return LifecycleConfig(
         source=source,
         failing_results=frozenset(r.upper() for r in root.texts("failing_results")),
-        table_level=root.boolean("table_level"),
-        name_matching=root.boolean("name_matching"),
+        reach=reach_options(root),
         severity=_severity(root.section("severity")),
         classification=tuple((str(p), classes.text(str(p)) or "") for p in classes.data),
         default_classification=root.text("default_classification") or "",

@@ -30,6 +30,7 @@ from recall_dagster.detect import (
 )
 from recall_dagster.detect.freshness import judge_table
 from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.estate.reach import passing_columns, reaches
 from recall_dagster.lifecycle.assess import RootCause
 from recall_dagster.estate.columns import ColumnGraph
 from recall_dagster.estate.views import Freshness
@@ -136,17 +137,21 @@ def active_incidents(inputs: GateInputs) -> CheckResult:
 
 def failing_assertions(inputs: GateInputs) -> CheckResult:
     """Each test on the training data as it stood at the gate's instant, as the scan judges it: a run
-    recorded after the instant is not yet known (``--as-of``, or a runner's clock ahead of ours)."""
-    tested = [urn for urn in training_data(inputs.closure) if inputs.closure.dataset(urn).assertions]
+    recorded after the instant is not yet known (``--as-of``, or a runner's clock ahead of ours), and a
+    failure counts when it reaches the model by the rule every command applies
+    (:mod:`recall_dagster.estate.reach`)."""
+    closure = inputs.closure
+    tested = [urn for urn in training_data(closure) if closure.dataset(urn).assertions]
     if not tested:
         return CheckResult("failing_assertions", "SKIP", "no test or assertion covers its training data")
+    passing = passing_columns(closure, inputs.now_ms)
     problems = [
         f"{a.name} on {dataset.name}{'.' + a.column if a.column else ''}: {a.result}"
         + (f" ({a.failed_rows:,} failing rows)" if a.failed_rows is not None else "")
-        for urn in sorted(training_data(inputs.closure))
-        for dataset in [inputs.closure.dataset(urn)]
+        for urn in sorted(training_data(closure))
+        for dataset in [closure.dataset(urn)]
         for a in (t.as_of(inputs.now_ms) for t in dataset.assertions)
-        if inputs.config.failing(a.result)
+        if inputs.config.failing(a.result) and reaches(closure, urn, a.column, inputs.config.reach, passing)
     ]
     return _result(
         "failing_assertions", problems, "every test on its training data passes", "{n} failing test(s) upstream"

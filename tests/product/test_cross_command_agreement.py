@@ -48,7 +48,7 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, data
                     phases=(Phase.explicit, Phase.generate),
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-# The disagreements this test found, as the smallest estates showing them (see the xfail below).
+# The disagreements this test found, as the smallest estates showing them: each is an explicit example.
 _ONE_VERSION = (Version(1, ("production",), None, 480, (FEAT_PG,)),)
 
 
@@ -219,30 +219,18 @@ def _urn_of(name: str) -> str:
     return version_urn(int(name.rsplit("_", 1)[1]))
 
 
-def _drops_a_failing_column(estate: Estate) -> bool:
-    """A failing test on ``note`` where staging drops it: the one shape the commands still disagree on."""
-    return not estate.staging_keeps_note and any(t.column == "note" for t in estate.tests)
-
-
 @SETTINGS
 @example(estate=FAILS_AFTER_NOW)
 @example(estate=PASSES_AFTER_NOW)
-@given(estate=estates().filter(lambda e: not _drops_a_failing_column(e)))
+@example(estate=FAILS_ON_A_DROPPED_COLUMN)
+@given(estate=estates())
 def test_every_command_sends_a_failing_test_to_the_same_model_versions(scratch: Path, estate: Estate) -> None:
     """The versions with a failing_assertion finding in scan --all are the versions gate's failing_assertions,
     the open incidents, blind-window's active causes and (of the production ones) impact on the failing column
-    reach. A run stamped after now is not yet known to any of them (the gate and the lifecycle read the newest
-    run, future or not, until they judged each test as of the instant, as the scan does)."""
+    reach. Two shapes split them before: a run stamped after now (the gate and the lifecycle read the newest
+    run, future or not), and a failing column staging drops (the scan and the gate counted every test on an
+    upstream table, the lifecycle and impact followed column lineage); one reach rule now serves them all."""
     _reach_agrees(scratch, estate)
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "a failing test on a column no training column derives from: scan and gate count every failing test on an "
-    "upstream table (detect/failing_assertion.py, lifecycle/gate.py failing_assertions), incidents sync, "
-    "blind-window and impact follow column lineage (lifecycle/blast.py blast_radius, impact/targets.py) and "
-    "reach no model; one reach rule for all of them is still to build"))
-def test_a_failing_test_on_a_column_staging_drops_reaches_the_same_versions_everywhere(scratch: Path) -> None:
-    _reach_agrees(scratch, FAILS_ON_A_DROPPED_COLUMN)
 
 
 def _reach_agrees(scratch: Path, estate: Estate) -> None:

@@ -220,10 +220,23 @@ def test_failing_assertion_maps_result_to_severity(config):
         Assertion("urn:li:assertion:b", "not_null", result="SUCCESS"),
         Assertion("urn:li:assertion:c", "never_ran"),
     )
-    c = closure(features=[feature("f", "t")], datasets=[ds("t", assertions=assertions)])
+    c = closure(features=[feature("id", "t")], datasets=[ds("t", assertions=assertions)])
     (f,) = failing_assertion.detect(c, config, STATE)
     assert (f.subject, f.severity.value, f.cause) == ("urn:li:assertion:a", "WARN", urn("t"))
     assert "db.t.id errored" in f.message
+
+
+def test_a_failing_column_that_reaches_none_of_the_models_inputs_is_not_its_finding(config):
+    """A NULL in a column staging drops: its recorded lineage leads to none of the model's inputs, so it
+    reaches the model by no command's rule (the scan counted every failing test on an upstream table)."""
+    dropped = Assertion("urn:li:assertion:note", "not_null_note", column="note", result="FAILURE")
+    raw = ds("raw", fields=cols(id="int", note="text"), assertions=(dropped,))
+    stg = ds("stg", "raw", fields=cols(id="int"), column_lineage=(ColumnEdge((urn("raw"), "id"), (urn("stg"), "id")),))
+    c = closure(features=[feature("id", "stg")], datasets=[raw, stg])
+    assert failing_assertion.detect(c, config, STATE) == []
+    on_id = replace(dropped, column="id")
+    reached = closure(features=[feature("id", "stg")], datasets=[replace(raw, assertions=(on_id,)), stg])
+    assert [f.evidence["column"] for f in failing_assertion.detect(reached, config, STATE)] == ["id"]
 
 
 def test_deprecated_upstream_reports_removed_and_deprecated_anywhere(config):

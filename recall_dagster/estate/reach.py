@@ -1,0 +1,182 @@
+"""Whether a failing test reaches a model version: the one rule every command applies.
+
+A failing column is re-rooted to the origin columns it derives from, then
+closed downstream over column lineage. What is downstream splits in two:
+*confirmed* (derived from the failing column itself) and *suspect* (sharing
+only an origin with it: a sibling computed from the same source; a passing test
+on a suspect's own column, or any column between it and the origin, clears
+it). A feature is reached when the column it reads is; a feature that names no
+column is matched by name (``lifecycle.name_matching``). A table-level test
+poisons its own table's columns (``lifecycle.table_level``). Where column
+lineage stops short (an aggregate, ``count(*)``: an input column with no
+recorded lineage on a table that descends from the failing one), the model is
+reached by table lineage only, as a suspect. A failure on a column whose lineage
+is recorded and leads to none of the model's inputs does not reach it.
+
+The scan's ``failing_assertion`` detector, the retrain gate, the lifecycle's
+blast radius (incidents, the blind window) and ``recall impact`` all ask here,
+so they name the same versions for the same failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Mapping
+
+from recall_dagster.estate.closure import ModelClosure
+from recall_dagster.estate.columns import Col, ColumnGraph, column_name, lineage_to
+from recall_dagster.estate.options import ReachOptions
+
+Evidence = Literal["column", "name"]
+
+
+@dataclass(frozen=True)
+class PoisonedFeature:
+    urn: str
+    name: str
+    column: Col
+    evidence: Evidence  # "column": lineage to the registry's column; "name": the feature is named like it
+    lineage: tuple[Col, ...]  # origin column first, the feature's column last
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "urn": self.urn,
+            "name": self.name,
+            "column": column_name(self.column),
+            "evidence": self.evidence,
+            "lineage": [column_name(c) for c in self.lineage],
+        }
+
+
+def failing_columns(dataset: str, column: str | None, graph: ColumnGraph, options: ReachOptions) -> tuple[Col, ...]:
+    """The column a test on ``dataset`` names, or every column of its table for a table-level test."""
+    table = graph.canonical.get(dataset, dataset)
+    if column:
+        return ((table, column),)
+    return tuple((table, c) for c in graph.columns.get(table, ())) if options.table_level else ()
+
+
+def origins_of(dataset: str, column: str | None, graph: ColumnGraph, options: ReachOptions) -> tuple[Col, ...]:
+    """The columns a failure is re-rooted to: the origins of the failing column (a NULL price in a mart is
+    a NULL price at its source); a table-level test names no column to follow upstream."""
+    cols = failing_columns(dataset, column, graph, options)
+    if not column:
+        return cols
+    return tuple(sorted({o for c in cols for o in graph.origins(c)}))
+
+
+def poisoned_features(
+    closure: ModelClosure, parents: Mapping[Col, Col | None], graph: ColumnGraph, options: ReachOptions
+) -> list[PoisonedFeature]:
+    hits: list[PoisonedFeature] = []
+    for feature in closure.features:
+        sources = [graph.canonical.get(s, s) for s in feature.sources]
+        if feature.column:
+            found = [((s, feature.column), "column") for s in sources if (s, feature.column) in parents]
+        elif options.name_matching:
+            wanted = feature.name.casefold()
+            found = [(c, "name") for c in parents if c[0] in sources and c[1].casefold() == wanted]
+        else:
+            found = []
+        if found:
+            col, evidence = found[0]
+            lineage = lineage_to(col, parents)
+            hits.append(PoisonedFeature(feature.urn, feature.name, col, evidence, lineage))  # type: ignore[arg-type]
+    return hits
+
+
+def read_columns(closure: ModelClosure, graph: ColumnGraph) -> set[Col]:
+    """Columns the version's training runs recorded reading (the schema of each run input)."""
+    return {
+        (graph.canonical.get(urn, urn), f.path)
+        for run in closure.training_runs
+        for urn in run.inputs
+        for f in closure.dataset(urn).fields or ()
+    }
+
+
+def input_columns(closure: ModelClosure, graph: ColumnGraph) -> set[Col]:
+    """The columns the version reads: each feature's column on its sources, and what its training runs read."""
+    features = {
+        (graph.canonical.get(s, s), f.column or f.name) for f in closure.features for s in f.sources
+    }
+    return features | read_columns(closure, graph)
+
+
+def table_reach(closure: ModelClosure, graph: ColumnGraph, failing_tables: frozenset[str]) -> tuple[Col, ...]:
+    """The version's input columns that no column lineage records while their table descends, by table
+    lineage, from one of ``failing_tables``: a change there may reach them through an expression lineage does
+    not follow (an aggregate, ``count(*)``)."""
+    found = []
+    for col in sorted(input_columns(closure, graph)):
+        if graph.upstream.get(col) or col[1] not in graph.columns.get(col[0], ()):
+            continue  # its lineage is recorded (the column walk judges it), or no table records the column
+        twins = [u for u in closure.datasets if graph.canonical.get(u, u) == col[0]]
+        above = {graph.canonical.get(u, u) for u in closure.upstream_of(twins)} - {col[0]}
+        if above & failing_tables:
+            found.append(col)
+    return tuple(found)
+
+
+def cleared(hit: PoisonedFeature, passing: frozenset[Col]) -> bool:
+    """A passing test on the suspect's own column, or on any column between it and the origin."""
+    return any(col in passing for col in hit.lineage[1:])
+
+
+@dataclass(frozen=True)
+class Reach:
+    """What of one model version a failure reaches (at least one part is not empty)."""
+
+    poisoned: tuple[PoisonedFeature, ...]  # confirmed features
+    suspect: tuple[PoisonedFeature, ...]  # features sharing only an origin, not cleared by a passing test
+    read: tuple[Col, ...]  # confirmed columns its training read
+    read_suspect: tuple[Col, ...]  # suspect columns its training read, judged so when it records no feature
+    by_table: tuple[Col, ...]  # input columns reached by table lineage only
+    training_columns: frozenset[Col]  # every column its training read
+
+
+def reach_of(
+    closure: ModelClosure,
+    confirmed: Mapping[Col, Col | None],
+    parents: Mapping[Col, Col | None],
+    passing: frozenset[Col],
+    graph: ColumnGraph,
+    options: ReachOptions,
+    failing_tables: frozenset[str],
+) -> Reach | None:
+    """What of ``closure`` the failure reaches: ``confirmed`` is downstream of the failing columns, ``parents``
+    of their origins; None when nothing is reached."""
+    hits = poisoned_features(closure, parents, graph, options)  # lineage from the origin, for every hit
+    poisoned = tuple(f for f in hits if f.column in confirmed)
+    suspect = tuple(f for f in hits if f.column not in confirmed and not cleared(f, passing))
+    training_columns = read_columns(closure, graph)
+    read = tuple(sorted(c for c in training_columns if c in confirmed))
+    read_suspect: tuple[Col, ...] = ()
+    if not closure.features:  # judged by what training read: a read column on the sibling path is suspect
+        read_suspect = tuple(sorted(c for c in training_columns if c in parents and c not in confirmed
+                                    and c not in passing))
+    by_table: tuple[Col, ...] = ()
+    if not poisoned and not read and not suspect and not read_suspect:
+        by_table = table_reach(closure, graph, failing_tables)
+        if not by_table:
+            return None
+    return Reach(poisoned, suspect, read, read_suspect, by_table, frozenset(training_columns))
+
+
+def passing_columns(closure: ModelClosure, instant_ms: int) -> frozenset[Col]:
+    """The columns of ``closure`` whose own tests pass at ``instant_ms``: they clear a suspect."""
+    graph = closure.columns
+    return frozenset(
+        graph.col((urn, a.column)) for urn, dataset in closure.datasets.items()
+        for a in (t.as_of(instant_ms) for t in dataset.assertions) if a.column and a.result == "SUCCESS"
+    )
+
+
+def reaches(closure: ModelClosure, dataset: str, column: str | None, options: ReachOptions,
+            passing: frozenset[Col]) -> bool:
+    """Whether a failing test on ``dataset`` (``column``, or the whole table) reaches ``closure``'s model."""
+    graph = closure.columns
+    confirmed = graph.reach(failing_columns(dataset, column, graph, options))
+    parents = graph.reach(origins_of(dataset, column, graph, options))
+    table = frozenset({graph.canonical.get(dataset, dataset)})
+    return reach_of(closure, confirmed, parents, passing, graph, options, table) is not None
