@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from recall_dagster.cli import cli
 from recall_dagster.clock import clock_ms
 from recall_dagster.graph import LiteGraph
+from recall_dagster.instants import iso_instant
 from tests.product.agreement_estates import (
     FEAT_PG,
     RAW_DBT,
@@ -62,6 +63,11 @@ FAILS_AFTER_NOW = _tested(True, DbtTest(STG_DBT, "amount", ((-3, "FAILURE"), (2,
 PASSES_AFTER_NOW = _tested(True, DbtTest(STG_DBT, "amount", ((-3, "SUCCESS"), (2, "FAILURE"))))
 # a failing test on raw.payments.note, a column staging drops: no training column derives from it
 FAILS_ON_A_DROPPED_COLUMN = _tested(False, DbtTest(RAW_DBT, "note", ((2, "FAILURE"),)))
+# an hour ago the test failed and the training table was written: as of 90 minutes ago it passed, and the
+# table's last change was 30 h old, past the 24 h window it is given
+CHANGED_AN_HOUR_AGO = Estate(_ONE_VERSION, None, True, ((FEAT_PG, "lastModified", 30), (FEAT_PG, "operation", 1)),
+                             (DbtTest(STG_DBT, "amount", ((1, "FAILURE"), (5, "SUCCESS"))),),
+                             {"*marts.fraud_features": 24})
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +82,7 @@ class Shop:
     estate: Estate
     env: dict[str, str]
     said: dict[str, Any]
+    written_at_ms: int  # the "now" the estate's ages count back from
 
     def run(self, *args: str) -> Any:
         """``recall ARGS --json``: its JSON answer (failing the test on a crash or a non-JSON answer)."""
@@ -98,14 +105,14 @@ class Shop:
 def shop(estate: Estate, workdir: Path) -> Shop:
     graph_path, overlay = workdir / "graph.db", workdir / "recall.yaml"
     overlay.write_text(yaml.safe_dump(estate.overlay()))
-    graph = LiteGraph(str(graph_path))
+    graph, now_ms = LiteGraph(str(graph_path)), clock_ms()
     try:
-        graph.emit_mcps(estate.mcps(clock_ms())).raise_if_failed("estate")
+        graph.emit_mcps(estate.mcps(now_ms)).raise_if_failed("estate")
     finally:
         graph.close()
     env = {"RECALL_HOME": str(workdir / "home"), "RECALL_GRAPH": str(graph_path), "RECALL_CONFIG": str(overlay),
            "MLFLOW_TRACKING_URI": f"sqlite:///{workdir / 'no-mlflow.db'}"}
-    return Shop(estate, env, {})
+    return Shop(estate, env, {}, now_ms)
 
 
 def _brief(command: str, answer: Any) -> Any:
@@ -192,7 +199,15 @@ def test_the_scan_and_the_gate_agree_on_which_training_input_is_stale(scratch: P
     judged = gate["model"]
     scan, command = (production, "scan") if any(m["urn"] == judged for m in production["models"]) else (
         every, "scan --all")
-    version = next(v for v in estate.versions if v.urn == judged)
+    _stale_inputs_agree(s, scan, command, gate, "gate fraud")
+
+
+def _stale_inputs_agree(s: Shop, scan: dict[str, Any], command: str, gate: dict[str, Any], gate_command: str,
+                        hours_ago: float = 0) -> None:
+    """The scan and the gate, both asked ``hours_ago``, name the same stale training inputs of the version the
+    gate judges, and the gate skips exactly when nothing recorded a change of an input by then."""
+    judged = gate["model"]
+    version = next(v for v in s.estate.versions if v.urn == judged)
     inputs = {TABLE_OF[u] for u in version.reads}
     findings = _findings(_report(scan, judged), "upstream_staleness")
     stale_tables = {TABLE_OF.get(f["subject"], f["subject"]) for f in findings}
@@ -202,13 +217,13 @@ def test_the_scan_and_the_gate_agree_on_which_training_input_is_stale(scratch: P
                         if check["status"] == "FAIL" and " last changed " in line and ", past its " in line)
     assert (check["status"] == "FAIL") == bool(scan_stale), s.fail(
         f"{command} finds the training inputs {scan_stale} of {judged} stale; gate's input_freshness is "
-        f"{check['status']}", command, "gate fraud")
+        f"{check['status']}", command, gate_command)
     assert gate_stale == scan_stale, s.fail(
-        f"{command} finds {scan_stale} stale; gate's input_freshness names {gate_stale}", command, "gate fraud")
-    recorded = {TABLE_OF[urn] for urn, _, age in estate.freshness if age >= 0}
+        f"{command} finds {scan_stale} stale; gate's input_freshness names {gate_stale}", command, gate_command)
+    recorded = {TABLE_OF[urn] for urn, _, age in s.estate.freshness if age >= hours_ago}
     assert (check["status"] == "SKIP") == (not inputs & recorded), s.fail(
         f"input_freshness is {check['status']} while the estate records a change of "
-        f"{sorted(inputs & recorded) or 'no input'} (of {sorted(inputs)})", "gate fraud")
+        f"{sorted(inputs & recorded) or 'no input'} (of {sorted(inputs)})", gate_command)
 
 
 # -- 3. which model versions a failing test reaches ----------------------------------------------------------
@@ -263,3 +278,27 @@ def _reach_agrees(scratch: Path, estate: Estate) -> None:
         f"impact on the failing columns {sorted(failing)} reaches {impact_reach}",
         "scan --all", *(c for c in s.said if c.startswith("impact")))
 
+
+
+@SETTINGS
+@example(estate=CHANGED_AN_HOUR_AGO)
+@example(estate=FAILS_AFTER_NOW)
+@example(estate=PASSES_AFTER_NOW)
+@given(estate=estates())
+def test_as_of_an_earlier_instant_every_command_answers_as_of_it(scratch: Path, estate: Estate) -> None:
+    """``--as-of`` an hour and a half ago: scan --all, gate and blind-window read the tests and the freshness
+    as they stood then, so they agree on the versions a failing test reached and on what was stale then."""
+    s, workdir = _each_estate(scratch, estate)
+    at = ["--as-of", iso_instant(s.written_at_ms - 90 * 60_000)]
+    with workdir:
+        every, gate, window = s.run("scan", "--all", *at), s.run("gate", "fraud", *at), s.run("blind-window", *at)
+    scan_reach = _sorted(m["urn"] for m in every["models"] if _findings(m, "failing_assertion"))
+    check = _check(gate, "failing_assertions")
+    assert (check["status"] == "FAIL") == (gate["model"] in scan_reach), s.fail(
+        f"as of {at[1]}, scan --all reports failing tests on {scan_reach}; gate's failing_assertions on "
+        f"{gate['model']} is {check['status']}", f"scan --all {' '.join(at)}", f"gate fraud {' '.join(at)}")
+    window_reach = _sorted(m["urn"] for c in window["causes"] if c["active"] for m in c["blast_radius"]["models"])
+    assert window_reach == scan_reach, s.fail(
+        f"as of {at[1]}, scan --all reports failing tests on {scan_reach}; blind-window's active causes reach "
+        f"{window_reach}", f"scan --all {' '.join(at)}", f"blind-window {' '.join(at)}")
+    _stale_inputs_agree(s, every, f"scan --all {' '.join(at)}", gate, f"gate fraud {' '.join(at)}", hours_ago=1.5)
