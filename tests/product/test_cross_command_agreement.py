@@ -43,7 +43,7 @@ from tests.product.agreement_estates import (
     version_urn,
 )
 
-EXAMPLES = 60  # per test; a fifth of a second each (scan, gate) to a third (all five commands) once imported
+EXAMPLES = 25  # per test, beside the explicit examples; a fifth of a second (scan, gate) to a third (five commands) each
 # No shrinking: a failing estate is printed whole (Estate.describe), and shrinking one costs minutes of commands.
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                     phases=(Phase.explicit, Phase.generate),
