@@ -15,7 +15,7 @@ from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import ModelClosure
-from recall_dagster.estate.columns import Col
+from recall_dagster.estate.columns import Col, ColumnGraph
 from recall_dagster.estate.reach import passing_columns, reaches
 
 NAME = "failing_assertion"
@@ -25,14 +25,16 @@ VOLATILE = True  # judged at the scan's instant
 
 def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
     findings: list[Finding] = []
-    passing: frozenset[Col] | None = None  # worked out on the first failure: most closures have none
+    graph: ColumnGraph | None = None  # worked out on the first failure: most closures have none
+    passing: frozenset[Col] = frozenset()
     for urn, dataset in sorted(closure.datasets.items()):
         for assertion in (a.as_of(closure.scanned_at_ms) for a in dataset.assertions):
             if assertion.result not in CASES:
                 continue
-            if passing is None:
-                passing = passing_columns(closure, closure.scanned_at_ms)
-            if not reaches(closure, urn, assertion.column, config.reach, passing):
+            if graph is None:
+                graph = state.columns() if state.columns is not None else closure.columns
+                passing = passing_columns(closure, graph, closure.scanned_at_ms)
+            if not reaches(closure, graph, urn, assertion.column, config.reach, passing):
                 continue
             where = f"{dataset.name}.{assertion.column}" if assertion.column else dataset.name
             verb = "failed" if assertion.result == "FAILURE" else "errored"

@@ -15,6 +15,7 @@ or the scan's instant (judged again on every scan).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Callable, Mapping, Sequence
 
 from recall_dagster.detect import (
@@ -36,6 +37,7 @@ from recall_dagster.detect.finding import Finding
 from recall_dagster.detect.state import DetectorState, SchemaBaseline
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure
+from recall_dagster.estate.columns import column_graph
 
 DetectFn = Callable[[ModelClosure, RecallConfig, DetectorState], list[Finding]]
 
@@ -145,7 +147,7 @@ def first_pass(
     others judge again.
     """
     enabled = [d for d in DETECTORS if config.enabled(d.name) and d.name != _SECOND_PASS]
-    state = DetectorState(schema_baselines=schema_baselines)
+    state = DetectorState(schema_baselines=schema_baselines, columns=cache(lambda: column_graph(closures)))
     earlier = judged.found if judged is not None else {}
     again = [d for d in enabled if judged is None or d.name not in judged.detectors]
 

@@ -10,9 +10,12 @@ work, alive for one pass (:mod:`recall_dagster.detect.memo`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from recall_dagster.detect.memo import Memo
+
+if TYPE_CHECKING:
+    from recall_dagster.estate.columns import ColumnGraph
 
 SchemaBaseline = Mapping[str, str]  # simple field path -> type
 
@@ -34,3 +37,6 @@ class DetectorState:
     # dataset URN -> detectors that put it at risk in this scan (filled between passes)
     at_risk: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     memo: Memo = field(default_factory=Memo, compare=False, repr=False)
+    # the column lineage of every closure of the pass, built on first use (whether a failing test reaches a
+    # model is asked of it, as the lifecycle asks the estate's); None: each closure's own
+    columns: "Callable[[], ColumnGraph] | None" = field(default=None, compare=False, repr=False)

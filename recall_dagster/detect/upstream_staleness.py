@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
-from recall_dagster.detect.freshness import Own, combine, own
+from recall_dagster.detect.freshness import Own, TableFreshness, combine, own
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import Dataset, Freshness, ModelClosure
 
@@ -34,13 +34,21 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
     not blamed for a twin's record), judged by the table's rule (:mod:`recall_dagster.detect.freshness`)."""
     instant = closure.scanned_at_ms
     judged = state.memo.judgements((NAME, instant), config)
-    described = {urn: o for urn, _, o in judged.over(closure.datasets, lambda d: own(d, instant, config.freshness))}
+
+    def alone(dataset: Dataset) -> tuple[Own, TableFreshness]:
+        said = own(dataset, instant, config.freshness)
+        return said, combine((said,), instant)
+
+    described = {urn: j for urn, _, j in judged.over(closure.datasets, alone)}
+    twinned = {d.urn for twins in closure.twins.values() for d in twins}
+    # most tables have one description: its judgement was made once per pass, whatever closures hold it
+    tables = [((described[urn][0],), table) for urn, (_, table) in described.items()
+              if table.stale and urn not in twinned]
+    for twins in closure.twins.values():
+        said = tuple(described[d.urn][0] for d in twins)
+        tables.append((said, combine(said, instant)))
     findings: list[Finding] = []
-    for twins in closure.tables.values():
-        said: list[Own] = [described[d.urn] for d in twins]
-        if not any(o.last is not None for o in said):
-            continue
-        table = combine(said, instant)
+    for said, table in tables:
         last, age = table.last, table.age_hours
         if not table.stale or last is None or age is None:
             continue

@@ -93,17 +93,22 @@ class ModelClosure:
         return urn
 
     @cached_property
-    def tables(self) -> Mapping[str, tuple[Dataset, ...]]:
-        """Each table (its :meth:`canonical` name) -> the closure datasets describing it, by URN; built once,
-        so asking for a table's twins per subject stays linear in the closure."""
-        tables: dict[str, list[Dataset]] = {}
-        for urn, dataset in sorted(self.datasets.items()):
-            tables.setdefault(self.canonical(urn), []).append(dataset)
-        return {table: tuple(twins) for table, twins in tables.items()}
+    def twins(self) -> Mapping[str, tuple[Dataset, ...]]:
+        """Each table the closure describes more than once (its :meth:`canonical` name) -> those descriptions,
+        by URN; built once, so asking for a table's twins per subject stays linear in the closure. Most tables
+        have one description and are not listed."""
+        groups: dict[str, set[str]] = {}
+        for urn, dataset in self.datasets.items():
+            if dataset.copy_of:
+                groups.setdefault(self.canonical(urn), set()).add(urn)
+        for table, members in groups.items():
+            if table in self.datasets:
+                members.add(table)
+        return {t: tuple(self.datasets[u] for u in sorted(m)) for t, m in sorted(groups.items()) if len(m) > 1}
 
     def same_table(self, urn: str) -> tuple[Dataset, ...]:
         """Every closure dataset that describes the same table as ``urn`` (its COPY chain)."""
-        return self.tables.get(self.canonical(urn)) or (self.dataset(urn),)
+        return self.twins.get(self.canonical(urn)) or (self.dataset(urn),)
 
     def named(self, urn: str, target: str) -> bool:
         """Whether ``target`` names the table ``urn`` is: any twin's URN, ``platform:name``, full name, dotted

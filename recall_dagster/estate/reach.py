@@ -108,12 +108,16 @@ def table_reach(closure: ModelClosure, graph: ColumnGraph, failing_tables: froze
     lineage, from one of ``failing_tables``: a change there may reach them through an expression lineage does
     not follow (an aggregate, ``count(*)``)."""
     found = []
+    descends: dict[str, bool] = {}  # table -> whether it descends from a failing one, walked once per table
     for col in sorted(input_columns(closure, graph)):
         if graph.upstream.get(col) or col[1] not in graph.columns.get(col[0], ()):
             continue  # its lineage is recorded (the column walk judges it), or no table records the column
-        twins = [u for u in closure.datasets if graph.canonical.get(u, u) == col[0]]
-        above = {graph.canonical.get(u, u) for u in closure.upstream_of(twins)} - {col[0]}
-        if above & failing_tables:
+        table = col[0]
+        if table not in descends:
+            twins = [u for u in closure.datasets if graph.canonical.get(u, u) == table]
+            above = {graph.canonical.get(u, u) for u in closure.upstream_of(twins)} - {table}
+            descends[table] = bool(above & failing_tables)
+        if descends[table]:
             found.append(col)
     return tuple(found)
 
@@ -163,19 +167,18 @@ def reach_of(
     return Reach(poisoned, suspect, read, read_suspect, by_table, frozenset(training_columns))
 
 
-def passing_columns(closure: ModelClosure, instant_ms: int) -> frozenset[Col]:
+def passing_columns(closure: ModelClosure, graph: ColumnGraph, instant_ms: int) -> frozenset[Col]:
     """The columns of ``closure`` whose own tests pass at ``instant_ms``: they clear a suspect."""
-    graph = closure.columns
     return frozenset(
         graph.col((urn, a.column)) for urn, dataset in closure.datasets.items()
         for a in (t.as_of(instant_ms) for t in dataset.assertions) if a.column and a.result == "SUCCESS"
     )
 
 
-def reaches(closure: ModelClosure, dataset: str, column: str | None, options: ReachOptions,
+def reaches(closure: ModelClosure, graph: ColumnGraph, dataset: str, column: str | None, options: ReachOptions,
             passing: frozenset[Col]) -> bool:
-    """Whether a failing test on ``dataset`` (``column``, or the whole table) reaches ``closure``'s model."""
-    graph = closure.columns
+    """Whether a failing test on ``dataset`` (``column``, or the whole table) reaches ``closure``'s model,
+    over ``graph`` (the closure's column lineage, or the estate's it belongs to)."""
     confirmed = graph.reach(failing_columns(dataset, column, graph, options))
     parents = graph.reach(origins_of(dataset, column, graph, options))
     table = frozenset({graph.canonical.get(dataset, dataset)})

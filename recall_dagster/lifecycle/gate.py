@@ -144,14 +144,15 @@ def failing_assertions(inputs: GateInputs) -> CheckResult:
     tested = [urn for urn in training_data(closure) if closure.dataset(urn).assertions]
     if not tested:
         return CheckResult("failing_assertions", "SKIP", "no test or assertion covers its training data")
-    passing = passing_columns(closure, inputs.now_ms)
+    passing = passing_columns(closure, inputs.columns, inputs.now_ms)
     problems = [
         f"{a.name} on {dataset.name}{'.' + a.column if a.column else ''}: {a.result}"
         + (f" ({a.failed_rows:,} failing rows)" if a.failed_rows is not None else "")
         for urn in sorted(training_data(closure))
         for dataset in [closure.dataset(urn)]
         for a in (t.as_of(inputs.now_ms) for t in dataset.assertions)
-        if inputs.config.failing(a.result) and reaches(closure, urn, a.column, inputs.config.reach, passing)
+        if inputs.config.failing(a.result)
+        and reaches(closure, inputs.columns, urn, a.column, inputs.config.reach, passing)
     ]
     return _result(
         "failing_assertions", problems, "every test on its training data passes", "{n} failing test(s) upstream"
