@@ -33,19 +33,21 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
     """Each description of a stale table that records its freshness itself (one that records nothing is
     not blamed for a twin's record), judged by the table's rule (:mod:`recall_dagster.detect.freshness`)."""
     instant = closure.scanned_at_ms
-    judged = state.memo.judgements((NAME, instant), config)
+    lone = state.memo.judgements((NAME, instant), config)
+    owns = state.memo.judgements((NAME, "own", instant), config)
 
-    def alone(dataset: Dataset) -> tuple[Own, TableFreshness]:
+    def stale_alone(dataset: Dataset) -> tuple[Own, TableFreshness] | None:
         said = own(dataset, instant, config.freshness)
-        return said, combine((said,), instant)
+        table = combine((said,), instant)
+        return (said, table) if table.stale else None
 
-    described = {urn: j for urn, _, j in judged.over(closure.datasets, alone)}
-    twinned = {d.urn for twins in closure.twins.values() for d in twins}
-    # most tables have one description: its judgement was made once per pass, whatever closures hold it
-    tables = [((described[urn][0],), table) for urn, (_, table) in described.items()
-              if table.stale and urn not in twinned]
-    for twins in closure.twins.values():
-        said = tuple(described[d.urn][0] for d in twins)
+    twins = closure.twins
+    twinned = {d.urn for ds in twins.values() for d in ds} if twins else set()
+    # most tables have one description: judged once per pass, whatever closures hold it; only the stale come back
+    tables = [((said,), table) for urn, _, (said, table) in lone.over(closure.datasets, stale_alone)
+              if urn not in twinned]
+    for ds in twins.values():
+        said = tuple(o for _, _, o in owns.over({d.urn: d for d in ds}, lambda d: own(d, instant, config.freshness)))
         tables.append((said, combine(said, instant)))
     findings: list[Finding] = []
     for said, table in tables:
