@@ -40,10 +40,6 @@ class TableFreshness:
     age_hours: float | None  # how old ``last`` is at the instant
 
     @property
-    def known(self) -> bool:
-        return self.last is not None
-
-    @property
     def stale(self) -> bool:
         return self.age_hours is not None and self.age_hours > self.window_hours
 

@@ -74,10 +74,6 @@ class GateInputs:
     accepted: tuple[tuple[Finding, Accepted], ...] = ()  # findings an acknowledgement covers: not held against it
     observed: Mapping[str, Observed] = field(default_factory=dict)  # direct input -> what the orchestrator saw
 
-    @property
-    def direct_inputs(self) -> tuple[str, ...]:
-        return self.closure.direct_inputs
-
 
 def training_data(closure: ModelClosure) -> frozenset[str]:
     """What a retrain reads (recorded inputs and feature sources) and everything upstream of it."""
@@ -141,14 +137,14 @@ def failing_assertions(inputs: GateInputs) -> CheckResult:
     failure counts when it reaches the model by the rule every command applies
     (:mod:`recall_dagster.estate.reach`)."""
     closure = inputs.closure
-    tested = [urn for urn in training_data(closure) if closure.dataset(urn).assertions]
-    if not tested:
+    read = sorted(training_data(closure))
+    if not any(closure.dataset(urn).assertions for urn in read):
         return CheckResult("failing_assertions", "SKIP", "no test or assertion covers its training data")
     passing = passing_columns(closure, inputs.columns, inputs.now_ms)
     problems = [
         f"{a.name} on {dataset.name}{'.' + a.column if a.column else ''}: {a.result}"
         + (f" ({a.failed_rows:,} failing rows)" if a.failed_rows is not None else "")
-        for urn in sorted(training_data(closure))
+        for urn in read
         for dataset in [closure.dataset(urn)]
         for a in (t.as_of(inputs.now_ms) for t in dataset.assertions)
         if inputs.config.failing(a.result)
@@ -188,7 +184,7 @@ def input_freshness(inputs: GateInputs) -> CheckResult:
     """Each training input judged as the scan judges its table (:mod:`recall_dagster.detect.freshness`), with
     what the orchestrator saw written as one more record."""
     problems, unknown, told = [], [], []
-    for urn in inputs.direct_inputs:
+    for urn in inputs.closure.direct_inputs:
         dagster = inputs.observed.get(urn)
         seen = (Freshness(dagster.updated_ms, dagster.source),) if dagster is not None else ()
         table = judge_table(inputs.closure.same_table(urn), inputs.now_ms, inputs.scan.freshness, seen)
@@ -202,7 +198,7 @@ def input_freshness(inputs: GateInputs) -> CheckResult:
                             f"{table.window_hours:g} h window")
         elif via:
             told.append(f"{name} last changed {table.age_hours:.1f} h ago{via}")
-    if not problems and len(unknown) == len(inputs.direct_inputs):
+    if not problems and len(unknown) == len(inputs.closure.direct_inputs):
         summary = "no training input records when it changes" if unknown else "no training input is known"
         return CheckResult("input_freshness", "SKIP", summary, (*unknown, FRESHNESS_LOOKED_FOR))
     return _result("input_freshness", problems, "every training input is within its freshness window",
