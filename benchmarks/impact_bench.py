@@ -25,7 +25,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OrdinalEncoder
 
-from recall_dagster.config.load import load_impact_config
+from recall_dagster.config.load import load
 from recall_dagster.impact.measure import infer, measure
 from recall_dagster.impact.models import SklearnPredictor
 from recall_dagster.impact.mutations import apply, parse_mutation
@@ -72,7 +72,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3, help="plain inference passes; the median is the baseline")
     args = parser.parse_args()
-    config = load_impact_config()
+    config = load().impact
 
     frame, labels = _rows(args.rows * 2, seed=1)
     predictor = SklearnPredictor(_model(frame.iloc[: args.rows], labels[: args.rows]))

@@ -50,7 +50,7 @@ from synthetic_estate import HOUR, NOW, Shape, entities, estate, read_everything
 from recall_dagster.detect import RecallConfig
 from recall_dagster.graph import LiteGraph
 from recall_dagster.baselines import Baselines, MemoryStateStore
-from recall_dagster.config.load import load_config
+from recall_dagster.config.load import load
 from recall_dagster.scan import run_scan
 from recall_dagster.snapshots import SnapshotStore
 
@@ -130,7 +130,7 @@ def measure(path: Path, models: int, profile: Path | None) -> dict[str, object]:
     with ProcessPoolExecutor(max_workers=1) as child:
         written, failed, build_s = child.submit(build, path, models).result()
     say(f"built: {written:,} aspects in {build_s:.1f} s ({failed} failed)")
-    config = load_config()
+    config = load().scan
     shutil.rmtree(path.with_suffix(".state"), ignore_errors=True)  # a kept graph's last run must not serve this one
     snapshots = SnapshotStore(path.with_suffix(".state"))
     graph = LiteGraph(path, read_only=True)
@@ -207,7 +207,7 @@ def gms_requests(models: int) -> dict[str, object]:
     with serve(fake) as server, closing(GmsGraph(server.url, retries=0)) as gms:
         server.seen.clear()
         start = time.perf_counter()
-        result = run_scan(gms, load_config(), MemoryStateStore(), scanned_at_ms=NOW)
+        result = run_scan(gms, load().scan, MemoryStateStore(), scanned_at_ms=NOW)
         scan_s = time.perf_counter() - start
         asked = len(server.seen)
         nodes = sorted({u for m in result.models for u in _nodes(m.closure)})
@@ -221,7 +221,7 @@ def gms_requests(models: int) -> dict[str, object]:
         with ProcessPoolExecutor(max_workers=1) as child:
             child.submit(build, lite, models).result()
         with closing(LiteGraph(lite, read_only=True)) as graph:
-            on_lite = run_scan(graph, load_config(), MemoryStateStore(), scanned_at_ms=NOW)
+            on_lite = run_scan(graph, load().scan, MemoryStateStore(), scanned_at_ms=NOW)
     same = _findings(on_lite) == _findings(result)
     return {"gms_models": models, "gms_nodes": len(nodes), "gms_requests": asked, "per_node_requests": walked,
             "per_node_over_gms": round(walked / max(asked, 1), 1), "gms_scan_s": round(scan_s, 2),

@@ -24,7 +24,7 @@ from recall_dagster.detect import run_detectors
 from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.graph import LiteGraph
 from recall_dagster.baselines import MemoryStateStore
-from recall_dagster.config.load import load_config
+from recall_dagster.config.load import load
 from recall_dagster.scan import run_scan
 from recall_dagster.results import score_models
 
@@ -52,7 +52,7 @@ def main() -> None:
     parser.add_argument("--scale", type=int, default=1, help="copies of the demo-sized estate")
     parser.add_argument("--repeat", type=int, default=5, help="runs per measurement (median reported)")
     args = parser.parse_args()
-    config = load_config()
+    config = load().scan
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
         writer = LiteGraph(db)

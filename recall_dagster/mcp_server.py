@@ -18,7 +18,7 @@ from mcp.server.fastmcp import FastMCP
 from recall_dagster.acks.service import in_force
 from recall_dagster.cli.options import opened_graph
 from recall_dagster.graph.port import MetadataGraph, location_of
-from recall_dagster.config.load import load_impact_config, load_lifecycle_config, load_config
+from recall_dagster.config.load import load
 from recall_dagster.impact.measured import gate_measure, measure_scan
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.impact.service import ImpactRequest, impact_test
@@ -45,7 +45,8 @@ def _graph() -> Iterator[tuple[Settings, MetadataGraph]]:
 
 
 def _scan(model: str | None, config_path: str | None) -> ScanResult:
-    config, lc, ic = load_config(config_path), load_lifecycle_config(config_path), load_impact_config(config_path)
+    loaded = load(config_path)
+    config, lc, ic = loaded.scan, loaded.lifecycle, loaded.impact
     with _graph() as (settings, graph):
         baselines = JsonStateStore(settings.state_dir).load_baselines()  # read, never recorded: tools are read-only
         result = run_scan(graph, config, MemoryStateStore(baselines), scanned_at_ms=clock_ms(),
@@ -71,14 +72,16 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
     def blind_window(target: str | None = None) -> dict[str, Any]:
         """When the data behind a failing test (or dataset) was bad, which model versions trained on it, where to
         roll back; without a target, every root cause."""
-        config, lc = load_config(config_path), load_lifecycle_config(config_path)
+        loaded = load(config_path)
+        config, lc = loaded.scan, loaded.lifecycle
         with _graph() as (_, graph):
             return blind_window_report(graph, config, lc, target, clock_ms()).to_json()
 
     @server.tool()
     def retrain_gate(model: str) -> dict[str, Any]:
         """GO / NO-GO / UNVERIFIED for retraining a model, with every named check and what it saw."""
-        config, lc, ic = load_config(config_path), load_lifecycle_config(config_path), load_impact_config(config_path)
+        loaded = load(config_path)
+        config, lc, ic = loaded.scan, loaded.lifecycle, loaded.impact
         with _graph() as (settings, graph):
             measure = gate_measure(settings, lc, ic)
             return judge_retrain(graph, settings, config, lc, model, clock_ms(), measure).to_json()
@@ -86,7 +89,8 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
     @server.tool(name="impact_test")
     def impact(dataset: str, column: str, mutation: str, fraction: float | None = None) -> dict[str, Any]:
         """Replay a change of one column (mutation OP[:ARG]) on every production model it reaches: PASS/WARN/BLOCK."""
-        config, lc, ic = load_config(config_path), load_lifecycle_config(config_path), load_impact_config(config_path)
+        loaded = load(config_path)
+        config, lc, ic = loaded.scan, loaded.lifecycle, loaded.impact
         with _graph() as (settings, graph):
             report = impact_test(graph, config, lc, ic, ImpactRequest(dataset, column, mutation, fraction),
                                  MlflowModels(settings.mlflow_uri, ic), clock_ms())

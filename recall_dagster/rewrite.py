@@ -6,13 +6,9 @@ runs a process; the configuration loader checks its section for every command.
 
 from __future__ import annotations
 
-import math
 import shlex
 import subprocess
 from dataclasses import dataclass
-from typing import Any, Mapping
-
-from recall_dagster.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -37,15 +33,3 @@ class Rewrite:
             return text
         rewritten = done.stdout.strip()
         return rewritten if done.returncode == 0 and rewritten else text
-
-
-def rewrite_from(data: Mapping[str, Any], source: str) -> Rewrite:
-    """The ``narration`` section of a loaded configuration, checked (every command loads it, so a mistake in
-    it fails every command alike, not only those that print prose)."""
-    section = data.get("narration") or {}
-    command, timeout = section.get("rewrite_command"), section.get("timeout_seconds", 20)
-    if command is not None and not isinstance(command, str):
-        raise ConfigError(f"{source}: `narration.rewrite_command` must be a command line or null")
-    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout < math.inf:
-        raise ConfigError(f"{source}: `narration.timeout_seconds` must be a number above 0")
-    return Rewrite(command or None, float(timeout))

@@ -20,7 +20,7 @@ from recall_dagster.cli.options import config_option, graph_option, json_option,
 from recall_dagster.errors import EXIT_UNREACHABLE
 from recall_dagster.clock import clock_ms
 from recall_dagster.instants import iso_instant, parse_instant
-from recall_dagster.config.load import load_config, load_writeback_config
+from recall_dagster.config.load import load
 from recall_dagster.settings import Settings
 
 DEFAULT = "accept"
@@ -62,7 +62,8 @@ def ack() -> None:
 def accept(ctx: click.Context, detector: str, subject: str, reason: str, until: str, model: str | None,
            by: str | None, no_write: bool, graph_target: str | None, config_path: str | None, as_json: bool) -> None:
     """Accept the current DETECTOR finding on SUBJECT (a URN or a name such as raw.transactions)."""
-    config, policy = load_config(config_path), load_writeback_config(config_path).retry
+    loaded = load(config_path)
+    config, policy = loaded.scan, loaded.writeback.retry
     request = AckRequest(detector, subject, model, reason, until_ms(until), by or who())
     settings = Settings.from_env(graph=graph_target)
     settings.ensure_home()
@@ -111,7 +112,8 @@ def list_command(graph_target: str | None, as_json: bool) -> None:
 def revoke_command(ctx: click.Context, ack_id: str, by: str | None, no_write: bool, graph_target: str | None,
                    config_path: str | None) -> None:
     """Withdraw an acknowledgement: its finding counts again from the next scan."""
-    policy = load_writeback_config(config_path).retry
+    loaded = load(config_path)
+    policy = loaded.writeback.retry
     settings = Settings.from_env(graph=graph_target)
     with settings.writing("recall ack revoke"), opened_graph(settings, read_only=no_write) as graph:
         gone, _, failures = revoke(graph, settings, ack_id, by or who(), clock_ms(), policy, write=not no_write)

@@ -18,13 +18,7 @@ from rich.markup import escape as esc
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
 from recall_dagster.diagnose.collect import Configs
-from recall_dagster.config.load import (
-    load_diagnose_config,
-    load_impact_config,
-    load_lifecycle_config,
-    load_config,
-    load_writeback_config,
-)
+from recall_dagster.config.load import load
 from recall_dagster.diagnose.publish import DiagnosisRecord, record_diagnosis
 from recall_dagster.diagnose.service import Diagnosis, diagnose, version_urns
 from recall_dagster.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREACHABLE, EXIT_UNVERIFIED
@@ -59,8 +53,9 @@ def diagnose_command(
     as_json: bool,
 ) -> None:
     """Compare MODEL's candidate version with its baseline; on a regression, rank the causes and prove a repair."""
-    config, lc = load_config(config_path), load_lifecycle_config(config_path)
-    dc, ic, wc = load_diagnose_config(config_path), load_impact_config(config_path), load_writeback_config(config_path)
+    loaded = load(config_path)
+    config, lc = loaded.scan, loaded.lifecycle
+    dc, ic, wc = loaded.diagnose, loaded.impact, loaded.writeback
     settings = Settings.from_env(graph=graph_target)
     progress = Progress.for_command(as_json)
     now_ms = clock_ms()

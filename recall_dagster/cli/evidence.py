@@ -18,7 +18,7 @@ from recall_dagster.errors import EXIT_UNREACHABLE
 from recall_dagster.estate.marks import MANAGED_BY_KEY
 from recall_dagster.governance import evidence_pack, markdown, write_pack
 from recall_dagster.clock import clock_ms
-from recall_dagster.config.load import load_lifecycle_config, load_config, load_writeback_config
+from recall_dagster.config.load import load
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.direct import write_changed
 from recall_dagster.writeback.documents import recall_document
@@ -37,7 +37,8 @@ def evidence_command(
     ctx: click.Context, model: str, no_write: bool, graph_target: str | None, config_path: str | None, as_json: bool
 ) -> None:
     """Data sources and lineage, checks and results, personal data, gaps, incidents, versions: regenerated now."""
-    config, lc = load_config(config_path), load_lifecycle_config(config_path)
+    loaded = load(config_path)
+    config, lc = loaded.scan, loaded.lifecycle
     settings = Settings.from_env(graph=graph_target)
     now_ms = clock_ms()
     failures: list[str] = []
@@ -55,7 +56,7 @@ def evidence_command(
                 return [Write.of("document", urn, info, info.title or urn)]
 
             _, failures = write_changed(graph, [urn], [DocumentInfoClass], document,
-                                        load_writeback_config(config_path).retry)
+                                        loaded.writeback.retry)
     if as_json:
         click.echo(json.dumps({**pack, "files": [str(p) for p in paths], "failures": failures}, indent=2))
     else:

@@ -18,7 +18,7 @@ from rich.table import Table
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
 from recall_dagster.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREACHABLE, EXIT_UNVERIFIED
-from recall_dagster.config.load import load_impact_config, load_lifecycle_config, load_config, load_writeback_config
+from recall_dagster.config.load import load
 from recall_dagster.impact.experiment import ImpactReport, describe_change
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.impact.mutation_spec import MUTATIONS
@@ -70,8 +70,9 @@ def impact_command(
     features come from column-level lineage, and each is measured on the rows
     its training held out, against the version its production alias serves.
     """
-    config, lc, ic = load_config(config_path), load_lifecycle_config(config_path), load_impact_config(config_path)
-    policy = load_writeback_config(config_path).retry
+    loaded = load(config_path)
+    config, lc, ic = loaded.scan, loaded.lifecycle, loaded.impact
+    policy = loaded.writeback.retry
     settings = Settings.from_env(graph=graph_target)
     progress = Progress.for_command(as_json)
     now_ms = clock_ms()

@@ -21,13 +21,7 @@ from recall_dagster.cli.options import as_of_option, config_option, graph_option
 from recall_dagster.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNVERIFIED
 from recall_dagster.estate import display_name
 from recall_dagster.graph.port import location_of
-from recall_dagster.config.load import (
-    load_impact_config,
-    load_lifecycle_config,
-    load_rewrite,
-    load_config,
-    load_writeback_config,
-)
+from recall_dagster.config.load import load
 from recall_dagster.impact.measured import gate_measure
 from recall_dagster.clock import clock_ms
 from recall_dagster.instants import iso_instant
@@ -69,14 +63,15 @@ def blind_window_command(
     TARGET is an assertion (URN or dbt test name) or a dataset (URN or name);
     without it, every root cause with a failing run in its history.
     """
-    config, lc = load_config(config_path), load_lifecycle_config(config_path)
+    loaded = load(config_path)
+    config, lc = loaded.scan, loaded.lifecycle
     settings = Settings.from_env(graph=graph_target)
     with opened_graph(settings, read_only=True) as graph:
         report = blind_window_report(graph, config, lc, target, instant_ms(as_of))
     if as_json:
         _echo_json(report.to_json())
     else:
-        _render_window(report, Console(), load_rewrite(config_path))
+        _render_window(report, Console(), loaded.narration)
     if report.contaminated_live:
         ctx.exit(EXIT_FINDINGS)
     if report.unknown_live:
@@ -134,15 +129,16 @@ def gate_command(
 
     MODEL is a registered model name (the version its production alias serves, else its newest),
     NAME/VERSION, or an mlModel URN."""
-    config, lc = load_config(config_path), load_lifecycle_config(config_path)
+    loaded = load(config_path)
+    config, lc = loaded.scan, loaded.lifecycle
     settings = Settings.from_env(graph=graph_target)
     with opened_graph(settings, read_only=True) as graph:
-        measure = gate_measure(settings, lc, load_impact_config(config_path))
+        measure = gate_measure(settings, lc, loaded.impact)
         result = judge_retrain(graph, settings, config, lc, model, instant_ms(as_of), measure)
     if as_json:
         _echo_json(result.to_json())
     else:
-        _render_gate(result, Console(), load_rewrite(config_path))
+        _render_gate(result, Console(), loaded.narration)
     ctx.exit(GATE_EXIT[result.verdict])
 
 
@@ -181,8 +177,9 @@ def incidents() -> None:
 @json_option
 def sync_command(graph_target: str | None, config_path: str | None, as_json: bool) -> None:
     """Raise, update and resolve incidents to match the tests now; what the dbt-failure sensor runs."""
-    config, lc = load_config(config_path), load_lifecycle_config(config_path)
-    policy = load_writeback_config(config_path).retry
+    loaded = load(config_path)
+    config, lc = loaded.scan, loaded.lifecycle
+    policy = loaded.writeback.retry
     settings = Settings.from_env(graph=graph_target)
     settings.ensure_home()
     with settings.writing("recall incidents sync"), opened_graph(settings, read_only=False) as graph:

@@ -13,7 +13,7 @@ from rich.table import Table
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import as_of_option, config_option, graph_option, instant_ms, json_option, opened_graph
 from recall_dagster.estate import display_name
-from recall_dagster.config.load import load_protect_config, load_config
+from recall_dagster.config.load import load
 from recall_dagster.protect.service import ProtectReport, protect_report
 from recall_dagster.settings import Settings
 
@@ -25,7 +25,8 @@ from recall_dagster.settings import Settings
 @as_of_option
 def protect_command(graph_target: str | None, config_path: str | None, as_json: bool, as_of: str | None) -> None:
     """Score every dataset on a production path, rank the untested critical columns, suggest dbt tests."""
-    config, pc = load_config(config_path), load_protect_config(config_path)
+    loaded = load(config_path)
+    config, pc = loaded.scan, loaded.protect
     settings = Settings.from_env(graph=graph_target)
     with opened_graph(settings, read_only=True) as graph:
         report = protect_report(graph, settings, config, pc, instant_ms(as_of))

@@ -24,7 +24,7 @@ from recall_dagster.cli.options import (
     opened_graph,
 )
 from recall_dagster.errors import EXIT_FINDINGS, EXIT_UNVERIFIED, ConfigError
-from recall_dagster.config.load import load_impact_config, load_lifecycle_config, load_config, load_writeback_config
+from recall_dagster.config.load import load
 from recall_dagster.impact.measured import measure_scan
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.clock import clock_ms
@@ -77,15 +77,16 @@ def scan(
     no_measure: bool,
 ) -> None:
     """Read every production model's upstream closure, find what is about to break, and score it."""
-    config = load_config(config_path)
-    lc, ic = load_lifecycle_config(config_path), load_impact_config(config_path)
+    loaded = load(config_path)
+    config = loaded.scan
+    lc, ic = loaded.lifecycle, loaded.impact
     writing = write or dry
     if writing and models:
         raise ConfigError(
             "--write and --dry-run need the whole estate: a scan of chosen models would stand down "
             "the incidents and tags of every model it did not look at (drop --model)"
         )
-    writeback_config = load_writeback_config(config_path) if writing else None
+    writeback_config = loaded.writeback if writing else None
     scanned_at_ms = instant_ms(as_of)
     settings = Settings.from_env(graph=graph_target)
     progress = Progress.for_command(as_json)

@@ -14,7 +14,7 @@ from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
 from recall_dagster.errors import EXIT_FINDINGS
 from recall_dagster.clock import clock_ms
-from recall_dagster.config.load import load_config, load_writeback_config
+from recall_dagster.config.load import load
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.verify import verify
 
@@ -31,7 +31,8 @@ def verify_command(
     settings = Settings.from_env(graph=graph_target)
     with opened_graph(settings, read_only=False) as graph:
         now_ms = clock_ms()
-        result = verify(graph, settings, load_config(config_path), load_writeback_config(config_path), now_ms)
+        loaded = load(config_path)
+        result = verify(graph, settings, loaded.scan, loaded.writeback, now_ms)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
-
-from recall_dagster.detect.config import _Section
 
 
 @dataclass(frozen=True)
@@ -15,14 +12,3 @@ class DagsterConfig:
     sensor_interval_seconds: int
     nightly_scan_cron: str
     scan_shards: int = 1  # > 1: the scan runs as that many partitions of shard_scans, then merges
-
-
-def parse_dagster_config(data: Mapping[str, Any], source: str = "recall.yaml") -> DagsterConfig:
-    s = _Section(data, "dagster", source)
-    return DagsterConfig(
-        scan_after=s.texts("scan_after"),
-        mlflow_models=s.texts("mlflow_models"),
-        sensor_interval_seconds=s.integer("sensor_interval_seconds", minimum=30),
-        nightly_scan_cron=s.text("nightly_scan_cron") or "",
-        scan_shards=s.integer("scan_shards", minimum=1),
-    )

@@ -27,7 +27,7 @@ from dagster import AssetKey, AssetsDefinition, DefaultSensorStatus, Definitions
 
 from recall_dagster.defs.automation import nightly_scan, rescan_job, scan_job
 from recall_dagster.config.dagster import DagsterConfig
-from recall_dagster.config.load import load_dagster_config
+from recall_dagster.config.load import load
 from recall_dagster.defs.gate import retrain_gate
 from recall_dagster.defs.incidents import recall_incident_assets
 from recall_dagster.defs.metric_gate import metric_gate
@@ -57,7 +57,7 @@ def recall_definitions(
     Dagster's event log as well as through DataHub.
     """
     resource = recall or RecallResource.from_env()
-    chosen = config or load_dagster_config(resource.config_file())
+    chosen = config or load(resource.config_file()).dagster
     after = [AssetKey.from_user_string(k) for k in chosen.scan_after]
     scan, rescan = scan_job(), rescan_job()
     interval, shards = chosen.sensor_interval_seconds, chosen.scan_shards
@@ -86,7 +86,6 @@ __all__ = [
     "ScanConfig",
     "datahub_assertion_sensor",
     "dbt_test_failure_sensor",
-    "load_dagster_config",
     "metric_gate",
     "mlflow_sensor",
     "nightly_scan",

@@ -268,7 +268,7 @@ def _decision(context: AssetExecutionContext, recall: RecallResource, verdict: s
         override = GateOverride.from_tags(context.run.tags)
     except ConfigError as err:
         raise Failure(description=str(err)) from None
-    return decide(verdict, recall.lifecycle_config().gate.block_unverified, override)
+    return decide(verdict, recall.configuration().lifecycle.gate.block_unverified, override)
 
 
 def _refusal(model: str, verdict: GateResult) -> str:
@@ -347,9 +347,9 @@ def _judge(recall: RecallResource, model: str, observed: list[Observed]) -> Gate
     now_ms = clock_ms()
     try:
         with recall.open_graph() as graph:
-            settings, lc = recall.settings(), recall.lifecycle_config()
-            measure = gate_measure(settings, lc, recall.impact_config())
-            return judge_retrain(graph, settings, recall.config(), lc, model, now_ms, measure, observed)
+            settings, loaded = recall.settings(), recall.configuration()
+            measure = gate_measure(settings, loaded.lifecycle, loaded.impact)
+            return judge_retrain(graph, settings, loaded.scan, loaded.lifecycle, model, now_ms, measure, observed)
     except (ModelNotFound, GraphError) as err:
         return GateResult.unverified(model, str(err), now_ms)
 

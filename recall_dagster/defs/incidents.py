@@ -21,15 +21,10 @@ def _data_incidents(deps: Sequence[AssetKey | str]) -> AssetsDefinition:
     @asset(name="data_incidents", group_name=GROUP, deps=list(deps), kinds={"datahub"})
     def data_incidents(recall: RecallResource) -> MaterializeResult:
         """``recall incidents sync``: raise, update and resolve incidents to match the tests now."""
-        settings = recall.settings()
+        settings, loaded = recall.settings(), recall.configuration()
         with settings.writing("data_incidents"), recall.open_graph(read_only=False) as graph:
             synced = sync_incidents(
-                graph,
-                settings,
-                recall.config(),
-                recall.lifecycle_config(),
-                clock_ms(),
-                recall.writeback_config().retry,
+                graph, settings, loaded.scan, loaded.lifecycle, clock_ms(), loaded.writeback.retry
             ).to_json()
         metadata: dict[str, Any] = {
             **{what: len(synced[what]) for what in ("raised", "updated", "resolved", "active")},
@@ -46,10 +41,9 @@ def _data_incidents(deps: Sequence[AssetKey | str]) -> AssetsDefinition:
 @asset(group_name=GROUP, deps=["data_incidents"])
 def blind_window(recall: RecallResource) -> MaterializeResult:
     """``recall blind-window``: which model versions trained while the data was bad, and where to roll back."""
+    loaded = recall.configuration()
     with recall.open_graph() as graph:
-        report = blind_window_report(
-            graph, recall.config(), recall.lifecycle_config(), None, clock_ms()
-        ).to_json()
+        report = blind_window_report(graph, loaded.scan, loaded.lifecycle, None, clock_ms()).to_json()
     return MaterializeResult(
         metadata={
             "contaminated_live": ", ".join(report["contaminated_live"]) or "none",

@@ -34,8 +34,8 @@ def metric_gate(training: AssetKey, model: str) -> AssetChecksDefinition:
                     "what is downstream (its promotion) then does not run.",
     )
     def check(recall: RecallResource) -> AssetCheckResult:
-        settings = recall.settings()
-        configs = Configs(recall.config(), recall.lifecycle_config(), recall.diagnose_config(), recall.impact_config())
+        settings, loaded = recall.settings(), recall.configuration()
+        configs = Configs(loaded.scan, loaded.lifecycle, loaded.diagnose, loaded.impact)
         now_ms = clock_ms()
         with settings.writing("metric_gate"), recall.open_graph(read_only=False) as graph:
             try:
@@ -43,7 +43,7 @@ def metric_gate(training: AssetKey, model: str) -> AssetChecksDefinition:
             except NoBaseline as err:
                 return AssetCheckResult(passed=True, metadata={"verdict": "SKIP", "reason": str(err)})
             record = record_diagnosis(graph, settings.evidence_dir, result, version_urns(graph, result, configs.scan),
-                                      recall.writeback_config(), now_ms)
+                                      loaded.writeback, now_ms)
         return AssetCheckResult(
             passed=result.verdict == "PASS",
             severity=AssetCheckSeverity.ERROR,

@@ -16,20 +16,9 @@ from typing import TYPE_CHECKING
 
 from dagster import ConfigurableResource, EnvVar
 
-from recall_dagster.detect import RecallConfig
 from recall_dagster.graph import MetadataGraph, open_graph
-from recall_dagster.diagnose.config import DiagnoseConfig
-from recall_dagster.config.load import (
-    load_diagnose_config,
-    load_impact_config,
-    load_lifecycle_config,
-    load_config,
-    load_writeback_config,
-)
-from recall_dagster.impact.config import ImpactConfig
+from recall_dagster.config.load import Configuration, load
 from recall_dagster.impact.models import MlflowModels
-from recall_dagster.lifecycle.config import LifecycleConfig
-from recall_dagster.writeback.config import WritebackConfig
 from recall_dagster.settings import Settings, lock_wait_seconds
 
 if TYPE_CHECKING:
@@ -109,24 +98,14 @@ class RecallResource(ConfigurableResource):
             lock_wait_seconds=lock_wait_seconds(self.home.lock_wait_seconds),
         )
 
-    def config(self) -> RecallConfig:
-        return load_config(self.config_file())
-
-    def lifecycle_config(self) -> LifecycleConfig:
-        return load_lifecycle_config(self.config_file())
-
-    def writeback_config(self) -> WritebackConfig:
-        return load_writeback_config(self.config_file())
-
-    def impact_config(self) -> ImpactConfig:
-        return load_impact_config(self.config_file())
-
-    def diagnose_config(self) -> DiagnoseConfig:
-        return load_diagnose_config(self.config_file())
+    def configuration(self) -> Configuration:
+        """The layered ``recall.yaml`` this resource names, checked whole (kept per content of its files, so the
+        assets and checks of one run share one load)."""
+        return load(self.config_file())
 
     def models(self) -> MlflowModels:
         """Where impact tests load the served versions and their held-out rows."""
-        return MlflowModels(self.settings().mlflow_uri, self.impact_config())
+        return MlflowModels(self.settings().mlflow_uri, self.configuration().impact)
 
     @contextmanager
     def open_graph(self, read_only: bool = True) -> Iterator[MetadataGraph]:

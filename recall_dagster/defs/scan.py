@@ -121,7 +121,7 @@ def _closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
     with settings.writing("model_closures"), recall.open_graph() as graph:
         try:
             closures, rescan = scan_closures(
-                graph, recall.config(), scanned_at_ms=scanned_at_ms, include_all=config.include_all,
+                graph, recall.configuration().scan, scanned_at_ms=scanned_at_ms, include_all=config.include_all,
                 models=config.models, snapshots=SnapshotStore(settings.state_dir), full=config.full,
             )
         except ModelNotFound as err:
@@ -166,19 +166,19 @@ def _closures_output(read: Closures) -> Output[Closures]:
 @asset(group_name=GROUP)
 def risk_findings(model_closures: Closures, config: FindingsConfig, recall: RecallResource) -> Output[Detection]:
     """Every detector over every closure; schema baselines are kept in RECALL_HOME/state between scans."""
-    settings, read = recall.settings(), model_closures
+    settings, read, scan = recall.settings(), model_closures, recall.configuration().scan
     if read.found is not None:  # the shards ran the first pass and recorded their baselines
         if config.accept_schema:
             raise Failure("accept a table's schema on a scan of the whole estate (recall scan --accept-schema): a "
                           "shard may not hold the table")
-        detection = finish_detection(read.closures, read.found, recall.config(), acks=read.acks,
+        detection = finish_detection(read.closures, read.found, scan, acks=read.acks,
                                      at_ms=read.scanned_at_ms)
     else:
         with settings.writing("risk_findings"):
-            found = find_again(read.closures, recall.config(), JsonStateStore(settings.state_dir),
+            found = find_again(read.closures, scan, JsonStateStore(settings.state_dir),
                                snapshots=SnapshotStore(settings.state_dir), rescan=read.rescan,
                                accept_schema=config.accept_schema)
-        detection = finish_detection(read.closures, found, recall.config(), acks=read.acks, at_ms=read.scanned_at_ms,
+        detection = finish_detection(read.closures, found, scan, acks=read.acks, at_ms=read.scanned_at_ms,
                                      snapshots=SnapshotStore(settings.state_dir), rescan=read.rescan)
     findings = [f for found in detection.findings.values() for f in found]
     return Output(
@@ -196,10 +196,11 @@ def impact_tests(model_closures: Closures, risk_findings: Detection, recall: Rec
     """Each finding on a column reaching a production model, replayed on the model: BLOCK raises it, PASS
     lowers it (``impact.measured`` in recall.yaml), and the blast radius spread again from what it measured,
     as ``recall scan`` does."""
+    loaded = recall.configuration()
     with recall.open_graph() as graph:
         measured = measured_detection(
-            graph, model_closures.closures, risk_findings, recall.config(),
-            finding_measure(recall.lifecycle_config(), recall.impact_config(), recall.models()),
+            graph, model_closures.closures, risk_findings, loaded.scan,
+            finding_measure(loaded.lifecycle, loaded.impact, recall.models()),
             acks=model_closures.acks, at_ms=model_closures.scanned_at_ms,
         )
     findings = [f for found in measured.findings.values() for f in found if "measured" in f.evidence]
@@ -219,7 +220,7 @@ def impact_tests(model_closures: Closures, risk_findings: Detection, recall: Rec
 def risk_scores(model_closures: Closures, impact_tests: Detection, recall: RecallResource) -> Iterator[Any]:
     """A score and a tier per model, worst first, leaving out what an acknowledgement in force covers; the
     check fails (WARN) when a model reaches the fail tier."""
-    config, at, acks = recall.config(), model_closures.scanned_at_ms, model_closures.acks
+    config, at, acks = recall.configuration().scan, model_closures.scanned_at_ms, model_closures.acks
     result = ScanResult(
         scanned_at_ms=at,
         graph=model_closures.graph,
@@ -264,7 +265,7 @@ def datahub_writeback(model_closures: Closures, risk_scores: ScanResult, recall:
         )
     settings = recall.settings()
     with settings.writing("datahub_writeback"), recall.open_graph(read_only=False) as graph:
-        report = write_back(graph, risk_scores, settings, recall.writeback_config(), clock_ms())
+        report = write_back(graph, risk_scores, settings, recall.configuration().writeback, clock_ms())
     writes = ((path, *(counts[k] for k in COUNTS)) for path, counts in report.counts().items())
     metadata = {
         "written": report.ok,

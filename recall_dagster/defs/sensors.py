@@ -49,7 +49,7 @@ Job = JobDefinition | UnresolvedAssetJobDefinition
 
 def _closures(recall: RecallResource, graph: MetadataGraph, include_all: bool = False) -> list[ModelClosure]:
     return resolve_closures(
-        graph, recall.config().resolve, scanned_at_ms=clock_ms(), include_all=include_all
+        graph, recall.configuration().scan.resolve, scanned_at_ms=clock_ms(), include_all=include_all
     )
 
 
@@ -96,7 +96,7 @@ def datahub_assertion_sensor(job: Job, interval_s: int = 60, default_status: Def
             if context.cursor is None:
                 return SensorResult(skip_reason=f"watching {len(results)} assertion(s) from now on", cursor=str(newest))
             after = int(context.cursor)
-            failed = new_failures(results, after, recall.lifecycle_config().failing_results)
+            failed = new_failures(results, after, recall.configuration().lifecycle.failing_results)
             cursor = str(max(newest, after))
             if not failed:
                 return SensorResult(skip_reason="no new failing assertion result", cursor=cursor)

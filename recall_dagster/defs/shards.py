@@ -89,7 +89,7 @@ def shard_scans_asset(count: int, deps: Sequence[AssetKey | str] = ()) -> Assets
         shard, settings = Shard.parse(context.partition_key), recall.settings()
         at = _instant(context, config)
         with settings.writing(f"shard {shard.key}"), recall.open_graph() as graph:
-            part = scan_shard(graph, recall.config(), JsonStateStore(settings.state_dir), scanned_at_ms=at,
+            part = scan_shard(graph, recall.configuration().scan, JsonStateStore(settings.state_dir), scanned_at_ms=at,
                               shard=shard, include_all=config.include_all,
                               snapshots=SnapshotStore(settings.state_dir), full=config.full)
             ShardParts(settings.state_dir, settings.graph, config.include_all).save(part)

@@ -1,6 +1,6 @@
 """Pure detectors: ``(closure, config, state) -> list[Finding]``, one module each."""
 
-from recall_dagster.detect.config import RecallConfig, parse_config
+from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, Severity, count_by_severity
 from recall_dagster.detect.registry import DETECTORS, Detection, check_config, run_detectors
 from recall_dagster.detect.state import DetectorState, Exposure
@@ -15,6 +15,5 @@ __all__ = [
     "Severity",
     "check_config",
     "count_by_severity",
-    "parse_config",
     "run_detectors",
 ]

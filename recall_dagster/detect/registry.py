@@ -83,7 +83,7 @@ def check_config(config: RecallConfig) -> None:
         raise ConfigError(f"{config.source}: unknown detector(s) {', '.join(unknown)}; known: {', '.join(_ORDER)}")
     for d in DETECTORS:
         if d.name not in config.detectors:
-            raise ConfigError(f"{config.source}: detectors.{d.name} is missing")
+            raise ConfigError(f"{config.source}: `detectors.{d.name}` is missing")
         if not config.enabled(d.name):
             continue
         for case in d.cases:

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Mapping
 
 from recall_dagster.detect import Severity
-from recall_dagster.detect.config import ScoringConfig, _Section
-from recall_dagster.errors import ConfigError
-from recall_dagster.writeback.keys import MANAGED_TAG, TAG_PREFIX
 
 
 @dataclass(frozen=True)
@@ -56,51 +53,3 @@ class WritebackConfig:
     retry: RetryPolicy
     slack: SlackConfig | None  # None: off
     github: GithubConfig | None  # None: off
-
-    def check_tiers(self, scoring: ScoringConfig, source: str) -> None:
-        """Tier names must be the scan's own, or a tag or document would never be written."""
-        known = scoring.tier_names()
-        for tier in (*self.tier_tags, self.document_tier):
-            if tier not in known:
-                raise ConfigError(
-                    f"{source}: writeback names tier {tier!r}; the tiers are {', '.join(known)}"
-                )
-
-
-def parse_writeback_config(data: Mapping[str, Any], source: str = "recall.yaml") -> WritebackConfig:
-    """The ``writeback`` section of a whole ``recall.yaml`` mapping, every mistake a ConfigError naming the key."""
-    root = _Section(data, "", source).section("writeback")
-    tags = root.section("tags")
-    for tier in tags.data:
-        name = tags.text(str(tier)) or ""
-        if not name.startswith(TAG_PREFIX) or name == TAG_PREFIX:
-            raise ConfigError(
-                f"{source}: writeback.tags.{tier} must be a tag name starting with {TAG_PREFIX!r}"
-            )
-        if name == MANAGED_TAG:
-            raise ConfigError(f"{source}: writeback.tags.{tier}: {MANAGED_TAG!r} marks Recall's own entities")
-    retry = root.section("retry")
-    notify = root.section("notify")
-    slack = notify.section("slack")
-    github = notify.section("github")
-    return WritebackConfig(
-        tier_tags={str(tier): tags.text(str(tier)) or "" for tier in tags.data},
-        document_tier=root.text("document_tier") or "",
-        incident_severity=root.severity("incident_severity"),
-        retry=RetryPolicy(
-            attempts=retry.integer("attempts", minimum=1),
-            backoff_seconds=retry.number("backoff_seconds"),
-            max_backoff_seconds=retry.number("max_backoff_seconds"),
-            budget_seconds=retry.number("budget_seconds"),
-        ),
-        slack=SlackConfig(webhook_url_env=slack.text("webhook_url_env") or "")
-        if slack.boolean("enabled")
-        else None,
-        github=GithubConfig(
-            repo=github.text("repo") or "",
-            token_env=github.text("token_env") or "",
-            api_url=(github.text("api_url") or "").rstrip("/"),
-        )
-        if github.boolean("enabled")
-        else None,
-    )

@@ -77,7 +77,6 @@ def build_plan(
 ) -> Plan:
     """Read the graph's current state and plan every write path against it (``list_owned``: find Recall's
     entities by listing too, not only by the managed tag)."""
-    config.check_tiers(result.config.scoring, result.config.source)
     groups = group_findings(result)
     models = [m.closure.urn for m in result.models]
     wanted = [

@@ -9,7 +9,7 @@ from recall_dagster.detect.blast_radius import BlastRadius
 from recall_dagster.estate import Dataset, Deployment, Feature, Model, ModelClosure, TrainingRun, assemble_closure
 from recall_dagster.reactions import AssertionResult, models_reading, new_failures
 from recall_dagster.results import ModelReport, ScanResult
-from recall_dagster.config.load import load_config
+from recall_dagster.config.load import load
 from recall_dagster.scan_markdown import blast_radius_table, detector_counts, findings_table, models_table, scan_report
 from recall_dagster.score import score_model
 
@@ -21,7 +21,7 @@ LIVE = Deployment("urn:li:mlModelDeployment:(urn:li:dataPlatform:recall,fraud-ap
 
 @pytest.fixture(scope="module")
 def config() -> RecallConfig:
-    return load_config()
+    return load().scan
 
 
 def closure() -> ModelClosure:

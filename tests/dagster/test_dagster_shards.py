@@ -19,7 +19,7 @@ from dagster._core.storage.tags import BACKFILL_ID_TAG
 from recall_dagster.defs import RecallResource, recall_definitions
 from recall_dagster.config.dagster import DagsterConfig
 from recall_dagster.graph import LiteGraph
-from recall_dagster.config.load import load_impact_config, load_lifecycle_config, load_config
+from recall_dagster.config.load import load
 from recall_dagster.impact.measured import measure_scan
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.instants import iso_instant
@@ -60,9 +60,9 @@ def test_the_nightly_shards_merge_into_exactly_one_scan(
     reference = shutil.copyfile(general, tmp_path / "reference.db")
     home = Settings(home=tmp_path / "one", graph=str(reference))
     with closing(LiteGraph(reference)) as graph:  # as `recall scan --as-of` does: detect, then replay on the models
-        scanned = run_scan(graph, load_config(), JsonStateStore(tmp_path / "one"), scanned_at_ms=SCAN_AT_MS)
-        one_scan = measure_scan(graph, scanned, load_lifecycle_config(), load_impact_config(),
-                                MlflowModels(home.mlflow_uri, load_impact_config()))
+        scanned = run_scan(graph, load().scan, JsonStateStore(tmp_path / "one"), scanned_at_ms=SCAN_AT_MS)
+        one_scan = measure_scan(graph, scanned, load().lifecycle, load().impact,
+                                MlflowModels(home.mlflow_uri, load().impact))
     graph_file = shutil.copyfile(general, tmp_path / "general.db")
     defs = location(tmp_path / "home", graph_file)
     with instance_for_test(overrides=storage) as instance:

@@ -8,10 +8,10 @@ from dataclasses import replace
 import pytest
 
 from recall_dagster.diagnose.config import DiagnoseConfig, Tolerance
-from recall_dagster.config.load import load_diagnose_config
+from recall_dagster.config.load import load
 from recall_dagster.diagnose.gate import metric_gate
 
-CONFIG = load_diagnose_config()
+CONFIG = load().diagnose
 
 
 def only(**metrics: Tolerance) -> DiagnoseConfig:

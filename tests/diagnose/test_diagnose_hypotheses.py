@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from recall_dagster.config.load import load_diagnose_config
+from recall_dagster.config.load import load
 from recall_dagster.diagnose.facts import Clue, Facts, Relevance, RunFacts
 from recall_dagster.diagnose.hypotheses import Hypothesis, Signal, decide, rank
 
-CONFIG = load_diagnose_config().hypotheses
+CONFIG = load().diagnose.hypotheses
 FEATURES = ("amount", "country", "age", "tenure")
 # The baseline trained 0..1000 ms, the candidate started at 11000 ms: the interval is [1000, 11000].
 BASELINE = RunFacts("1", "run-1", start_ms=0, end_ms=1000, features=FEATURES)

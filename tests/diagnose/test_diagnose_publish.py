@@ -11,7 +11,7 @@ from pathlib import Path
 from datahub.metadata.schema_classes import DocumentInfoClass
 
 from recall_dagster.diagnose.collect import Pair
-from recall_dagster.config.load import load_diagnose_config, load_writeback_config
+from recall_dagster.config.load import load
 from recall_dagster.diagnose.facts import Clue, Facts, RunFacts
 from recall_dagster.diagnose.gate import metric_gate
 from recall_dagster.diagnose.hypotheses import rank
@@ -25,7 +25,7 @@ MODEL = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,fraud_detector_2,PROD)"
 
 
 def diagnosis(transform: bool) -> Diagnosis:
-    config = load_diagnose_config()
+    config = load().diagnose
     base = RunFacts("1", "r1", 1_000, 2_000, {"roc_auc": 0.95}, features=("a", "b"))
     cand = RunFacts("2", "r2", 5_000, 6_000, {"roc_auc": 0.90}, features=("a", "b"))
     clues = (Clue("transform_changed", "a", "the code computing a changed", "feature", fields=("a",)),) if transform else ()
@@ -37,7 +37,7 @@ def diagnosis(transform: bool) -> Diagnosis:
 
 
 def test_evidence_first_one_document_and_news_only_once(tmp_path: Path, inbox: Inbox) -> None:
-    config = replace(load_writeback_config(), slack=SlackConfig(webhook_url_env="TEST_SLACK_URL"),
+    config = replace(load().writeback, slack=SlackConfig(webhook_url_env="TEST_SLACK_URL"),
                      retry=RetryPolicy(attempts=1, backoff_seconds=0, max_backoff_seconds=0))
     evidence = tmp_path / "evidence"
     with closing(LiteGraph(tmp_path / "graph.db")) as graph:
@@ -57,6 +57,6 @@ def test_evidence_first_one_document_and_news_only_once(tmp_path: Path, inbox: I
 
 
 def test_without_a_graph_the_evidence_is_still_written(tmp_path: Path) -> None:
-    record = record_diagnosis(None, tmp_path, diagnosis(True), [], load_writeback_config(), 1_000)
+    record = record_diagnosis(None, tmp_path, diagnosis(True), [], load().writeback, 1_000)
     assert [p.name for p in record.evidence] == ["fraud_detector-v2-vs-v1.json", "fraud_detector-v2-vs-v1.md"]
     assert "**feature_transformation**" in record.evidence[1].read_text()

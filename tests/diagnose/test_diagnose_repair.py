@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from recall_dagster.diagnose.config import RepairConfig
-from recall_dagster.config.load import load_diagnose_config
+from recall_dagster.config.load import load
 from recall_dagster.diagnose.repair import (
     Edit,
     RepairRefused,
@@ -87,7 +87,7 @@ def project(tmp_path: Path) -> Path:
 def shipped(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> RepairConfig:
     """The shipped ``diagnose.repair``, with no estate's recall.yaml laid over it."""
     monkeypatch.setenv("RECALL_HOME", str(tmp_path / "home"))
-    return load_diagnose_config().repair
+    return load().diagnose.repair
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from recall_dagster.diagnose.config import DiagnoseConfig
-from recall_dagster.config.load import load_diagnose_config
+from recall_dagster.config.load import load
 from recall_dagster.diagnose.facts import Clue, Facts, RunFacts
 from recall_dagster.diagnose.gate import metric_gate
 from recall_dagster.diagnose.hypotheses import rank
@@ -54,7 +54,7 @@ def project(tmp_path: Path) -> Path:
 
 
 def configured(project: Path, **repair: object) -> DiagnoseConfig:
-    config = load_diagnose_config()
+    config = load().diagnose
     defaults = {"project": str(project), "allowed": ("dbt/models/*.yml",), "dbt_project": "dbt",
                 "retrain": ("{python}", "train.py", "{model}", "--before", "{before}")}
     return dataclasses.replace(config, repair=dataclasses.replace(config.repair, **{**defaults, **repair}))
@@ -140,8 +140,8 @@ def test_a_dbt_edit_outside_the_allowed_files_is_refused(project: Path) -> None:
 def test_a_recovery_share_outside_0_to_1_is_refused_naming_the_key(tmp_path: Path, value: float) -> None:
     overlay = tmp_path / "recall.yaml"
     overlay.write_text(f"diagnose:\n  repair:\n    min_recovery: {value}\n")
-    with pytest.raises(ConfigError, match=r"diagnose\.repair\.min_recovery must be a share in \(0, 1\]"):
-        load_diagnose_config(overlay)
+    with pytest.raises(ConfigError, match=r"`diagnose\.repair\.min_recovery` must be a finite number in \(0, 1\]"):
+        load(overlay).diagnose
 
 
 def test_a_repair_that_wins_the_drop_back_by_costing_another_metric_is_not_proven(project: Path) -> None:

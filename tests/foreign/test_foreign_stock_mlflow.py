@@ -29,7 +29,7 @@ from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.graph import LiteGraph, open_graph
 from recall_dagster.mlflow_inputs import warehouse_dataset
 from recall_dagster.recipes import mlflow_recipe
-from recall_dagster.config.load import load_config
+from recall_dagster.config.load import load
 from recall_dagster.settings import Settings
 
 ORDERS = "urn:li:dataset:(urn:li:dataPlatform:duckdb,analytics.main.daily_orders,PROD)"
@@ -103,7 +103,7 @@ def test_a_stock_mlflow_input_is_the_table_it_names_and_an_unnamed_one_is_said(e
 def closure_of(settings: Settings):  # noqa: ANN201 - a ModelClosure
     graph = open_graph(settings, read_only=True)
     try:
-        [closure] = resolve_closures(graph, load_config().resolve, scanned_at_ms=0)
+        [closure] = resolve_closures(graph, load().scan.resolve, scanned_at_ms=0)
     finally:
         graph.close()
     return closure

@@ -11,7 +11,7 @@ from datahub.emitter.serialization_helper import pre_json_transform
 from benchmarks.synthetic_estate import NOW, Shape, estate
 from recall_dagster.graph import GmsGraph
 from recall_dagster.baselines import MemoryStateStore
-from recall_dagster.config.load import load_config
+from recall_dagster.config.load import load
 from recall_dagster.scan import run_scan
 from tests.writeback.wb_support import WritebackGms, serve
 
@@ -26,7 +26,7 @@ def _scan_over_gms(models: int) -> tuple[int, int]:
     ])
     with serve(fake) as server, closing(GmsGraph(server.url, retries=0)) as gms:
         server.seen.clear()
-        result = run_scan(gms, load_config(), MemoryStateStore(), scanned_at_ms=NOW)
+        result = run_scan(gms, load().scan, MemoryStateStore(), scanned_at_ms=NOW)
         asked = len(server.seen)
     held = {u for m in result.models for u in (m.closure.urn, *m.closure.datasets, *(f.urn for f in m.closure.features))}
     assert len(result.models) == models

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from recall_dagster.detect import Finding, Severity
-from recall_dagster.config.load import load_impact_config, load_lifecycle_config
+from recall_dagster.config.load import load
 from recall_dagster.impact.measured import STALE_REASON, replays_for
 from recall_dagster.estate.columns import ColumnGraph
 
 TABLE = "urn:li:dataset:(urn:li:dataPlatform:postgres,warehouse.marts.fct_orders,PROD)"
 COLUMNS = ColumnGraph(canonical={}, upstream={}, downstream={}, columns={})
-MC = load_impact_config().measured
-LC = load_lifecycle_config()
+MC = load().impact.measured
+LC = load().lifecycle
 
 
 def drift(*changes: dict) -> Finding:

@@ -8,15 +8,15 @@ import dataclasses
 import pytest
 
 from recall_dagster.errors import ConfigError
-from recall_dagster.config.load import load_impact_config, load_yaml_config
-from recall_dagster.impact.config import parse_impact_config
+from recall_dagster.config.load import load, load_yaml_config
+from tests.configured import with_section
 from recall_dagster.impact.measure import Measurement
 from recall_dagster.impact.policy import Verdict, judge, worst
 
 
 @pytest.fixture(scope="module")
 def config():
-    return load_impact_config()
+    return load().impact
 
 
 def measured(
@@ -177,39 +177,39 @@ def test_warn_above_block_names_impact_policy():
     data = shipped()
     data["policy"]["warn"]["metric_loss"] = data["policy"]["block"]["metric_loss"] + 0.01
     with pytest.raises(ConfigError, match=r"impact\.policy"):
-        parse_impact_config(data, "mine.yaml")
+        with_section("impact", data)
     data = shipped()
     data["policy"]["warn"]["flip_rate"] = data["policy"]["block"]["flip_rate"] + 0.01
-    with pytest.raises(ConfigError, match=r"impact\.policy\.warn must not be above impact\.policy\.block"):
-        parse_impact_config(data, "mine.yaml")
+    with pytest.raises(ConfigError, match=r"`impact\.policy\.warn` must not be above impact\.policy\.block"):
+        with_section("impact", data)
 
 
 def test_warn_equal_to_block_is_allowed():
     data = shipped()
     data["policy"]["warn"] = dict(data["policy"]["block"])
     del data["policy"]["warn"]["failure_rate"]
-    assert parse_impact_config(data).warn.metric_loss == parse_impact_config(data).block.metric_loss
+    assert with_section("impact", data).warn.metric_loss == with_section("impact", data).block.metric_loss
 
 
 def test_an_unknown_mutation_in_schema_drift_is_a_config_error():
     data = shipped()
     data["measured"]["schema_drift"]["retyped"] = "explode"
     with pytest.raises(ConfigError, match="unknown mutation 'explode'"):
-        parse_impact_config(data, "mine.yaml")
+        with_section("impact", data)
 
 
 def test_an_unknown_mutation_in_schema_drift_names_its_file_and_key():
     data = shipped()
     data["measured"]["schema_drift"]["retyped"] = "explode"
-    with pytest.raises(ConfigError, match=r"mine\.yaml: impact\.measured\.schema_drift\.retyped"):
-        parse_impact_config(data, "mine.yaml")
+    with pytest.raises(ConfigError, match=r"mine\.yaml: `impact\.measured\.schema_drift\.retyped`: unknown mutation"):
+        with_section("impact", data)
 
 
 def test_an_unknown_schema_drift_key_is_a_config_error_naming_the_known_ones():
     data = shipped()
     data["measured"]["schema_drift"]["renamed"] = "drop"
     with pytest.raises(ConfigError) as err:
-        parse_impact_config(data, "mine.yaml")
+        with_section("impact", data)
     message = str(err.value)
     assert "impact.measured.schema_drift.renamed" in message
     assert "retyped, retyped_time, removed" in message
@@ -219,7 +219,7 @@ def test_an_unknown_mutation_in_failing_assertion_is_a_config_error():
     data = shipped()
     data["measured"]["failing_assertion"]["validity"] = "category_remapp"
     with pytest.raises(ConfigError, match="unknown mutation"):
-        parse_impact_config(data)
+        with_section("impact", data)
 
 
 @pytest.mark.parametrize("confidence", [0, 1, 1.5])
@@ -227,20 +227,20 @@ def test_confidence_must_be_strictly_between_zero_and_one(confidence):
     data = shipped()
     data["confidence"] = confidence
     with pytest.raises(ConfigError, match=r"impact\.confidence"):
-        parse_impact_config(data)
+        with_section("impact", data)
 
 
 def test_a_flip_rate_above_one_is_a_config_error():
     data = shipped()
     data["policy"]["block"]["flip_rate"] = 1.5
     with pytest.raises(ConfigError, match=r"impact\.policy\.block"):
-        parse_impact_config(data)
+        with_section("impact", data)
 
 
 def test_an_overlay_file_changes_only_what_it_names(tmp_path):
     overlay = tmp_path / "mine.yaml"
     overlay.write_text("impact:\n  policy:\n    block: {metric_loss: 0.2}\n")
-    config = load_impact_config(overlay)
+    config = load(overlay).impact
     assert config.block.metric_loss == 0.2
     assert config.block.flip_rate == 0.05 and config.warn.metric_loss == 0.01
     assert config.source == str(overlay)

@@ -17,7 +17,7 @@ from sqlalchemy.engine import make_url
 
 from recall_dagster.diagnose.collect import pick_versions
 from recall_dagster.errors import EXIT_UNREACHABLE, ConfigError, ModelNotFound, ServiceUnreachable
-from recall_dagster.impact.config import parse_impact_config
+from tests.configured import with_section
 from recall_dagster.registry import RegistryLimits, failing, mlflow_client, sqlite_store
 from recall_dagster.config.load import load_yaml_config
 from tests.cutting import free_port
@@ -131,7 +131,7 @@ def test_the_limits_are_defaults_a_team_setting_wins(monkeypatch: pytest.MonkeyP
 @pytest.mark.parametrize(
     "registry, message",
     [
-        ({"retries": 10}, "impact.registry.retries must be at most 9"),
+        ({"retries": 10}, "`impact.registry.retries` must be an integer in \\[0, 9\\], not 10"),
         ({"timeout_seconds": 0}, "impact.registry.timeout_seconds"),
         ({"retries": -1}, "impact.registry.retries"),
     ],
@@ -140,7 +140,7 @@ def test_registry_limits_out_of_range_name_the_key(registry: dict, message: str)
     data, _ = load_yaml_config(None)
     impact = {**data["impact"], "registry": {**data["impact"]["registry"], **registry}}
     with pytest.raises(ConfigError, match=message):
-        parse_impact_config(impact, "mine.yaml")
+        with_section("impact", impact)
 
 
 @pytest.mark.parametrize("uri", ["sqlite:///mlflow.db", "sqlite:////tmp/a b/m.db", "sqlite:////tmp/x%20y.db",

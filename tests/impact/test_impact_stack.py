@@ -17,7 +17,7 @@ from mlflow import MlflowClient
 
 from recall_dagster.cli import cli
 from recall_dagster.graph import GmsGraph, open_graph
-from recall_dagster.config.load import load_impact_config, load_lifecycle_config, load_config
+from recall_dagster.config.load import load
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.impact.publish import IMPACT_VERDICT
 from recall_dagster.impact.service import ImpactRequest, impact_test, record_impact
@@ -61,10 +61,10 @@ def impact(*args: str) -> tuple[int, dict]:
 
 
 def measure(settings: Settings, table: str, column: str, mutation: str) -> dict:
-    ic = load_impact_config()
+    ic = load().impact
     with closing(open_graph(settings, read_only=True)) as graph:
         report = impact_test(
-            graph, load_config(), load_lifecycle_config(), ic, ImpactRequest(table, column, mutation),
+            graph, load().scan, load().lifecycle, ic, ImpactRequest(table, column, mutation),
             MlflowModels(settings.mlflow_uri, ic), int(time.time() * 1000),
         )
     return report.to_json()
@@ -84,7 +84,7 @@ def test_shuffling_the_column_behind_the_strongest_feature_costs_skill_and_only_
     assert row["model"] == "fraud_detector" and row["version"] == "1", "the version the production alias serves"
     assert code == {"PASS": 0, "WARN": 0, "BLOCK": 1}[report["verdict"]]
     assert row["flip_rate"] > 0 and row["delta"] < 0
-    warn = load_impact_config().warn
+    warn = load().impact.warn
     if report["verdict"] == "PASS":
         assert row["loss"] < warn.metric_loss and row["flip_rate"] < warn.flip_rate, "a PASS hides no real loss"
     if "; significant" in row["reason"] or "not significant" in row["reason"]:
@@ -173,9 +173,9 @@ def test_the_verdict_reaches_datahub_once(env: Settings) -> None:
 
 def test_the_experiment_is_on_disk_before_a_write_back_that_fails(env: Settings) -> None:
     with closing(open_graph(env, read_only=True)) as graph:
-        ic = load_impact_config()
+        ic = load().impact
         report = impact_test(
-            graph, load_config(), load_lifecycle_config(), ic,
+            graph, load().scan, load().lifecycle, ic,
             ImpactRequest("fct_transactions", "amount", "shift:5"), MlflowModels(env.mlflow_uri, ic),
             int(time.time() * 1000),
         )

@@ -29,7 +29,7 @@ from recall_dagster.impact.targets import affected_models
 from recall_dagster.lifecycle.assess import root_causes
 from recall_dagster.lifecycle.blast import blast_radius, describe, severity_of
 from recall_dagster.lifecycle.config import LifecycleConfig
-from recall_dagster.config.load import load_lifecycle_config
+from recall_dagster.config.load import load
 from recall_dagster.lifecycle.override import GateOverride
 from recall_dagster.lifecycle.verdict import Status
 from recall_dagster.narrate import window_paragraph
@@ -37,7 +37,7 @@ from recall_dagster.narrate import window_paragraph
 
 @pytest.fixture(scope="module")
 def lc() -> LifecycleConfig:
-    return load_lifecycle_config()
+    return load().lifecycle
 
 
 def test_a_failing_column_is_rerooted_and_closed_downstream_through_twins(lc: LifecycleConfig) -> None:

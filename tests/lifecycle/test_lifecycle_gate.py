@@ -13,20 +13,21 @@ from recall_dagster.instants import iso_instant
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import Assertion
 from recall_dagster.lifecycle.assess import root_causes
-from recall_dagster.lifecycle.config import CHECK_NAMES, LifecycleConfig, parse_lifecycle_config
-from recall_dagster.config.load import load_lifecycle_config, load_config, load_yaml_config
+from recall_dagster.lifecycle.config import CHECK_NAMES, LifecycleConfig
+from recall_dagster.config.load import load, load_yaml_config
+from tests.configured import with_section
 from recall_dagster.lifecycle.gate import CHECKS, GateInputs, GateResult, run_gate
 from recall_dagster.lifecycle.records import OpenIncident, TrainingSpan
 
 
 @pytest.fixture(scope="module")
 def lc() -> LifecycleConfig:
-    return load_lifecycle_config()
+    return load().lifecycle
 
 
 @pytest.fixture(scope="module")
 def scan_config() -> RecallConfig:
-    return load_config()
+    return load().scan
 
 
 def inputs(
@@ -122,11 +123,11 @@ def test_detector_findings_open_incidents_and_disabled_checks(lc, scan_config) -
 def test_config_errors_name_the_key() -> None:
     section = load_yaml_config()[0]["lifecycle"]
     with pytest.raises(ConfigError, match="gate.disabled"):
-        parse_lifecycle_config({**section, "gate": {**section["gate"], "disabled": ["no_such_check"]}})
+        with_section("lifecycle", {**section, "gate": {**section["gate"], "disabled": ["no_such_check"]}})
     with pytest.raises(ConfigError, match="share 0"):
-        parse_lifecycle_config({**section, "severity": {**section["severity"], "bands": {"HIGH": 0.5}}})
+        with_section("lifecycle", {**section, "severity": {**section["severity"], "bands": {"HIGH": 0.5}}})
     with pytest.raises(ConfigError, match="failing_results"):
-        parse_lifecycle_config({k: v for k, v in section.items() if k != "failing_results"})
+        with_section("lifecycle", {k: v for k, v in section.items() if k != "failing_results"})
 
 
 def test_a_version_the_scan_scores_at_the_fail_tier_is_refused_and_the_critical_findings_named(
@@ -159,7 +160,7 @@ def test_a_required_check_that_cannot_measure_makes_the_verdict_unverified_never
 def test_required_checks_must_be_known_checks() -> None:
     section = load_yaml_config()[0]["lifecycle"]
     with pytest.raises(ConfigError, match="gate.required"):
-        parse_lifecycle_config({**section, "gate": {**section["gate"], "required": ["no_such_check"]}})
+        with_section("lifecycle", {**section, "gate": {**section["gate"], "required": ["no_such_check"]}})
 
 
 def test_an_ownership_gap_warns_but_does_not_refuse_the_retrain_by_default(lc, scan_config) -> None:

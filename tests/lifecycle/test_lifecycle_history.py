@@ -13,7 +13,7 @@ from lifecycle_estates import FCT, at, closure, datasets, estate, model_urn, spa
 from recall_dagster.estate import Assertion
 from recall_dagster.graph import LiteGraph
 from recall_dagster.lifecycle.assess import root_causes
-from recall_dagster.config.load import load_lifecycle_config
+from recall_dagster.config.load import load
 from recall_dagster.lifecycle.read import read_assertions
 from recall_dagster.lifecycle.verdict import Status
 
@@ -32,7 +32,7 @@ def _runs(results: list[str]) -> list[MetadataChangeProposalWrapper]:
 
 
 def test_a_streak_of_30_failures_with_a_limit_of_20_still_names_the_rollback(tmp_path: Path) -> None:
-    lc = load_lifecycle_config()
+    lc = load().lifecycle
     views = datasets()
     views[FCT] = replace(views[FCT], assertions=(Assertion(ASSERTION, "not_null_price", "unit_price"),))
     world = estate([closure(1, views=views, live=True), closure(2, views=views, live=True)])

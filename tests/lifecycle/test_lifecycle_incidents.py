@@ -12,7 +12,7 @@ from lifecycle_estates import at, closure, estate, model_urn, record, span_for
 from recall_dagster.graph.port import WriteReport
 from recall_dagster.lifecycle.assess import RootCause, root_causes
 from recall_dagster.lifecycle.config import LifecycleConfig
-from recall_dagster.config.load import load_lifecycle_config
+from recall_dagster.config.load import load
 from recall_dagster.lifecycle.incidents import ACTIVE, INCIDENT_TYPE, RESOLVED, incident_id, reconcile
 from recall_dagster.lifecycle.ledger import Ledger
 from recall_dagster.lifecycle.postmortem import postmortem
@@ -24,7 +24,7 @@ from recall_dagster.writeback.store import WritebackStore
 
 @pytest.fixture(scope="module")
 def lc() -> LifecycleConfig:
-    return load_lifecycle_config()
+    return load().lifecycle
 
 
 def causes(

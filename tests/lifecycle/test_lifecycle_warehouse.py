@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from recall_dagster.cli import cli
 from recall_dagster.errors import ConfigError
-from recall_dagster.config.load import load_impact_config, load_lifecycle_config
+from recall_dagster.config.load import load
 from recall_dagster.lifecycle.rows import sql_row_counter
 from recall_dagster.warehouse import DbtTarget, dbt_target, sqlalchemy_url, warehouse_connection
 from recall_dagster.config.warehouse import Warehouse
@@ -106,8 +106,8 @@ def test_init_names_the_project_so_gate_and_impact_reach_the_warehouse(tmp_path:
                               env={"RECALL_GRAPH": "", "MLFLOW_TRACKING_URI": ""})
     assert done.exit_code == 0, done.output
     config = str(tmp_path / "recall" / "recall.yaml")
-    assert load_lifecycle_config(config).warehouse.dbt_project == str(project.resolve())
-    query = load_impact_config(config).query
+    assert load(config).lifecycle.warehouse.dbt_project == str(project.resolve())
+    query = load(config).impact.query
     assert query.url({"JAFFLE_DUCKDB": str(tmp_path / "jaffle.duckdb")}) == (
         f"duckdb:///{tmp_path / 'jaffle.duckdb'}", ""), "the training query reruns where dbt builds"
-    assert load_impact_config(None).query.url({})[0] is None, "no project named: the fallback stays off"
+    assert load(None).impact.query.url({})[0] is None, "no project named: the fallback stays off"

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from recall_dagster.cli import cli
 from recall_dagster.recipes import LITE_SINK
-from recall_dagster.config.load import load_config
+from recall_dagster.config.load import load
 
 
 def project(tmp_path: Path) -> Path:
@@ -49,7 +49,7 @@ def test_recipes_for_a_lite_file_override_and_name_recall_s_sink(tmp_path: Path)
     assert source["run_results_paths"] == [str(dbt.resolve() / "build" / "run_results.build.json")], (
         "the build's results, kept where docs generate does not write")
     assert f"cp {dbt.resolve() / 'build'}/run_results.json {dbt.resolve() / 'build'}/run_results.build.json" in said
-    assert load_config(str(tmp_path / "recall" / "recall.yaml")).scoring.fail_tier == "CRITICAL", (
+    assert load(str(tmp_path / "recall" / "recall.yaml")).scan.scoring.fail_tier == "CRITICAL", (
         "the starter is a valid, empty overlay")
 
 

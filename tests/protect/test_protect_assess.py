@@ -42,21 +42,20 @@ from recall_dagster.lifecycle.incidents import ACTIVE, RESOLVED, IncidentEntry  
 from recall_dagster.protect.assess import Gap, Reliability, gaps, reliability  # noqa: E402
 from recall_dagster.protect.assess import tests_yaml as _tests_yaml  # noqa: E402  (not collected as a test)
 from recall_dagster.protect.config import COMPONENTS, ProtectConfig
-from recall_dagster.config.load import load_protect_config  # noqa: E402
-from recall_dagster.config.load import load_config  # noqa: E402
+from recall_dagster.config.load import load  # noqa: E402
 
 NOW = at(100)
 
 
 @pytest.fixture(scope="module")
 def pc() -> ProtectConfig:
-    return load_protect_config()
+    return load().protect
 
 
 @pytest.fixture(scope="module")
 def config() -> RecallConfig:
     """The shipped scan config, its freshness pinned to the shipped 7-day default whatever a local layer says."""
-    loaded = load_config()
+    loaded = load().scan
     return replace(loaded, freshness=replace(loaded.freshness, default_window_hours=168.0, windows=()))
 
 

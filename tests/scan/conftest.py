@@ -9,12 +9,12 @@ import pytest
 from scan_estates import ingest
 
 from recall_dagster.detect import RecallConfig
-from recall_dagster.config.load import load_config
+from recall_dagster.config.load import load
 
 
 @pytest.fixture(scope="session")
 def config() -> RecallConfig:
-    return load_config()
+    return load().scan
 
 
 @pytest.fixture(scope="session")

@@ -14,16 +14,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scan_closures import HOUR, NOW, closure, ds, run, urn
 
-from recall_dagster.detect import DetectorState, parse_config, upstream_staleness
-from recall_dagster.config.overlay import merge
+from recall_dagster.detect import DetectorState, upstream_staleness
 from recall_dagster.estate import ModelClosure
-from recall_dagster.config.load import load_lifecycle_config, load_protect_config, DEFAULT_CONFIG
+from recall_dagster.config.load import load, DEFAULT_CONFIG
+from tests.configured import configured
 from recall_dagster.lifecycle.gate import GateInputs, input_freshness
 from recall_dagster.protect.assess import reliability
 
 SHIPPED = yaml.safe_load(DEFAULT_CONFIG.read_text())
-LIFECYCLE = load_lifecycle_config()
-PROTECT = load_protect_config()
+LIFECYCLE = load().lifecycle
+PROTECT = load().protect
 # The table's descriptions, canonical first: the dbt node, its warehouse table, a reference to that table.
 TWINS = ("node", "wh", "ref")
 
@@ -41,7 +41,7 @@ def estate(evidence: dict[str, int | None], windows: dict[str, float]) -> tuple[
             extra = {kinds[i]: {"builds_ms": (ms,), "last_modified_ms": ms, "operations_ms": ((ms, ms),)}[kinds[i]]}
         copied = {"wh": "node", "ref": "wh"}.get(name)
         views.append(ds(name, copied, copy_of=urn(copied), **extra) if copied else ds(name, **extra))
-    config = parse_config(merge(SHIPPED, {"freshness": {"windows": {f"db.{n}": h for n, h in windows.items()}}}), "t")
+    config = configured({"freshness": {"windows": {f"db.{n}": h for n, h in windows.items()}}}, "t").scan
     return closure(runs=[run("r", "ref")], datasets=views), config
 
 

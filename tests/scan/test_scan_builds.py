@@ -22,7 +22,7 @@ from datahub.utilities.urns.dataset_urn import DatasetUrn
 from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.estate.incremental import resolve_incremental, snapshot_key
 from recall_dagster.graph import LiteGraph
-from recall_dagster.config.load import load_config
+from recall_dagster.config.load import load
 from tests.graph.graph_estate import make_estate
 
 HOUR = 3_600_000
@@ -53,7 +53,7 @@ def graph(tmp_path: Path):
 
 def mart_freshness(graph: LiteGraph, at_ms: int):
     estate = make_estate()
-    [closure] = resolve_closures(graph, load_config().resolve, scanned_at_ms=at_ms, include_all=True)
+    [closure] = resolve_closures(graph, load().scan.resolve, scanned_at_ms=at_ms, include_all=True)
     return closure.dataset(estate.mart).freshness_at(at_ms)
 
 
@@ -75,17 +75,17 @@ def test_dbt_source_freshness_stamps_the_source_as_loaded(graph: LiteGraph) -> N
         lastModified=AuditStampClass(time=T0 - 2 * HOUR, actor="urn:li:corpuser:dbt_executor"),
     )
     graph.emit_mcps([MetadataChangeProposalWrapper(entityUrn=raw, aspect=schema)]).raise_if_failed("freshness")
-    [closure] = resolve_closures(graph, load_config().resolve, scanned_at_ms=T0, include_all=True)
+    [closure] = resolve_closures(graph, load().scan.resolve, scanned_at_ms=T0, include_all=True)
     seen = closure.dataset(raw).freshness_at(T0)
     assert (seen.updated_ms, seen.source) == (T0 - 2 * HOUR, "lastModified")
     schema.lastModified = AuditStampClass(time=T0, actor="urn:li:corpuser:ingestion")
     graph.emit_mcps([MetadataChangeProposalWrapper(entityUrn=raw, aspect=schema)]).raise_if_failed("schema change")
-    [closure] = resolve_closures(graph, load_config().resolve, scanned_at_ms=T0, include_all=True)
+    [closure] = resolve_closures(graph, load().scan.resolve, scanned_at_ms=T0, include_all=True)
     assert closure.dataset(raw).freshness_at(T0) is None, "another source's schema stamp is a schema change"
 
 
 def test_a_new_build_reaches_the_model_in_an_incremental_rescan(graph: LiteGraph) -> None:
-    mart, options = make_estate().mart, load_config().resolve
+    mart, options = make_estate().mart, load().scan.resolve
     _, first, _ = resolve_incremental(graph, options, scanned_at_ms=T0, include_all=True, previous=None)
     graph.emit_mcps(build(mart, "inv-3", T0 - 3 * HOUR, InstanceRunResult.SUCCESS)).raise_if_failed("build")
     closures, _, rescan = resolve_incremental(graph, options, scanned_at_ms=T0, include_all=True, previous=first)

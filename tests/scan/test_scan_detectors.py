@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import yaml
 from scan_closures import HOUR, NOW, closure, cols, ds, feature, run, urn
 
-from recall_dagster.detect import DetectorState, Severity, parse_config, run_detectors
+from recall_dagster.detect import DetectorState, Severity, run_detectors
 from recall_dagster.detect import (
     deprecated_upstream,
     failing_assertion,
@@ -20,10 +19,9 @@ from recall_dagster.detect import (
     upstream_staleness,
     version_mismatch,
 )
-from recall_dagster.config.overlay import merge
 from recall_dagster.estate import Assertion, ColumnEdge, Dataset, Owner, SchemaField, Term
 from recall_dagster.estate.coverage import coverage
-from recall_dagster.config.load import DEFAULT_CONFIG
+from tests.configured import configured
 
 STATE = DetectorState()
 
@@ -34,7 +32,7 @@ def subjects(findings) -> list[tuple[str, str]]:
 
 def tuned(**overrides):
     """The shipped config with some keys replaced, as a user's overlay file would."""
-    return parse_config(merge(yaml.safe_load(DEFAULT_CONFIG.read_text()), overrides), "test overlay")
+    return configured(overrides, "test overlay").scan
 
 
 # -- upstream_staleness --------------------------------------------------------

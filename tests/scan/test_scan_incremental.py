@@ -21,12 +21,12 @@ from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.estate.incremental import resolve_incremental
 from recall_dagster.graph import LiteGraph
 from recall_dagster.baselines import MemoryStateStore
-from recall_dagster.config.load import load_config
+from recall_dagster.config.load import load
 from recall_dagster.scan import run_scan
 from recall_dagster.snapshots import SnapshotStore
 from tests.fuzz.estates import NOW_MS, estates
 
-OPTIONS = load_config().resolve
+OPTIONS = load().scan.resolve
 
 
 def _findings(result) -> list[tuple[str, str, str, str, str]]:  # noqa: ANN001 - a ScanResult
@@ -133,7 +133,7 @@ def _schema(urn: str, native_type: str) -> MetadataChangeProposalWrapper:
 
 def test_a_rescan_reads_again_only_the_versions_whose_closures_hold_the_changed_dataset(estate, tmp_path) -> None:
     """And the other versions of their registered models, whose production versions are read together."""
-    path, config = estate("general"), load_config()
+    path, config = estate("general"), load().scan
     snapshots, baselines = SnapshotStore(tmp_path / "state"), MemoryStateStore()
     with closing(LiteGraph(path)) as graph:
         first = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
@@ -163,7 +163,7 @@ def test_a_rescan_reads_again_only_the_versions_whose_closures_hold_the_changed_
 
 
 def test_a_snapshot_that_cannot_be_trusted_costs_a_full_rescan_not_an_error(estate, tmp_path) -> None:
-    path, config = estate("general"), load_config()
+    path, config = estate("general"), load().scan
     snapshots = SnapshotStore(tmp_path / "state")
     with closing(LiteGraph(path)) as graph:
         first = run_scan(graph, config, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS, snapshots=snapshots)
@@ -179,7 +179,7 @@ def test_a_snapshot_that_cannot_be_trusted_costs_a_full_rescan_not_an_error(esta
 
 
 def test_the_links_are_read_only_to_follow_a_change_and_a_lost_one_costs_a_full_read(estate, tmp_path) -> None:
-    path, config = estate("general"), load_config()
+    path, config = estate("general"), load().scan
     snapshots = SnapshotStore(tmp_path / "state")
     with closing(LiteGraph(path)) as graph:
         first = run_scan(graph, config, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS, snapshots=snapshots)

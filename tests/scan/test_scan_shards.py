@@ -14,14 +14,14 @@ from recall_dagster.errors import ConfigError
 from recall_dagster.estate.shards import Shard
 from recall_dagster.graph import LiteGraph
 from recall_dagster.baselines import JsonStateStore, MemoryStateStore
-from recall_dagster.config.load import load_config, load_writeback_config
+from recall_dagster.config.load import load
 from recall_dagster.scan import merge_shards, run_scan, scan_shard
 from recall_dagster.settings import Settings
 from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.writeback.run import dry_run
 from tests.fuzz.estates import NOW_MS, estates
 
-CONFIG = load_config()
+CONFIG = load().scan
 
 
 def _json(result) -> dict:  # noqa: ANN001 - a ScanResult
@@ -60,7 +60,7 @@ def test_shards_write_back_and_record_what_one_scan_does(estate, tmp_path) -> No
         assert sorted(len(p.closures) for p in parts) != [0, 0, 0, len(whole.models)]  # the cut really cuts
         assert _json(merged) == _json(whole)
         assert JsonStateStore(state).load_baselines() == JsonStateStore(tmp_path / "whole").load_baselines()
-        wb = load_writeback_config()
+        wb = load().writeback
         planned = [dry_run(graph, r, Settings.from_env(home=tmp_path / "h"), wb, SCAN_AT_MS).plan
                    for r in (whole, merged)]
         assert [w.to_json() for w in planned[0].writes] == [w.to_json() for w in planned[1].writes]

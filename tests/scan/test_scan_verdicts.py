@@ -18,7 +18,7 @@ from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.graph import LiteGraph
 from recall_dagster.baselines import MemoryStateStore
-from recall_dagster.config.load import load_config
+from recall_dagster.config.load import load
 from recall_dagster.scan import record_baselines, run_scan
 from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.verdicts import config_digest, reusable_spread
@@ -43,7 +43,7 @@ def test_every_detector_that_reads_the_instant_or_the_baselines_says_so() -> Non
 def test_an_unchanged_estate_is_judged_again_only_by_the_detectors_that_may_have_turned(
     estate, tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config, snapshots, baselines = load_config(), SnapshotStore(tmp_path / "state"), MemoryStateStore()
+    config, snapshots, baselines = load().scan, SnapshotStore(tmp_path / "state"), MemoryStateStore()
     runs = count_detector_runs(monkeypatch)
     with closing(LiteGraph(estate("general"))) as graph:
         first = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
@@ -60,7 +60,7 @@ def test_an_unchanged_estate_is_judged_again_only_by_the_detectors_that_may_have
 
 
 def test_a_new_config_judges_every_closure_again(estate, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    config, snapshots, baselines = load_config(), SnapshotStore(tmp_path / "state"), MemoryStateStore()
+    config, snapshots, baselines = load().scan, SnapshotStore(tmp_path / "state"), MemoryStateStore()
     with closing(LiteGraph(estate("general"))) as graph:
         run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
         quiet = replace(config, detectors={
@@ -76,7 +76,7 @@ def test_a_new_config_judges_every_closure_again(estate, tmp_path, monkeypatch: 
 
 
 def test_damaged_verdicts_cost_one_full_detection_not_an_error(estate, tmp_path) -> None:
-    config, snapshots, baselines = load_config(), SnapshotStore(tmp_path / "state"), MemoryStateStore()
+    config, snapshots, baselines = load().scan, SnapshotStore(tmp_path / "state"), MemoryStateStore()
     with closing(LiteGraph(estate("general"))) as graph:
         first = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
         [verdicts] = snapshots.folder.glob("*.verdicts.pickle")
@@ -102,7 +102,7 @@ def _blast_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_changed_baselines_judge_schema_drift_again_on_unchanged_closures(estate, tmp_path, monkeypatch) -> None:
     """Verdicts against the schema baselines hold while the baselines do: one edited behind the scan's back
     (an older schema put back) brings drift the next rescan must see."""
-    config, snapshots, baselines = load_config(), SnapshotStore(tmp_path / "state"), MemoryStateStore()
+    config, snapshots, baselines = load().scan, SnapshotStore(tmp_path / "state"), MemoryStateStore()
     with closing(LiteGraph(estate("general"))) as graph:
         first = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
         assert not [f for m in first.models for f in m.findings if f.detector == "training_source_schema_drift"]
@@ -122,7 +122,7 @@ def test_changed_baselines_judge_schema_drift_again_on_unchanged_closures(estate
 
 
 def test_the_blast_radius_is_kept_while_the_same_datasets_are_at_risk(estate, tmp_path, monkeypatch) -> None:
-    config, snapshots, baselines = load_config(), SnapshotStore(tmp_path / "state"), MemoryStateStore()
+    config, snapshots, baselines = load().scan, SnapshotStore(tmp_path / "state"), MemoryStateStore()
     runs = _blast_runs(monkeypatch)
     with closing(LiteGraph(estate("general"))) as graph:
         first = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
@@ -141,7 +141,7 @@ def test_the_blast_radius_is_kept_while_the_same_datasets_are_at_risk(estate, tm
 def test_verdicts_are_kept_only_on_the_closures_they_were_found_on(estate, tmp_path, monkeypatch) -> None:
     """A scan that saved its snapshot and died before its verdicts leaves verdicts of older closures: the next
     scan, reusing that snapshot's closures, judges them all again instead of taking those."""
-    config, snapshots, baselines = load_config(), SnapshotStore(tmp_path / "state"), MemoryStateStore()
+    config, snapshots, baselines = load().scan, SnapshotStore(tmp_path / "state"), MemoryStateStore()
     with closing(LiteGraph(estate("general"))) as graph:
         first = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
         owner = next(o.urn for m in first.models for o in m.closure.model.owners if o.active)
@@ -163,7 +163,7 @@ def test_verdicts_are_kept_only_on_the_closures_they_were_found_on(estate, tmp_p
 
 
 def test_a_model_gone_since_the_last_scan_leaves_no_trace_in_a_kept_blast_radius(estate, tmp_path) -> None:
-    config, snapshots, baselines = load_config(), SnapshotStore(tmp_path / "state"), MemoryStateStore()
+    config, snapshots, baselines = load().scan, SnapshotStore(tmp_path / "state"), MemoryStateStore()
     with closing(LiteGraph(estate("general"))) as graph:
         first = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
         gone = next(urn for b in first.blast_radius for urn in b.models)
@@ -177,7 +177,7 @@ def test_a_model_gone_since_the_last_scan_leaves_no_trace_in_a_kept_blast_radius
 
 def test_a_kept_blast_radius_covers_exactly_the_closures_of_the_scan(estate, tmp_path) -> None:
     """A model gone from the listing (and no other read again) would leave its exposure in a kept spread."""
-    config, snapshots, baselines = load_config(), SnapshotStore(tmp_path / "state"), MemoryStateStore()
+    config, snapshots, baselines = load().scan, SnapshotStore(tmp_path / "state"), MemoryStateStore()
     with closing(LiteGraph(estate("general"))) as graph:
         run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
         same = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
@@ -193,7 +193,7 @@ def test_a_kept_blast_radius_covers_exactly_the_closures_of_the_scan(estate, tmp
 def test_a_kept_blast_radius_follows_the_graph_to_its_new_token(estate, tmp_path, monkeypatch) -> None:
     """An aspect written again unchanged moves the graph's token and changes nothing: the scan after it keeps
     the blast radius, and so does the one after that."""
-    config, snapshots, baselines = load_config(), SnapshotStore(tmp_path / "state"), MemoryStateStore()
+    config, snapshots, baselines = load().scan, SnapshotStore(tmp_path / "state"), MemoryStateStore()
     runs = _blast_runs(monkeypatch)
     with closing(LiteGraph(estate("general"))) as graph:
         first = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
@@ -211,7 +211,7 @@ def test_a_kept_verdict_is_the_same_at_another_instant_and_under_other_baselines
     """What the text of a detector says (the test above) checked against what it does: every detector whose
     verdicts are kept finds the same in each closure sixty days later, and every one kept across baselines the
     same under every column retyped; the ones that are not kept do find something else there."""
-    config = load_config()
+    config = load().scan
     with closing(LiteGraph(estate("general"))) as graph:
         closures = resolve_closures(graph, config.resolve, scanned_at_ms=SCAN_AT_MS, include_all=True)
     recorded = record_baselines(closures, {})

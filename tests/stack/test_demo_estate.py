@@ -23,7 +23,7 @@ from recall_dagster.estate.marks import is_managed
 from recall_dagster.graph import open_graph
 from recall_dagster.progress import Progress
 from recall_dagster.clock import clock_ms
-from recall_dagster.config.load import load_config
+from recall_dagster.config.load import load
 from recall_dagster.scan import select_closures
 from recall_dagster.score import score_model
 from recall_dagster.settings import Settings
@@ -75,7 +75,7 @@ def test_enrichment_links_models_features_deployments_and_training_inputs(estate
         }
         transactions = "urn:li:dataset:(urn:li:dataPlatform:postgres,warehouse.marts.fct_transactions,PROD)"
         assert not graph.timeseries([transactions], m.OperationClass)[transactions], "no operation is forged"
-        [fraud] = select_closures(graph, load_config(), scanned_at_ms=clock_ms(), models=[FRAUD_V1])
+        [fraud] = select_closures(graph, load().scan, scanned_at_ms=clock_ms(), models=[FRAUD_V1])
         assert any(d.builds_ms for d in fraud.same_table(transactions)), (
             "dbt's model builds reach Recall as DataHub's dbt source records them (run_results.json)")
     finally:
@@ -194,7 +194,7 @@ def test_an_acknowledged_pii_finding_is_shown_not_scored_until_it_expires(
                                     tomorrow, "--reason", "card numbers are masked before training; legal signs off"])
     assert made.exit_code == 0, made.output
     _, after = _scan(settings, monkeypatch, "--no-measure")
-    scoring = load_config().scoring
+    scoring = load().scan.scoring
     for name in ("fraud_detector_1", "fraud_detector_2"):
         model = {m["name"]: m for m in after["models"]}[name]
         [pii] = [f for f in model["findings"] if f["detector"] == "pii_exposure"]

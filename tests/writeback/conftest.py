@@ -13,20 +13,20 @@ from wb_support import BREAK, HEALTHY, WritebackGms, gms_estate, lite_estate
 
 from recall_dagster.detect import RecallConfig
 from recall_dagster.graph import GmsGraph, LiteGraph
-from recall_dagster.config.load import load_config, load_writeback_config
+from recall_dagster.config.load import load
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import WritebackConfig, RetryPolicy
 
 
 @pytest.fixture(scope="session")
 def recall_config() -> RecallConfig:
-    return load_config()
+    return load().scan
 
 
 @pytest.fixture
 def wb_config() -> WritebackConfig:
     """The shipped write-back config, retrying without waiting."""
-    return replace(load_writeback_config(), retry=RetryPolicy(attempts=4, backoff_seconds=0, max_backoff_seconds=0))
+    return replace(load().writeback, retry=RetryPolicy(attempts=4, backoff_seconds=0, max_backoff_seconds=0))
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from datahub.metadata.schema_classes import AssertionResultClass, AssertionRunEv
 from recall_dagster.config.overlay import merge
 from recall_dagster.errors import ConfigError, ServiceUnreachable
 from recall_dagster.graph.port import WriteReport
-from recall_dagster.config.load import load_yaml_config
-from recall_dagster.writeback.config import parse_writeback_config, RetryPolicy
+from recall_dagster.config.load import configuration, load_yaml_config
+from recall_dagster.writeback.config import RetryPolicy
 from recall_dagster.writeback.emit import emit
 from recall_dagster.writeback.retry import RetryingReads
 from recall_dagster.writeback.keys import assertion_urn, document_urn, incident_urn
@@ -37,7 +37,7 @@ def _section(**override: object) -> dict:
 
 
 def test_the_shipped_section_is_all_off_and_typed() -> None:
-    config = parse_writeback_config(_section())
+    config = configuration(_section(), "recall.yaml").writeback
     assert config.slack is None and config.github is None
     assert config.tier_tags == {"CRITICAL": "recall:critical", "AT_RISK": "recall:at-risk"}
     assert config.retry.delay(1) == 1 and config.retry.delay(10) == 30  # doubling, capped
@@ -46,23 +46,22 @@ def test_the_shipped_section_is_all_off_and_typed() -> None:
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ({"tags": {"CRITICAL": "critical"}}, "writeback.tags.CRITICAL must be a tag name starting with 'recall:'"),
-        ({"tags": {"CRITICAL": "recall:managed"}}, "writeback.tags.CRITICAL: 'recall:managed' marks Recall's own"),
-        ({"retry": {"attempts": 0}}, "writeback.retry.attempts must be an integer >= 1"),
-        ({"notify": None}, "writeback.notify must be a mapping"),
-        ({"incident_severity": "LOUD"}, "writeback.incident_severity must be one of"),
-        ({"notify": {"github": {"enabled": True}}}, "writeback.notify.github.repo must be a non-empty string"),
+        ({"tags": {"CRITICAL": "critical"}}, "`writeback.tags.CRITICAL` must be a tag name starting with 'recall:'"),
+        ({"tags": {"CRITICAL": "recall:managed"}}, "`writeback.tags.CRITICAL`: 'recall:managed' marks Recall's own"),
+        ({"retry": {"attempts": 0}}, "`writeback.retry.attempts` must be an integer >= 1, not 0"),
+        ({"notify": None}, "`writeback.notify` must be a mapping, not null"),
+        ({"incident_severity": "LOUD"}, "`writeback.incident_severity` must be one of CRITICAL, WARN, INFO"),
+        ({"notify": {"github": {"enabled": True}}}, "`writeback.notify.github.repo` must name owner/name when github is enabled"),
     ],
 )
 def test_config_mistakes_name_the_key(override: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        parse_writeback_config(_section(**override))
+        configuration(_section(**override), "recall.yaml").writeback
 
 
-def test_tier_names_must_be_the_scans(recall_config) -> None:
-    config = parse_writeback_config(_section(document_tier="SCARY"))
-    with pytest.raises(ConfigError, match="writeback names tier 'SCARY'"):
-        config.check_tiers(recall_config.scoring, "recall.yaml")
+def test_tier_names_must_be_the_scans() -> None:
+    with pytest.raises(ConfigError, match="`writeback.document_tier` names tier 'SCARY', which scoring.tiers does not"):
+        configuration(_section(document_tier="SCARY"), "recall.yaml")
 
 
 @dataclass

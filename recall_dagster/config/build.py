@@ -1,0 +1,212 @@
+"""The checked file (:mod:`recall_dagster.config.models`) turned into the objects each domain reads.
+
+The models say what the file may hold; the domains want something else: tiers
+sorted by score, globs as ordered pairs, tag names case-folded, the warehouse
+handed to the lifecycle and impact sections that reach it. Every check has
+happened by the time anything here runs, so nothing here raises but the
+detector registry's own (a detector or case the file does not configure).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from recall_dagster.config.dagster import DagsterConfig
+from recall_dagster.config.models import Diagnose, Impact, Lifecycle, RecallFile, Writeback
+from recall_dagster.config.warehouse import Warehouse
+from recall_dagster.detect import RecallConfig, Severity, check_config
+from recall_dagster.detect.config import (
+    BlastRadiusConfig,
+    DetectorConfig,
+    FreshnessConfig,
+    PiiConfig,
+    ProfileDriftConfig,
+    ScoringConfig,
+    Tier,
+)
+from recall_dagster.diagnose.config import SIGNALS, DiagnoseConfig, HypothesisConfig, RepairConfig, Tolerance
+from recall_dagster.estate import ResolveOptions
+from recall_dagster.estate.options import ReachOptions
+from recall_dagster.impact.config import ImpactConfig, MeasuredConfig, QueryConfig, Thresholds
+from recall_dagster.lifecycle.config import GateConfig, LifecycleConfig, SeverityConfig
+from recall_dagster.protect.config import COMPONENTS, ProtectConfig
+from recall_dagster.registry import RegistryLimits
+from recall_dagster.rewrite import Rewrite
+from recall_dagster.writeback.config import GithubConfig, RetryPolicy, SlackConfig, WritebackConfig
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """Every section of the layered ``recall.yaml``, parsed and checked: what one command is handed."""
+
+    source: str  # the file that spoke last, for messages
+    scan: RecallConfig
+    lifecycle: LifecycleConfig
+    impact: ImpactConfig
+    writeback: WritebackConfig
+    protect: ProtectConfig
+    diagnose: DiagnoseConfig
+    dagster: DagsterConfig
+    narration: Rewrite
+
+
+def _folded(values: Iterable[str]) -> frozenset[str]:
+    return frozenset(v.casefold() for v in values)
+
+
+def _scan(f: RecallFile, source: str) -> RecallConfig:
+    s = f.scoring
+    config = RecallConfig(
+        source=source,
+        resolve=ResolveOptions(
+            max_depth=f.closure.max_depth,
+            history_limit=f.closure.history_limit,
+            freshness_property=f.closure.freshness_property,
+            feature_column_properties=tuple(f.closure.feature_column_properties),
+            live_statuses=frozenset(status.upper() for status in f.production.live_statuses),
+            production_aliases=frozenset(f.production.aliases),
+            production_tags=frozenset(f.production.stage_tags),
+        ),
+        scoring=ScoringConfig(
+            weights={sev: getattr(s.weights, sev.value) for sev in Severity},
+            deployment_factor=s.deployment_factor,
+            max_score=s.max_score,
+            tiers=tuple(sorted((Tier(name, minimum) for name, minimum in s.tiers.items()), key=lambda t: -t.minimum)),
+            healthy_tier=s.healthy_tier,
+            fail_tier=s.fail_tier,
+        ),
+        freshness=FreshnessConfig(f.freshness.default_window_hours, tuple(f.freshness.windows.items())),
+        pii=PiiConfig(
+            tags=_folded(f.pii.tags),
+            terms=_folded(f.pii.terms),
+            justification_tags=_folded(f.justification.tags),
+            justification_properties=tuple(f.justification.properties),
+        ),
+        label_tables=tuple(f.label_tables),
+        min_fan_in=f.critical_path.min_fan_in,
+        blast_radius=BlastRadiusConfig(tuple(f.blast_radius.at_risk_detectors), f.blast_radius.min_severity),
+        detectors={name: DetectorConfig(d.enabled, dict(d.severity)) for name, d in f.detectors.items()},
+        profile_drift=ProfileDriftConfig(**f.profile_drift.model_dump()),
+        reach=ReachOptions(table_level=f.lifecycle.table_level, name_matching=f.lifecycle.name_matching),
+    )
+    check_config(config)
+    return config
+
+
+def _lifecycle(lc: Lifecycle, source: str, warehouse: Warehouse) -> LifecycleConfig:
+    bands = tuple(sorted(lc.severity.bands.items(), key=lambda band: -band[1]))
+    gate = lc.gate
+    return LifecycleConfig(
+        source=source,
+        failing_results=frozenset(r.upper() for r in lc.failing_results),
+        reach=ReachOptions(table_level=lc.table_level, name_matching=lc.name_matching),
+        severity=SeverityConfig(
+            bands=bands,
+            not_live_step_down=lc.severity.not_live_step_down,
+            priorities={name: lc.severity.priorities[name] for name, _ in bands},
+        ),
+        classification=tuple(lc.classification.items()),
+        default_classification=lc.default_classification,
+        gate=GateConfig(
+            disabled=frozenset(gate.disabled),
+            advisory=frozenset(gate.advisory),
+            min_severity=gate.min_severity,
+            max_row_drop=gate.max_row_drop,
+            min_feature_coverage=gate.min_feature_coverage,
+            block_unknown=gate.block_unknown,
+            required=frozenset(gate.required),
+            block_unverified=gate.block_unverified,
+        ),
+        training_rows_metric=lc.training_rows_metric,
+        row_counts=tuple(lc.row_counts.items()),
+        warehouse=warehouse,
+    )
+
+
+def _impact(i: Impact, source: str, warehouse: Warehouse) -> ImpactConfig:
+    q, m = i.evaluation.query, i.measured
+    return ImpactConfig(
+        source=source,
+        artifact=i.evaluation.artifact,
+        label_column=i.evaluation.label_column,
+        query=QueryConfig(q.artifact, q.connection, q.input_prefix, q.label_prefix, q.max_rows, warehouse),
+        registry=RegistryLimits(timeout_seconds=i.registry.timeout_seconds, retries=i.registry.retries),
+        min_rows=i.min_rows,
+        seed=i.seed,
+        bootstrap=i.bootstrap,
+        confidence=i.confidence,
+        batch_rows=i.batch_rows,
+        flip_tolerance=i.flip_tolerance,
+        warn=Thresholds(i.policy.warn.metric_loss, i.policy.warn.flip_rate),
+        block=Thresholds(i.policy.block.metric_loss, i.policy.block.flip_rate, i.policy.block.failure_rate),
+        measured=MeasuredConfig(
+            enabled=m.enabled,
+            production_only=m.production_only,
+            min_severity=m.min_severity,
+            schema_drift=dict(m.schema_drift),
+            failing_assertion=dict(m.failing_assertion),
+            block_severity=m.block_severity,
+            pass_severity=m.pass_severity,
+        ),
+    )
+
+
+def _writeback(w: Writeback) -> WritebackConfig:
+    slack, github = w.notify.slack, w.notify.github
+    return WritebackConfig(
+        tier_tags=dict(w.tags),
+        document_tier=w.document_tier,
+        incident_severity=w.incident_severity,
+        retry=RetryPolicy(w.retry.attempts, w.retry.backoff_seconds, w.retry.max_backoff_seconds, w.retry.budget_seconds),
+        slack=SlackConfig(slack.webhook_url_env) if slack.enabled else None,
+        github=GithubConfig(github.repo.strip(), github.token_env, github.api_url.rstrip("/")) if github.enabled else None,
+    )
+
+
+def _diagnose(d: Diagnose, source: str) -> DiagnoseConfig:
+    r, h = d.repair, d.hypotheses
+    return DiagnoseConfig(
+        source=source,
+        metrics={name: Tolerance(m.higher_is_better, m.tolerance, m.relative) for name, m in d.metrics.items()},
+        primary=tuple(d.primary),
+        hypotheses=HypothesisConfig(h.margin, h.floor, {s: h.weights.get(s, 0.0) for s in SIGNALS}, h.counter_penalty),
+        code_tags=tuple(d.code_tags),
+        transform_tag_prefix=d.transform_tag_prefix,
+        repair=RepairConfig(
+            project=r.project,
+            allowed=tuple(r.allowed),
+            protected=tuple(r.protected),
+            max_changed_lines=r.max_changed_lines,
+            command=tuple(r.command),
+            timeout_seconds=r.timeout_seconds,
+            ignore=tuple(r.ignore),
+            min_recovery=r.min_recovery,
+            retrain=tuple(r.retrain),
+            dbt_project=r.dbt.project or "",
+            dbt_command=tuple(r.dbt.command),
+        ),
+    )
+
+
+def build(f: RecallFile, source: str) -> Configuration:
+    """Each domain's view of the checked file ``f``; ``source`` is the file that spoke last, for messages."""
+    warehouse = Warehouse(f.warehouse.dbt_project, f.warehouse.profiles_dir, f.warehouse.target)
+    d = f.dagster
+    return Configuration(
+        source=source,
+        scan=_scan(f, source),
+        lifecycle=_lifecycle(f.lifecycle, source, warehouse),
+        impact=_impact(f.impact, source, warehouse),
+        writeback=_writeback(f.writeback),
+        protect=ProtectConfig(
+            weights={c: getattr(f.protect.weights, c) for c in COMPONENTS},
+            incident_memory=f.protect.incident_memory,
+            suggested_tests=tuple(f.protect.suggested_tests),
+            top=f.protect.top,
+        ),
+        diagnose=_diagnose(f.diagnose, source),
+        dagster=DagsterConfig(tuple(d.scan_after), tuple(d.mlflow_models), d.sensor_interval_seconds,
+                              d.nightly_scan_cron, d.scan_shards),
+        narration=Rewrite(f.narration.rewrite_command or None, f.narration.timeout_seconds),
+    )
