@@ -105,6 +105,7 @@ def _lifecycle(lc: Lifecycle, source: str, warehouse: Warehouse) -> LifecycleCon
             bands=bands,
             not_live_step_down=lc.severity.not_live_step_down,
             priorities={name: lc.severity.priorities[name] for name, _ in bands},
+            ladder={name: lc.severity.ladder[name] for name, _ in bands},
         ),
         classification=tuple(lc.classification.items()),
         default_classification=lc.default_classification,

@@ -64,8 +64,8 @@ def explain(error: ValidationError, layers: Sequence[Layer]) -> ConfigError:
     if kind_of == "extra_forbidden":
         return ConfigError(f"{source}: unknown key `{where}`{_suggest(path[-1], _keys_at(path[:-1]))}")
     if cause is not None:
-        message = cause.message if isinstance(cause, KeyMistake) else str(cause)
-        joint = " " if message.startswith(("must", "names", "is ")) else ": "
+        message = cause.message if isinstance(cause, KeyMistake) else str(cause)  # a KeyMistake reads as a predicate
+        joint = " " if isinstance(cause, KeyMistake) or message.startswith(("must", "names", "is ")) else ": "
         return ConfigError(f"{source}: `{where}`{joint}{message}")
     if "[key]" in problem["loc"]:
         return ConfigError(f"{source}: `{where}` is not a key here: {problem['msg'].replace('Input should be', 'it must be')}")

@@ -200,7 +200,7 @@ class Writeback(Section):
             if not name.startswith(TAG_PREFIX) or name == TAG_PREFIX:
                 raise KeyMistake(f"tags.{tier}", f"must be a tag name starting with {TAG_PREFIX!r}")
             if name == MANAGED_TAG:
-                raise KeyMistake(f"tags.{tier}", f"{MANAGED_TAG!r} marks Recall's own entities")
+                raise KeyMistake(f"tags.{tier}", f"must not be {MANAGED_TAG!r}, which marks Recall's own entities")
         return self
 
 
@@ -217,14 +217,23 @@ class LifecycleSeverity(Section):
         description="Incident severity -> lowest share of a model's features poisoned that reaches it.")
     not_live_step_down: Count = Field(description="Levels lower for a model version no live deployment serves.")
     priorities: dict[str, Count] = Field(description="DataHub incident priority (0 critical .. 3 low) of each band.")
+    ladder: dict[str, Level] = Field(
+        description="Where each band stands on the one severity ladder (CRITICAL > WARN > INFO) that findings, "
+                    "thresholds and the gate use; a more severe band never stands lower.")
 
     @model_validator(mode="after")
     def _bands_cover_zero_and_have_priorities(self) -> "LifecycleSeverity":
         if 0 not in self.bands.values():
             raise KeyMistake("bands", "must give one severity the share 0")
-        missing = [name for name in self.bands if name not in self.priorities]
-        if missing:
-            raise KeyMistake(f"priorities.{missing[0]}", "is missing: every band needs a DataHub priority")
+        for mapping, what in ((self.priorities, "a DataHub priority"), (self.ladder, "a place on the ladder")):
+            missing = [name for name in self.bands if name not in mapping]
+            if missing:
+                key = "priorities" if mapping is self.priorities else "ladder"
+                raise KeyMistake(f"{key}.{missing[0]}", f"is missing: every band needs {what}")
+        ordered = sorted(self.bands, key=lambda name: -self.bands[name])
+        for louder, quieter in zip(ordered, ordered[1:]):
+            if self.ladder[louder].rank > self.ladder[quieter].rank:
+                raise KeyMistake(f"ladder.{louder}", f"stands below {quieter}, a less severe band")
         return self
 
 

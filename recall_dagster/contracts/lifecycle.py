@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from recall_dagster.contracts.base import Contract, Instant, Json, Part
+from recall_dagster.severity import Severity
 
 
 class Check(Part):
@@ -71,6 +72,7 @@ class ModelImpact(Part):
     version: str | None
     group: str
     severity: str
+    level: Severity | None = None  # where the band stands on the one ladder (an addition: older payloads lack it)
     poisoned_features: int
     total_features: int
     summary: str

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from recall_dagster.contracts.base import Contract, Instant, Json, Part
-
-Severity = Literal["CRITICAL", "WARN", "INFO"]
+from recall_dagster.severity import Severity
 
 
 class Acknowledged(Part):

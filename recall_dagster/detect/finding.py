@@ -3,27 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any, Iterable, Mapping
 
 from recall_dagster.estate import ModelClosure
-
-
-class Severity(str, Enum):
-    CRITICAL = "CRITICAL"
-    WARN = "WARN"
-    INFO = "INFO"
-
-    @property
-    def rank(self) -> int:
-        """0 for the most serious, so sorting by rank puts it first."""
-        return _RANK[self]
-
-    def at_least(self, other: "Severity") -> bool:
-        return self.rank <= other.rank
-
-
-_RANK = {Severity.CRITICAL: 0, Severity.WARN: 1, Severity.INFO: 2}
+from recall_dagster.severity import Severity
 
 
 @dataclass(frozen=True)

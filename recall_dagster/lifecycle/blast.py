@@ -18,6 +18,7 @@ from recall_dagster.estate.columns import Col, ColumnGraph, column_name
 from recall_dagster.estate.reach import PoisonedFeature, failing_columns, origins_of, reach_of
 from recall_dagster.lifecycle.config import LifecycleConfig, SeverityConfig
 from recall_dagster.lifecycle.records import AssertionRecord
+from recall_dagster.severity import Severity
 
 SUSPECT_CAP = "MEDIUM"  # the loudest a model reached only through suspect columns can be
 
@@ -38,7 +39,8 @@ class ModelImpact:
     failed_rows: int | None  # rows failing on the tests that watch its path (every test when none does)
     observed_by: tuple[str, ...]  # assertions whose own failing column reaches its features
     share: float  # poisoned features over all its features; without features, poisoned over read training columns
-    severity: str
+    severity: str  # the incident band (lifecycle.severity.bands)
+    level: Severity  # where that band stands on the one ladder findings and thresholds use
     training_columns: int = 0  # columns its training runs read, the measure when it records no feature
     suspect: tuple[PoisonedFeature, ...] = ()  # sharing only an origin with the failing column, not cleared by a test
     table_reach: tuple[Col, ...] = ()  # input columns with no column lineage, on a table descending from the failure
@@ -61,6 +63,7 @@ class ModelImpact:
             "version": self.version,
             "group": self.group,
             "severity": self.severity,
+            "level": self.level.value,
             "poisoned_features": len(self.poisoned),
             "total_features": self.total_features,
             "summary": self.summary,
@@ -151,6 +154,7 @@ def _impact(
         observed_by=watching,
         share=share,
         severity=severity,
+        level=config.severity.scale.on_ladder(severity),
         training_columns=len(training_columns),
         suspect=suspect,
         table_reach=by_table,

@@ -8,10 +8,11 @@ naming the key, raised before any graph is read.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from fnmatch import fnmatchcase
 from typing import Mapping
 
-from recall_dagster.detect import Severity
+from recall_dagster.severity import Scale, Severity
 from recall_dagster.estate.options import ReachOptions
 from recall_dagster.config.warehouse import Warehouse
 
@@ -38,14 +39,20 @@ class SeverityConfig:
     bands: tuple[tuple[str, float], ...]  # (severity, lowest poisoned share reaching it), most severe first
     not_live_step_down: int  # levels lower for a version no live deployment serves
     priorities: Mapping[str, int]  # severity -> DataHub incident priority (0 critical .. 3 low)
+    ladder: Mapping[str, Severity]  # severity -> where it stands on the one ladder
+
+    @cached_property
+    def scale(self) -> Scale:
+        """The bands as words of the one ladder (:mod:`recall_dagster.severity`)."""
+        return Scale("incident band", tuple((name, self.ladder[name]) for name, _ in self.bands))
 
     @property
     def names(self) -> tuple[str, ...]:
-        return tuple(name for name, _ in self.bands)
+        return self.scale.names
 
     def rank(self, severity: str) -> int:
         """0 for the most severe, so ``min`` by rank picks the loudest."""
-        return self.names.index(severity)
+        return self.scale.rank(severity)
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ def test_the_shipped_section_is_all_off_and_typed() -> None:
     ("override", "message"),
     [
         ({"tags": {"CRITICAL": "critical"}}, "`writeback.tags.CRITICAL` must be a tag name starting with 'recall:'"),
-        ({"tags": {"CRITICAL": "recall:managed"}}, "`writeback.tags.CRITICAL`: 'recall:managed' marks Recall's own"),
+        ({"tags": {"CRITICAL": "recall:managed"}}, "`writeback.tags.CRITICAL` must not be 'recall:managed', which marks Recall's own"),
         ({"retry": {"attempts": 0}}, "`writeback.retry.attempts` must be an integer >= 1, not 0"),
         ({"notify": None}, "`writeback.notify` must be a mapping, not null"),
         ({"incident_severity": "LOUD"}, "`writeback.incident_severity` must be one of CRITICAL, WARN, INFO"),
