@@ -16,7 +16,6 @@ from typing import Iterable, Mapping, Sequence
 
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure, display_name
-from recall_dagster.estate.names import named_by
 from recall_dagster.estate.views import FieldRef
 
 Col = tuple[str, str]  # (canonical dataset URN, simple column path)
@@ -37,22 +36,6 @@ class ColumnGraph:
     def col(self, ref: FieldRef) -> Col:
         urn, path = ref
         return (self.canonical.get(urn, urn), path)
-
-    def tables_named(self, target: str) -> set[str]:
-        """Canonical tables ``target`` may name: a URN of any twin, ``platform:name``, a full name, a suffix
-        (``marts.fct_orders``), or a dbt node's ``unique_id``."""
-        return {canonical for urn, canonical in self.canonical.items()
-                if named_by(urn, target, self.aliases.get(urn, ()))}
-
-    def table_named(self, target: str) -> str:
-        """The one canonical table ``target`` names; several or none is a :class:`ConfigError`."""
-        tables = self.tables_named(target)
-        if len(tables) > 1:
-            names = ", ".join(sorted(display_name(t) for t in tables))
-            raise ConfigError(f"{target!r} names several tables ({names}): give the full name or URN")
-        if not tables:
-            raise ConfigError(f"no dataset named {target!r} in the graph's model closures")
-        return tables.pop()
 
     def ancestry(self, col: Col) -> set[Col]:
         """``col`` and every column it derives from."""

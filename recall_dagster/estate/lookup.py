@@ -1,31 +1,73 @@
-"""Names the graph answers to beyond the model closures: a catalogued table no model reads is still a table.
+"""What table a person's name for a dataset means, for every command: one resolver, here.
 
-Commands first look a name up among the closures (where every twin of a table
-is one table); a name none of them holds is looked for in the whole catalog,
-so that "no model reads it" is an answer and "not in the graph" is kept for
-what really is not there.
+A command that takes a dataset (``recall impact``, ``recall blind-window``, the
+MCP tools behind them) asks :func:`table_named`. The name is looked up among
+the model closures first (where every twin of a table is one table); a name
+none of them holds is looked for in the whole catalog, so that "no model reads
+it" is an answer and "not in the graph" is kept for what really is not there.
+Either way the names a table answers to are those of :func:`named_by`, and a
+name two tables answer to is refused with both listed.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from datahub.metadata.schema_classes import (
     DatasetLineageTypeClass,
+    DatasetPropertiesClass,
     SchemaMetadataClass,
     SiblingsClass,
     UpstreamLineageClass,
 )
 
-from recall_dagster.estate.names import MLFLOW_DATASET, named_by
+from recall_dagster.errors import ConfigError
+from recall_dagster.estate.columns import ColumnGraph
+from recall_dagster.estate.names import MLFLOW_DATASET, display_name, named_by
+from recall_dagster.estate.parse import dataset_aliases
 from recall_dagster.graph.port import MetadataGraph
 
 DATASET_URN = "urn:li:dataset:"
 
 
+@dataclass(frozen=True)
+class NamedTable:
+    """The one table a name means."""
+
+    urn: str  # its canonical description: the closures' when a model reads it, else the catalog's (:func:`one_table`)
+    described: tuple[str, ...]  # the descriptions the name matched, which record the table's columns
+    read: bool  # whether some model's closure holds it
+
+
+def table_named(graph: MetadataGraph, columns: ColumnGraph, text: str) -> NamedTable | None:
+    """The table ``text`` names: a URN of any of its twins, ``platform:name``, its full name, a unique trailing
+    part (``marts.fct_orders``), or a dbt node's ``unique_id``; None when nothing in the graph answers to it.
+    Among the closures ``columns`` describes first, then in the whole catalog (a dbt node outside every closure
+    is its warehouse twin's table, which a model may read). A name two tables answer to is a
+    :class:`ConfigError` listing them."""
+    described = tuple(u for u in columns.canonical if named_by(u, text, columns.aliases.get(u, ())))
+    if described:
+        tables = {columns.canonical[u] for u in described}
+    else:
+        described = catalogued(graph, text)
+        tables = {columns.canonical.get(u, u) for u in one_table(graph, described)}
+    if len(tables) > 1:
+        names = ", ".join(f"{display_name(t)} ({t})" for t in sorted(tables))
+        raise ConfigError(f"{text!r} names several tables: {names}; give the one you mean by its URN")
+    if not tables:
+        return None
+    table = tables.pop()
+    return NamedTable(table, described, table in set(columns.canonical.values()))
+
+
 def catalogued(graph: MetadataGraph, target: str) -> tuple[str, ...]:
-    """Every dataset URN in the graph ``target`` names: the URN itself, its full name, or a trailing part."""
+    """Every dataset URN in the graph ``target`` names (:func:`named_by`, a dbt node's ``unique_id`` included)."""
     if target.startswith(DATASET_URN):
         return (target,) if graph.get_aspects([target]).get(target) else ()
-    return tuple(u for u in graph.list_urns("dataset") if named_by(u, target))
+    urns = graph.list_urns("dataset")
+    props = graph.get_aspects(urns, [DatasetPropertiesClass])
+    return tuple(u for u in urns if named_by(u, target, dataset_aliases(
+        props.get(u, {}).get(DatasetPropertiesClass.ASPECT_NAME))))  # type: ignore[arg-type]
 
 
 def one_table(graph: MetadataGraph, urns: tuple[str, ...]) -> tuple[str, ...]:

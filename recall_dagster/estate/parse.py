@@ -282,8 +282,15 @@ def parse_dataset(
         property_name=freshness_property if property_value else None,
         assertions=assertions,
         profiles=profiles,
-        aliases=(custom["dbt_unique_id"],) if custom.get("dbt_unique_id") else (),
+        aliases=dataset_aliases(props),  # type: ignore[arg-type]
     )
+
+
+def dataset_aliases(props: DatasetPropertiesClass | None) -> tuple[str, ...]:
+    """The names a team calls a dataset by besides its URN and name: a dbt node's ``unique_id``
+    (``model.shop.fct_orders``), as DataHub's dbt source keeps it."""
+    unique_id = (props.customProperties or {}).get("dbt_unique_id") if props else None
+    return (unique_id,) if unique_id else ()
 
 
 # Who DataHub's dbt source says stamped a source's ``schemaMetadata.lastModified``: it is the ``max_loaded_at`` that

@@ -8,13 +8,13 @@ measurement only on the production versions, or the ones ``models`` selects.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Sequence
 
 from recall_dagster.detect import RecallConfig
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import display_name
-from recall_dagster.estate.lookup import catalogued, one_table, recorded_columns
+from recall_dagster.estate.lookup import NamedTable, recorded_columns, table_named
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.experiment import ImpactReport, Progress, run_experiment
@@ -51,29 +51,23 @@ def impact_test(
     mutation = parse_mutation(request.mutation, request.fraction)
     every = select_closures(graph, config, scanned_at_ms=now_ms, include_all=True)
     columns = column_graph(every)
-    if not columns.tables_named(request.dataset):
-        found = one_table(graph, catalogued(graph, request.dataset))
-        if len(found) != 1 or not columns.tables_named(found[0]):
-            return _read_by_no_model(graph, request, mutation)
-        request = replace(request, dataset=found[0])  # a twin outside every closure: its table is read
-    changed = changed_column(columns, request.dataset, request.column)
+    table = table_named(graph, columns, request.dataset)
+    if table is None:
+        raise ConfigError(f"no dataset named {request.dataset!r} in the graph")
+    if not table.read:
+        return _read_by_no_model(graph, table, request.column, mutation)
+    changed = changed_column(columns, table.urn, request.column)
     measured = select_closures(graph, config, scanned_at_ms=now_ms, models=request.models)
     affected = affected_models(measured, columns, changed, lc)
     return run_experiment(affected, changed, mutation, source, ic, progress)
 
 
-def _read_by_no_model(graph: MetadataGraph, request: ImpactRequest, mutation: Mutation) -> ImpactReport:
+def _read_by_no_model(graph: MetadataGraph, table: NamedTable, column: str, mutation: Mutation) -> ImpactReport:
     """A table the catalog holds but no model's closure reaches: nothing is affected, and that is the answer."""
-    twins = catalogued(graph, request.dataset)
-    found = one_table(graph, twins)
-    if not found:
-        raise ConfigError(f"no dataset named {request.dataset!r} in the graph")
-    if len(found) > 1:
-        raise ConfigError(f"{request.dataset!r} names several tables no model reads ({', '.join(found)}): give a URN")
-    known = recorded_columns(graph, twins)
-    if known and request.column not in known:
-        raise ConfigError(f"{display_name(found[0])} has no column {request.column!r} (columns: {', '.join(known)})")
-    return ImpactReport(found[0], request.column, mutation, ())
+    known = recorded_columns(graph, table.described)
+    if known and column not in known:
+        raise ConfigError(f"{display_name(table.urn)} has no column {column!r} (columns: {', '.join(known)})")
+    return ImpactReport(table.urn, column, mutation, ())
 
 
 def record_impact(

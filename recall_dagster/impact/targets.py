@@ -51,9 +51,9 @@ class AffectedModel:
     inputs: tuple[AffectedInput, ...]
 
 
-def changed_column(columns: ColumnGraph, dataset: str, column: str) -> Col:
-    """The column a change is proposed on, checked against every column any twin of its table records."""
-    table = columns.table_named(dataset)
+def changed_column(columns: ColumnGraph, table: str, column: str) -> Col:
+    """The column a change is proposed on, of ``table`` (its canonical URN), checked against every column any
+    twin of the table records."""
     known = columns.columns.get(table, ())
     if column not in known:
         listed = ", ".join(known[:12]) + (" …" if len(known) > 12 else "")

@@ -19,7 +19,7 @@ from recall_dagster.detect.registry import Found, first_pass, second_pass
 from recall_dagster.detect.state import SchemaBaseline
 from recall_dagster.errors import ConfigError, ModelNotFound
 from recall_dagster.estate import ModelClosure
-from recall_dagster.estate.names import named_by
+from recall_dagster.estate.lookup import one_table, table_named
 from recall_dagster.estate.select import serving_version
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.lifecycle.assess import RootCause, root_causes
@@ -131,17 +131,25 @@ class BlindWindowReport:
         }
 
 
-def _target_assertions(assessment: Assessment, target: str) -> tuple[AssertionRecord, ...]:
-    """An assertion URN, name or dbt test name (or ``unique_id``), or a dataset URN or name (any twin; a suffix
-    like ``marts.fct_orders``), among the assertions on data some model reads."""
-    by_assertion = [r for r in assessment.records if r.named(target)]
-    if by_assertion:
-        return tuple(by_assertion)
+def _targeted(
+    graph: MetadataGraph, assessment: Assessment, target: str
+) -> tuple[tuple[AssertionRecord, ...], tuple[AssertionRecord, ...]]:
+    """The assertions ``target`` means, among those on data some model reads and among the failing ones no
+    model's closure reaches: an assertion named by its URN, name or dbt test name (or ``unique_id``), else
+    every assertion on the table a dataset name means (:func:`table_named`: any twin's URN or name, a suffix
+    like ``marts.fct_orders``, a dbt node's ``unique_id``). A name nothing in the graph answers to is a
+    :class:`ConfigError`; a table with no test is an answer (no blind window), as it is for impact."""
+    linked = tuple(r for r in assessment.records if r.named(target))
+    unlinked = tuple(r for r in assessment.unlinked if r.named(target))
+    if linked or unlinked:
+        return linked, unlinked
     columns = assessment.estate.columns
-    if not columns.tables_named(target):
-        return ()
-    table = columns.table_named(target)
-    return tuple(r for r in assessment.records if columns.canonical.get(r.dataset, r.dataset) == table)
+    table = table_named(graph, columns, target)
+    if table is None:
+        raise ConfigError(f"no assertion or dataset named {target!r} in the graph's catalog, and no failing "
+                          "assertion of that name anywhere in the graph")
+    return (tuple(r for r in assessment.records if columns.canonical.get(r.dataset, r.dataset) == table.urn),
+            tuple(r for r in assessment.unlinked if one_table(graph, (r.dataset,)) == (table.urn,)))
 
 
 def blind_window_report(
@@ -153,11 +161,7 @@ def blind_window_report(
     if target is None:
         every = tuple(r.urn for c in assessment.causes for r in c.records)
         return BlindWindowReport(None, now_ms, every, assessment.causes, assessment.unlinked)
-    unlinked = tuple(r for r in assessment.unlinked if r.named(target) or named_by(r.dataset, target))
-    targeted = _target_assertions(assessment, target)
-    if not targeted and not unlinked:
-        raise ConfigError(f"no assertion or dataset named {target!r} in the graph's model closures, and no "
-                          "failing assertion of that name anywhere in the graph")
+    targeted, unlinked = _targeted(graph, assessment, target)
     wanted = {r.urn for r in targeted}
     causes = tuple(c for c in assessment.causes if wanted & {r.urn for r in c.records})
     hit = tuple(r.urn for c in causes for r in c.records if r.urn in wanted)
