@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Iterable, Mapping
 
-from recall_dagster.estate.names import MLFLOW_DATASET, display_name, named_by
+from recall_dagster.estate.names import MLFLOW_DATASET, assertion_named_by, display_name, named_by
 from recall_dagster.estate.storage import is_object_store
-from recall_dagster.estate.views import Dataset, Deployment, Feature, FeatureTable, Model, TrainingRun
+from recall_dagster.estate.views import Assertion, Dataset, Deployment, Feature, FeatureTable, Model, TrainingRun
 
 if TYPE_CHECKING:
     from recall_dagster.estate.columns import ColumnGraph
@@ -110,9 +110,18 @@ class ModelClosure:
         """Every closure dataset that describes the same table as ``urn`` (its COPY chain)."""
         return self.twins.get(self.canonical(urn)) or (self.dataset(urn),)
 
+    @cached_property
+    def assertions(self) -> Mapping[str, Assertion]:
+        """Every assertion on a dataset of the closure, by URN."""
+        return {a.urn: a for d in self.datasets.values() for a in d.assertions}
+
     def named(self, urn: str, target: str) -> bool:
-        """Whether ``target`` names the table ``urn`` is: any twin's URN, ``platform:name``, full name, dotted
-        suffix, or alias (a dbt node's ``unique_id``)."""
+        """Whether ``target`` names what ``urn`` is: an assertion of the closure by its URN, name or a dbt
+        test's name or ``unique_id`` (:func:`assertion_named_by`); a table by any twin's URN, ``platform:name``,
+        full name, dotted suffix, or alias (a dbt node's ``unique_id``)."""
+        assertion = self.assertions.get(urn)
+        if assertion is not None:
+            return assertion_named_by(urn, target, (assertion.name, *assertion.aliases))
         return any(named_by(d.urn, target, d.aliases) for d in self.same_table(urn))
 
     @property

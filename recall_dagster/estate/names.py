@@ -56,3 +56,11 @@ def named_by(urn: str, target: str, aliases: Sequence[str] = ()) -> bool:
         wanted = qualified.group(2).casefold()
     name = display_name(urn).casefold()
     return name == wanted or name.endswith("." + wanted)
+
+
+def assertion_named_by(urn: str, target: str, names: Sequence[str]) -> bool:
+    """Whether ``target`` names the assertion ``urn``: the URN itself, its last part, or one of ``names`` (its
+    own name, a dbt test's name and ``unique_id``); compared case-insensitively, as a table's names are. One rule
+    for the blind window, ack and explain_finding, so a dbt test found by one is found by all."""
+    wanted = target.casefold()
+    return target == urn or any(n.casefold() == wanted for n in (display_name(urn), *names))

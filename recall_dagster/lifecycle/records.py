@@ -13,6 +13,7 @@ from typing import Callable, Mapping, Sequence
 
 from recall_dagster.estate import Dataset, ModelClosure, display_name
 from recall_dagster.estate.columns import ColumnGraph
+from recall_dagster.estate.names import assertion_named_by
 
 
 @dataclass(frozen=True)
@@ -40,10 +41,9 @@ class AssertionRecord:
     aliases: tuple[str, ...] = ()  # a dbt test's unique_id and own name
 
     def named(self, target: str) -> bool:
-        """Whether ``target`` is this assertion's URN, name, or a name its runner gives it (a dbt test's
-        ``unique_id``); names compared without case, as every name is."""
-        wanted = target.casefold()
-        return target == self.urn or any(n.casefold() == wanted for n in (self.name, *self.aliases))
+        """Whether ``target`` names this assertion (:func:`assertion_named_by`: its URN, name, or a name its
+        runner gives it, a dbt test's ``unique_id``)."""
+        return assertion_named_by(self.urn, target, (self.name, *self.aliases))
 
     def as_of(self, instant_ms: int) -> "AssertionRecord":
         """The history as it stood at ``instant_ms``: runs and writes made after it are not yet known
