@@ -14,7 +14,6 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
-from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.estate.views import FieldRef
 
