@@ -52,6 +52,14 @@ def run_urn(version: int) -> str:
     return f"urn:li:dataProcessInstance:fraud-train-{version}"
 
 
+def version_names(version: int) -> tuple[str, ...]:
+    """Every name of one version: ``NAME/VERSION`` and its URN."""
+    return (f"fraud/{version}", version_urn(version))
+
+
+REGISTERED_NAMES = ("fraud", GROUP)  # the registered model: its name and its group's URN
+
+
 RAW_PG, RAW_DBT = dataset("postgres", "raw.payments"), dataset("dbt", "raw.payments")
 STG_DBT, STG_PG = dataset("dbt", "staging.payments_clean"), dataset("postgres", "staging.payments_clean")
 FEAT_DBT, FEAT_PG = dataset("dbt", "marts.fraud_features"), dataset("postgres", "marts.fraud_features")
@@ -64,7 +72,9 @@ TABLES: Mapping[str, tuple[str, ...]] = {
     "marts.fraud_features": (FEAT_DBT, FEAT_PG),
     "labels.chargebacks": (LABELS,),
 }
-TABLE_OF = {urn: table for table, urns in TABLES.items() for urn in urns}
+# A table whose short name is raw.payments' too, written only into estates that ask for it (``Estate.namesake``).
+NAMESAKE = dataset("postgres", "archive.payments")
+TABLE_OF = {**{urn: table for table, urns in TABLES.items() for urn in urns}, NAMESAKE: "archive.payments"}
 DBT_IDS = {RAW_DBT: "source.shop.raw.payments", STG_DBT: "model.shop.payments_clean",
            FEAT_DBT: "model.shop.fraud_features"}
 RAW_COLUMNS = ("payment_id", "amount", "currency", "note")
@@ -79,6 +89,19 @@ RECORDS = {
     FEAT_PG: ("operation", "lastModified"),
     LABELS: ("operation", "lastModified"),
 }
+
+
+def table_names(table: str) -> tuple[str, ...]:
+    """Every name a team may call one physical table by (a key of :data:`TABLES`): each description's URN and
+    ``platform:name``, a dbt node's ``unique_id``, the full name, every unique trailing part, the short name in
+    capitals. No two tables of these estates share a trailing part."""
+    parts = f"shop.{table}".split(".")
+    forms: list[str] = []
+    for urn in TABLES[table]:
+        forms += [urn, f"{urn.split(',')[0].rsplit(':', 1)[1]}:shop.{table}", *([DBT_IDS[urn]] if urn in DBT_IDS else [])]
+    return (*forms, *(".".join(parts[i:]) for i in range(len(parts))), parts[-1].upper())
+
+
 # Where dbt tests sit: a dbt node's column (DataHub's dbt source asserts on the dbt twin).
 TESTABLE = ((RAW_DBT, "amount"), (RAW_DBT, "note"), (STG_DBT, "amount"), (STG_DBT, "currency"),
             (FEAT_DBT, "amount_usd"))
@@ -126,6 +149,16 @@ class DbtTest:
     def name(self) -> str:
         return f"not_null_{self.on.split(',')[1].split('.')[-1]}_{self.column}"
 
+    @property
+    def unique_id(self) -> str:
+        """dbt's ``unique_id`` for the test, as DataHub's dbt source keeps it."""
+        return f"test.shop.{self.name}.0a1b2c"
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every name a team may call the test by: its URN, its dbt name (in any case) and ``unique_id``."""
+        return (self.urn, self.name, self.name.upper(), self.unique_id)
+
 
 @dataclass(frozen=True)
 class Estate:
@@ -135,6 +168,7 @@ class Estate:
     freshness: tuple[tuple[str, str, int], ...]  # (dataset URN, record kind, age in hours)
     tests: tuple[DbtTest, ...]
     windows: Mapping[str, float]
+    namesake: bool = False  # the warehouse also holds archive.payments: "payments" names two tables
 
     def overlay(self) -> dict[str, Any]:
         """The recall.yaml laid over the shipped one: no replay on MLflow models, the drawn windows."""
@@ -261,7 +295,9 @@ def _write(estate: Estate, at: Callable[[int], int]) -> list[MetadataChangePropo
     columns = {RAW_PG: RAW_COLUMNS, RAW_DBT: RAW_COLUMNS, STG_DBT: stg_columns, STG_PG: stg_columns,
                FEAT_DBT: feat_columns, FEAT_PG: feat_columns, LABELS: LABEL_COLUMNS}
 
-    for urn in (RAW_PG, STG_PG, FEAT_PG, LABELS):  # the postgres source
+    if estate.namesake:
+        columns[NAMESAKE] = RAW_COLUMNS
+    for urn in (RAW_PG, STG_PG, FEAT_PG, LABELS, *((NAMESAKE,) if estate.namesake else ())):  # the postgres source
         modified = records.get((urn, "lastModified"))
         out.append(_mcp(urn, dh.DatasetPropertiesClass(
             name=urn.split(",")[1].split(".")[-1], customProperties={},
@@ -291,7 +327,7 @@ def _write(estate: Estate, at: Callable[[int], int]) -> list[MetadataChangePropo
     for test in estate.tests:
         out.append(_mcp(test.urn, dh.AssertionInfoClass(
             type="CUSTOM", source=dh.AssertionSourceClass(type="EXTERNAL"),
-            customProperties={"dbt_unique_id": f"test.shop.{test.name}.0a1b2c"},
+            customProperties={"dbt_unique_id": test.unique_id},
             customAssertion=dh.CustomAssertionInfoClass(
                 type="dbt", entity=test.on, field=field(test.on, test.column), fields=[field(test.on, test.column)],
                 scope="DATASET_COLUMN", operator="NOT_NULL", aggregation="_NATIVE_", nativeType=test.name),
