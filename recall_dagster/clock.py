@@ -4,7 +4,8 @@ handed to the pure core as a value, so the core can replay any instant (``--as-o
 from __future__ import annotations
 
 import time
+from recall_dagster.instants import seconds_ms
 
 
 def clock_ms() -> int:
-    return int(time.time() * 1000)
+    return seconds_ms(time.time())

@@ -12,8 +12,22 @@ from recall_dagster.errors import ConfigError
 HOUR_MS = 3_600_000  # one hour in the epoch milliseconds every instant is kept in
 
 
+def seconds_ms(seconds: float) -> int:
+    """Epoch seconds (``time.time()``, a Dagster timestamp) as the epoch millis Recall keeps."""
+    return int(seconds * 1000)
+
+
+def datetime_ms(moment: datetime) -> int:
+    return seconds_ms(moment.timestamp())
+
+
+def ms_datetime(ms: int) -> datetime:
+    """Epoch millis as an aware UTC datetime."""
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+
+
 def iso_instant(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="seconds")
+    return ms_datetime(ms).isoformat(timespec="seconds")
 
 
 def parse_instant(value: str, option: str) -> datetime:

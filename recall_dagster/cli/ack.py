@@ -19,7 +19,7 @@ from recall_dagster.cli import RecallGroup, cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
 from recall_dagster.errors import EXIT_UNREACHABLE
 from recall_dagster.clock import clock_ms
-from recall_dagster.instants import iso_instant, parse_instant
+from recall_dagster.instants import datetime_ms, iso_instant, parse_instant
 from recall_dagster.config.load import load
 from recall_dagster.settings import Settings
 
@@ -39,7 +39,7 @@ def until_ms(value: str) -> int:
     """An ISO-8601 date (through the end of that day, UTC) or instant (naive means UTC) as epoch millis."""
     parsed = parse_instant(value, "--until")
     end = parsed + timedelta(days=1) if len(value.strip()) == 10 else parsed  # a bare date: through that day
-    return int(end.timestamp() * 1000)
+    return datetime_ms(end)
 
 
 @cli.group("ack", cls=AckGroup)

@@ -12,7 +12,7 @@ import click
 from recall_dagster.clock import clock_ms
 from recall_dagster.errors import ServiceUnreachable
 from recall_dagster.graph import MetadataGraph, open_graph
-from recall_dagster.instants import parse_instant
+from recall_dagster.instants import datetime_ms, parse_instant
 from recall_dagster.settings import Settings
 
 graph_option = click.option(
@@ -34,7 +34,7 @@ as_of_option = click.option(
 
 def instant_ms(as_of: str | None) -> int:
     """The instant a command answers at: ``--as-of`` when given (every read honours it), else now."""
-    return clock_ms() if as_of is None else int(parse_instant(as_of, "--as-of").timestamp() * 1000)
+    return clock_ms() if as_of is None else datetime_ms(parse_instant(as_of, "--as-of"))
 
 
 @contextmanager

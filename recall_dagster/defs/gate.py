@@ -72,6 +72,7 @@ from recall_dagster.estate.naming import model_name
 from recall_dagster.lifecycle.observed import Observed
 from recall_dagster.lifecycle.service import judge_retrain
 from recall_dagster.scan_markdown import check_details, checks_table, findings_table
+from recall_dagster.instants import seconds_ms
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -368,7 +369,7 @@ def _observed(context: AssetExecutionContext, trained: AssetKey) -> list[Observe
         rows = latest.asset_materialization.metadata.get("dagster/row_count")
         seen.append(Observed(
             table=str(getattr(table, "value", table) or ".".join(key.path)),
-            updated_ms=int(latest.timestamp * 1000),
+            updated_ms=seconds_ms(latest.timestamp),
             rows=int(rows.value) if rows is not None and isinstance(rows.value, int) else None,
             source=f"Dagster asset {key.to_user_string()}, run {latest.run_id[:8]}",
         ))

@@ -43,7 +43,7 @@ from recall_dagster.defs._compat import BACKFILL_ID_TAG, UnresolvedAssetJobDefin
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.estate.shards import Shard
 from recall_dagster.clock import clock_ms
-from recall_dagster.instants import iso_instant, parse_instant
+from recall_dagster.instants import datetime_ms, iso_instant, parse_instant, seconds_ms
 from recall_dagster.baselines import JsonStateStore
 from recall_dagster.scan import scan_shard
 from recall_dagster.shard_parts import ShardParts
@@ -73,10 +73,10 @@ def _instant(context: AssetExecutionContext, config: ShardScanConfig) -> int:
     """The instant this shard's part is of: the one the config gives, else its backfill's start, so the shards
     of one backfill always merge, else now."""
     if config.scanned_at:
-        return int(parse_instant(config.scanned_at, "scanned_at").timestamp() * 1000)
+        return datetime_ms(parse_instant(config.scanned_at, "scanned_at"))
     backfill_id = context.run.tags.get(BACKFILL_ID_TAG)
     backfill = context.instance.get_backfill(backfill_id) if backfill_id else None
-    return int(backfill.backfill_timestamp * 1000) if backfill is not None else clock_ms()
+    return seconds_ms(backfill.backfill_timestamp) if backfill is not None else clock_ms()
 
 
 def shard_scans_asset(count: int, deps: Sequence[AssetKey | str] = ()) -> AssetsDefinition:
@@ -120,7 +120,7 @@ def sharded_nightly_scan(job: Job, count: int, cron: str = "0 2 * * *",
     @schedule(name="nightly_scan", job=job, cron_schedule=cron, execution_timezone="UTC",
               default_status=DefaultScheduleStatus(default_status.value))
     def nightly_scan(context: ScheduleEvaluationContext) -> list[RunRequest]:
-        at = iso_instant(int(context.scheduled_execution_time.timestamp() * 1000))
+        at = iso_instant(datetime_ms(context.scheduled_execution_time))
         return [RunRequest(run_key=f"{s.key}@{at}", partition_key=s.key, run_config=_shard_config(at))
                 for s in Shard.all(count)]
 

@@ -70,6 +70,7 @@ from recall_dagster.estate.views import (
     TrainingRun,
 )
 from recall_dagster.graph.relationships import entity_type
+from recall_dagster.instants import datetime_ms
 
 Aspects = Mapping[str, _Aspect]
 
@@ -186,7 +187,7 @@ def _epoch_ms(value: str) -> int | None:
         return None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=timezone.utc)
-    return int(parsed.timestamp() * 1000)
+    return datetime_ms(parsed)
 
 
 @lru_cache(maxsize=1 << 16)

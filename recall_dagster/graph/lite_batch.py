@@ -38,6 +38,7 @@ from datahub.metadata.schema_classes import (
 
 from recall_dagster.graph.decode import aspect_from_text
 from recall_dagster.graph.encode import to_obj
+from recall_dagster.instants import seconds_ms
 
 _TABLE = "metadata_aspect_v2"
 
@@ -132,7 +133,7 @@ def upsert(lite: BatchingLite, writeable: MetadataChangeProposalWrapper) -> None
         needs_write = json.loads(metadata) != json.loads(max_row[0])
         new_version = int(real_version) + 1
 
-    created_on = int(time.time() * 1000.0)
+    created_on = seconds_ms(time.time())
     if writeable.systemMetadata is not None and writeable.systemMetadata.lastObserved:
         created_on = writeable.systemMetadata.lastObserved
     if writeable.systemMetadata is None:

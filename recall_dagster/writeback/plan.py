@@ -12,7 +12,6 @@ unchanged estate write nothing but its run events and scan times.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
 
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.results import ScanResult
@@ -36,6 +35,7 @@ from recall_dagster.writeback.properties import plan_properties
 from recall_dagster.writeback.state import GraphState, read_state
 from recall_dagster.writeback.tags import plan_tags, recall_tag_urns
 from recall_dagster.writeback.writes import PATHS, Write
+from recall_dagster.instants import ms_datetime
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class Plan:
 
 def run_id_of(now_ms: int) -> str:
     """``recall-20250601T000000123Z``: sortable, unique per millisecond, safe as a folder name."""
-    instant = datetime.fromtimestamp(now_ms / 1000, tz=timezone.utc)
+    instant = ms_datetime(now_ms)
     return f"recall-{instant:%Y%m%dT%H%M%S}{now_ms % 1000:03d}Z"
 
 
