@@ -24,6 +24,7 @@ from recall_dagster.narrate import DEFAULT_STEP, WHAT_TO_DO, whom_to_call
 from recall_dagster.results import ModelReport, ScanResult
 from recall_dagster.instants import iso_instant
 from recall_dagster.scan import production_markers
+from recall_dagster.terminal import narrow_table
 
 _TIER_STYLE = {"CRITICAL": "bold red", "AT_RISK": "yellow", "WATCH": "cyan", "HEALTHY": "green"}
 _SEVERITY_STYLE = {Severity.CRITICAL: "bold red", Severity.WARN: "yellow", Severity.INFO: "dim"}
@@ -91,14 +92,9 @@ def render_report(result: ScanResult, console: Console) -> None:
         console.print("No models to report (only production models are scanned unless --all is given).")
         return
 
-    table = Table(show_edge=False, header_style="bold")
-    table.add_column("model", no_wrap=True)
-    table.add_column("prod")
-    table.add_column("tier", no_wrap=True)
-    table.add_column("score", justify="right")
-    table.add_column("", no_wrap=True)
-    table.add_column("live", justify="right")
-    table.add_column("crit/warn/info", justify="right", no_wrap=True)
+    table = narrow_table(("model", "name"), ("prod", "word", 3), ("tier", "word", max(map(len, scoring.tier_names()))),
+                         ("score", "number", 3), ("", "word", _BAR_WIDTH), ("live", "number"),
+                         ("crit/warn/info", "number"))
     for versions in _registered(result.models).values():
         grouped = len(versions) > 1
         if grouped:
@@ -137,9 +133,8 @@ def render_report(result: ScanResult, console: Console) -> None:
     if result.blast_radius:
         console.print()
         console.print(Text("Blast radius", style="bold"))
-        radius = Table(show_edge=False, header_style="bold")
-        for column in ("dataset", "at risk from", "production models", "live deployments"):
-            radius.add_column(column, justify="right" if column == "live deployments" else "left")
+        radius = narrow_table(("dataset", "name"), ("at risk from", "name"), ("production models", "name"),
+                              ("live", "number"))
         for b in result.blast_radius:
             radius.add_row(
                 Text(display_name(b.dataset)),

@@ -13,7 +13,7 @@ import json
 import click
 from rich.console import Console
 from rich.markup import escape as esc
-from rich.table import Table
+from recall_dagster.terminal import narrow_table
 
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
@@ -99,12 +99,8 @@ def render_impact(report: ImpactReport, console: Console) -> None:
     if not report.results:
         console.print(f"No production model reads {esc(report.target)}: nothing is affected.", highlight=False)
         return
-    table = Table(show_edge=False, pad_edge=False)
-    for name, justify in (
-        ("model", "left"), ("input", "left"), ("verdict", "left"), ("metric", "left"),
-        ("flips", "right"), ("failed", "right"), ("rows", "right"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table = narrow_table(("model", "name"), ("input", "name"), ("verdict", "word", 10), ("metric", "name"),
+                         ("flips", "number"), ("failed", "number"), ("rows", "number"))
     for r in report.results:
         j = r.to_json()
         c = COLOURS[r.verdict]

@@ -8,7 +8,7 @@ import json
 import click
 from rich.console import Console
 from rich.markup import escape as esc
-from rich.table import Table
+from recall_dagster.terminal import narrow_table
 
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import as_of_option, config_option, graph_option, instant_ms, json_option, opened_graph
@@ -37,17 +37,15 @@ def protect_command(graph_target: str | None, config_path: str | None, as_json: 
 
 
 def render_protect(report: ProtectReport, console: Console) -> None:
-    datasets = Table(title="Reliability of datasets on production paths (least reliable first)", show_edge=False)
-    for name in ("dataset", "score", "", "weakest"):
-        datasets.add_column(name)
+    datasets = narrow_table(("dataset", "name"), ("score", "number", 3), ("", "word", 10), ("weakest", "name"),
+                            title="Reliability of datasets on production paths (least reliable first)")
     for r in report.datasets[: report.top]:
         weakest = "; ".join(c.why for c in r.components if c.value < 1) or "-"
         bar = "█" * (r.score // 10) + "░" * (10 - r.score // 10)
         datasets.add_row(esc(display_name(r.dataset)), str(r.score), bar, esc(weakest))
     console.print(datasets)
-    gaps = Table(title="Untested columns production features read (most exposed first)", show_edge=False)
-    for name in ("column", "models", "live", "features", "past incident"):
-        gaps.add_column(name)
+    gaps = narrow_table(("column", "name"), ("models", "name"), ("live", "number"), ("features", "name"),
+                        ("past incident", "word"), title="Untested columns production features read (most exposed first)")
     for g in report.gaps[: report.top]:
         gaps.add_row(esc(display_name(g.column[0]) + "." + g.column[1]), esc(", ".join(g.models)),
                      str(len(g.live_deployments)), esc(", ".join(g.features)), "yes" if g.past_incident else "")

@@ -278,3 +278,19 @@ def test_report_renders_every_section(estate, config):
     text = console.export_text()
     for expected in ("spend_model_1", "CRITICAL (", "WARN (", "INFO (", "Blast radius", "fail tier CRITICAL"):
         assert expected in text
+
+
+def test_the_report_reads_in_an_80_column_terminal(estate, config):
+    """No header is cut ("sco…"), no name is cut short and no row runs past the edge: long names fold."""
+    result = scan(estate("general"), config)
+    long_name = "customer_lifetime_value_propensity_to_churn_gradient_boosted_v2"
+    first = result.models[0]
+    named = replace(first, closure=replace(first.closure, model=replace(first.closure.model, name=long_name)))
+    console = Console(record=True, width=80, file=io.StringIO())
+    render_report(replace(result, models=(named,)), console)
+    lines = console.export_text().splitlines()
+    header = next(line for line in lines if line.split()[:1] == ["model"])
+    assert [w for w in header.split() if w != "┃"] == ["model", "prod", "tier", "score", "live", "crit/warn/info"]
+    assert max(map(len, lines)) <= 80
+    assert any("customer_lifetime_value" in line for line in lines), "the name folds, it is not dropped"
+    assert not any("…" in line for line in lines), "nothing is cut short"
