@@ -18,6 +18,7 @@ from rich.text import Text
 
 from recall_dagster.detect import Severity, count_by_severity
 from recall_dagster.estate import display_name
+from recall_dagster.estate.unlinked import unlinked_line
 from recall_dagster.detect.config import ScoringConfig
 from recall_dagster.detect.finding import Finding
 from recall_dagster.narrate import DEFAULT_STEP, WHAT_TO_DO, whom_to_call
@@ -104,6 +105,8 @@ def render_report(result: ScanResult, console: Console) -> None:
             _model_row(table, report, Text(label), scoring)
     console.print(table)
     console.print("[dim]Coverage: " + esc("; ".join(result.coverage.lines())) + "[/]", highlight=False)
+    if unlinked := unlinked_line(result.unlinked):
+        console.print(f"[yellow]{esc(unlinked)}[/]", highlight=False)
     if result.rescan is not None:
         console.print(f"[dim]Closures: {result.rescan.summary()}[/]", highlight=False)
 

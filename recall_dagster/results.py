@@ -13,6 +13,7 @@ from recall_dagster.detect.blast_radius import BlastRadius
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.coverage import Coverage, coverage
 from recall_dagster.estate.incremental import Rescan
+from recall_dagster.estate.unlinked import Outside
 from recall_dagster.estate.unserved import Unserved
 from recall_dagster.instants import iso_instant
 from recall_dagster.score import Score, score_model
@@ -55,6 +56,7 @@ class ScanResult:
     rescan: Rescan | None = None  # how the closures were come by, when the scan kept a snapshot
     # registered models with no version in production: a whole-estate scan names them rather than pass them over
     without_production: Unserved = Unserved()
+    unlinked: tuple[Outside, ...] = ()  # failing assertions on data no scanned model reads: said, not passed over
 
     @property
     def failing(self) -> tuple[ModelReport, ...]:
@@ -75,7 +77,8 @@ class ScanResult:
             "fail_tier": self.config.scoring.fail_tier,
             "models": [m.to_json() for m in self.models],
             "blast_radius": [b.to_json() for b in self.blast_radius],
-            "coverage": {**self.coverage.to_json(), **self.without_production.to_json()},
+            "coverage": {**self.coverage.to_json(), **self.without_production.to_json(),
+                         "unlinked_failing": [o.to_json() for o in self.unlinked]},
             **({"resolve": self.rescan.to_json()} if self.rescan is not None else {}),
         }
 

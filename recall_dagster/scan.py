@@ -25,7 +25,8 @@ from recall_dagster.estate.production import version_number
 from recall_dagster.estate.resolve import resolve, resolve_closures
 from recall_dagster.estate.select import select
 from recall_dagster.estate.shards import Shard
-from recall_dagster.estate.unserved import without_production
+from recall_dagster.estate.unlinked import Outside, asserted_in, failing_outside
+from recall_dagster.estate.unserved import Unserved, without_production
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.instants import iso_instant
 from recall_dagster.results import ScanResult, score_models
@@ -367,4 +368,14 @@ def run_scan(
     result = merge_shards([part], config, graph=graph.location, acks=acks, snapshots=snapshots)
     if models:
         return result
-    return replace(result, without_production=without_production(graph, [m.closure for m in result.models]))
+    unserved, unlinked = left_out(graph, [m.closure for m in result.models], config, scanned_at_ms)
+    return replace(result, without_production=unserved, unlinked=unlinked)
+
+
+def left_out(
+    graph: MetadataGraph, closures: Sequence[ModelClosure], config: RecallConfig, at_ms: int,
+) -> tuple[Unserved, tuple[Outside, ...]]:
+    """What a scan of the whole estate says beyond its closures: the registered models it judged no version
+    of, and the assertions failing at ``at_ms`` on data none of its models reads."""
+    return without_production(graph, closures), failing_outside(
+        graph, asserted_in(closures), config.failing, at_ms, config.resolve.history_limit)

@@ -15,6 +15,7 @@ from recall_dagster.detect.blast_radius import BlastRadius
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.results import ScanResult
 from recall_dagster.instants import iso_instant
+from recall_dagster.estate.unlinked import unlinked_line
 
 if TYPE_CHECKING:
     from recall_dagster.detect import Detection
@@ -155,8 +156,10 @@ def check_details(gate: "GateResult") -> str:
 def coverage_list(result: ScanResult) -> str:
     """What the scan could verify, one line per signal: an empty finding list means little where this is thin."""
     unmarked = result.without_production.unmarked
+    unlinked = unlinked_line(result.unlinked)
     lines = [*result.coverage.lines(),
-             *([f"UNVERIFIED: nothing marks a version of {', '.join(unmarked)} as production"] if unmarked else [])]
+             *([f"UNVERIFIED: nothing marks a version of {', '.join(unmarked)} as production"] if unmarked else []),
+             *([unlinked] if unlinked else [])]
     return "\n".join(f"- {line}" for line in lines)
 
 

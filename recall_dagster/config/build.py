@@ -89,6 +89,7 @@ def _scan(f: RecallFile, source: str) -> RecallConfig:
         detectors={name: DetectorConfig(d.enabled, dict(d.severity)) for name, d in f.detectors.items()},
         profile_drift=ProfileDriftConfig(**f.profile_drift.model_dump()),
         reach=ReachOptions(table_level=f.lifecycle.table_level, name_matching=f.lifecycle.name_matching),
+        failing_results=frozenset(r.upper() for r in f.lifecycle.failing_results),
     )
     check_config(config)
     return config

@@ -23,3 +23,12 @@ class Contract(Part):
     """A whole answer: one command's ``--json``, one MCP tool's result."""
 
     schema_version: Literal[VERSION]
+
+
+class UnlinkedAssertion(Part):
+    """A failing assertion on data no model reads: every answer that could pass over it says it."""
+
+    urn: str
+    name: str
+    dataset: str
+    result: str | None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from recall_dagster.contracts.base import Contract, Instant, Json, Part
+from recall_dagster.contracts.base import Contract, Instant, Json, Part, UnlinkedAssertion
 from recall_dagster.severity import Severity
 
 
@@ -134,13 +134,6 @@ class Cause(Part):
 
 class NarratedCause(Cause):
     narrative: str  # when the data was bad, which versions learned from it, what to roll back to
-
-
-class UnlinkedAssertion(Part):
-    urn: str
-    name: str
-    dataset: str
-    result: str | None
 
 
 class BlindWindowCoverage(Part):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from recall_dagster.contracts.base import Contract, Instant, Json, Part
+from recall_dagster.contracts.base import Contract, Instant, Json, Part, UnlinkedAssertion
 from recall_dagster.severity import Severity
 
 
@@ -51,6 +51,7 @@ class Coverage(Part):
     uncatalogued_feature_sources: dict[str, list[str]] = {}  # model -> sources of object-store features never catalogued
     registered_without_production: list[str] = []  # registered models not judged: no version in production
     registered_unmarked: list[str] = []  # of those, the ones nothing marks at all (the scan exits 4)
+    unlinked_failing: list[UnlinkedAssertion] = []  # failing assertions on data no scanned model reads
 
 
 class Resolve(Part):

@@ -39,9 +39,10 @@ from recall_dagster.impact.measured import finding_measure, measured_detection
 from recall_dagster.clock import clock_ms
 from recall_dagster.baselines import JsonStateStore
 from recall_dagster.results import ScanResult, score_models
-from recall_dagster.scan import find_again, finish_detection, gather, scan_closures
+from recall_dagster.scan import find_again, finish_detection, gather, left_out, scan_closures
 from recall_dagster.instants import iso_instant
-from recall_dagster.estate.unserved import Unserved, without_production
+from recall_dagster.estate.unlinked import Outside
+from recall_dagster.estate.unserved import Unserved
 from recall_dagster.scan_markdown import (
     blast_radius_table,
     closures_table,
@@ -92,6 +93,7 @@ class Closures(NamedTuple):
     rescan: Rescan | None = None  # how they were read: in full, or only what changed since the last scan
     found: Found | None = None  # what the shards' detectors found, when shards read the closures
     without_production: Unserved = Unserved()  # registered models a whole-estate scan found nothing in production of
+    unlinked: tuple[Outside, ...] = ()  # failing assertions on data none of its models reads
 
 
 def scan_run_config(models: Sequence[str] = ()) -> dict[str, Any]:
@@ -128,9 +130,10 @@ def _closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
             raise Failure(str(err)) from err
         location = graph.location
         acks = in_force(graph, settings)
-        unserved = Unserved() if config.models else without_production(graph, closures)
+        unserved, unlinked = (Unserved(), ()) if config.models else left_out(
+            graph, closures, recall.configuration().scan, scanned_at_ms)
     return _closures_output(Closures(scanned_at_ms, location, tuple(closures), whole_estate=not config.models,
-                                     acks=acks, rescan=rescan, without_production=unserved))
+                                     acks=acks, rescan=rescan, without_production=unserved, unlinked=unlinked))
 
 
 def _gathered(config: ScanConfig, recall: RecallResource, shards: int) -> Output[Closures]:
@@ -143,9 +146,10 @@ def _gathered(config: ScanConfig, recall: RecallResource, shards: int) -> Output
         raise Failure(str(err)) from err
     with recall.open_graph() as graph:
         location, acks = graph.location, in_force(graph, settings)
-        unserved = without_production(graph, whole.closures)
+        unserved, unlinked = left_out(graph, whole.closures, recall.configuration().scan, whole.scanned_at_ms)
     return _closures_output(Closures(whole.scanned_at_ms, location, whole.closures, whole_estate=True, acks=acks,
-                                     rescan=whole.rescan, found=whole.found, without_production=unserved))
+                                     rescan=whole.rescan, found=whole.found, without_production=unserved,
+                                     unlinked=unlinked))
 
 
 def _closures_output(read: Closures) -> Output[Closures]:
@@ -157,6 +161,7 @@ def _closures_output(read: Closures) -> Output[Closures]:
             "models": len(closures),
             "production_models": sum(1 for c in closures if c.production),
             "registered_unmarked": ", ".join(read.without_production.unmarked) or "none",
+            "unlinked_failing": ", ".join(o.assertion.name for o in read.unlinked) or "none",
             **({"resolve": rescan.summary()} if rescan is not None else {}),
             "closures": MetadataValue.md(closures_table(closures)),
         },
@@ -230,6 +235,7 @@ def risk_scores(model_closures: Closures, impact_tests: Detection, recall: Recal
         acks=acks,
         rescan=model_closures.rescan,
         without_production=model_closures.without_production,
+        unlinked=model_closures.unlinked,
     )
     failing = [m.closure.model.name for m in result.failing]
     yield Output(

@@ -100,6 +100,10 @@ class RecallConfig:
     detectors: Mapping[str, DetectorConfig]
     profile_drift: ProfileDriftConfig
     reach: ReachOptions = ReachOptions()  # how far a failing test is followed (lifecycle.table_level, .name_matching)
+    failing_results: frozenset[str] = frozenset({"FAILURE"})  # what a failing test is (lifecycle.failing_results)
+
+    def failing(self, result: str | None) -> bool:
+        return result is not None and result in self.failing_results
 
     def enabled(self, detector: str) -> bool:
         return self._detector(detector).enabled

@@ -612,6 +612,14 @@ def _primary_sibling(siblings: SiblingsClass | None) -> str | None:
     return siblings.siblings[0]
 
 
+def assertion_kind(info: AssertionInfoClass | None) -> str | None:
+    """The test's own name for what it checks (``not_null_...``, ``dbt Freshness``), else DataHub's type."""
+    if info is None:
+        return None
+    custom, dataset = info.customAssertion, info.datasetAssertion
+    return (custom and (custom.nativeType or custom.type)) or (dataset and dataset.nativeType) or info.type
+
+
 def asserted_entity(info: AssertionInfoClass | None) -> str | None:
     """The entity (usually a dataset) an assertion checks, whichever kind of assertion it is."""
     if info is None:

@@ -19,15 +19,14 @@ from datahub.metadata.schema_classes import (
     IncidentInfoClass,
     IncidentStateClass,
     MLTrainingRunPropertiesClass,
-    StatusClass,
     ViewPropertiesClass,
 )
 
 from recall_dagster.detect import RecallConfig
 from recall_dagster.estate import ModelClosure, display_name
-from recall_dagster.estate.marks import recall_assertion
-from recall_dagster.estate.parse import Run, asserted_entity, is_removed, parse_assertion
+from recall_dagster.estate.parse import Run, assertion_kind, parse_assertion
 from recall_dagster.estate.resolve import assertion_runs, resolve_closures
+from recall_dagster.estate.unlinked import failing_outside
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.estate.columns import column_graph
 from recall_dagster.lifecycle.incidents import INCIDENT_TYPE
@@ -38,14 +37,6 @@ def read_estate(graph: MetadataGraph, config: RecallConfig, now_ms: int) -> Esta
     closures = tuple(resolve_closures(graph, config.resolve, scanned_at_ms=now_ms, include_all=True))
     datasets = {u: d for c in closures for u, d in c.datasets.items()}
     return Estate(closures=closures, columns=column_graph(closures), datasets=datasets)
-
-
-def _kind(info: AssertionInfoClass | None) -> str | None:
-    """The test's own name for what it checks (``not_null_...``, ``dbt Freshness``), else DataHub's type."""
-    if info is None:
-        return None
-    custom, dataset = info.customAssertion, info.datasetAssertion
-    return (custom and (custom.nativeType or custom.type)) or (dataset and dataset.nativeType) or info.type
 
 
 def _materialised(estate: Estate, aspects: Mapping[str, Mapping[str, object]], dataset: str) -> bool:
@@ -118,7 +109,7 @@ def read_assertions(
         for run in histories[urn]:
             one = parse_assertion(urn, None, [run])
             runs.append(AssertionRun(run.at_ms or None, one.result, one.failed_rows))
-        kind = _kind(info)  # type: ignore[arg-type]
+        kind = assertion_kind(info)  # type: ignore[arg-type]
         records.append(
             AssertionRecord(
                 urn=urn,
@@ -137,27 +128,16 @@ def read_assertions(
 def unlinked_failures(
     graph: MetadataGraph, linked: set[str], failing: Callable[[str | None], bool], instant_ms: int, history: int,
 ) -> tuple[AssertionRecord, ...]:
-    """Assertions failing at ``instant_ms`` on data no model's closure reaches: a team's failing dbt test
-    Recall saw and could tie to nothing is said, never left out of a "0 causes" answer. Recall's own are not
-    counted. ``history`` runs are read, so an instant in the past finds the run then latest."""
-    others = [a for a in graph.list_urns("assertion") if a not in linked]
-    if not others:
-        return ()
-    infos = graph.get_aspects(others, [AssertionInfoClass, StatusClass])
-    kept = [a for a in others if not is_removed(infos.get(a, {})) and not recall_assertion(infos.get(a, {}))]
-    runs = assertion_runs(graph, kept, history)
-    records = []
-    for urn in kept:
-        info = infos.get(urn, {}).get(AssertionInfoClass.ASPECT_NAME)
-        found = parse_assertion(urn, info, runs[urn]).as_of(instant_ms)  # type: ignore[arg-type]
-        if found.result is None or not failing(found.result):
-            continue
-        dataset = asserted_entity(info) or ""  # type: ignore[arg-type]
-        records.append(AssertionRecord(
-            urn=urn, name=found.name, dataset=dataset, column=found.column, kind=_kind(info),  # type: ignore[arg-type]
-            runs=(AssertionRun(found.ran_at_ms, found.result, found.failed_rows),), aliases=found.aliases,
-        ))
-    return tuple(records)
+    """Assertions failing at ``instant_ms`` on data no model's closure reaches (:func:`failing_outside`), as
+    records: a team's failing dbt test Recall saw and could tie to nothing is said, never left out of a
+    "0 causes" answer."""
+    return tuple(
+        AssertionRecord(urn=o.assertion.urn, name=o.assertion.name, dataset=o.dataset, column=o.assertion.column,
+                        kind=o.kind, runs=(AssertionRun(o.assertion.ran_at_ms, o.assertion.result,
+                                                        o.assertion.failed_rows),),
+                        aliases=o.assertion.aliases)
+        for o in failing_outside(graph, linked, failing, instant_ms, history)
+    )
 
 
 def training_span(

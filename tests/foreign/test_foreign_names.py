@@ -91,6 +91,17 @@ def test_without_a_target_the_blind_window_and_the_incidents_say_what_they_could
     assert "not_null_stg_payments_amount on shop.staging.stg_payments" in said, "named as the team names it"
 
 
+def test_the_scan_says_the_failing_test_no_model_reaches(shop: Settings) -> None:
+    """Its coverage names it (and the JSON lists it) rather than pass over a failure it could tie to nothing."""
+    code, scanned = recall(shop, "scan")
+    assert code in (0, 1, 4) and unlinked(scanned["coverage"]) == [(TEST, "FAILURE")]
+    done = CliRunner().invoke(cli, ["scan", "--graph", shop.graph], env={"RECALL_HOME": str(shop.home)})
+    said = " ".join(done.output.split())
+    assert "1 failing assertion(s) on data no scanned model reads: not_null_stg_payments_amount" in said
+    code, one = recall(shop, "scan", "--as-of", "2025-05-01T00:00:00Z")
+    assert unlinked(one["coverage"]) == [], "before its failing run, the test was not failing"
+
+
 def test_a_linked_test_is_found_by_its_dbt_name(shop: Settings) -> None:
     fail_the_test(shop)
     code, window = recall(shop, "blind-window", "not_null_customer_orders_total_amount")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from recall_dagster.estate.shards import Shard
 from recall_dagster.graph import LiteGraph
 from recall_dagster.baselines import JsonStateStore, MemoryStateStore
 from recall_dagster.config.load import load
-from recall_dagster.scan import merge_shards, run_scan, scan_shard
+from recall_dagster.scan import left_out, merge_shards, run_scan, scan_shard
 from recall_dagster.settings import Settings
 from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.writeback.run import dry_run
@@ -29,9 +30,12 @@ def _json(result) -> dict:  # noqa: ANN001 - a ScanResult
 
 
 def _sharded(graph, store_for, count: int, at_ms: int, **options):  # noqa: ANN001, ANN003
+    """The shards' parts and their merge, with what the Dagster merge says beyond the closures (:func:`left_out`)."""
     parts = [scan_shard(graph, CONFIG, store_for(shard), scanned_at_ms=at_ms, shard=shard, **options)
              for shard in Shard.all(count)]
-    return parts, merge_shards(parts, CONFIG, graph=graph.location)
+    merged = merge_shards(parts, CONFIG, graph=graph.location)
+    unserved, unlinked = left_out(graph, [m.closure for m in merged.models], CONFIG, at_ms)
+    return parts, replace(merged, without_production=unserved, unlinked=unlinked)
 
 
 @settings(max_examples=25, deadline=None, derandomize=True,
