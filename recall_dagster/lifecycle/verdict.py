@@ -106,7 +106,8 @@ def _against(span: TrainingSpan, window: BlindWindow) -> Verdict:
     return Verdict(Status.UNKNOWN, f"training ran {_at(start)} – {_at(end)}; {why}")
 
 
-def _worst(verdicts: Sequence[Verdict]) -> Verdict:
+def worst(verdicts: Sequence[Verdict]) -> Verdict:
+    """CONTAMINATED over UNKNOWN over CLEAN: one bad window, run or root cause condemns a version."""
     for status in (Status.CONTAMINATED, Status.UNKNOWN):
         found = next((v for v in verdicts if v.status is status), None)
         if found is not None:
@@ -117,7 +118,7 @@ def _worst(verdicts: Sequence[Verdict]) -> Verdict:
 def _run(span: TrainingSpan, windows: Sequence[BlindWindow]) -> Verdict:
     if span.start_ms is None and span.end_ms is None:
         return Verdict(Status.UNKNOWN, "its training run records neither a start nor an end")
-    return _worst([_against(span, w) for w in windows])
+    return worst([_against(span, w) for w in windows])
 
 
 def judge(spans: Sequence[TrainingSpan], windows: Sequence[BlindWindow], poisoned_inputs: Sequence[str]) -> Verdict:
@@ -135,7 +136,7 @@ def judge(spans: Sequence[TrainingSpan], windows: Sequence[BlindWindow], poisone
             Verdict(v.status, f"run {display_name(s.run) if s.run else i + 1} of {len(spans)}: {v.reason}")
             for i, (s, v) in enumerate(zip(spans, verdicts))
         ]
-    return _worst(verdicts)
+    return worst(verdicts)
 
 
 def _number(version: VersionVerdict) -> tuple[int, int, str]:
