@@ -65,6 +65,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "recall_dagster.cli.protect",
         "Score every dataset on a production path, rank the untested critical columns, suggest dbt tests.",
     ),
+    "rollback": (
+        "recall_dagster.cli.rollback",
+        "Move MODEL's production alias back to VERSION, record who and why in MLflow and DataHub, and rescan.",
+    ),
     "scan": (
         "recall_dagster.cli.scan",
         "Read every production model's upstream closure, find what is about to break, and score it.",
