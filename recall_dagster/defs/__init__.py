@@ -32,6 +32,7 @@ from recall_dagster.defs.gate import retrain_gate
 from recall_dagster.defs.incidents import recall_incident_assets
 from recall_dagster.defs.metric_gate import metric_gate
 from recall_dagster.defs.resources import RecallResource
+from recall_dagster.defs.rollback import RollbackConfig, rollback_job, rollback_run_config
 from recall_dagster.defs.scan import ScanConfig, recall_scan_assets, scan_run_config
 from recall_dagster.defs.shards import shard_job, shard_merge_sensor, sharded_nightly_scan
 from recall_dagster.defs.sensors import datahub_assertion_sensor, dbt_test_failure_sensor, mlflow_sensor
@@ -45,7 +46,8 @@ def recall_definitions(
     translator: RecallTranslator | None = None,
     default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
 ) -> Definitions:
-    """Recall's assets, jobs, schedule and sensors, configured from ``recall.yaml`` and the environment.
+    """Recall's assets, jobs (the scan, the rescan, and the rollback a person launches), schedule and sensors,
+    configured from ``recall.yaml`` and the environment.
 
     ``recall`` and ``config`` default to the environment (``RECALL_*``) and the
     ``dagster:`` section of ``recall.yaml``. Building blocks, not a takeover: no
@@ -65,7 +67,7 @@ def recall_definitions(
                mlflow_sensor(rescan, chosen.mlflow_models, interval, default_status)]
     if dbt is not None:
         sensors.append(dbt_test_failure_sensor(dbt, rescan, translator, interval, default_status))
-    jobs, nightly = [scan, rescan], nightly_scan(scan, chosen.nightly_scan_cron, default_status)
+    jobs, nightly = [scan, rescan, rollback_job()], nightly_scan(scan, chosen.nightly_scan_cron, default_status)
     if shards > 1:  # the schedule fans out over the shards; their merge launches the scan job
         jobs.append(shards_job := shard_job())
         nightly = sharded_nightly_scan(shards_job, shards, chosen.nightly_scan_cron, default_status)
@@ -83,6 +85,7 @@ __all__ = [
     "DagsterConfig",
     "RecallResource",
     "RecallTranslator",
+    "RollbackConfig",
     "ScanConfig",
     "datahub_assertion_sensor",
     "dbt_test_failure_sensor",
@@ -93,6 +96,8 @@ __all__ = [
     "recall_incident_assets",
     "recall_scan_assets",
     "rescan_job",
+    "rollback_job",
+    "rollback_run_config",
     "retrain_gate",
     "scan_job",
     "scan_run_config",

@@ -7,13 +7,18 @@ and a passing one its postmortem.
 
 from typing import Any, Sequence
 
+import yaml
+
 from dagster import AssetKey, AssetsDefinition, Failure, MaterializeResult, MetadataValue, asset
 
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.clock import clock_ms
 from recall_dagster.lifecycle.service import blind_window_report, sync_incidents
 from recall_dagster.lifecycle.markdown import blind_window_table, incidents_table
+from recall_dagster.defs.rollback import JOB, rollback_run_config
 from recall_dagster.defs.translator import GROUP
+from recall_dagster.lifecycle.assess import RootCause
+from recall_dagster.lifecycle.rollback import advised
 
 
 
@@ -40,18 +45,32 @@ def _data_incidents(deps: Sequence[AssetKey | str]) -> AssetsDefinition:
 
 @asset(group_name=GROUP, deps=["data_incidents"])
 def blind_window(recall: RecallResource) -> MaterializeResult:
-    """``recall blind-window``: which model versions trained while the data was bad, and where to roll back."""
+    """``recall blind-window``: which model versions trained while the data was bad, and where to roll back (with
+    the ``recall_rollback`` run config that does it)."""
     loaded = recall.configuration()
     with recall.open_graph() as graph:
-        report = blind_window_report(graph, loaded.scan, loaded.lifecycle, None, clock_ms()).to_json()
+        judged = blind_window_report(graph, loaded.scan, loaded.lifecycle, None, clock_ms())
+    report = judged.to_json()
     return MaterializeResult(
         metadata={
             "contaminated_live": ", ".join(report["contaminated_live"]) or "none",
             "unknown_live": ", ".join(report["unknown_live"]) or "none",
             "versions_judged": f"{report['coverage']['judged']} of {report['coverage']['versions']}",
             "versions": MetadataValue.md(blind_window_table(report)),
+            "rollback_run_config": MetadataValue.md(_rollback_configs(judged.causes)),
         }
     )
+
+
+def _rollback_configs(causes: Sequence[RootCause]) -> str:
+    """For each model the blind window advises rolling back, the recall_rollback job's run config to paste
+    into the launchpad (adding ``by``: who rolls back)."""
+    blocks = [
+        f"{model}: roll back to version {target.version} ({target.name}: {target.verdict.reason})\n\n"
+        f"```yaml\n{yaml.safe_dump(rollback_run_config(model, str(target.version)), sort_keys=False)}```"
+        for model, target in sorted(advised(causes).items())
+    ]
+    return "\n\n".join(blocks) or f"no model to roll back: launch {JOB} only with a version the blind window clears"
 
 
 def recall_incident_assets(deps: Sequence[AssetKey | str] = ()) -> list[AssetsDefinition]:

@@ -1,0 +1,95 @@
+"""The ``recall_rollback`` job: ``recall rollback MODEL --to VERSION --apply``, launched by a person in Dagster.
+
+The run config names the model, the version, who and why; the ``blind_window``
+asset's metadata carries it filled in for each model it advises rolling back
+(:func:`rollback_run_config`), so the launchpad takes it as pasted and the
+person adds their name. The op runs
+:func:`recall_dagster.lifecycle.rollback_service.roll_back`, the CLI's function,
+and the run's id goes into the record the registry and DataHub keep.
+"""
+
+from typing import Any
+
+from dagster import Config, Failure, JobDefinition, MetadataValue, OpExecutionContext, Output, job, op
+from pydantic import Field
+
+from recall_dagster.clock import clock_ms
+from recall_dagster.defs.resources import RecallResource
+from recall_dagster.defs.translator import GROUP
+from recall_dagster.errors import RecallError
+from recall_dagster.lifecycle.rollback import RollbackRequest
+from recall_dagster.lifecycle.rollback_service import Registry, RollbackResult, roll_back
+
+OP = "roll_back"
+JOB = f"{GROUP}_rollback"
+RUN_TAG_PREFIX = "recall/rollback/"
+
+
+class RollbackConfig(Config):
+    """What ``recall rollback`` takes on its command line."""
+
+    model: str = Field(description="The registered model, as the registry names it.")
+    to_version: str = Field(description="The registry version its production alias moves back to.")
+    by: str = Field(description="Who rolls back: recorded in MLflow and DataHub.")
+    reason: str = Field(default="", description="Why; the blind window's verdict on the version when empty.")
+    force: bool = Field(default=False, description="Roll back to a version the blind window convicts or cannot clear.")
+
+
+def rollback_run_config(model: str, to_version: str, reason: str = "") -> dict[str, Any]:
+    """Run config for the rollback job, all but who (``by``), which the person launching it adds."""
+    config = {"model": model, "to_version": to_version, **({"reason": reason} if reason else {})}
+    return {"ops": {OP: {"config": config}}}
+
+
+def _metadata(result: RollbackResult) -> dict[str, Any]:
+    plan, after = result.plan, result.after
+    metadata: dict[str, Any] = {
+        "plan": MetadataValue.md("\n".join(f"- {line}" for line in plan.lines())),
+        "moved": ", ".join(f"{m.alias}: {m.from_version} -> {plan.to_version}" for m in plan.moves) or "nothing",
+        "document": result.document or "none",
+    }
+    if result.record is not None:
+        metadata.update(by=result.record.by, reason=result.record.reason, at=result.record.at)
+    if after is not None:
+        metadata["served_clean"] = after.clean
+        metadata["served"] = ", ".join(f"{a}: {v.name if v else 'not in the graph'} "
+                                       f"({v.verdict.status.value if v else 'unjudged'})"
+                                       for a, v in sorted(after.served.items()))
+        metadata["contaminated_live"] = ", ".join(after.contaminated_live) or "none"
+    return metadata
+
+
+@op(name=OP)
+def _roll_back(context: OpExecutionContext, config: RollbackConfig, recall: RecallResource) -> Output[dict]:
+    """Move the production alias, record who and why in MLflow and DataHub, and scan the model again."""
+    settings = recall.settings()
+    request = RollbackRequest(config.model, config.to_version, config.reason.strip(), config.by.strip(), config.force)
+    try:
+        result = roll_back(
+            recall.open_graph, settings, recall.config(), recall.lifecycle_config(),
+            Registry(settings.mlflow_uri, recall.impact_config().registry), recall.writeback_config().retry,
+            request, clock_ms(), apply=True, run=context.run_id,
+        )
+    except RecallError as err:
+        raise Failure(description=str(err)) from None
+    metadata = _metadata(result)
+    for line in result.plan.lines():
+        context.log.info(line)
+    context.instance.add_run_tags(context.run_id, {
+        f"{RUN_TAG_PREFIX}{result.plan.model}": f"version {result.plan.to_version} by {request.by}",
+    })
+    if result.failures:
+        raise Failure(f"the alias moved, but {len(result.failures)} DataHub write(s) did not land; "
+                      "running the job again writes them", metadata=metadata)
+    return Output(result.to_json(), metadata=metadata)
+
+
+def rollback_job() -> JobDefinition:
+    """Launched by a person from the launchpad, never by a schedule or sensor: it moves production."""
+
+    @job(name=JOB, description="Move a model's production alias back to a version the blind window clears, "
+                               "record who and why in MLflow and DataHub, and rescan it.")
+    def recall_rollback() -> None:
+        _roll_back()
+
+    return recall_rollback
