@@ -1,8 +1,9 @@
 """The foreign estate's files and the next dbt run, and the team's Dagster code around it (no future annotations:
 Dagster reads the `context` annotation of the assets here)."""
 
+import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from dagster import (
     AssetExecutionContext,
@@ -25,6 +26,32 @@ from tests.scan.scan_estates import ingest
 FIXTURES = Path(__file__).parent / "fixtures"
 # The fixtures are dated around 2025-06-01; a window this wide keeps them fresh whenever the tests run.
 OVERLAY = {"freshness": {"default_window_hours": 10_000_000}}
+
+
+def stock(record: dict[str, Any]) -> dict[str, Any]:
+    """What DataHub's mlflow source writes for a churn version on MLflow 2.20's SQL store with aliases only:
+    no alias, stage None, and no endpoint listing it."""
+    urn, aspect = record.get("entityUrn", ""), record.get("aspectName")
+    if "churn_model_" not in urn or "mlModel:" not in urn:
+        return record
+    body = json.loads(json.dumps(record["aspect"]["json"]))
+    if aspect == "versionProperties":
+        body["aliases"] = []
+    elif aspect == "globalTags":
+        body["tags"] = [{"tag": "urn:li:tag:mlflow_none"}]
+    elif aspect == "mlModelProperties":
+        body["deployments"] = []
+    return {**record, "aspect": {"json": body}}
+
+
+def shop_as(tmp_path: Path, shape: Callable[[dict[str, Any]], dict[str, Any]]) -> Settings:
+    """The foreign estate with each record reshaped by ``shape``, in a Lite file, its overlay beside it."""
+    records = [shape(r) for r in json.loads((FIXTURES / "estate_stock.json").read_text())]
+    fixture = tmp_path / "reshaped.json"
+    fixture.write_text(json.dumps(records))
+    db = ingest(tmp_path / "shop.db", str(fixture))
+    (tmp_path / "recall.yaml").write_text(json.dumps(OVERLAY))
+    return Settings(home=tmp_path / "home", graph=str(db), mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
 
 
 def fail_the_test(shop: Settings) -> None:

@@ -5,44 +5,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from foreign_estate import FIXTURES, OVERLAY
+from foreign_estate import shop_as, stock
 from mlflow import MlflowClient
 
 from recall_dagster.cli import cli
 from recall_dagster.settings import Settings
-from tests.scan.scan_estates import ingest
 
 CHURN = "urn:li:mlModelGroup:(urn:li:dataPlatform:mlflow,churn_model,PROD)"
-
-
-def stock(record: dict[str, Any]) -> dict[str, Any]:
-    """What DataHub's mlflow source writes for a churn version on MLflow 2.20's SQL store with aliases only:
-    no alias, stage None, and no endpoint listing it."""
-    urn, aspect = record.get("entityUrn", ""), record.get("aspectName")
-    if "churn_model_" not in urn or "mlModel:" not in urn:
-        return record
-    body = json.loads(json.dumps(record["aspect"]["json"]))
-    if aspect == "versionProperties":
-        body["aliases"] = []
-    elif aspect == "globalTags":
-        body["tags"] = [{"tag": "urn:li:tag:mlflow_none"}]
-    elif aspect == "mlModelProperties":
-        body["deployments"] = []
-    return {**record, "aspect": {"json": body}}
-
-
-def shop_as(tmp_path: Path, shape: Callable[[dict[str, Any]], dict[str, Any]]) -> Settings:
-    """The foreign estate with each record reshaped by ``shape``, in a Lite file, its overlay beside it."""
-    records = [shape(r) for r in json.loads((FIXTURES / "estate_stock.json").read_text())]
-    fixture = tmp_path / "reshaped.json"
-    fixture.write_text(json.dumps(records))
-    db = ingest(tmp_path / "shop.db", str(fixture))
-    (tmp_path / "recall.yaml").write_text(json.dumps(OVERLAY))
-    return Settings(home=tmp_path / "home", graph=str(db), mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
 
 
 @pytest.fixture
