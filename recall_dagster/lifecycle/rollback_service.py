@@ -225,7 +225,9 @@ def roll_back(
                 evidence = tuple(str(p) for p in write_record(settings.evidence_dir / "rollback", record.ident,
                                                               record.to_json(), record.markdown(), "evidence"))
                 registry.move(record)
-            document, writes, failures = None, 0, []
+            document: str | None = None
+            writes = 0
+            failures: list[str] = []
             if record is not None:
                 related = [v.model for v in (judged.get(record.to_version),
                                              *(judged.get(m.from_version) for m in record.moves)) if v is not None]
