@@ -19,7 +19,7 @@ from recall_dagster.acks.service import who
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
 from recall_dagster.clock import clock_ms
-from recall_dagster.config.load import load_config, load_impact_config, load_lifecycle_config, load_writeback_config
+from recall_dagster.config.load import load
 from recall_dagster.errors import EXIT_UNREACHABLE
 from recall_dagster.lifecycle.rollback import RollbackRequest
 from recall_dagster.lifecycle.rollback_service import Registry, RollbackResult, roll_back
@@ -47,8 +47,9 @@ def rollback_command(
     MODEL is the registered model's name. A dry run unless --apply; running it
     again once the alias is there changes nothing.
     """
-    config, lc = load_config(config_path), load_lifecycle_config(config_path)
-    policy, limits = load_writeback_config(config_path).retry, load_impact_config(config_path).registry
+    loaded = load(config_path)
+    config, lc = loaded.scan, loaded.lifecycle
+    policy, limits = loaded.writeback.retry, loaded.impact.registry
     settings = Settings.from_env(graph=graph_target)
     request = RollbackRequest(model, to_version, reason.strip(), (by or who()).strip(), force)
     result = roll_back(

@@ -62,12 +62,12 @@ def _metadata(result: RollbackResult) -> dict[str, Any]:
 @op(name=OP)
 def _roll_back(context: OpExecutionContext, config: RollbackConfig, recall: RecallResource) -> Output[dict]:
     """Move the production alias, record who and why in MLflow and DataHub, and scan the model again."""
-    settings = recall.settings()
+    settings, loaded = recall.settings(), recall.configuration()
     request = RollbackRequest(config.model, config.to_version, config.reason.strip(), config.by.strip(), config.force)
     try:
         result = roll_back(
-            recall.open_graph, settings, recall.config(), recall.lifecycle_config(),
-            Registry(settings.mlflow_uri, recall.impact_config().registry), recall.writeback_config().retry,
+            recall.open_graph, settings, loaded.scan, loaded.lifecycle,
+            Registry(settings.mlflow_uri, loaded.impact.registry), loaded.writeback.retry,
             request, clock_ms(), apply=True, run=context.run_id,
         )
     except RecallError as err:
