@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from recall_dagster.contracts.lifecycle import BlindWindow, Gate, IncidentList, IncidentSync
+from recall_dagster.contracts.lifecycle import BlindWindow, Gate, IncidentList, IncidentSync, Rollback
 from recall_dagster.contracts.records import Diagnosis, EvidencePack, Impact, Protect
 from recall_dagster.contracts.scan import Scan
 
@@ -30,6 +30,7 @@ CONTRACTS: dict[str, type[BaseModel]] = {
     "diagnose": Diagnosis,
     "protect": Protect,
     "evidence": EvidencePack,
+    "rollback": Rollback,
 }
 
 

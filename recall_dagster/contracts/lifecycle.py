@@ -200,3 +200,64 @@ class Incident(Part):
 
 class IncidentList(Contract):
     incidents: list[Incident]  # open ones first
+
+
+class AliasMove(Part):
+    alias: str
+    from_version: str | None  # the version the alias named before; None when it named none
+
+
+class RollbackPlan(Part):
+    model: str
+    to_version: str
+    moves: list[AliasMove]
+    already: list[str]  # production aliases on the target already
+    done: bool  # nothing left to move
+    target: Version | None  # the target as the blind window judges it; None when the graph does not hold it
+    safe_version: str | None  # the blind window's own choice: the newest version it clears
+    forced: bool
+    by: str
+    reason: str
+    withdrawn: dict[str, Version | None]  # each version an alias leaves, judged
+
+
+class RollbackRecord(Part):
+    model: str
+    to_version: str
+    by: str
+    reason: str
+    at: Instant
+    moves: list[AliasMove]
+    judged: str
+    forced: bool
+    dagster_run: str | None
+
+
+class ScannedModel(Part):
+    name: str
+    version: str | None
+    production: bool
+    score: int
+    tier: str
+    findings: int
+
+
+class AfterRollback(Part):
+    served: dict[str, Version | None]  # production alias -> the version it names now, judged
+    clean: bool
+    contaminated_live: list[str]  # live deployments still serving a convicted version
+    scan: list[ScannedModel]
+
+
+class Rollback(Contract):
+    """``recall rollback --json`` and the ``recall_rollback`` job's outcome."""
+
+    applied: bool  # False: a dry run, nothing written
+    plan: RollbackPlan
+    record: RollbackRecord | None
+    evidence: list[str]
+    document: str | None
+    writes: int
+    failures: list[str]  # DataHub writes that did not land: the next run writes them
+    after: AfterRollback | None
+

@@ -21,6 +21,7 @@ from recall_dagster.defs import RecallResource, recall_definitions
 from recall_dagster.graph import open_graph
 from recall_dagster.lifecycle.rollback import BY, REASON, RUN, WITHDRAWN
 from recall_dagster.settings import Settings
+from tests.contracts.conform import conforms
 
 V1 = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn_model_1,PROD)"
 V2 = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn_model_2,PROD)"
@@ -80,6 +81,7 @@ def test_a_dry_run_prints_the_plan_and_changes_nothing(shop: Settings) -> None:
     assert "target version 1 (churn_model_1): CLEAN, trained before the corruption could have begun" in text
     assert "leaving version 2 (churn_model_2): CONTAMINATED" in text
     code, body = rollback(shop, "churn_model", "--to", "1")
+    conforms("rollback", body)
     assert code == 0 and body["applied"] is False and body["after"] is None and body["record"] is None
     assert body["plan"]["moves"] == [{"alias": "production", "from_version": "2"}] and body["plan"]["safe_version"] == "1"
     assert aliases(shop) == {"production": "2"} and tags(shop, "1") == {} and tags(shop, "2") == {}
@@ -89,6 +91,7 @@ def test_a_dry_run_prints_the_plan_and_changes_nothing(shop: Settings) -> None:
 def test_apply_moves_the_alias_records_who_and_why_and_finds_the_served_version_clean(shop: Settings) -> None:
     code, body = rollback(shop, "churn_model", "--to", "1", "--apply", "--reason", "v2 learnt from the NULL totals")
     assert code == 0, body
+    conforms("rollback", body)
     assert aliases(shop) == {"production": "1"}
     mine = tags(shop, "1")
     assert (mine[BY], mine[REASON]) == ("ana", "v2 learnt from the NULL totals") and RUN not in mine
