@@ -2,11 +2,11 @@
 
 A command that takes a dataset (``recall impact``, ``recall blind-window``, the
 MCP tools behind them) asks :func:`table_named`. The name is looked up among
-the model closures first (where every twin of a table is one table); a name
-none of them holds is looked for in the whole catalog, so that "no model reads
-it" is an answer and "not in the graph" is kept for what really is not there.
-Either way the names a table answers to are those of :func:`named_by`, and a
-name two tables answer to is refused with both listed.
+the model closures (where every twin of a table is one table) and in the whole
+catalog, so that "no model reads it" is an answer and "not in the graph" is
+kept for what really is not there. Either way the names a table answers to are
+those of :func:`named_by`, and a name two tables answer to is refused with both
+listed, whether or not a model reads one of them.
 """
 
 from __future__ import annotations
@@ -42,22 +42,21 @@ class NamedTable:
 def table_named(graph: MetadataGraph, columns: ColumnGraph, text: str) -> NamedTable | None:
     """The table ``text`` names: a URN of any of its twins, ``platform:name``, its full name, a unique trailing
     part (``marts.fct_orders``), or a dbt node's ``unique_id``; None when nothing in the graph answers to it.
-    Among the closures ``columns`` describes first, then in the whole catalog (a dbt node outside every closure
-    is its warehouse twin's table, which a model may read). A name two tables answer to is a
-    :class:`ConfigError` listing them."""
-    described = tuple(u for u in columns.canonical if named_by(u, text, columns.aliases.get(u, ())))
-    if described:
-        tables = {columns.canonical[u] for u in described}
-    else:
-        described = catalogued(graph, text)
-        tables = {columns.canonical.get(u, u) for u in one_table(graph, described)}
-    if len(tables) > 1:
-        names = ", ".join(f"{display_name(t)} ({t})" for t in sorted(tables))
+    It is looked for among the closures ``columns`` describes and in the whole catalog alike (a dbt node outside
+    every closure is its warehouse twin's table, which a model may read), so a name two tables answer to is a
+    :class:`ConfigError` listing them, even when only one of them is read by a model."""
+    read = tuple(u for u in columns.canonical if named_by(u, text, columns.aliases.get(u, ())))
+    catalog = catalogued(graph, text)
+    distinct = {columns.canonical.get(u, u) for u in one_table(graph, tuple(dict.fromkeys((*read, *catalog))))}
+    if len(distinct) > 1:
+        names = ", ".join(f"{display_name(t)} ({t})" for t in sorted(distinct))
         raise ConfigError(f"{text!r} names several tables: {names}; give the one you mean by its URN")
-    if not tables:
+    if not distinct:
         return None
-    table = tables.pop()
-    return NamedTable(table, described, table in set(columns.canonical.values()))
+    if read:
+        return NamedTable(columns.canonical[read[0]], read, True)
+    table = distinct.pop()
+    return NamedTable(table, catalog, table in set(columns.canonical.values()))
 
 
 def catalogued(graph: MetadataGraph, target: str) -> tuple[str, ...]:

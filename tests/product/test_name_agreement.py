@@ -210,10 +210,12 @@ def test_every_name_of_a_thing_means_it_where_commands_once_split(scratch: Path,
     _names_agree(scratch, estate, lambda names: names)
 
 
-@pytest.mark.parametrize("reads", [(FEAT_PG, NAMESAKE), (LABELS,)], ids=["both_read", "neither_read"])
+@pytest.mark.parametrize("reads", [(FEAT_PG, NAMESAKE), (FEAT_PG,), (LABELS,)],
+                         ids=["both_read", "one_read", "neither_read"])
 def test_a_name_two_tables_answer_to_is_refused_with_both(scratch: Path, reads: tuple[str, ...]) -> None:
     """"payments" is raw.payments and archive.payments: impact, blind-window and the MCP tools refuse it (exit 2)
-    naming both, whether models read the two tables or neither; each table's own full name still answers."""
+    naming both, whether models read the two tables, one of them or neither; each table's own full name still
+    answers."""
     estate = Estate((Version(1, ("production",), None, 480, reads),), None, True, (), (), {}, namesake=True)
     with tempfile.TemporaryDirectory(dir=scratch) as workdir:
         s = shop(estate, Path(workdir))
