@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Protocol
 
 from recall_dagster.errors import ConfigError
-from recall_dagster.files import locked, read_json_object, write_json
+from recall_dagster.files import read_json_object, update_json
 
-BASELINE_LOCK_SECONDS = 60.0  # another shard recording its baselines takes well under a second
 Baselines = dict[str, dict[str, str]]  # dataset URN -> {simple field path: type}
 
 
@@ -37,7 +36,10 @@ class JsonStateStore:
         self.path = Path(state_dir) / "schema_baselines.json"
 
     def load_baselines(self) -> Baselines:
-        data = read_json_object(self.path, "schema baselines")
+        return self._checked(read_json_object(self.path, "schema baselines"))
+
+    def _checked(self, data: dict) -> Baselines:
+        """``data`` as baselines; anything else is refused, saved over or not."""
         if not all(isinstance(cols, dict) for cols in data.values()):
             raise ConfigError(
                 f"schema baselines {self.path} do not map datasets to column types; delete the file to start afresh"
@@ -47,8 +49,7 @@ class JsonStateStore:
         return {str(u): {str(c): str(t) for c, t in cols.items()} for u, cols in data.items()}
 
     def save_baselines(self, baselines: Baselines) -> None:
-        with locked(self.path.with_suffix(".lock"), "schema baselines", BASELINE_LOCK_SECONDS):
-            write_json(self.path, {**self.load_baselines(), **baselines}, "schema baselines")
+        update_json(self.path, lambda stored: {**self._checked(stored), **baselines}, "schema baselines")
 
 
 class MemoryStateStore:

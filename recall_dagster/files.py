@@ -14,9 +14,11 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from recall_dagster.errors import ConfigError, ServiceUnreachable
+
+RECORD_LOCK_SECONDS = 60.0  # a record's own lock is held while it is read and replaced: well under a second
 
 
 def write_atomically(path: Path, content: str | bytes, what: str) -> None:
@@ -53,13 +55,37 @@ def write_json(path: Path, data: Any, what: str) -> None:
 
 
 def write_record(folder: Path, stem: str, data: Any, text: str, what: str) -> list[Path]:
-    """``<stem>.json`` for programs and ``<stem>.md`` for people, side by side, each replaced atomically; the stem
-    (often a name from the graph) made safe first (:func:`safe_stem`)."""
+    """``<stem>.json`` for programs and ``<stem>.md`` for people, side by side (:func:`rewrite_record`)."""
+    return rewrite_record(folder, stem, data, text, what)[0]
+
+
+def rewrite_record(folder: Path, stem: str, data: Any, text: str, what: str) -> tuple[list[Path], dict[str, Any]]:
+    """:func:`write_record`, and the JSON object it replaced (``{}``: none), read under the same lock.
+
+    The stem (often a name from the graph) is made safe first (:func:`safe_stem`). Each file is replaced
+    atomically, and the pair under the record's own lock, so two writers of one record (a metric gate and a
+    ``recall diagnose`` of one version) never leave one's JSON beside the other's Markdown, and exactly one of
+    them sees the other's record as the one it replaced.
+    """
     safe = safe_stem(stem)
     paths = [folder / f"{safe}.json", folder / f"{safe}.md"]
-    write_atomically(paths[0], json.dumps(data, indent=1) + "\n", what)
-    write_atomically(paths[1], text, what)
-    return paths
+    with locked(folder / f".{safe}.lock", what, RECORD_LOCK_SECONDS):
+        previous = read_json_object(paths[0], what)
+        write_atomically(paths[0], json.dumps(data, indent=1) + "\n", what)
+        write_atomically(paths[1], text, what)
+    return paths, previous
+
+
+def update_json(path: Path, change: Callable[[dict[str, Any]], dict[str, Any]], what: str) -> dict[str, Any]:
+    """Replace the JSON object in ``path`` with ``change`` of it, under the file's own lock; what was written.
+
+    For records several writers keep a part of (the baselines of each shard's tables, each graph's section of
+    a ledger): each reads the latest whole and lays its part over it, so none undoes another's.
+    """
+    with locked(path.with_name(f".{path.name}.lock"), what, RECORD_LOCK_SECONDS):
+        data = change(read_json_object(path, what))
+        write_json(path, data, what)
+    return data
 
 
 def read_json_object(path: Path, what: str) -> dict[str, Any]:

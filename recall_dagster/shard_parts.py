@@ -5,6 +5,9 @@ the run launcher gives), so their parts meet in ``RECALL_HOME``, which every
 run of a deployment shares, as the schema baselines and closure snapshots do.
 Beside each pickled part a small JSON file tells when it was scanned, so a
 sensor can see that every shard of one instant is in without loading any.
+Each shard writes its own two files under its own lock: shards never wait on
+one another, and two runs of one shard never leave one's part beside the
+other's instant.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from pathlib import Path
 from recall_dagster import detect, estate
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate.shards import Shard
-from recall_dagster.files import read_json_object, write_atomically, write_json
+from recall_dagster.files import RECORD_LOCK_SECONDS, locked, read_json_object, write_atomically, write_json
 from recall_dagster.pickles import fingerprint, stamped, unstamped
 from recall_dagster.scan import ShardScan
 
@@ -35,9 +38,10 @@ class ShardParts:
         if part.shard is None:
             raise ConfigError("only a shard's part waits to be merged; a scan of the whole estate needs no merge")
         key = part.shard.key
-        write_atomically(self.folder / f"{key}.pickle", stamped(part, _STAMP), "shard part")
-        write_json(self.folder / f"{key}.json", {"scanned_at_ms": part.scanned_at_ms,
-                                                 "models": len(part.closures)}, "shard part")
+        with locked(self.folder / f".{key}.lock", f"shard {key}'s part", RECORD_LOCK_SECONDS):
+            write_atomically(self.folder / f"{key}.pickle", stamped(part, _STAMP), "shard part")
+            write_json(self.folder / f"{key}.json", {"scanned_at_ms": part.scanned_at_ms,
+                                                     "models": len(part.closures)}, "shard part")
 
     def instants(self, count: int) -> dict[str, int | None]:
         """When each of ``count`` shards was last scanned (None: never)."""

@@ -92,8 +92,7 @@ def acknowledge(
         request.detector, _scope(matched[0], request.model), request.model, (fingerprint(f) for _, f in matched),
         request.reason.strip(), request.by, now_ms, request.until_ms,
     )
-    local = LocalAcks(settings.state_dir)
-    local.save(merged([ack], local.load()))
+    LocalAcks(settings.state_dir).update(lambda held: merged([ack], held))
     if not write:
         return ack, 0, []
     landed, failures = publish(graph, [ack], policy, now_ms)
@@ -106,13 +105,12 @@ def revoke(
 ) -> tuple[Acknowledgement, int, list[str]]:
     """Drop the acknowledgement here and unpublish its document; an unknown id lists the known ones."""
     local = LocalAcks(settings.state_dir)
-    held = local.load()
-    known = merged(held, read_published(graph)[0])
+    known = merged(local.load(), read_published(graph)[0])
     ack = next((a for a in known if a.id == ack_id), None)
     if ack is None:
         ids = ", ".join(a.id for a in known) or "none"
         raise ConfigError(f"no acknowledgement {ack_id!r}; known: {ids}")
-    local.save(a for a in held if a.id != ack_id)
+    local.update(lambda held: (a for a in held if a.id != ack_id))
     if not write:
         return ack, 0, []
     landed, failures = publish(graph, [ack], policy, now_ms, revoked_by=by)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from datahub.metadata.schema_classes import DocumentInfoClass, DocumentStateClass, DocumentStatusClass
 from datahub.metadata.urns import DocumentUrn
@@ -21,7 +21,7 @@ from recall_dagster.acks.model import Acknowledgement
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import display_name
 from recall_dagster.estate.marks import MANAGED_BY_KEY
-from recall_dagster.files import read_json_object, write_json
+from recall_dagster.files import read_json_object, update_json
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.instants import iso_instant
 from recall_dagster.writeback.config import RetryPolicy
@@ -36,21 +36,29 @@ FILE = "acknowledgements.json"
 
 
 class LocalAcks:
-    """``<state_dir>/acknowledgements.json``: ``{"acknowledgements": [...]}``, replaced atomically."""
+    """``<state_dir>/acknowledgements.json``: ``{"acknowledgements": [...]}``, replaced atomically under its
+    lock, so an ``ack`` and a ``revoke`` at once each keep the other's change."""
 
     def __init__(self, state_dir: str | Path) -> None:
         self.path = Path(state_dir) / FILE
 
     def load(self) -> tuple[Acknowledgement, ...]:
-        data = read_json_object(self.path, "acknowledgements")
+        return self._parsed(read_json_object(self.path, "acknowledgements"))
+
+    def _parsed(self, data: dict[str, Any]) -> tuple[Acknowledgement, ...]:
         try:
             return tuple(Acknowledgement.from_json(a) for a in data.get("acknowledgements", ()))
         except ValueError as err:
             raise ConfigError(f"{self.path}: {err}; fix or remove the entry (recall ack list shows the rest)") from None
 
-    def save(self, acks: Iterable[Acknowledgement]) -> None:
-        body = {"acknowledgements": [a.to_json() for a in sorted(acks, key=lambda a: a.id)]}
-        write_json(self.path, body, "acknowledgements")
+    def update(self, change: Callable[[tuple[Acknowledgement, ...]], Iterable[Acknowledgement]]) -> None:
+        """Replace the acknowledgements held with ``change`` of the latest ones."""
+
+        def body(data: dict[str, Any]) -> dict[str, Any]:
+            acks = change(self._parsed(data))
+            return {"acknowledgements": [a.to_json() for a in sorted(acks, key=lambda a: a.id)]}
+
+        update_json(self.path, body, "acknowledgements")
 
 
 def document_urn(ack_id: str) -> str:

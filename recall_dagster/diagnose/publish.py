@@ -20,7 +20,7 @@ from datahub.metadata.urns import DocumentUrn
 
 from recall_dagster.diagnose.service import Diagnosis
 from recall_dagster.estate.marks import MANAGED_BY_KEY
-from recall_dagster.files import read_json_object, safe_stem, write_record
+from recall_dagster.files import rewrite_record
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.scan_markdown import number
 from recall_dagster.writeback.config import WritebackConfig
@@ -71,10 +71,9 @@ def _gist(body: dict[str, Any]) -> Any:
 
 def write_evidence(evidence_dir: Path, d: Diagnosis, now_ms: int) -> tuple[list[Path], bool]:
     """The JSON and Markdown, replaced atomically; whether the verdict or ranking changed since the last."""
-    folder, ident = evidence_dir / "diagnose", diagnosis_id(d)
     body = {**d.to_json(), "diagnosed_at_ms": now_ms}
-    previous = read_json_object(folder / f"{safe_stem(ident)}.json", "diagnosis evidence")
-    return write_record(folder, ident, body, markdown(d), "evidence"), _gist(previous) != _gist(body)
+    paths, previous = rewrite_record(evidence_dir / "diagnose", diagnosis_id(d), body, markdown(d), "evidence")
+    return paths, _gist(previous) != _gist(body)
 
 
 @dataclass

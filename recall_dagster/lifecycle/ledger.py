@@ -3,7 +3,9 @@
 It is what makes raise / update / resolve idempotent: the sensor, the CLI and
 a re-run after a crash all see the same open incidents.  Keyed by the graph's
 location so a Lite file and a GMS server never share incidents; replaced
-atomically so a reader never sees half a ledger.
+atomically so a reader never sees half a ledger, each graph's section under the
+file's lock so a sync of one graph never undoes another's.  One sync of a graph
+at a time holds it from load to save (``Settings.writing("incidents", ...)``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from recall_dagster.errors import ConfigError
-from recall_dagster.files import read_json_object, write_json
+from recall_dagster.files import read_json_object, update_json
 from recall_dagster.lifecycle.incidents import IncidentEntry
 
 
@@ -33,6 +35,5 @@ class Ledger:
             raise ConfigError(f"incident ledger {self.path} has a malformed entry ({err}); delete it") from err
 
     def save(self, entries: Mapping[str, IncidentEntry]) -> None:
-        data = self._read()
-        data[self.location] = {ident: e.to_json() for ident, e in sorted(entries.items())}
-        write_json(self.path, data, "incident ledger")
+        section = {ident: e.to_json() for ident, e in sorted(entries.items())}
+        update_json(self.path, lambda data: {**data, self.location: section}, "incident ledger")

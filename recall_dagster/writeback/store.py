@@ -15,15 +15,20 @@ GMS server never share entries:
 * ``events.json``: the run events sent for the latest scan instant (landed or
   kept pending), so a scan written again (a Dagster re-execution from a failed
   write-back, a rerun with the same ``--as-of``) records each evaluation once.
+
+Each file is replaced under its own lock, this graph's entry laid over the
+latest whole, so an incident sync remembering a capability never undoes a
+write-back's pending writes.  One write-back at a time holds them all from
+planning to its last save (``Settings.writing("writeback", ...)``).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from recall_dagster.files import read_json_object, write_json
+from recall_dagster.files import read_json_object, update_json
 from recall_dagster.writeback.writes import Write
 
 
@@ -39,14 +44,18 @@ class WritebackStore:
         return self._read(name).get(self.location)
 
     def _save(self, name: str, value: Any) -> None:
-        """Replace this graph's entry, atomically, leaving other graphs' entries alone."""
-        path = self.root / name
-        data = self._read(name)
-        if value:
-            data[self.location] = value
-        else:
-            data.pop(self.location, None)
-        write_json(path, data, "write-back state")
+        """Replace this graph's entry, leaving other graphs' entries alone."""
+        self._update(name, lambda _: value)
+
+    def _update(self, name: str, change: Callable[[Any], Any]) -> None:
+        """This graph's entry replaced by ``change`` of the latest one, under the file's lock; an empty one goes."""
+
+        def section(data: dict[str, Any]) -> dict[str, Any]:
+            value = change(data.get(self.location))
+            others = {k: v for k, v in data.items() if k != self.location}
+            return {**others, self.location: value} if value else others
+
+        update_json(self.root / name, section, "write-back state")
 
     def pending(self) -> list[Write]:
         return [Write.from_json(item) for item in self._section("pending.json") or []]
@@ -58,7 +67,7 @@ class WritebackStore:
         return (self._section("capabilities.json") or {}).get(name)
 
     def save_capabilities(self, found: dict[str, bool]) -> None:
-        self._save("capabilities.json", {**(self._section("capabilities.json") or {}), **found})
+        self._update("capabilities.json", lambda known: {**(known or {}), **found})
 
     def notified(self) -> dict[str, dict[str, Any]]:
         return self._section("notifications.json") or {}
