@@ -10,8 +10,8 @@ from recall_dagster.defs import recall_definitions
 
 @definitions
 def defs() -> Definitions:
-    """Loaded lazily by Dagster's tools. Runs in process: its steps share one RECALL_HOME and its lock, and a
-    scan's steps hand each other closures too large to pickle between processes for nothing. Recall's own
-    location: its reactions and nightly scan are on from the first ``dagster dev``."""
+    """Loaded lazily by Dagster's tools. Runs in process: a scan's steps hand each other closures too large to
+    pickle between processes for nothing. Recall's own location: its reactions and nightly scan are on from the
+    first ``dagster dev``."""
     return Definitions.merge(recall_definitions(default_status=DefaultSensorStatus.RUNNING),
                              Definitions(executor=in_process_executor))

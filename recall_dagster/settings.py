@@ -12,12 +12,18 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Literal
 
 from recall_dagster.errors import ConfigError
 from recall_dagster.files import locked
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# The stores one command keeps from its first read to its last write, so two commands on them take turns: what a
+# write-back remembers (pending writes, capabilities, notifications, events sent) and the incident ledger.  Every
+# other record under RECALL_HOME is replaced whole (snapshots, verdicts, evidence) or under its own short lock
+# (baselines, shard parts, acknowledgements): scans, shards and reports never wait on one another.
+HeldStore = Literal["writeback", "incidents"]
 
 
 def _default_home() -> Path:
@@ -53,7 +59,7 @@ class Settings:
     gms_token: str | None = None
     warehouse_url: str | None = None
     mlflow_tracking_uri: str | None = None
-    lock_wait_seconds: float = 60.0  # how long a writer waits for another on the same RECALL_HOME
+    lock_wait_seconds: float = 60.0  # how long a writer waits for another of the same store
 
     @classmethod
     def from_env(cls, **overrides: object) -> "Settings":
@@ -113,10 +119,11 @@ class Settings:
         return self.home / "evidence"
 
     @contextmanager
-    def writing(self, what: str) -> Iterator[None]:
-        """One writer of RECALL_HOME's records at a time (baselines, ledgers, evidence, pending writes)."""
+    def writing(self, store: HeldStore, what: str) -> Iterator[None]:
+        """One writer of ``store`` at a time: a second waits ``lock_wait_seconds``, then stops before it has
+        written anything (:func:`~recall_dagster.files.locked`)."""
         self.ensure_home()
-        with locked(self.home / ".recall.lock", what, self.lock_wait_seconds):
+        with locked(self.home / ".locks" / f"{store}.lock", what, self.lock_wait_seconds):
             yield
 
     def ensure_home(self) -> Path:

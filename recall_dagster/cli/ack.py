@@ -67,7 +67,7 @@ def accept(ctx: click.Context, detector: str, subject: str, reason: str, until: 
     request = AckRequest(detector, subject, model, reason, until_ms(until), by or who())
     settings = Settings.from_env(graph=graph_target)
     settings.ensure_home()
-    with settings.writing("recall ack"), opened_graph(settings, read_only=no_write) as graph:
+    with opened_graph(settings, read_only=no_write) as graph:
         made, landed, failures = acknowledge(graph, settings, config, request, clock_ms(), policy, write=not no_write)
     if as_json:
         click.echo(json.dumps({**made.to_json(), "writes": landed, "failures": failures}, indent=2))
@@ -115,7 +115,8 @@ def revoke_command(ctx: click.Context, ack_id: str, by: str | None, no_write: bo
     loaded = load(config_path)
     policy = loaded.writeback.retry
     settings = Settings.from_env(graph=graph_target)
-    with settings.writing("recall ack revoke"), opened_graph(settings, read_only=no_write) as graph:
+    settings.ensure_home()
+    with opened_graph(settings, read_only=no_write) as graph:
         gone, _, failures = revoke(graph, settings, ack_id, by or who(), clock_ms(), policy, write=not no_write)
     click.echo(f"revoked {gone.id}: {gone.detector} on {gone.subject}")
     for failure in failures:

@@ -60,7 +60,8 @@ def diagnose_command(
     progress = Progress.for_command(as_json)
     now_ms = clock_ms()
     models = MlflowModels(settings.mlflow_uri, ic)
-    with settings.writing("recall diagnose"), opened_graph(settings, read_only=no_write) as graph:
+    settings.ensure_home()
+    with opened_graph(settings, read_only=no_write) as graph:
         result = diagnose(graph, models.client(), model, Configs(config, lc, dc, ic), models, now_ms,
                           candidate=candidate, baseline=baseline, repair=not no_repair,
                           env={**os.environ, "RECALL_HOME": str(settings.home)}, progress=progress.note)

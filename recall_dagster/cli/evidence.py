@@ -42,7 +42,8 @@ def evidence_command(
     settings = Settings.from_env(graph=graph_target)
     now_ms = clock_ms()
     failures: list[str] = []
-    with settings.writing("recall evidence"), opened_graph(settings, read_only=no_write) as graph:
+    settings.ensure_home()
+    with opened_graph(settings, read_only=no_write) as graph:
         pack = evidence_pack(graph, settings, config, lc, model, now_ms)
         paths = write_pack(settings.evidence_dir, pack)
         if not no_write:

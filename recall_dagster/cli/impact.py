@@ -77,7 +77,7 @@ def impact_command(
     progress = Progress.for_command(as_json)
     now_ms = clock_ms()
     request = ImpactRequest(dataset, column, mutation, fraction, models)
-    with settings.writing("recall impact"), opened_graph(settings, read_only=no_write) as graph:
+    with opened_graph(settings, read_only=no_write) as graph:
         report = impact_test(graph, config, lc, ic, request, MlflowModels(settings.mlflow_uri, ic), now_ms, progress.note)
         published = record_impact(None if no_write else graph, settings, report, policy, now_ms)
     if as_json:

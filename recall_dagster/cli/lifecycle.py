@@ -182,7 +182,7 @@ def sync_command(graph_target: str | None, config_path: str | None, as_json: boo
     policy = loaded.writeback.retry
     settings = Settings.from_env(graph=graph_target)
     settings.ensure_home()
-    with settings.writing("recall incidents sync"), opened_graph(settings, read_only=False) as graph:
+    with settings.writing("incidents", "recall incidents sync"), opened_graph(settings, read_only=False) as graph:
         result = sync_incidents(graph, settings, config, lc, clock_ms(), policy)
     if as_json:
         _echo_json(result.to_json())

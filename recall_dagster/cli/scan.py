@@ -10,6 +10,8 @@ named, never passed over.
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
+
 import click
 from rich.console import Console
 
@@ -90,7 +92,11 @@ def scan(
     scanned_at_ms = instant_ms(as_of)
     settings = Settings.from_env(graph=graph_target)
     progress = Progress.for_command(as_json)
-    with settings.writing("recall scan"), opened_graph(settings, read_only=not write or dry) as graph:
+    settings.ensure_home()
+    with ExitStack() as held:
+        if write and not dry:  # one write-back at a time, its turn taken before this scan writes anything
+            held.enter_context(settings.writing("writeback", "recall scan --write"))
+        graph = held.enter_context(opened_graph(settings, read_only=not write or dry))
         with progress.step(f"read the closures of {'every model' if include_all else 'the production models'} "
                            "and run the detectors"):
             result = run_scan(

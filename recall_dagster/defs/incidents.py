@@ -27,7 +27,7 @@ def _data_incidents(deps: Sequence[AssetKey | str]) -> AssetsDefinition:
     def data_incidents(recall: RecallResource) -> MaterializeResult:
         """``recall incidents sync``: raise, update and resolve incidents to match the tests now."""
         settings, loaded = recall.settings(), recall.configuration()
-        with settings.writing("data_incidents"), recall.open_graph(read_only=False) as graph:
+        with settings.writing("incidents", "data_incidents"), recall.open_graph(read_only=False) as graph:
             synced = sync_incidents(
                 graph, settings, loaded.scan, loaded.lifecycle, clock_ms(), loaded.writeback.retry
             ).to_json()

@@ -37,7 +37,7 @@ def metric_gate(training: AssetKey, model: str) -> AssetChecksDefinition:
         settings, loaded = recall.settings(), recall.configuration()
         configs = Configs(loaded.scan, loaded.lifecycle, loaded.diagnose, loaded.impact)
         now_ms = clock_ms()
-        with settings.writing("metric_gate"), recall.open_graph(read_only=False) as graph:
+        with recall.open_graph(read_only=False) as graph:
             try:
                 result = diagnose(graph, recall.mlflow_client(), model, configs, recall.models(), now_ms, repair=False)
             except NoBaseline as err:

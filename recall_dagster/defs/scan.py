@@ -119,8 +119,7 @@ def _closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
     """The closures a scan config picks; a named model the graph does not know fails the step by name."""
     scanned_at_ms = clock_ms()
     settings = recall.settings()
-    # the closure snapshot is a record of RECALL_HOME: saved under its lock, as `recall scan` saves it
-    with settings.writing("model_closures"), recall.open_graph() as graph:
+    with recall.open_graph() as graph:
         try:
             closures, rescan = scan_closures(
                 graph, recall.configuration().scan, scanned_at_ms=scanned_at_ms, include_all=config.include_all,
@@ -179,10 +178,9 @@ def risk_findings(model_closures: Closures, config: FindingsConfig, recall: Reca
         detection = finish_detection(read.closures, read.found, scan, acks=read.acks,
                                      at_ms=read.scanned_at_ms)
     else:
-        with settings.writing("risk_findings"):
-            found = find_again(read.closures, scan, JsonStateStore(settings.state_dir),
-                               snapshots=SnapshotStore(settings.state_dir), rescan=read.rescan,
-                               accept_schema=config.accept_schema)
+        found = find_again(read.closures, scan, JsonStateStore(settings.state_dir),
+                           snapshots=SnapshotStore(settings.state_dir), rescan=read.rescan,
+                           accept_schema=config.accept_schema)
         detection = finish_detection(read.closures, found, scan, acks=read.acks, at_ms=read.scanned_at_ms,
                                      snapshots=SnapshotStore(settings.state_dir), rescan=read.rescan)
     findings = [f for found in detection.findings.values() for f in found]
@@ -270,7 +268,7 @@ def datahub_writeback(model_closures: Closures, risk_scores: ScanResult, recall:
             metadata={"written": False, "why": "a scan of chosen models never writes back", "report": report_md}
         )
     settings = recall.settings()
-    with settings.writing("datahub_writeback"), recall.open_graph(read_only=False) as graph:
+    with settings.writing("writeback", "datahub_writeback"), recall.open_graph(read_only=False) as graph:
         report = write_back(graph, risk_scores, settings, recall.configuration().writeback, clock_ms())
     writes = ((path, *(counts[k] for k in COUNTS)) for path, counts in report.counts().items())
     metadata = {

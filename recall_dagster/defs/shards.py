@@ -4,8 +4,10 @@ With ``dagster.scan_shards: N`` (N > 1) in ``recall.yaml``, ``shard_scans``
 is an asset of N static partitions (``0-of-N`` ...): each partition reads the
 closures of the models whose registered model hashes to it and runs the
 detectors that need one closure (:func:`recall_dagster.scan.scan_shard`).
-A run launcher such as dagster-k8s runs the partitions side by side.  Their
-parts meet in ``RECALL_HOME`` (:class:`ShardParts`); once every shard holds a
+A run launcher such as dagster-k8s runs the partitions side by side: none
+takes a lock on ``RECALL_HOME``, each writing its own snapshot and part and its
+baselines under the file's own lock, so four at once never wait on one another.
+Their parts meet in ``RECALL_HOME`` (:class:`ShardParts`); once every shard holds a
 part of one instant, ``shard_merge`` launches the scan job, whose
 ``model_closures`` gathers them, and the blast radius, scores and write-back
 run once over the whole estate, exactly as one unsharded scan.
@@ -88,7 +90,7 @@ def shard_scans_asset(count: int, deps: Sequence[AssetKey | str] = ()) -> Assets
         RECALL_HOME until ``model_closures`` merges every shard."""
         shard, settings = Shard.parse(context.partition_key), recall.settings()
         at = _instant(context, config)
-        with settings.writing(f"shard {shard.key}"), recall.open_graph() as graph:
+        with recall.open_graph() as graph:
             part = scan_shard(graph, recall.configuration().scan, JsonStateStore(settings.state_dir), scanned_at_ms=at,
                               shard=shard, include_all=config.include_all,
                               snapshots=SnapshotStore(settings.state_dir), full=config.full)

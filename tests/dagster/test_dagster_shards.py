@@ -5,7 +5,11 @@ storage of ``dagster dev`` and on the Postgres storage of a production deploymen
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
 import uuid
 from contextlib import closing
 from datetime import datetime, timezone
@@ -26,6 +30,8 @@ from recall_dagster.instants import iso_instant
 from recall_dagster.baselines import JsonStateStore
 from recall_dagster.scan import run_scan
 from recall_dagster.settings import Settings
+from recall_dagster.shard_parts import ShardParts
+from recall_dagster.scan import gather
 from tests.scan.detector_spy import count_detector_runs, volatile_detectors
 from tests.scan.scan_estates import SCAN_AT_MS, ingest
 
@@ -146,3 +152,36 @@ def test_an_unsharded_rescan_in_dagster_keeps_the_verdicts_on_closures_no_change
 
     assert by_detector(again) == by_detector(first)
 
+
+
+def test_four_shard_runs_launched_at_once_on_one_home_all_finish_without_waiting_on_a_lock(
+    general: Path, tmp_path: Path
+) -> None:
+    """Four partitions as a run launcher starts them: four ``dagster asset materialize`` processes at once on
+    one RECALL_HOME and one Dagster instance, none willing to wait for a lock, while a write-back and an
+    incident sync hold their stores throughout."""
+    home, graph = tmp_path / "home", shutil.copyfile(general, tmp_path / "general.db")
+    home.mkdir()
+    (home / "recall.yaml").write_text("dagster:\n  scan_shards: 4\n")
+    env = {**os.environ, "RECALL_HOME": str(home), "RECALL_GRAPH": str(graph), "RECALL_LOCK_WAIT_SECONDS": "0",
+           "DAGSTER_HOME": str(tmp_path / "dagster")}
+    (tmp_path / "dagster").mkdir()
+    DagsterInstance.local_temp(str(tmp_path / "dagster")).dispose()  # the deployment's instance, set up once
+    config = json.dumps({"ops": {"shard_scans": {"config": {"scanned_at": iso_instant(SCAN_AT_MS)}}}})
+    dagster = str(Path(sys.executable).with_name("dagster"))
+    held = Settings(home=home, graph=str(graph), lock_wait_seconds=0)
+    with held.writing("writeback", "a CLI write-back"), held.writing("incidents", "an incident sync"):
+        runs = [subprocess.Popen([dagster, "asset", "materialize", "-m", "recall_dagster.definitions", "--select",
+                                  "shard_scans", "--partition", f"{i}-of-4", "--config-json", config],
+                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                for i in range(4)]
+        outputs = [run.communicate(timeout=600)[0] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0, 0, 0], [o[-2000:] for o in outputs if "RUN_SUCCESS" not in o]
+    assert not any("is busy" in o for o in outputs)
+    parts = ShardParts(held.state_dir, held.graph)
+    assert parts.instants(4) == {f"{i}-of-4": SCAN_AT_MS for i in range(4)}
+    with closing(LiteGraph(graph)) as lite:
+        whole = run_scan(lite, load().scan, JsonStateStore(tmp_path / "one"), scanned_at_ms=SCAN_AT_MS)
+    merged = gather(parts.load(4))
+    assert sorted(c.urn for c in merged.closures) == sorted(m.closure.urn for m in whole.models), (
+        "the four parts add up to the estate")

@@ -252,14 +252,15 @@ def test_the_recall_location_runs_with_no_demo_module_imported(shop: Settings, o
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
-def test_the_dagster_scan_keeps_its_closures_under_the_home_s_lock(shop: Settings, overlay: str, instance) -> None:
-    """A nightly run and a CLI scan on one home take turns: the scan step waits for the lock another holds."""
+def test_the_dagster_scan_waits_for_a_cli_write_back_only_to_write_back(shop: Settings, overlay: str, instance) -> None:
+    """A nightly run and a CLI ``scan --write`` on one home: the run reads, detects and scores beside it, and
+    its write-back takes its turn."""
     impatient = replace(shop, lock_wait_seconds=0.2)
     defs = recall_definitions(RecallResource.from_settings(impatient, config_path=overlay))
-    with impatient.writing("recall scan, from the command line"):
+    with impatient.writing("writeback", "recall scan --write, from the command line"):
         blocked = defs.resolve_job_def("recall_scan").execute_in_process(instance=instance, raise_on_error=False)
     assert not blocked.success
     failures = {e.step_key: str(e.step_failure_data.error) for e in blocked.get_step_failure_events()}
-    assert "model_closures is busy: another process has held" in failures["model_closures"], (
-        "the closure snapshot is not written beside another writer")
+    assert list(failures) == ["datahub_writeback"], "closures, findings and scores need no other writer's turn"
+    assert "datahub_writeback is busy: another process has held" in failures["datahub_writeback"]
     assert defs.resolve_job_def("recall_scan").execute_in_process(instance=instance, raise_on_error=False).success
