@@ -9,7 +9,7 @@ lineage's answer, not a list kept beside it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.names import named_by
@@ -37,9 +37,49 @@ class AssertionResult:
     result: str | None
 
 
-def new_failures(
-    results: Sequence[AssertionResult], after_ms: int, failing: Iterable[str]
-) -> tuple[AssertionResult, ...]:
-    """Results newer than ``after_ms`` whose outcome counts as failing, oldest first."""
+def unhandled_failures(
+    results: Sequence[AssertionResult], handled: Mapping[str, int], failing: Iterable[str]
+) -> tuple[tuple[AssertionResult, ...], dict[str, int]]:
+    """The failing results not handled yet, oldest first; and what is handled once they are.
+
+    A sensor's cursor keeps each assertion whose newest result fails, with that result's stamp, rather than
+    one time: a result is new when it is not the one kept for its assertion, so one stamped at the very
+    millisecond of another already handled, or arriving late with an older stamp, is still seen, and once.
+    An assertion whose newest result passes leaves the cursor, which therefore holds the failing ones alone.
+    """
     bad = set(failing)
-    return tuple(sorted((r for r in results if r.at_ms > after_ms and r.result in bad), key=lambda r: r.at_ms))
+    failing_now = {r.assertion: r.at_ms for r in results if r.result in bad}
+    new = (r for r in results if r.result in bad and handled.get(r.assertion) != r.at_ms)
+    return tuple(sorted(new, key=lambda r: (r.at_ms, r.assertion))), failing_now
+
+
+@dataclass(frozen=True)
+class Registration:
+    """One version in the model registry; the registry numbers a registered model's versions in the order it
+    creates them."""
+
+    name: str
+    version: int
+    at_ms: int  # when it was registered, by the registry's clock
+
+    @property
+    def selector(self) -> str:
+        return f"{self.name}/{self.version}"
+
+
+def unhandled_versions(registered: Iterable[Registration], handled: Mapping[str, int]) -> tuple[Registration, ...]:
+    """Versions numbered above the highest handled of their registered model, by model then number.
+
+    Numbers, not stamps: a version registered at the very millisecond of one already handled, or stamped
+    earlier by a registry whose clock lags, is still new, and a version is new exactly once.
+    """
+    return tuple(sorted((r for r in registered if r.version > handled.get(r.name, 0)),
+                        key=lambda r: (r.name, r.version)))
+
+
+def highest_versions(registered: Iterable[Registration]) -> dict[str, int]:
+    """Each registered model's highest version number: everything up to it is handled."""
+    highest: dict[str, int] = {}
+    for r in registered:
+        highest[r.name] = max(r.version, highest.get(r.name, 0))
+    return highest

@@ -14,8 +14,9 @@ closures (:mod:`recall_dagster.reactions`), never from a list kept beside it.
 """
 
 
+import hashlib
 import json
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from dagster import (
     AssetsDefinition,
@@ -41,7 +42,14 @@ from recall_dagster.estate.select import select
 from recall_dagster.registry import failing, unreachable
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.clock import clock_ms
-from recall_dagster.reactions import AssertionResult, models_reading, new_failures
+from recall_dagster.reactions import (
+    AssertionResult,
+    Registration,
+    highest_versions,
+    models_reading,
+    unhandled_failures,
+    unhandled_versions,
+)
 
 STOPPED = DefaultSensorStatus.STOPPED  # merged into a team's location, nothing starts until the team turns it on
 Job = JobDefinition | UnresolvedAssetJobDefinition
@@ -80,34 +88,61 @@ def assertion_results(graph: MetadataGraph) -> list[AssertionResult]:
     return results
 
 
+def _handled_failures(cursor: str, results: Iterable[AssertionResult], failing: Iterable[str]) -> dict[str, int]:
+    """The failing results a cursor holds handled; a sensor of an older Recall kept a time, up to which every
+    failing result was handled."""
+    kept = json.loads(cursor)
+    if isinstance(kept, int):
+        bad = set(failing)
+        return {r.assertion: r.at_ms for r in results if r.result in bad and r.at_ms <= kept}
+    return {str(urn): int(at) for urn, at in kept["failing"].items()}
+
+
 def datahub_assertion_sensor(job: Job, interval_s: int = 60, default_status: DefaultSensorStatus = STOPPED
                              ) -> SensorDefinition:
     """Rescan the production models downstream of every assertion that newly failed in DataHub.
 
-    The cursor is the newest result time handled. The first tick only records
-    where the graph stands: results older than the sensor are the nightly scan's.
+    The cursor holds each assertion whose newest result fails, with that result's stamp
+    (:func:`~recall_dagster.reactions.unhandled_failures`): a result at the very millisecond of one handled,
+    or late with an older stamp, launches its rescan all the same, and once. The first tick only records
+    where the graph stands: failures older than the sensor are the nightly scan's.
     """
 
     @sensor(name="datahub_assertion_results", job=job, minimum_interval_seconds=interval_s, default_status=default_status)
     def datahub_assertion_results(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
+        outcomes = recall.configuration().lifecycle.failing_results
         with recall.open_graph() as graph:
             results = assertion_results(graph)
-            newest = max((r.at_ms for r in results), default=0)
-            if context.cursor is None:
-                return SensorResult(skip_reason=f"watching {len(results)} assertion(s) from now on", cursor=str(newest))
-            after = int(context.cursor)
-            failed = new_failures(results, after, recall.configuration().lifecycle.failing_results)
-            cursor = str(max(newest, after))
+            handled = _handled_failures(context.cursor, results, outcomes) if context.cursor is not None else None
+            failed, failing_now = unhandled_failures(results, handled or {}, outcomes)
+            cursor = json.dumps({"failing": failing_now}, sort_keys=True)
+            if handled is None:
+                return SensorResult(skip_reason=f"watching {len(results)} assertion(s) from now on", cursor=cursor)
             if not failed:
                 return SensorResult(skip_reason="no new failing assertion result", cursor=cursor)
             models = models_reading(_closures(recall, graph), [r.dataset for r in failed if r.dataset])
         if not models:
             return SensorResult(skip_reason=f"{len(failed)} new failure(s), none upstream of a production model",
                                 cursor=cursor)
-        return SensorResult(run_requests=[_rescan(f"datahub-assertions-{cursor}", models, "datahub_assertion")],
+        # named by the results it handles: a tick evaluated again (its cursor lost) launches no second rescan
+        seen = hashlib.sha256("\n".join(f"{r.assertion}@{r.at_ms}" for r in failed).encode()).hexdigest()[:16]
+        return SensorResult(run_requests=[_rescan(f"datahub-assertions-{seen}", models, "datahub_assertion")],
                             cursor=cursor)
 
     return datahub_assertion_results
+
+
+def _handled_versions(cursor: str, registered: Iterable[Registration]) -> dict[str, int]:
+    """Each registered model's highest version a cursor holds handled; a sensor of an older Recall kept a time,
+    up to which every version was handled."""
+    kept = json.loads(cursor)
+    if isinstance(kept, int):
+        return highest_versions(r for r in registered if r.at_ms <= kept)
+    return {str(name): int(version) for name, version in kept["versions"].items()}
+
+
+def _versions_cursor(handled: dict[str, int]) -> str:
+    return json.dumps({"versions": handled}, sort_keys=True)
 
 
 def mlflow_sensor(job: Job, models: Sequence[str] = (), interval_s: int = 60,
@@ -116,8 +151,11 @@ def mlflow_sensor(job: Job, models: Sequence[str] = (), interval_s: int = 60,
     tick, however many arrived.
 
     ``models`` narrows the watch to some registered models; empty watches the
-    whole registry. A version DataHub has not ingested yet holds the cursor
-    back, so it (and what came after it) is scanned on a later tick rather than skipped.
+    whole registry. The cursor holds each registered model's highest version
+    handled (:func:`~recall_dagster.reactions.unhandled_versions`), so a version
+    stamped at the cursor's millisecond or earlier is still scanned, once. A
+    version DataHub has not ingested yet holds back its model's later versions,
+    so they are scanned on a later tick rather than skipped.
     """
     watched = frozenset(models)
 
@@ -125,37 +163,37 @@ def mlflow_sensor(job: Job, models: Sequence[str] = (), interval_s: int = 60,
     def mlflow_new_versions(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
         client = recall.mlflow_client()
         try:
-            registered = client.search_model_versions()
+            listed = client.search_model_versions()
         except Exception as err:
             if failing(err):  # the tick fails and keeps its cursor: the next tick sees the same versions
                 raise unreachable(client.tracking_uri, "listing model versions for the mlflow_new_versions sensor",
                                   err) from None
             raise
-        versions = [v for v in registered if not watched or v.name in watched]
-        newest = max((v.creation_timestamp for v in versions), default=0)
+        registered = [Registration(v.name, int(v.version), v.creation_timestamp)
+                      for v in listed if not watched or v.name in watched]
         if context.cursor is None:
-            return SensorResult(skip_reason=f"watching from now on ({len(versions)} version(s) exist)",
-                                cursor=str(newest))
-        after = int(context.cursor)
-        new = sorted((v for v in versions if v.creation_timestamp > after), key=lambda v: v.creation_timestamp)
+            return SensorResult(skip_reason=f"watching from now on ({len(registered)} version(s) exist)",
+                                cursor=_versions_cursor(highest_versions(registered)))
+        handled = _handled_versions(context.cursor, registered)
+        new = unhandled_versions(registered, handled)
         if not new:
-            return SensorResult(skip_reason="no new model version")
+            return SensorResult(skip_reason="no new model version", cursor=_versions_cursor(handled))
         with recall.open_graph() as graph:
             known = _closures(recall, graph, include_all=True)
-        ready, cursor, waiting = [], after, None
+        ready, waiting = [], {}
         for v in new:
-            selector = f"{v.name}/{v.version}"
-            if not select(known, versions=[selector]):
-                waiting = f"waiting for DataHub to ingest {selector}"
-                break
-            ready.append(v)
-            cursor = v.creation_timestamp
+            if v.name not in waiting and select(known, versions=[v.selector]):
+                ready.append(v)
+            else:
+                waiting.setdefault(v.name, v.selector)
+        cursor = _versions_cursor({**handled, **highest_versions(ready)})
+        held = f"waiting for DataHub to ingest {', '.join(waiting.values())}" if waiting else None
         if not ready:
-            return SensorResult(cursor=str(cursor), skip_reason=waiting)
+            return SensorResult(cursor=cursor, skip_reason=held)
         # a burst of registrations (a retrain of every model, a backfill) is one rescan of them all, not one each
-        selectors = [f"{v.name}/{v.version}" for v in ready]
-        request = _rescan("mlflow-" + "+".join(f"{v.name}-{v.version}" for v in ready), selectors, "mlflow_new_version")
-        return SensorResult(run_requests=[request], cursor=str(cursor))
+        request = _rescan("mlflow-" + "+".join(f"{v.name}-{v.version}" for v in ready), [v.selector for v in ready],
+                          "mlflow_new_version")
+        return SensorResult(run_requests=[request], cursor=cursor)
 
     return mlflow_new_versions
 

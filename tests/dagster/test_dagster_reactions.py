@@ -7,7 +7,14 @@ import pytest
 from recall_dagster.detect import Finding, RecallConfig, Severity
 from recall_dagster.detect.blast_radius import BlastRadius
 from recall_dagster.estate import Dataset, Deployment, Feature, Model, ModelClosure, TrainingRun, assemble_closure
-from recall_dagster.reactions import AssertionResult, models_reading, new_failures
+from recall_dagster.reactions import (
+    AssertionResult,
+    Registration,
+    highest_versions,
+    models_reading,
+    unhandled_failures,
+    unhandled_versions,
+)
 from recall_dagster.results import ModelReport, ScanResult
 from recall_dagster.config.load import load
 from recall_dagster.scan_markdown import blast_radius_table, detector_counts, findings_table, models_table, scan_report
@@ -54,7 +61,7 @@ def test_the_models_to_rescan_are_those_whose_closure_holds_a_failed_table() -> 
     assert models_reading([closure()], []) == ()
 
 
-def test_new_failures_are_failing_results_after_the_cursor_oldest_first() -> None:
+def test_a_failing_result_is_new_until_handled_whatever_its_stamp() -> None:
     results = [
         AssertionResult("a", MART, 30, "FAILURE"),
         AssertionResult("b", MART, 20, "FAILURE"),
@@ -62,9 +69,29 @@ def test_new_failures_are_failing_results_after_the_cursor_oldest_first() -> Non
         AssertionResult("d", MART, 10, "FAILURE"),
         AssertionResult("e", None, 50, "ERROR"),
     ]
-    assert [r.assertion for r in new_failures(results, 10, {"FAILURE"})] == ["b", "a"]
-    assert [r.assertion for r in new_failures(results, 10, {"FAILURE", "ERROR"})] == ["b", "a", "e"]
-    assert new_failures(results, 50, {"FAILURE"}) == ()
+    new, handled = unhandled_failures(results, {"d": 10}, {"FAILURE"})
+    assert [r.assertion for r in new] == ["b", "a"], "oldest first; d's result was handled"
+    assert handled == {"a": 30, "b": 20, "d": 10}, "the cursor keeps the failing ones alone"
+    assert [r.assertion for r in unhandled_failures(results, {}, {"FAILURE", "ERROR"})[0]] == ["d", "b", "a", "e"]
+    assert unhandled_failures(results, handled, {"FAILURE"})[0] == (), "each result is new once"
+
+    at_the_edge = [*results, AssertionResult("f", MART, 30, "FAILURE")]  # the millisecond of a, handled already
+    late = [*results, AssertionResult("g", MART, 5, "FAILURE")]  # stamped before everything handled
+    assert [r.assertion for r in unhandled_failures(at_the_edge, handled, {"FAILURE"})[0]] == ["f"]
+    assert [r.assertion for r in unhandled_failures(late, handled, {"FAILURE"})[0]] == ["g"]
+    again = [AssertionResult("a", MART, 60, "FAILURE"), AssertionResult("b", MART, 25, "SUCCESS")]
+    new, handled = unhandled_failures(again, handled, {"FAILURE"})
+    assert [r.assertion for r in new] == ["a"] and handled == {"a": 60}, "a fails again; b passes and leaves"
+
+
+def test_a_registered_version_is_new_by_its_number_not_its_stamp() -> None:
+    registered = [Registration("churn", 1, 100), Registration("churn", 2, 200), Registration("ltv", 1, 150)]
+    handled = highest_versions(registered)
+    assert handled == {"churn": 2, "ltv": 1} and unhandled_versions(registered, handled) == ()
+    at_the_edge, late = Registration("churn", 3, 200), Registration("ltv", 2, 50)
+    assert unhandled_versions([*registered, late, at_the_edge], handled) == (at_the_edge, late)
+    first = Registration("fraud", 1, 10)  # a model registered after the sensor started
+    assert unhandled_versions([*registered, first], handled) == (first,)
 
 
 def test_markdown_tables_read_well_and_escape_pipes(config) -> None:

@@ -7,6 +7,8 @@ Recall's gate in front of it, and Recall's definitions, all through the public A
 from __future__ import annotations
 
 import json
+import sqlite3
+from contextlib import closing
 from dataclasses import replace
 import os
 import subprocess
@@ -27,15 +29,25 @@ from dagster import (
     define_asset_job,
     instance_for_test,
 )
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.metadata.schema_classes import (
+    AssertionInfoClass,
+    AssertionResultClass,
+    AssertionRunEventClass,
+    AssertionRunStatusClass,
+    CustomAssertionInfoClass,
+)
 from foreign_estate import fail_the_test
 from mlflow import MlflowClient
 
 from recall_dagster.cli import cli
 from recall_dagster.defs import RecallResource, recall_definitions, retrain_gate, scan_run_config
+from recall_dagster.graph import LiteGraph
 from recall_dagster.settings import Settings
 
 CHURN = AssetKey(["shop", "churn_model"])
 GATE = AssetKey(["shop", "churn_model_retrain_gate"])
+CUSTOMER_ORDERS = "urn:li:dataset:(urn:li:dataPlatform:postgres,shop.marts.customer_orders,PROD)"
 
 
 @asset(key=CHURN, deps=[AssetKey(["marts", "customer_orders"])])
@@ -166,8 +178,45 @@ def test_the_datahub_sensor_rescans_what_a_new_failure_reaches(shop: Settings, o
     result = sense(defs, instance, "datahub_assertion_results", first.cursor)
     [request] = result.run_requests
     assert request.run_config == scan_run_config(models=["churn_model", "ltv_model"])
-    assert request.tags["recall/trigger"] == "datahub_assertion" and int(result.cursor) > int(first.cursor)
+    assert request.tags["recall/trigger"] == "datahub_assertion"
     assert sense(defs, instance, "datahub_assertion_results", result.cursor).run_requests == []
+
+
+def report(shop: Settings, assertion: str, at_ms: int, result: str) -> None:
+    """The team's data-quality tool checks customer_orders and reports to DataHub, stamped ``at_ms``."""
+    urn = f"urn:li:assertion:{assertion}"
+    with closing(LiteGraph(shop.graph)) as graph:
+        graph.emit_mcps([
+            MetadataChangeProposalWrapper(entityUrn=urn, aspect=AssertionInfoClass(
+                type="CUSTOM", customAssertion=CustomAssertionInfoClass(type="dq", entity=CUSTOMER_ORDERS))),
+            MetadataChangeProposalWrapper(entityUrn=urn, aspect=AssertionRunEventClass(
+                timestampMillis=at_ms, runId=f"{assertion}@{at_ms}", asserteeUrn=CUSTOMER_ORDERS, assertionUrn=urn,
+                status=AssertionRunStatusClass.COMPLETE, result=AssertionResultClass(type=result))),
+        ])
+
+
+def test_the_datahub_sensor_rescans_once_for_each_failure_stamped_at_its_edge_or_late(
+    shop: Settings, overlay: str, instance
+) -> None:
+    defs = team_location(shop, overlay)
+    cursor = sense(defs, instance, "datahub_assertion_results", None).cursor
+    edge = 1748728800000  # the newest result the sensor has seen: the team's dbt test, passing
+    launched = []
+    for assertion, at in (("rows-at-the-edge", edge), ("rows-late", edge - 3_600_000), ("rows-at-the-edge", edge + 1)):
+        report(shop, assertion, at, "FAILURE")
+        tick = sense(defs, instance, "datahub_assertion_results", cursor)
+        [request] = tick.run_requests
+        assert request.run_config == scan_run_config(models=["churn_model", "ltv_model"])
+        again = sense(defs, instance, "datahub_assertion_results", tick.cursor)
+        assert again.run_requests == [], f"{assertion} at {at} is handled once"
+        launched.append(request.run_key)
+        cursor = again.cursor
+    fail_the_test(shop)
+    [request] = sense(defs, instance, "datahub_assertion_results", cursor).run_requests
+    assert len(set(launched + [request.run_key])) == 4, "each failure its own rescan"
+    report(shop, "rows-late", edge + 2, "SUCCESS")
+    assert sense(defs, instance, "datahub_assertion_results", cursor).run_requests == [request], (
+        "a passing result launches nothing; the failure not yet handled still does")
 
 
 def watching(shop: Settings, overlay: str, instance: DagsterInstance) -> tuple[MlflowClient, Definitions, SensorResult]:
@@ -197,13 +246,48 @@ def test_the_mlflow_sensor_scans_a_new_version_once_datahub_holds_it(shop: Setti
     assert [r.run_config for r in burst.run_requests] == [scan_run_config(models=["churn_model/2"])]
 
 
+def restamp(shop: Settings, name: str, version: int, at_ms: int) -> None:
+    """As a registry whose clock lags records it: ``name`` version ``version`` registered at ``at_ms``."""
+    with closing(sqlite3.connect(shop.mlflow_uri.removeprefix("sqlite:///"))) as db, db:
+        db.execute("UPDATE model_versions SET creation_time = ? WHERE name = ? AND version = ?", (at_ms, name, version))
+
+
+def test_the_mlflow_sensor_scans_once_each_version_stamped_at_its_cursor_or_before(
+    shop: Settings, overlay: str, instance
+) -> None:
+    client, defs, first = watching(shop, overlay, instance)
+    edge = client.get_model_version("churn_model", "1").creation_timestamp
+    client.create_model_version("churn_model", source="file:///nowhere/2")
+    restamp(shop, "churn_model", 2, edge)
+    tick = sense(defs, instance, "mlflow_new_versions", first.cursor)
+    assert [r.run_config for r in tick.run_requests] == [scan_run_config(models=["churn_model/2"])]
+    assert sense(defs, instance, "mlflow_new_versions", tick.cursor).run_requests == []
+
+    client.create_registered_model("ltv_model")
+    client.create_model_version("ltv_model", source="file:///nowhere/ltv")
+    restamp(shop, "ltv_model", 1, edge - 3_600_000)  # arrives now, stamped before anything the sensor handled
+    late = sense(defs, instance, "mlflow_new_versions", tick.cursor)
+    assert [r.run_config for r in late.run_requests] == [scan_run_config(models=["ltv_model/1"])]
+    assert sense(defs, instance, "mlflow_new_versions", late.cursor).run_requests == []
+
+
 def test_a_burst_of_registrations_is_one_rescan(shop: Settings, overlay: str, instance) -> None:
     client, defs, first = watching(shop, overlay, instance)
-    before = str(int(first.cursor) - 1)  # as if version 1 and 2 both arrived since the last tick
     client.create_model_version("churn_model", source="file:///nowhere/2")
-    [request] = sense(defs, instance, "mlflow_new_versions", before).run_requests
+    [request] = sense(defs, instance, "mlflow_new_versions", json.dumps({"versions": {}})).run_requests
     assert request.run_config == scan_run_config(models=["churn_model/1", "churn_model/2"])
     assert request.run_key == "mlflow-churn_model-1+churn_model-2"
+
+
+def test_a_sensor_cursor_an_older_recall_kept_as_a_time_loses_nothing(shop: Settings, overlay: str, instance) -> None:
+    """Upgraded under a running deployment: what came after the old cursor's time is still new, once."""
+    client, defs, _ = watching(shop, overlay, instance)
+    before = str(client.get_model_version("churn_model", "1").creation_timestamp - 1)
+    [request] = sense(defs, instance, "mlflow_new_versions", before).run_requests
+    assert request.run_config == scan_run_config(models=["churn_model/1"])
+    fail_the_test(shop)
+    assert len(sense(defs, instance, "datahub_assertion_results", "1748728800000").run_requests) == 1
+    assert sense(defs, instance, "datahub_assertion_results", "1748734200000").run_requests == []
 
 
 def test_the_cli_blind_window_and_gate_say_what_they_could_not_verify(shop: Settings, overlay: str) -> None:
