@@ -55,37 +55,47 @@ def write_json(path: Path, data: Any, what: str) -> None:
 
 
 def write_record(folder: Path, stem: str, data: Any, text: str, what: str) -> list[Path]:
-    """``<stem>.json`` for programs and ``<stem>.md`` for people, side by side (:func:`rewrite_record`)."""
-    return rewrite_record(folder, stem, data, text, what)[0]
+    """``<stem>.json`` for programs and ``<stem>.md`` for people, side by side.
+
+    The stem (often a name from the graph) is made safe first (:func:`safe_stem`). Each file is replaced
+    atomically, and the pair under the record's own lock, so two writers of one record never leave one's JSON
+    beside the other's Markdown.
+    """
+    with _held_record(folder, stem, what) as paths:
+        _write_pair(paths, data, text, what)
+    return paths
 
 
 def rewrite_record(folder: Path, stem: str, data: Any, text: str, what: str) -> tuple[list[Path], dict[str, Any]]:
-    """:func:`write_record`, and the JSON object it replaced (``{}``: none), read under the same lock.
-
-    The stem (often a name from the graph) is made safe first (:func:`safe_stem`). Each file is replaced
-    atomically, and the pair under the record's own lock, so two writers of one record (a metric gate and a
-    ``recall diagnose`` of one version) never leave one's JSON beside the other's Markdown, and exactly one of
-    them sees the other's record as the one it replaced.
-    """
-    safe = safe_stem(stem)
-    paths = [folder / f"{safe}.json", folder / f"{safe}.md"]
-    with locked(folder / f".{safe}.lock", what, RECORD_LOCK_SECONDS):
+    """:func:`write_record`, and the JSON object it replaced (``{}``: none), read under the same lock: of two
+    writers of one record (a metric gate and a ``recall diagnose`` of one version), exactly one sees the
+    other's record as the one it replaced."""
+    with _held_record(folder, stem, what) as paths:
         previous = read_json_object(paths[0], what)
-        write_atomically(paths[0], json.dumps(data, indent=1) + "\n", what)
-        write_atomically(paths[1], text, what)
+        _write_pair(paths, data, text, what)
     return paths, previous
 
 
-def update_json(path: Path, change: Callable[[dict[str, Any]], dict[str, Any]], what: str) -> dict[str, Any]:
-    """Replace the JSON object in ``path`` with ``change`` of it, under the file's own lock; what was written.
+@contextmanager
+def _held_record(folder: Path, stem: str, what: str) -> Iterator[list[Path]]:
+    safe = safe_stem(stem)
+    with locked(folder / f".{safe}.lock", what, RECORD_LOCK_SECONDS):
+        yield [folder / f"{safe}.json", folder / f"{safe}.md"]
+
+
+def _write_pair(paths: list[Path], data: Any, text: str, what: str) -> None:
+    write_atomically(paths[0], json.dumps(data, indent=1) + "\n", what)
+    write_atomically(paths[1], text, what)
+
+
+def update_json(path: Path, change: Callable[[dict[str, Any]], dict[str, Any]], what: str) -> None:
+    """Replace the JSON object in ``path`` with ``change`` of it, under the file's own lock.
 
     For records several writers keep a part of (the baselines of each shard's tables, each graph's section of
     a ledger): each reads the latest whole and lays its part over it, so none undoes another's.
     """
     with locked(path.with_name(f".{path.name}.lock"), what, RECORD_LOCK_SECONDS):
-        data = change(read_json_object(path, what))
-        write_json(path, data, what)
-    return data
+        write_json(path, change(read_json_object(path, what)), what)
 
 
 def read_json_object(path: Path, what: str) -> dict[str, Any]:
