@@ -20,10 +20,11 @@ from recall_dagster.files import locked
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # The stores one command keeps from its first read to its last write, so two commands on them take turns: what a
-# write-back remembers (pending writes, capabilities, notifications, events sent) and the incident ledger.  Every
+# write-back remembers (pending writes, capabilities, notifications, events sent), the incident ledger, and a
+# rollback's plan while it moves the aliases.  Every
 # other record under RECALL_HOME is replaced whole (snapshots, verdicts, evidence) or under its own short lock
 # (baselines, shard parts, acknowledgements): scans, shards and reports never wait on one another.
-HeldStore = Literal["writeback", "incidents"]
+HeldStore = Literal["writeback", "incidents", "rollback"]
 
 
 def _default_home() -> Path:

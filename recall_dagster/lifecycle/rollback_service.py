@@ -214,7 +214,7 @@ def roll_back(
     if not apply:
         with open_graph(True) as graph:
             return RollbackResult(_plan(graph, config, lc, request, versions, aliases, now_ms)[0], False, None)
-    with settings.writing("recall rollback"):
+    with settings.writing("rollback", "recall rollback"):  # one rollback at a time: its plan holds while it moves
         with open_graph(False) as graph:
             plan, judged = _plan(graph, config, lc, request, versions, aliases, now_ms)
             evidence: tuple[str, ...] = ()
