@@ -51,29 +51,32 @@ def recall_definitions(
 
     ``recall`` and ``config`` default to the environment (``RECALL_*``) and the
     ``dagster:`` section of ``recall.yaml``. Building blocks, not a takeover: no
-    executor is set (a team's jobs run as its own do), every asset sits in the
-    ``recall`` group (``AssetSelection.groups("recall")`` leaves them out of a
-    team's jobs), and the sensors and the nightly schedule start STOPPED unless
-    ``default_status`` says RUNNING. Given the team's ``dbt`` assets (in the
-    same code location), their failing tests launch a rescan straight from
-    Dagster's event log as well as through DataHub.
+    executor is set (a team's jobs run as its own do), every asset sits in one
+    group (``recall`` unless the ``translator`` names another, so
+    ``AssetSelection.groups(...)`` leaves them out of a team's jobs), the
+    translator names every key, job, sensor, schedule and check, and the sensors
+    and the nightly schedule start STOPPED unless ``default_status`` says
+    RUNNING. Given the team's ``dbt`` assets (in the same code location), their
+    failing tests launch a rescan straight from Dagster's event log as well as
+    through DataHub.
     """
     resource = recall or RecallResource.from_env()
     chosen = config or load(resource.config_file()).dagster
+    t = translator or RecallTranslator()
     after = [AssetKey.from_user_string(k) for k in chosen.scan_after]
-    scan, rescan = scan_job(), rescan_job()
+    scan, rescan = scan_job(t), rescan_job(t)
     interval, shards = chosen.sensor_interval_seconds, chosen.scan_shards
-    sensors = [datahub_assertion_sensor(rescan, interval, default_status),
-               mlflow_sensor(rescan, chosen.mlflow_models, interval, default_status)]
+    sensors = [datahub_assertion_sensor(rescan, interval, default_status, t),
+               mlflow_sensor(rescan, chosen.mlflow_models, interval, default_status, t)]
     if dbt is not None:
-        sensors.append(dbt_test_failure_sensor(dbt, rescan, translator, interval, default_status))
-    jobs, nightly = [scan, rescan, rollback_job()], nightly_scan(scan, chosen.nightly_scan_cron, default_status)
+        sensors.append(dbt_test_failure_sensor(dbt, rescan, t, interval, default_status))
+    jobs, nightly = [scan, rescan, rollback_job(t)], nightly_scan(scan, chosen.nightly_scan_cron, default_status, t)
     if shards > 1:  # the schedule fans out over the shards; their merge launches the scan job
-        jobs.append(shards_job := shard_job())
-        nightly = sharded_nightly_scan(shards_job, shards, chosen.nightly_scan_cron, default_status)
-        sensors.append(shard_merge_sensor(scan, shards, interval, default_status))
+        jobs.append(shards_job := shard_job(t))
+        nightly = sharded_nightly_scan(shards_job, shards, chosen.nightly_scan_cron, default_status, t)
+        sensors.append(shard_merge_sensor(scan, shards, interval, default_status, t))
     return Definitions(
-        assets=[*recall_scan_assets(after, shards), *recall_incident_assets(after)],
+        assets=[*recall_scan_assets(after, shards, t), *recall_incident_assets(after, t)],
         jobs=jobs,
         schedules=[nightly],
         sensors=sensors,

@@ -1,34 +1,44 @@
 """Jobs and the nightly schedule over Recall's own assets: the full scan and the reactions' rescan.
 
 Each job selects assets by key, so it works in the ``recall`` code location and
-in a team's own location that merged Recall's assets in alike.
+in a team's own location that merged Recall's assets in alike; the translator
+names the jobs, the schedule and the keys they select.
 """
 
 
 from dagster import AssetSelection, DefaultScheduleStatus, DefaultSensorStatus, ScheduleDefinition, define_asset_job
 
 from recall_dagster.defs._compat import UnresolvedAssetJobDefinition
+from recall_dagster.defs.translator import RecallTranslator
 
 SCAN_KEYS = ("model_closures", "risk_findings", "impact_tests", "risk_scores", "datahub_writeback", "data_incidents", "blind_window")
 
 
-def scan_job() -> UnresolvedAssetJobDefinition:
+def _scan_assets(translator: RecallTranslator) -> AssetSelection:
+    return AssetSelection.assets(*(translator.asset_key(name) for name in SCAN_KEYS))
+
+
+def scan_job(translator: RecallTranslator | None = None) -> UnresolvedAssetJobDefinition:
+    t = translator or RecallTranslator()
     return define_asset_job(
-        "recall_scan", AssetSelection.assets(*SCAN_KEYS),
+        t.job_name("recall_scan"), _scan_assets(t),
         description="Scan every production model, write the diagnosis to DataHub, sync data incidents.",
     )
 
 
-def rescan_job() -> UnresolvedAssetJobDefinition:
+def rescan_job(translator: RecallTranslator | None = None) -> UnresolvedAssetJobDefinition:
     """What the sensors launch, with run config naming the models to scan."""
+    t = translator or RecallTranslator()
     return define_asset_job(
-        "recall_rescan", AssetSelection.assets(*SCAN_KEYS),
+        t.job_name("recall_rescan"), _scan_assets(t),
         description="Scan the models the run config names (a sensor's choice) and sync data incidents.",
     )
 
 
 def nightly_scan(job: UnresolvedAssetJobDefinition, cron: str = "0 2 * * *",
-                 default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED) -> ScheduleDefinition:
+                 default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
+                 translator: RecallTranslator | None = None) -> ScheduleDefinition:
     """The nightly scan; STOPPED unless ``default_status`` says otherwise (one status for sensors and schedules)."""
-    return ScheduleDefinition(name="nightly_scan", job=job, cron_schedule=cron, execution_timezone="UTC",
+    return ScheduleDefinition(name=(translator or RecallTranslator()).schedule_name("nightly_scan"), job=job,
+                              cron_schedule=cron, execution_timezone="UTC",
                               default_status=DefaultScheduleStatus(default_status.value))

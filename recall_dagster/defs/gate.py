@@ -115,7 +115,7 @@ def retrain_gate(
     gate_key = names.gate_key(trained)
     spec = next(s for s in training.specs if s.key == trained)
     reads = [d.asset_key for d in spec.deps]
-    gate = _gate_asset(gate_key, trained, model, reads, spec.group_name, training.partitions_def)
+    gate = _gate_asset(gate_key, trained, model, reads, spec.group_name, training.partitions_def, names)
     return [gate, _asking_gate(training, trained, gate_key, model)]
 
 
@@ -181,7 +181,7 @@ class _GateAsker:
         recall: RecallResource = getattr(context.resources, RESOURCE)
         judged = _judged_in_run(context, self.gate_key)
         if judged is None:
-            verdict = _verdict(context, recall, self.model, self.trained)
+            verdict = _verdict(context, recall, self.model, self.trained, self.gate_key)
             decision = _decision(context, recall, verdict.verdict)
             metadata = {**verdict_metadata(verdict), **decision_metadata(decision)}
             _tag_run(context, self.model, decision)
@@ -258,10 +258,12 @@ def _judged_in_run(context: AssetExecutionContext, gate_key: AssetKey) -> str | 
     return str(verdict.value) if verdict is not None else None
 
 
-def _verdict(context: AssetExecutionContext, recall: RecallResource, model: str, trained: AssetKey) -> GateResult:
-    """The gate's verdict on ``model``, with the team's checks upstream of ``trained`` and what Dagster saw of
-    its inputs: one function for both steps."""
-    return _with_upstream_checks(context, trained, _judge(recall, model, _observed(context, trained)))
+def _verdict(
+    context: AssetExecutionContext, recall: RecallResource, model: str, trained: AssetKey, gate_key: AssetKey,
+) -> GateResult:
+    """The gate's verdict on ``model``, with the team's checks upstream of ``trained`` (the gate's own left out)
+    and what Dagster saw of its inputs: one function for both steps."""
+    return _with_upstream_checks(context, trained, gate_key, _judge(recall, model, _observed(context, trained)))
 
 
 def _decision(context: AssetExecutionContext, recall: RecallResource, verdict: str) -> GateDecision:
@@ -295,8 +297,10 @@ def decision_metadata(decision: GateDecision) -> dict[str, Any]:
 
 def _gate_asset(
     gate_key: AssetKey, trained: AssetKey, model: str, reads: list[AssetKey], group: str | None,
-    partitions: PartitionsDefinition | None,
+    partitions: PartitionsDefinition | None, names: RecallTranslator,
 ) -> AssetsDefinition:
+    gate_check, measured_check = names.check_name(GATE_CHECK), names.check_name(MEASURED_CHECK)
+
     @multi_asset(
         name=f"{'__'.join(gate_key.path)}",
         specs=[AssetSpec(gate_key, deps=reads, group_name=group, kinds={"datahub"},
@@ -305,17 +309,17 @@ def _gate_asset(
         partitions_def=partitions,
         check_specs=[
             AssetCheckSpec(
-                GATE_CHECK, asset=gate_key, blocking=True,
+                gate_check, asset=gate_key, blocking=True,
                 description=f"Refuses the retrain of {model} on NO-GO (and on UNVERIFIED unless recall.yaml allows it).",
             ),
             AssetCheckSpec(
-                MEASURED_CHECK, asset=gate_key, blocking=True,
+                measured_check, asset=gate_key, blocking=True,
                 description=f"Fails when a finding upstream of {model}, replayed on its served version, BLOCKs.",
             ),
         ],
     )
     def gate(context: AssetExecutionContext, recall: RecallResource) -> Iterator[Any]:
-        verdict = _verdict(context, recall, model, trained)
+        verdict = _verdict(context, recall, model, trained, gate_key)
         decision = _decision(context, recall, verdict.verdict)
         metadata = {**verdict_metadata(verdict), **decision_metadata(decision)}
         _tag_run(context, model, decision)
@@ -323,13 +327,13 @@ def _gate_asset(
             context.log.warning(f"{model}: {decision.override.describe()}")
         yield MaterializeResult(asset_key=gate_key, metadata=metadata)
         yield AssetCheckResult(
-            asset_key=gate_key, check_name=GATE_CHECK, passed=decision.allowed, severity=AssetCheckSeverity.ERROR,
+            asset_key=gate_key, check_name=gate_check, passed=decision.allowed, severity=AssetCheckSeverity.ERROR,
             metadata=metadata,
         )
         measured = next((c for c in verdict.checks if c.name == MEASURED_CHECK), None)
         blocks = measured is not None and measured.status == "FAIL"
         yield AssetCheckResult(
-            asset_key=gate_key, check_name=MEASURED_CHECK, passed=not blocks or decision.override is not None,
+            asset_key=gate_key, check_name=measured_check, passed=not blocks or decision.override is not None,
             severity=AssetCheckSeverity.ERROR,
             metadata={
                 "status": measured.status if measured else "SKIP",
@@ -376,11 +380,14 @@ def _observed(context: AssetExecutionContext, trained: AssetKey) -> list[Observe
     return seen
 
 
-def _with_upstream_checks(context: AssetExecutionContext, trained: AssetKey, verdict: GateResult) -> GateResult:
-    """The verdict with one more check: the newest execution of every asset check upstream of the training."""
+def _with_upstream_checks(
+    context: AssetExecutionContext, trained: AssetKey, gate_key: AssetKey, verdict: GateResult,
+) -> GateResult:
+    """The verdict with one more check: the newest execution of every asset check upstream of the training,
+    the gate's own checks left out."""
     graph = asset_graph_of(context)
-    upstream = graph.get_ancestor_asset_keys(trained) - {trained}
-    keys = sorted((k for k in graph.asset_check_keys if k.asset_key in upstream and k.name != GATE_CHECK),
+    upstream = graph.get_ancestor_asset_keys(trained) - {trained, gate_key}
+    keys = sorted((k for k in graph.asset_check_keys if k.asset_key in upstream),
                   key=AssetCheckKey.to_user_string)
     if not keys:
         check = CheckResult(UPSTREAM_CHECKS, "SKIP", "no asset check upstream of the training is known to this run")

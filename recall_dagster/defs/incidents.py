@@ -9,21 +9,21 @@ from typing import Any, Sequence
 
 import yaml
 
-from dagster import AssetKey, AssetsDefinition, Failure, MaterializeResult, MetadataValue, asset
+from dagster import AssetKey, AssetsDefinition, Failure, MaterializeResult, MetadataValue
 
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.clock import clock_ms
 from recall_dagster.lifecycle.service import blind_window_report, sync_incidents
 from recall_dagster.lifecycle.markdown import blind_window_table, incidents_table
 from recall_dagster.defs.rollback import JOB, rollback_run_config
-from recall_dagster.defs.translator import GROUP
+from recall_dagster.defs.translator import RecallTranslator, recall_asset
 from recall_dagster.lifecycle.assess import RootCause
 from recall_dagster.lifecycle.rollback import advised
 
 
 
-def _data_incidents(deps: Sequence[AssetKey | str]) -> AssetsDefinition:
-    @asset(name="data_incidents", group_name=GROUP, deps=list(deps), kinds={"datahub"})
+def _data_incidents(deps: Sequence[AssetKey | str], translator: RecallTranslator) -> AssetsDefinition:
+    @recall_asset(translator, "data_incidents", deps=list(deps), kinds={"datahub"})
     def data_incidents(recall: RecallResource) -> MaterializeResult:
         """``recall incidents sync``: raise, update and resolve incidents to match the tests now."""
         settings, loaded = recall.settings(), recall.configuration()
@@ -43,10 +43,19 @@ def _data_incidents(deps: Sequence[AssetKey | str]) -> AssetsDefinition:
     return data_incidents
 
 
-@asset(group_name=GROUP, deps=["data_incidents"])
-def blind_window(recall: RecallResource) -> MaterializeResult:
-    """``recall blind-window``: which model versions trained while the data was bad, and where to roll back (with
-    the ``recall_rollback`` run config that does it)."""
+def _blind_window(translator: RecallTranslator) -> AssetsDefinition:
+    rollback = translator.job_name(JOB)
+
+    @recall_asset(translator, "blind_window", deps=[translator.asset_key("data_incidents")])
+    def blind_window(recall: RecallResource) -> MaterializeResult:
+        """``recall blind-window``: which model versions trained while the data was bad, and where to roll back
+        (with the run config of the rollback job that does it)."""
+        return _window(recall, rollback)
+
+    return blind_window
+
+
+def _window(recall: RecallResource, rollback: str) -> MaterializeResult:
     loaded = recall.configuration()
     with recall.open_graph() as graph:
         judged = blind_window_report(graph, loaded.scan, loaded.lifecycle, None, clock_ms())
@@ -57,22 +66,26 @@ def blind_window(recall: RecallResource) -> MaterializeResult:
             "unknown_live": ", ".join(report["unknown_live"]) or "none",
             "versions_judged": f"{report['coverage']['judged']} of {report['coverage']['versions']}",
             "versions": MetadataValue.md(blind_window_table(report)),
-            "rollback_run_config": MetadataValue.md(_rollback_configs(judged.causes)),
+            "rollback_run_config": MetadataValue.md(_rollback_configs(judged.causes, rollback)),
         }
     )
 
 
-def _rollback_configs(causes: Sequence[RootCause]) -> str:
-    """For each model the blind window advises rolling back, the recall_rollback job's run config to paste
-    into the launchpad (adding ``by``: who rolls back)."""
+def _rollback_configs(causes: Sequence[RootCause], job: str) -> str:
+    """For each model the blind window advises rolling back, the rollback ``job``'s run config to paste into
+    the launchpad (adding ``by``: who rolls back)."""
     blocks = [
         f"{model}: roll back to version {target.version} ({target.name}: {target.verdict.reason})\n\n"
         f"```yaml\n{yaml.safe_dump(rollback_run_config(model, str(target.version)), sort_keys=False)}```"
         for model, target in sorted(advised(causes).items())
     ]
-    return "\n\n".join(blocks) or f"no model to roll back: launch {JOB} only with a version the blind window clears"
+    return "\n\n".join(blocks) or f"no model to roll back: launch {job} only with a version the blind window clears"
 
 
-def recall_incident_assets(deps: Sequence[AssetKey | str] = ()) -> list[AssetsDefinition]:
-    """``data_incidents → blind_window``, after ``deps`` (the team's DataHub ingestion, say)."""
-    return [_data_incidents(deps), blind_window]
+def recall_incident_assets(
+    deps: Sequence[AssetKey | str] = (), translator: RecallTranslator | None = None,
+) -> list[AssetsDefinition]:
+    """``data_incidents → blind_window``, after ``deps`` (the team's DataHub ingestion, say), named by
+    ``translator``."""
+    t = translator or RecallTranslator()
+    return [_data_incidents(deps, t), _blind_window(t)]

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetChecksDefinition, AssetKey, MetadataValue, asset_check
 
 from recall_dagster.defs.resources import RecallResource
+from recall_dagster.defs.translator import RecallTranslator
 from recall_dagster.diagnose.collect import Configs, NoBaseline
 from recall_dagster.diagnose.publish import record_diagnosis
 from recall_dagster.diagnose.service import Diagnosis, diagnose, version_urns
@@ -25,11 +26,11 @@ from recall_dagster.scan_markdown import table
 METRIC_GATE = "metric_gate"
 
 
-def metric_gate(training: AssetKey, model: str) -> AssetChecksDefinition:
+def metric_gate(training: AssetKey, model: str, translator: RecallTranslator | None = None) -> AssetChecksDefinition:
     """A blocking ``metric_gate`` check on ``training``, judging the newest version of registered ``model``."""
 
     @asset_check(
-        asset=training, name=METRIC_GATE, blocking=True,
+        asset=training, name=(translator or RecallTranslator()).check_name(METRIC_GATE), blocking=True,
         description=f"Fails when the version of {model} this training registered regresses against production; "
                     "what is downstream (its promotion) then does not run.",
     )

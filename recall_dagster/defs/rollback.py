@@ -15,13 +15,13 @@ from pydantic import Field
 
 from recall_dagster.clock import clock_ms
 from recall_dagster.defs.resources import RecallResource
-from recall_dagster.defs.translator import GROUP
+from recall_dagster.defs.translator import RecallTranslator
 from recall_dagster.errors import RecallError
 from recall_dagster.lifecycle.rollback import RollbackRequest
 from recall_dagster.lifecycle.rollback_service import Registry, RollbackResult, roll_back
 
 OP = "roll_back"
-JOB = f"{GROUP}_rollback"
+JOB = "recall_rollback"  # its name unless a translator says otherwise
 RUN_TAG_PREFIX = "recall/rollback/"
 
 
@@ -84,10 +84,10 @@ def _roll_back(context: OpExecutionContext, config: RollbackConfig, recall: Reca
     return Output(result.to_json(), metadata=metadata)
 
 
-def rollback_job() -> JobDefinition:
+def rollback_job(translator: RecallTranslator | None = None) -> JobDefinition:
     """Launched by a person from the launchpad, never by a schedule or sensor: it moves production."""
 
-    @job(name=JOB, description="Move a model's production alias back to a version the blind window clears, "
+    @job(name=(translator or RecallTranslator()).job_name(JOB), description="Move a model's production alias back to a version the blind window clears, "
                                "record who and why in MLflow and DataHub, and rescan it.")
     def recall_rollback() -> None:
         _roll_back()

@@ -22,7 +22,6 @@ from dagster import (
     MaterializeResult,
     MetadataValue,
     Output,
-    asset,
 )
 from pydantic import Field
 
@@ -57,7 +56,7 @@ from recall_dagster.scan_markdown import (
 from recall_dagster.shard_parts import ShardParts
 from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.writeback.run import write_back
-from recall_dagster.defs.translator import GROUP
+from recall_dagster.defs.translator import RecallTranslator, op_name, recall_asset
 
 FAIL_TIER_CHECK = "no_model_at_fail_tier"
 COUNTS = ("planned", "landed", "refused", "pending")
@@ -96,15 +95,15 @@ class Closures(NamedTuple):
     unlinked: tuple[Outside, ...] = ()  # failing assertions on data none of its models reads
 
 
-def scan_run_config(models: Sequence[str] = ()) -> dict[str, Any]:
+def scan_run_config(models: Sequence[str] = (), translator: RecallTranslator | None = None) -> dict[str, Any]:
     """Run config that points a scan job at some models (:func:`select_closures` selectors), for sensors and
     the launchpad alike."""
     config = ScanConfig(models=list(models))
-    return {"ops": {"model_closures": {"config": config.model_dump()}}}
+    return {"ops": {op_name(translator or RecallTranslator(), "model_closures"): {"config": config.model_dump()}}}
 
 
-def _model_closures(deps: Sequence[AssetKey | str], shards: int) -> AssetsDefinition:
-    @asset(name="model_closures", group_name=GROUP, deps=list(deps))
+def _model_closures(deps: Sequence[AssetKey | str], shards: int, translator: RecallTranslator) -> AssetsDefinition:
+    @recall_asset(translator, "model_closures", deps=list(deps))
     def model_closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
         """Each model's upstream world read from the graph: features, training runs, datasets, deployments
         (with shards, gathered from every shard's part)."""
@@ -167,7 +166,6 @@ def _closures_output(read: Closures) -> Output[Closures]:
     )
 
 
-@asset(group_name=GROUP)
 def risk_findings(model_closures: Closures, config: FindingsConfig, recall: RecallResource) -> Output[Detection]:
     """Every detector over every closure; schema baselines are kept in RECALL_HOME/state between scans."""
     settings, read, scan = recall.settings(), model_closures, recall.configuration().scan
@@ -194,7 +192,6 @@ def risk_findings(model_closures: Closures, config: FindingsConfig, recall: Reca
     )
 
 
-@asset(group_name=GROUP)
 def impact_tests(model_closures: Closures, risk_findings: Detection, recall: RecallResource) -> Output[Detection]:
     """Each finding on a column reaching a production model, replayed on the model: BLOCK raises it, PASS
     lowers it (``impact.measured`` in recall.yaml), and the blast radius spread again from what it measured,
@@ -219,10 +216,20 @@ def impact_tests(model_closures: Closures, risk_findings: Detection, recall: Rec
     )
 
 
-@asset(group_name=GROUP, check_specs=[AssetCheckSpec(FAIL_TIER_CHECK, asset="risk_scores")])
-def risk_scores(model_closures: Closures, impact_tests: Detection, recall: RecallResource) -> Iterator[Any]:
-    """A score and a tier per model, worst first, leaving out what an acknowledgement in force covers; the
-    check fails (WARN) when a model reaches the fail tier."""
+def _risk_scores(translator: RecallTranslator) -> AssetsDefinition:
+    check = translator.check_name(FAIL_TIER_CHECK)
+
+    @recall_asset(translator, "risk_scores", ("model_closures", "impact_tests"),
+                  check_specs=[AssetCheckSpec(check, asset=translator.asset_key("risk_scores"))])
+    def risk_scores(model_closures: Closures, impact_tests: Detection, recall: RecallResource) -> Iterator[Any]:
+        """A score and a tier per model, worst first, leaving out what an acknowledgement in force covers; the
+        check fails (WARN) when a model reaches the fail tier."""
+        yield from _scored(model_closures, impact_tests, recall, check)
+
+    return risk_scores
+
+
+def _scored(model_closures: Closures, impact_tests: Detection, recall: RecallResource, check: str) -> Iterator[Any]:
     config, at, acks = recall.configuration().scan, model_closures.scanned_at_ms, model_closures.acks
     result = ScanResult(
         scanned_at_ms=at,
@@ -247,14 +254,13 @@ def risk_scores(model_closures: Closures, impact_tests: Detection, recall: Recal
         },
     )
     yield AssetCheckResult(
-        check_name=FAIL_TIER_CHECK,
+        check_name=check,
         passed=not failing,
         severity=AssetCheckSeverity.WARN,
         metadata={"fail_tier": config.scoring.fail_tier, "models": ", ".join(failing) or "none"},
     )
 
 
-@asset(group_name=GROUP, kinds={"datahub"})
 def datahub_writeback(model_closures: Closures, risk_scores: ScanResult, recall: RecallResource) -> MaterializeResult:
     """The diagnosis into DataHub with ``write_back``, as ``recall scan --write`` does, its evidence on disk first.
 
@@ -285,11 +291,19 @@ def datahub_writeback(model_closures: Closures, risk_scores: ScanResult, recall:
     return MaterializeResult(metadata=metadata)
 
 
-def recall_scan_assets(deps: Sequence[AssetKey | str] = (), shards: int = 1) -> list[AssetsDefinition]:
+def recall_scan_assets(
+    deps: Sequence[AssetKey | str] = (), shards: int = 1, translator: RecallTranslator | None = None,
+) -> list[AssetsDefinition]:
     """The scan's five assets, ``model_closures`` downstream of ``deps`` (say, the team's DataHub ingestion);
     with ``shards`` > 1, ``shard_scans`` (:mod:`recall_dagster.defs.shards`) reads the estate in that many
-    parts and ``model_closures`` gathers them."""
-    stages = [risk_findings, impact_tests, risk_scores, datahub_writeback]
+    parts and ``model_closures`` gathers them. ``translator`` names them."""
+    t = translator or RecallTranslator()
+    stages = [
+        recall_asset(t, "risk_findings", ("model_closures",))(risk_findings),
+        recall_asset(t, "impact_tests", ("model_closures", "risk_findings"))(impact_tests),
+        _risk_scores(t),
+        recall_asset(t, "datahub_writeback", ("model_closures", "risk_scores"), kinds={"datahub"})(datahub_writeback),
+    ]
     if shards > 1:
-        return [shard_scans_asset(shards, deps), _model_closures([SHARD_ASSET], shards), *stages]
-    return [_model_closures(deps, shards), *stages]
+        return [shard_scans_asset(shards, deps, t), _model_closures([t.asset_key(SHARD_ASSET)], shards, t), *stages]
+    return [_model_closures(deps, shards, t), *stages]

@@ -61,10 +61,10 @@ def _closures(recall: RecallResource, graph: MetadataGraph, include_all: bool = 
     )
 
 
-def _rescan(run_key: str, models: Sequence[str], trigger: str) -> RunRequest:
+def _rescan(run_key: str, models: Sequence[str], trigger: str, translator: RecallTranslator) -> RunRequest:
     return RunRequest(
         run_key=run_key,
-        run_config=scan_run_config(models=models),
+        run_config=scan_run_config(models, translator),
         tags={"recall/trigger": trigger, "recall/models": ",".join(models)},
     )
 
@@ -98,8 +98,8 @@ def _handled_failures(cursor: str, results: Iterable[AssertionResult], failing: 
     return {str(urn): int(at) for urn, at in kept["failing"].items()}
 
 
-def datahub_assertion_sensor(job: Job, interval_s: int = 60, default_status: DefaultSensorStatus = STOPPED
-                             ) -> SensorDefinition:
+def datahub_assertion_sensor(job: Job, interval_s: int = 60, default_status: DefaultSensorStatus = STOPPED,
+                             translator: RecallTranslator | None = None) -> SensorDefinition:
     """Rescan the production models downstream of every assertion that newly failed in DataHub.
 
     The cursor holds each assertion whose newest result fails, with that result's stamp
@@ -108,7 +108,9 @@ def datahub_assertion_sensor(job: Job, interval_s: int = 60, default_status: Def
     where the graph stands: failures older than the sensor are the nightly scan's.
     """
 
-    @sensor(name="datahub_assertion_results", job=job, minimum_interval_seconds=interval_s, default_status=default_status)
+    names = translator or RecallTranslator()
+
+    @sensor(name=names.sensor_name("datahub_assertion_results"), job=job, minimum_interval_seconds=interval_s, default_status=default_status)
     def datahub_assertion_results(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
         outcomes = recall.configuration().lifecycle.failing_results
         with recall.open_graph() as graph:
@@ -126,7 +128,7 @@ def datahub_assertion_sensor(job: Job, interval_s: int = 60, default_status: Def
                                 cursor=cursor)
         # named by the results it handles: a tick evaluated again (its cursor lost) launches no second rescan
         seen = hashlib.sha256("\n".join(f"{r.assertion}@{r.at_ms}" for r in failed).encode()).hexdigest()[:16]
-        return SensorResult(run_requests=[_rescan(f"datahub-assertions-{seen}", models, "datahub_assertion")],
+        return SensorResult(run_requests=[_rescan(f"datahub-assertions-{seen}", models, "datahub_assertion", names)],
                             cursor=cursor)
 
     return datahub_assertion_results
@@ -146,7 +148,8 @@ def _versions_cursor(handled: dict[str, int]) -> str:
 
 
 def mlflow_sensor(job: Job, models: Sequence[str] = (), interval_s: int = 60,
-                  default_status: DefaultSensorStatus = STOPPED) -> SensorDefinition:
+                  default_status: DefaultSensorStatus = STOPPED,
+                  translator: RecallTranslator | None = None) -> SensorDefinition:
     """Scan the versions registered in MLflow since the last tick, once DataHub holds them: one rescan per
     tick, however many arrived.
 
@@ -157,9 +160,9 @@ def mlflow_sensor(job: Job, models: Sequence[str] = (), interval_s: int = 60,
     version DataHub has not ingested yet holds back its model's later versions,
     so they are scanned on a later tick rather than skipped.
     """
-    watched = frozenset(models)
+    watched, names = frozenset(models), translator or RecallTranslator()
 
-    @sensor(name="mlflow_new_versions", job=job, minimum_interval_seconds=interval_s, default_status=default_status)
+    @sensor(name=names.sensor_name("mlflow_new_versions"), job=job, minimum_interval_seconds=interval_s, default_status=default_status)
     def mlflow_new_versions(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
         client = recall.mlflow_client()
         try:
@@ -192,7 +195,7 @@ def mlflow_sensor(job: Job, models: Sequence[str] = (), interval_s: int = 60,
             return SensorResult(cursor=cursor, skip_reason=held)
         # a burst of registrations (a retrain of every model, a backfill) is one rescan of them all, not one each
         request = _rescan("mlflow-" + "+".join(f"{v.name}-{v.version}" for v in ready), [v.selector for v in ready],
-                          "mlflow_new_version")
+                          "mlflow_new_version", names)
         return SensorResult(run_requests=[request], cursor=cursor)
 
     return mlflow_new_versions
@@ -212,7 +215,7 @@ def dbt_test_failure_sensor(
     names = translator or RecallTranslator()
     dbt_checks = sorted(dbt.check_keys, key=lambda key: key.to_user_string())
 
-    @sensor(name="dbt_test_failures", job=job, minimum_interval_seconds=interval_s, default_status=default_status)
+    @sensor(name=names.sensor_name("dbt_test_failures"), job=job, minimum_interval_seconds=interval_s, default_status=default_status)
     def dbt_test_failures(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
         handled: dict[str, int] = json.loads(context.cursor) if context.cursor else {}
         latest = latest_check_executions(context.instance, dbt_checks)
@@ -237,6 +240,6 @@ def dbt_test_failure_sensor(
             return SensorResult(skip_reason=f"{len(failed)} failed table(s), none upstream of a production model",
                                 cursor=cursor)
         run_key = f"dbt-tests-{max(rid for rid, _ in new.values())}"
-        return SensorResult(run_requests=[_rescan(run_key, models, "dbt_test_failure")], cursor=cursor)
+        return SensorResult(run_requests=[_rescan(run_key, models, "dbt_test_failure", names)], cursor=cursor)
 
     return dbt_test_failures

@@ -34,7 +34,6 @@ from dagster import (
     SensorEvaluationContext,
     SensorResult,
     StaticPartitionsDefinition,
-    asset,
     define_asset_job,
     schedule,
     sensor,
@@ -50,7 +49,7 @@ from recall_dagster.baselines import JsonStateStore
 from recall_dagster.scan import scan_shard
 from recall_dagster.shard_parts import ShardParts
 from recall_dagster.snapshots import SnapshotStore
-from recall_dagster.defs.translator import GROUP
+from recall_dagster.defs.translator import RecallTranslator, op_name, recall_asset
 
 SHARD_ASSET = "shard_scans"
 Job = UnresolvedAssetJobDefinition
@@ -81,10 +80,11 @@ def _instant(context: AssetExecutionContext, config: ShardScanConfig) -> int:
     return seconds_ms(backfill.backfill_timestamp) if backfill is not None else clock_ms()
 
 
-def shard_scans_asset(count: int, deps: Sequence[AssetKey | str] = ()) -> AssetsDefinition:
+def shard_scans_asset(count: int, deps: Sequence[AssetKey | str] = (),
+                      translator: RecallTranslator | None = None) -> AssetsDefinition:
     """``shard_scans``: one partition per shard of ``count``, each scanning its share of the estate."""
 
-    @asset(name=SHARD_ASSET, group_name=GROUP, deps=list(deps), partitions_def=shard_partitions(count))
+    @recall_asset(translator or RecallTranslator(), SHARD_ASSET, deps=list(deps), partitions_def=shard_partitions(count))
     def shard_scans(context: AssetExecutionContext, config: ShardScanConfig, recall: RecallResource) -> MaterializeResult:
         """This shard's closures and what the detectors that need one closure found in them, kept in
         RECALL_HOME until ``model_closures`` merges every shard."""
@@ -105,36 +105,41 @@ def shard_scans_asset(count: int, deps: Sequence[AssetKey | str] = ()) -> Assets
     return shard_scans
 
 
-def shard_job() -> Job:
+def shard_job(translator: RecallTranslator | None = None) -> Job:
+    t = translator or RecallTranslator()
     return define_asset_job(
-        "recall_scan_shards", [SHARD_ASSET], description="Scan one shard of the estate (one partition per run).",
+        t.job_name("recall_scan_shards"), [t.asset_key(SHARD_ASSET)],
+        description="Scan one shard of the estate (one partition per run).",
     )
 
 
-def _shard_config(scanned_at: str) -> dict:
-    return {"ops": {SHARD_ASSET: {"config": ShardScanConfig(scanned_at=scanned_at).model_dump()}}}
+def _shard_config(scanned_at: str, translator: RecallTranslator) -> dict:
+    return {"ops": {op_name(translator, SHARD_ASSET): {"config": ShardScanConfig(scanned_at=scanned_at).model_dump()}}}
 
 
 def sharded_nightly_scan(job: Job, count: int, cron: str = "0 2 * * *",
-                         default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED) -> ScheduleDefinition:
+                         default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
+                         translator: RecallTranslator | None = None) -> ScheduleDefinition:
     """Every shard at the tick's instant, one run each; ``shard_merge`` takes it from there."""
+    t = translator or RecallTranslator()
 
-    @schedule(name="nightly_scan", job=job, cron_schedule=cron, execution_timezone="UTC",
+    @schedule(name=t.schedule_name("nightly_scan"), job=job, cron_schedule=cron, execution_timezone="UTC",
               default_status=DefaultScheduleStatus(default_status.value))
     def nightly_scan(context: ScheduleEvaluationContext) -> list[RunRequest]:
         at = iso_instant(datetime_ms(context.scheduled_execution_time))
-        return [RunRequest(run_key=f"{s.key}@{at}", partition_key=s.key, run_config=_shard_config(at))
+        return [RunRequest(run_key=f"{s.key}@{at}", partition_key=s.key, run_config=_shard_config(at, t))
                 for s in Shard.all(count)]
 
     return nightly_scan
 
 
 def shard_merge_sensor(job: Job, count: int, interval_s: int = 60,
-                       default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED) -> SensorDefinition:
+                       default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
+                       translator: RecallTranslator | None = None) -> SensorDefinition:
     """Launch the scan job once every shard holds a part of one instant newer than the last merged; the
     cursor is that instant, so each set of parts is merged once."""
 
-    @sensor(name="shard_merge", job=job, minimum_interval_seconds=interval_s, default_status=default_status)
+    @sensor(name=(translator or RecallTranslator()).sensor_name("shard_merge"), job=job, minimum_interval_seconds=interval_s, default_status=default_status)
     def shard_merge(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
         settings = recall.settings()
         instants = ShardParts(settings.state_dir, settings.graph).instants(count)
