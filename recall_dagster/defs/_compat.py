@@ -30,13 +30,26 @@ from dagster._core.storage.tags import BACKFILL_ID_TAG
 VERIFIED_WITH = "1.13.27"
 
 __all__ = ["BACKFILL_ID_TAG", "VERIFIED_WITH", "UnresolvedAssetJobDefinition", "asset_graph_of",
-           "compute_fn_of", "latest_check_executions", "with_compute_and_input"]
+           "compute_fn_of", "freshness_window_hours", "latest_check_executions", "with_compute_and_input"]
 
 
 def latest_check_executions(instance: DagsterInstance, keys: Iterable[AssetCheckKey]) -> dict[AssetCheckKey, Any]:
     """The newest execution record of each check, through the instance's public per-key accessor."""
     found = {key: instance.get_latest_asset_check_evaluation_record(key) for key in keys}
     return {key: record for key, record in found.items() if record is not None}
+
+
+def freshness_window_hours(node: Any) -> float | None:
+    """The fail window, in hours, of the time-window ``FreshnessPolicy`` an asset declares
+    (``FreshnessPolicy.time_window(fail_window=...)``); None for none, or a cron policy (no fixed window).
+
+    Read from a node of :func:`asset_graph_of` (internal), through its
+    ``freshness_policy_or_from_metadata`` (the one accessor that also reads a
+    policy kept in metadata before Dagster 1.11); the policy's ``fail_window`` is
+    Dagster's serializable delta, which only ``to_timedelta()`` turns into time.
+    """
+    window = getattr(node.freshness_policy_or_from_metadata, "fail_window", None)
+    return window.to_timedelta().total_seconds() / 3600 if window is not None else None
 
 
 def asset_graph_of(context: AssetExecutionContext) -> Any:

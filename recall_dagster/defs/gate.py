@@ -50,6 +50,7 @@ from dagster import (
 from recall_dagster.defs._compat import (
     asset_graph_of,
     compute_fn_of,
+    freshness_window_hours,
     latest_check_executions,
     with_compute_and_input,
 )
@@ -361,8 +362,9 @@ def _judge(recall: RecallResource, model: str, observed: list[Observed]) -> Gate
 
 def _observed(context: AssetExecutionContext, trained: AssetKey) -> list[Observed]:
     """The last materialization of each asset the training reads: when it was written (freshness without
-    DataHub operations) and ``dagster/row_count`` when recorded, named by ``dagster/table_name`` (dagster-dbt
-    sets it to the dbt relation), else by the asset key's parts."""
+    DataHub operations), ``dagster/row_count`` when recorded, and the window of the freshness policy the asset
+    declares, named by ``dagster/table_name`` (dagster-dbt sets it to the dbt relation), else by the asset
+    key's parts."""
     graph = asset_graph_of(context)
     seen = []
     for key in sorted(graph.get(trained).parent_keys, key=AssetKey.to_user_string):
@@ -376,6 +378,7 @@ def _observed(context: AssetExecutionContext, trained: AssetKey) -> list[Observe
             updated_ms=seconds_ms(latest.timestamp),
             rows=int(rows.value) if rows is not None and isinstance(rows.value, int) else None,
             source=f"Dagster asset {key.to_user_string()}, run {latest.run_id[:8]}",
+            window_hours=freshness_window_hours(graph.get(key)),
         ))
     return seen
 

@@ -48,10 +48,13 @@ def own(dataset: Dataset, instant_ms: int, windows: FreshnessConfig) -> Own:
     return Own(dataset, None if dataset.missing else dataset.freshness_at(instant_ms), windows.window_hours(dataset))
 
 
-def combine(descriptions: Iterable[Own], instant_ms: int, observed: Iterable[Freshness] = ()) -> TableFreshness:
-    """One table from what each of its descriptions says (at least one), and what the orchestrator saw."""
+def combine(
+    descriptions: Iterable[Own], instant_ms: int, observed: Iterable[Freshness] = (), windows: Iterable[float] = (),
+) -> TableFreshness:
+    """One table from what each of its descriptions says (at least one), what the orchestrator saw, and the
+    windows the orchestrator holds it to (a Dagster freshness policy): the strictest window wins."""
     said = list(descriptions)
-    window = min(o.window_hours for o in said)
+    window = min([*(o.window_hours for o in said), *windows])
     records = [(o.last, o.dataset) for o in said if o.last is not None]
     records += [(f, None) for f in observed]
     if not records:
@@ -62,7 +65,9 @@ def combine(descriptions: Iterable[Own], instant_ms: int, observed: Iterable[Fre
 
 
 def judge_table(
-    twins: Sequence[Dataset], instant_ms: int, windows: FreshnessConfig, observed: Iterable[Freshness] = ()
+    twins: Sequence[Dataset], instant_ms: int, windows: FreshnessConfig, observed: Iterable[Freshness] = (),
+    held_to: Iterable[float] = (),
 ) -> TableFreshness:
-    """The freshness of the table ``twins`` all describe (:meth:`ModelClosure.same_table`), at ``instant_ms``."""
-    return combine((own(d, instant_ms, windows) for d in twins), instant_ms, observed)
+    """The freshness of the table ``twins`` all describe (:meth:`ModelClosure.same_table`), at ``instant_ms``;
+    ``held_to``: windows the orchestrator declares for it, besides recall.yaml's."""
+    return combine((own(d, instant_ms, windows) for d in twins), instant_ms, observed, held_to)

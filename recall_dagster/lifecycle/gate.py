@@ -187,15 +187,17 @@ def input_freshness(inputs: GateInputs) -> CheckResult:
     for urn in inputs.closure.direct_inputs:
         dagster = inputs.observed.get(urn)
         seen = (Freshness(dagster.updated_ms, dagster.source),) if dagster is not None else ()
-        table = judge_table(inputs.closure.same_table(urn), inputs.now_ms, inputs.scan.freshness, seen)
+        policy = (dagster.window_hours,) if dagster is not None and dagster.window_hours is not None else ()
+        table = judge_table(inputs.closure.same_table(urn), inputs.now_ms, inputs.scan.freshness, seen, policy)
         name = inputs.closure.dataset(urn).name
         if table.last is None or table.age_hours is None:
             unknown.append(f"{name}: nobody records when it changes")
             continue
         via = f" ({table.last.source})" if dagster is not None and table.recorded_on is None else ""
         if table.stale:
+            whose = " (Dagster's freshness policy)" if policy and policy[0] <= table.window_hours else ""
             problems.append(f"{name} last changed {table.age_hours:.1f} h ago{via}, past its "
-                            f"{table.window_hours:g} h window")
+                            f"{table.window_hours:g} h window{whose}")
         elif via:
             told.append(f"{name} last changed {table.age_hours:.1f} h ago{via}")
     if not problems and len(unknown) == len(inputs.closure.direct_inputs):

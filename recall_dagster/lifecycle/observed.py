@@ -24,6 +24,7 @@ class Observed:
     updated_ms: int  # when it was last written
     rows: int | None  # how many rows it held then, when recorded
     source: str  # where this came from, as a person finds it: "Dagster asset jaffle/daily_orders, run 1a2b3c4d"
+    window_hours: float | None = None  # the freshness window the orchestrator holds it to (a Dagster policy's)
 
 
 def observed_inputs(closure: ModelClosure, inputs: Iterable[str], observed: Sequence[Observed]

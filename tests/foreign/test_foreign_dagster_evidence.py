@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import yaml
-from dagster import DagsterInstance, Definitions, MaterializeResult, asset, define_asset_job
+from dagster import DagsterInstance, Definitions, FreshnessPolicy, MaterializeResult, asset, define_asset_job
 from foreign_estate import CHURN, FIXTURES, GATE, READS, launch, refusal, registering, trained
 from mlflow import MlflowClient
 
+from recall_dagster.clock import clock_ms
 from recall_dagster.defs import RecallResource, retrain_gate
+from recall_dagster.instants import HOUR_MS
 from recall_dagster.settings import Settings
 from tests.scan.scan_estates import ingest
 
@@ -35,11 +38,11 @@ def window(tmp_path: Path, hours: float) -> str:
     return str(path)
 
 
-def team(shop: Settings, overlay: str) -> Definitions:
+def team(shop: Settings, overlay: str, policy: FreshnessPolicy | None = None) -> Definitions:
     """The team's code: the dbt model as an asset Dagster materializes (named as dagster-dbt names it, with the
-    rows it wrote), the training behind Recall's gate."""
+    rows it wrote, held to the team's freshness ``policy``), the training behind Recall's gate."""
 
-    @asset(key=READS[0], metadata={"dagster/table_name": TABLE})
+    @asset(key=READS[0], metadata={"dagster/table_name": TABLE}, freshness_policy=policy)
     def customer_orders() -> MaterializeResult:
         return MaterializeResult(metadata={"dagster/row_count": 1000})
 
@@ -82,3 +85,21 @@ def test_dagster_s_materialization_is_the_freshness_the_gate_judges(quiet_shop: 
     assert "(Dagster asset marts/customer_orders, run " in metadata["check_details"], "the stale input's source"
     after = MlflowClient(tracking_uri=quiet_shop.mlflow_uri).search_model_versions("name = 'churn_model'")
     assert len(after) == len(before), "nothing was trained"
+
+
+def test_a_freshness_policy_the_team_declared_in_dagster_is_the_window_the_gate_holds_the_input_to(
+    quiet_shop: Settings, tmp_path: Path, instance: DagsterInstance, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """recall.yaml gives the table years; the team's Dagster policy gives it an hour: two hours after the
+    refresh the gate refuses, naming the policy as the window."""
+    hourly = team(quiet_shop, window(tmp_path, 10_000_000), FreshnessPolicy.time_window(fail_window=timedelta(hours=1)))
+    assert launch(hourly, instance, "refresh").success
+    assert launch(hourly, instance, "gated").success, "just refreshed: within the policy's hour"
+    later = clock_ms() + 2 * HOUR_MS
+    monkeypatch.setattr("recall_dagster.defs.gate.clock_ms", lambda: later)
+    refused = launch(hourly, instance, "train_only")
+    assert not refused.success and trained(refused) is None
+    why, metadata = refusal(refused)
+    assert metadata["verdict"] == "NO-GO" and "input_freshness" in metadata["failing_checks"], why
+    assert "past its 1 h window (Dagster's freshness policy)" in metadata["check_details"]
+
