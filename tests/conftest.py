@@ -61,15 +61,17 @@ def lite_cli(tmp_path: Path) -> Callable[[Path], Callable[..., str]]:
 
 @dataclass
 class Inbox:
-    """Slack's incoming webhook at /slack and GitHub's issues API under /repos, recording every call."""
+    """Slack's incoming webhook at /slack (and any path under it, where a real webhook keeps its secret) and
+    GitHub's issues API under /repos, recording every call."""
 
     url: str = ""
     calls: list[tuple[str, str, Any]] = field(default_factory=list)  # (method, path, body)
     failing: int = 0  # the next n Slack posts answer 500
     issues: int = 0
+    token: str = "gh-token"  # the GitHub token it accepts
 
     def answer(self, method: str, path: str, body: Any) -> tuple[int, Any]:
-        if path == "/slack" and self.failing:
+        if path.startswith("/slack") and self.failing:
             self.failing -= 1
             return 500, {"error": "slack is down"}
         self.calls.append((method, path, body))
@@ -83,14 +85,14 @@ class Inbox:
         return calls
 
 
-@pytest.fixture
-def inbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Inbox]:
-    state = Inbox()
+@contextmanager
+def serving(state: Inbox) -> Iterator[Inbox]:
+    """``state`` answered by a real local HTTP server for as long as the block runs; its ``url`` is set."""
 
     class Handler(BaseHTTPRequestHandler):
         def _serve(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            if self.path.startswith("/repos") and self.headers.get("Authorization") != "Bearer gh-token":
+            if self.path.startswith("/repos") and self.headers.get("Authorization") != f"Bearer {state.token}":
                 status, payload = 401, {"message": "Bad credentials"}
             else:
                 status, payload = state.answer(self.command, self.path, json.loads(raw) if raw else None)
@@ -109,11 +111,19 @@ def inbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Inbox]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    monkeypatch.setenv("TEST_SLACK_URL", f"{state.url}/slack")
-    monkeypatch.setenv("TEST_GH_TOKEN", "gh-token")
-    yield state
-    server.shutdown()
-    server.server_close()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def inbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Inbox]:
+    with serving(Inbox()) as state:
+        monkeypatch.setenv("TEST_SLACK_URL", f"{state.url}/slack")
+        monkeypatch.setenv("TEST_GH_TOKEN", state.token)
+        yield state
 
 
 def point_recall_at(settings: "Settings", monkeypatch: pytest.MonkeyPatch) -> "Settings":
