@@ -43,6 +43,8 @@ class ModelName:
 
     def names_model(self, closure: ModelClosure) -> bool:
         """True when this names ``closure``'s registered model (any of its versions) or the version itself."""
+        if self.text.strip() in (closure.registered_name, closure.model.name):
+            return True  # the whole text is its name: a name written in the graph may hold a "/" (team/churn)
         if self.one_version:
             return self.names_version(closure)
         if self.group_urn is not None:

@@ -18,11 +18,15 @@ HOSTILE = "days_since_signup[/]"
 HOSTILE_TABLE = "customer_orders[/]"
 
 
-def renamed(tmp_path: Path, name: str, hostile: str) -> Settings:
-    """The foreign estate with ``name`` written as ``hostile`` wherever it appears."""
-    fixture = tmp_path / "hostile.json"
-    fixture.write_text((FIXTURES / "estate_stock.json").read_text().replace(name, hostile))
-    db = ingest(tmp_path / "shop.db", str(fixture))
+def renamed(tmp_path: Path, name: str, hostile: str, failing: bool = False) -> Settings:
+    """The foreign estate with ``name`` written as ``hostile`` wherever it appears; with ``failing``, after the
+    next dbt run that fails its test (so the name reaches incidents, blind windows and gates)."""
+    fixtures = []
+    for source in ("estate_stock.json", *(["failing_run.json"] if failing else [])):
+        fixture = tmp_path / f"hostile_{source}"
+        fixture.write_text((FIXTURES / source).read_text().replace(name, hostile))
+        fixtures.append(str(fixture))
+    db = ingest(tmp_path / "shop.db", *fixtures)
     (tmp_path / "recall.yaml").write_text(json.dumps(OVERLAY))
     return Settings(home=tmp_path / "home", graph=str(db))
 
@@ -51,3 +55,9 @@ def test_markup_in_a_name_is_shown_not_obeyed(tmp_path: Path, command: list[str]
 def test_a_table_named_like_markup_is_shown_by_protect_and_impact(tmp_path: Path, command: list[str]) -> None:
     assert HOSTILE_TABLE in run(renamed(tmp_path, "customer_orders", HOSTILE_TABLE), command), (
         "the name as the graph holds it")
+
+
+def test_a_registered_name_holding_a_slash_is_found_whole(tmp_path: Path) -> None:
+    """``team/ltv[/]`` is the model's whole name, not version ``]`` of a model ``team/ltv[``."""
+    said = run(renamed(tmp_path, "ltv_model", "team/ltv[/]"), ["gate", "team/ltv[/]"])
+    assert "Retrain team/ltv[/]" in said
