@@ -85,7 +85,8 @@ class Slack:
         return {}
 
     def _post(self, text: str) -> None:
-        _checked(requests.post(self.url, json={"text": text, "unfurl_links": False}, timeout=_TIMEOUT_SECONDS))
+        payload = {"text": redact(text, [self.secret]), "unfurl_links": False}
+        _checked(requests.post(self.url, json=payload, timeout=_TIMEOUT_SECONDS))
 
 
 class Github:
@@ -97,7 +98,8 @@ class Github:
         self.headers = {"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json"}
 
     def _call(self, method: str, url: str, body: dict[str, Any]) -> dict[str, Any]:
-        response = requests.request(method, url, json=body, headers=self.headers, timeout=_TIMEOUT_SECONDS)
+        said = {k: redact(v, [self.secret]) if isinstance(v, str) else v for k, v in body.items()}
+        response = requests.request(method, url, json=said, headers=self.headers, timeout=_TIMEOUT_SECONDS)
         return _checked(response).json()
 
     def send(self, event: Event, urn: str, info: IncidentInfoClass, record: Record) -> Record:
@@ -113,7 +115,7 @@ class Github:
 
     def announce(self, title: str, text: str) -> Record:
         body = re.sub(r"@(?=[\w-])", "@\u200b", text)  # Recall's own Markdown stays; no name in it pings anyone
-        title = " ".join(title.split())
+        title = "".join(c for c in " ".join(title.split()) if c.isprintable())  # one line, no terminal escapes
         issue = self._call("POST", self.issues, {"title": f"[Recall] {title}", "body": body, "labels": ["recall"]})
         return {"issue": issue["number"]}
 

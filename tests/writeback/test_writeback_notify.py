@@ -12,6 +12,7 @@ from tests.conftest import Inbox
 
 from recall_dagster.graph import LiteGraph
 from recall_dagster.writeback.config import WritebackConfig, GithubConfig, SlackConfig
+from recall_dagster.writeback.notify import Github, Slack
 from recall_dagster.writeback.report import WritebackReport
 from recall_dagster.writeback.run import write_back
 
@@ -97,3 +98,19 @@ def test_notifications_are_off_unless_configured(
     monkeypatch.delenv("TEST_SLACK_URL")
     report = _write(lite_path, recall_config, settings, replace(notifying, github=None), 2_000)
     assert report.notes == ("Slack notifications are on but TEST_SLACK_URL is not set",)
+
+
+def test_a_password_or_token_from_the_graph_is_masked_in_every_message(inbox: Inbox) -> None:
+    pasted = "the test reads postgresql://svc:hunter2-pw@db/x with ghp-pasted-token"
+    Slack(f"{inbox.url}/slack").announce("a table", pasted)
+    Github(GithubConfig("acme/models", "TEST_GH_TOKEN", inbox.url), "gh-token").announce(
+        f"title {pasted}", f"gh-token and {pasted}")
+    sent = repr(inbox.take())
+    assert "hunter2-pw" not in sent and "gh-token" not in sent and "[redacted]@db" in sent
+
+
+def test_a_github_issue_title_from_the_graph_is_one_line_of_text(inbox: Inbox) -> None:
+    github = Github(GithubConfig("acme/models", "TEST_GH_TOKEN", inbox.url), "gh-token")
+    github.announce("orders\x1b[31m\nfailing\u202e", "body")
+    [(_, _, issue)] = inbox.take()
+    assert issue["title"] == "[Recall] orders[31m failing"
