@@ -10,8 +10,9 @@ bound to localhost when asked.
 
 from __future__ import annotations
 
+import functools
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from mcp.server.fastmcp import FastMCP
 
@@ -23,11 +24,13 @@ from recall_dagster.impact.measured import gate_measure, measure_scan
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.impact.service import ImpactRequest, impact_test
 from recall_dagster.clock import clock_ms
+from recall_dagster.errors import RecallError
 from recall_dagster.lifecycle.service import blind_window_report, judge_retrain, list_incidents
 from recall_dagster.narrate import DEFAULT_STEP, WHAT_TO_DO, finding_paragraph
 from recall_dagster.baselines import JsonStateStore, MemoryStateStore
 from recall_dagster.results import ScanResult
 from recall_dagster.scan import run_scan
+from recall_dagster.secrets import redact
 from recall_dagster.settings import Settings
 
 INSTRUCTIONS = (
@@ -35,6 +38,36 @@ INSTRUCTIONS = (
     "break and why, the blast radius of a failing test, which versions trained on bad data, whether a retrain "
     "may go ahead, and what an upstream change would do to a model, measured on the model itself."
 )
+
+
+Tool = TypeVar("Tool", bound=Callable[..., Any])
+
+
+def _masked(value: Any) -> Any:
+    """``value`` (a tool's JSON answer) with every string redacted, keys included."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_masked(v) for v in value]
+    if isinstance(value, dict):
+        return {_masked(k): _masked(v) for k, v in value.items()}
+    return value
+
+
+def _answers_as_data(tool: Tool) -> Tool:
+    """``tool`` repeating no secret: graph text someone wrote (a DSN with its password in a test's name, a token
+    pasted in a description) reaches an assistant's context, so it is masked by :func:`redact` in the answer and
+    in a refusal's message alike."""
+
+    @functools.wraps(tool)
+    def answered(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return _masked(tool(*args, **kwargs))
+        except RecallError as err:
+            err.args = (redact(str(err)),)
+            raise
+
+    return answered  # type: ignore[return-value]
 
 
 @contextmanager
@@ -59,16 +92,19 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
     server = FastMCP("recall", instructions=INSTRUCTIONS, host=host, port=port)
 
     @server.tool()
+    @_answers_as_data
     def scan_model(model: str) -> dict[str, Any]:
         """Scan one model (registered name: its production versions; name/version; or URN): findings, score, tier."""
         return _scan(model, config_path).to_json()
 
     @server.tool()
+    @_answers_as_data
     def blast_radius() -> list[dict[str, Any]]:
         """Datasets at risk across the estate, ranked by the production models and live deployments they endanger."""
         return _scan(None, config_path).to_json()["blast_radius"]
 
     @server.tool()
+    @_answers_as_data
     def blind_window(target: str | None = None) -> dict[str, Any]:
         """When the data behind a failing test (or dataset) was bad, which model versions trained on it, where to
         roll back; without a target, every root cause."""
@@ -78,6 +114,7 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
             return blind_window_report(graph, config, lc, target, clock_ms()).to_json()
 
     @server.tool()
+    @_answers_as_data
     def retrain_gate(model: str) -> dict[str, Any]:
         """GO / NO-GO / UNVERIFIED for retraining a model, with every named check and what it saw."""
         loaded = load(config_path)
@@ -87,6 +124,7 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
             return judge_retrain(graph, settings, config, lc, model, clock_ms(), measure).to_json()
 
     @server.tool(name="impact_test")
+    @_answers_as_data
     def impact(dataset: str, column: str, mutation: str, fraction: float | None = None) -> dict[str, Any]:
         """Replay a change of one column (mutation OP[:ARG]) on every production model it reaches: PASS/WARN/BLOCK."""
         loaded = load(config_path)
@@ -97,6 +135,7 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
             return report.to_json()
 
     @server.tool()
+    @_answers_as_data
     def explain_finding(model: str, detector: str, subject: str | None = None) -> list[dict[str, Any]]:
         """A model's findings of one detector (on one subject, when given), each narrated: what, why it matters
         for which deployments, whom to call, what to do."""
@@ -109,6 +148,7 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
         ]
 
     @server.tool(name="list_incidents")
+    @_answers_as_data
     def incidents() -> dict[str, Any]:
         """The data incidents Recall's ledger holds for this graph, open ones first."""
         settings = Settings.from_env()

@@ -11,7 +11,10 @@ them, so starting the CLI never pays for pandas, pyarrow, MLflow, Dagster, Feast
 from __future__ import annotations
 
 import importlib
+import sys
+from contextlib import contextmanager
 from types import ModuleType
+from typing import Any, Iterator, TextIO
 
 import click
 
@@ -80,15 +83,43 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _Redacted:
+    """A text stream that masks every secret (:func:`redact`) in what is written to it, then passes it on."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def _printing_no_secrets() -> Iterator[None]:
+    """Everything a command prints, text, tables and ``--json`` alike, with its secrets masked: names and
+    descriptions from the graph may hold a URL with its password or a token, and whatever prints them, it is
+    here that they leave the process."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Redacted(saved[0]), _Redacted(saved[1])  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
 class RecallGroup(click.Group):
-    """Turns every RecallError into its message and exit code, never a traceback."""
+    """Turns every RecallError into its message and exit code, never a traceback; prints no secret."""
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
-        try:
-            return super().invoke(ctx)
-        except RecallError as err:
-            click.secho(f"recall: {redact(str(err))}", fg="red", err=True)
-            ctx.exit(err.exit_code)
+        with _printing_no_secrets():
+            try:
+                return super().invoke(ctx)
+            except RecallError as err:
+                click.secho(f"recall: {err}", fg="red", err=True)
+                ctx.exit(err.exit_code)
 
 
 class LazyRecallGroup(RecallGroup):

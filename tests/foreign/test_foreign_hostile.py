@@ -3,6 +3,7 @@ never read as markup (a crash that reads as NO-GO, or text that silently vanishe
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from click.testing import CliRunner
 from foreign_estate import FIXTURES, OVERLAY
 
 from recall_dagster.cli import cli
+from recall_dagster.mcp_server import build_server
 from recall_dagster.settings import Settings
 from tests.scan.scan_estates import ingest
 
@@ -61,3 +63,25 @@ def test_a_registered_name_holding_a_slash_is_found_whole(tmp_path: Path) -> Non
     """``team/ltv[/]`` is the model's whole name, not version ``]`` of a model ``team/ltv[``."""
     said = run(renamed(tmp_path, "ltv_model", "team/ltv[/]"), ["gate", "team/ltv[/]"])
     assert "Retrain team/ltv[/]" in said
+
+
+PASSWORD_TABLE = "orders_at_postgresql://svc:hunter2-pw@db"
+
+
+@pytest.mark.parametrize("command", [["scan"], ["scan", "--json"], ["blind-window"],
+                                     ["gate", "ltv_model", "--json"]])
+def test_a_password_written_into_a_name_is_masked_in_what_every_command_prints(
+        tmp_path: Path, command: list[str]) -> None:
+    said = run(renamed(tmp_path, "customer_orders", PASSWORD_TABLE, failing=True), command)
+    assert "hunter2-pw" not in said and "[redacted]@db" in said
+
+
+def test_a_password_written_into_a_name_is_masked_in_mcp_answers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shop = renamed(tmp_path, "customer_orders", PASSWORD_TABLE, failing=True)
+    monkeypatch.setenv("RECALL_HOME", str(shop.home))
+    monkeypatch.setenv("RECALL_GRAPH", shop.graph)
+    server = build_server(str(tmp_path / "recall.yaml"))
+    content = asyncio.run(server.call_tool("blind_window", {}))
+    answer = "".join(c.text for c in (content[0] if isinstance(content, tuple) else content))
+    assert "hunter2-pw" not in answer and "[redacted]@db" in answer
