@@ -25,6 +25,7 @@ from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.ledger import Ledger
 from recall_dagster.lifecycle.service import assess
+from recall_dagster.markdown import md_text
 from recall_dagster.protect.assess import gaps
 from recall_dagster.instants import iso_instant
 from recall_dagster.scan import select_closures
@@ -124,35 +125,41 @@ def evidence_pack(
 
 
 def markdown(pack: dict[str, Any]) -> str:
-    lines = [f"# Data governance evidence: {pack['model']}", "",
-             f"Regenerated from {pack['graph']} at {pack['generated_at']} (EU AI Act, Article 10).", "",
-             f"Owners: {', '.join(display_name(o) for o in pack['owners']) or 'none recorded'}", "",
+    """The pack for people: every line after Recall's own heading or bullet is graph text, shown by :func:`md_text`."""
+    lines = [f"# Data governance evidence: {md_text(pack['model'])}", "",
+             md_text(f"Regenerated from {pack['graph']} at {pack['generated_at']} (EU AI Act, Article 10)."), "",
+             md_text(f"Owners: {', '.join(display_name(o) for o in pack['owners']) or 'none recorded'}"), "",
              "## Data sources and lineage", ""]
     for s in pack["data_sources"]:
         direct = "read by the model" if s["read_directly"] else "upstream"
-        lines.append(f"- {s['name']} ({direct}); from: {', '.join(s['upstreams']) or 'no recorded upstream'}; "
-                     f"owners: {', '.join(display_name(o) for o in s['owners']) or 'none'}")
+        lines.append(_bullet(f"{s['name']} ({direct}); from: {', '.join(s['upstreams']) or 'no recorded upstream'}; "
+                             f"owners: {', '.join(display_name(o) for o in s['owners']) or 'none'}"))
     lines += ["", "## Quality checks and their latest results", ""]
-    lines += [f"- {c['name']} on {c['on']}: {c['latest_result'] or 'never run'}"
-              + (f" ({c['failed_rows']:,} failing rows)" if c["failed_rows"] else "") for c in pack["quality_checks"]]
+    lines += [_bullet(f"{c['name']} on {c['on']}: {c['latest_result'] or 'never run'}"
+                      + (f" ({c['failed_rows']:,} failing rows)" if c["failed_rows"] else ""))
+              for c in pack["quality_checks"]]
     pii = pack["personal_data"]
-    lines += ["", "## Personal data", "", f"Columns marked personal: {', '.join(pii['columns']) or 'none'}.",
-              f"Justified: {'yes' if pii['justified'] else 'no'}" + (f" ({'; '.join(pii['justification'])})"
-                                                                     if pii["justification"] else ""),
+    lines += ["", "## Personal data", "", md_text(f"Columns marked personal: {', '.join(pii['columns']) or 'none'}."),
+              md_text(f"Justified: {'yes' if pii['justified'] else 'no'}"
+                      + (f" ({'; '.join(pii['justification'])})" if pii["justification"] else "")),
               "", "## Known gaps (untested columns the model reads)", ""]
-    lines += [f"- {g['column']} ({', '.join(g['features'])})" for g in pack["known_gaps"]] or ["- none"]
+    lines += [_bullet(f"{g['column']} ({', '.join(g['features'])})") for g in pack["known_gaps"]] or ["- none"]
     lines += ["", "## Incidents and remediation", ""]
     for i in pack["incidents"]:
         post = i["postmortem"]["document"] if i["postmortem"] else "no postmortem yet"
-        lines.append(f"- {i['state']}: {', '.join(i['tests'])}; raised {i['raised_at']}, resolved "
-                     f"{i['resolved_at'] or 'not yet'}; postmortem: {post}")
+        lines.append(_bullet(f"{i['state']}: {', '.join(i['tests'])}; raised {i['raised_at']}, resolved "
+                             f"{i['resolved_at'] or 'not yet'}; postmortem: {post}"))
     if not pack["incidents"]:
         lines.append("- none recorded")
     lines += ["", "## Versions and what they were trained on", ""]
     for v in pack["versions"]:
         verdicts = "; ".join(f"{x['status']} ({x['reason']})" for x in v["verdicts"]) or "no data incident reached it"
-        lines.append(f"- {v['name']}{' (production)' if v['production'] else ''}: {verdicts}")
+        lines.append(_bullet(f"{v['name']}{' (production)' if v['production'] else ''}: {verdicts}"))
     return "\n".join(lines) + "\n"
+
+
+def _bullet(text: str) -> str:
+    return f"- {md_text(text)}"
 
 
 def write_pack(evidence_dir: Path, pack: dict[str, Any]) -> list[Path]:

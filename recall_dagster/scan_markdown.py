@@ -16,6 +16,7 @@ from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.results import ScanResult
 from recall_dagster.instants import iso_instant
 from recall_dagster.estate.unlinked import unlinked_line
+from recall_dagster.markdown import md_text
 
 if TYPE_CHECKING:
     from recall_dagster.detect import Detection
@@ -25,10 +26,6 @@ if TYPE_CHECKING:
 def number(value: object, digits: int = 4) -> str:
     """A measurement as reports print it: floats to ``digits`` places, a dash for none."""
     return "–" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
-
-
-def _cell(value: object) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
 
 
 METADATA_ROWS = 50  # rows a table shows in Dagster's UI; the evidence files hold them all
@@ -43,7 +40,7 @@ def table(header: Sequence[str], rows: Iterable[Sequence[object]], limit: int | 
     listed = list(rows)
     shown = listed if limit is None else listed[:limit]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in shown]
+    lines += ["| " + " | ".join(md_text(v) for v in row) + " |" for row in shown]
     if len(shown) < len(listed):
         lines.append(f"\n… and {len(listed) - len(shown):,} more row(s): the evidence under RECALL_HOME holds them all.")
     return "\n".join(lines)
@@ -148,7 +145,7 @@ def check_details(gate: "GateResult") -> str:
     """What each check saw, in the table's order: the failing tests, the stale inputs and where their times
     came from, why a check could not measure."""
     return "\n".join(
-        f"- **{c.name}** ({c.status}): " + "; ".join(c.details)
+        f"- **{c.name}** ({c.status}): " + "; ".join(md_text(d) for d in c.details)
         for c in sorted(gate.checks, key=lambda c: _CHECK_ORDER[c.status]) if c.details
     )
 
@@ -160,7 +157,7 @@ def coverage_list(result: ScanResult) -> str:
     lines = [*result.coverage.lines(),
              *([f"UNVERIFIED: nothing marks a version of {', '.join(unmarked)} as production"] if unmarked else []),
              *([unlinked] if unlinked else [])]
-    return "\n".join(f"- {line}" for line in lines)
+    return "\n".join(f"- {md_text(line)}" for line in lines)
 
 
 def scan_report(result: ScanResult, limit: int | None = None) -> str:
@@ -178,12 +175,13 @@ def scan_report(result: ScanResult, limit: int | None = None) -> str:
     ]
     for report in result.models:
         if report.findings:
-            parts += [f"### {report.closure.model.name} ({report.score.tier}, {report.score.value})",
+            parts += [f"### {md_text(report.closure.model.name)} ({report.score.tier}, {report.score.value})",
                       findings_table(report.findings, limit)]
     parts += ["## Blast radius", blast_radius_table(result.blast_radius, limit), "## Coverage", coverage_list(result)]
     parts.append("## Verdict")
     parts.append(
-        f"{len(failing)} model(s) at or above {scoring.fail_tier}: " + ", ".join(m.closure.model.name for m in failing)
+        f"{len(failing)} model(s) at or above {scoring.fail_tier}: "
+        + ", ".join(md_text(m.closure.model.name) for m in failing)
         if failing else f"No model reaches the fail tier {scoring.fail_tier}."
     )
     return "\n\n".join(parts) + "\n"

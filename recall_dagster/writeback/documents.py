@@ -26,6 +26,7 @@ from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.narrate import finding_paragraph, owners_text
 from recall_dagster.results import ModelReport
 from recall_dagster.instants import iso_instant
+from recall_dagster.markdown import md_text
 from recall_dagster.writeback.context import PlanContext
 from recall_dagster.writeback.keys import MANAGED_BY, assertion_urn, document_urn, managed, stamp
 from recall_dagster.writeback.writes import Write
@@ -38,23 +39,24 @@ def _datasets(closure: ModelClosure, finding: Finding) -> list[str]:
 
 def premortem(report: ModelReport) -> str:
     """The document's Markdown: findings worst first, each narrated (what, why, whom, what to do) with its
-    chain and owners."""
+    chain and owners; every text from the graph shown by :func:`md_text`."""
     closure, model = report.closure, report.closure.model
     lines = [
-        f"# Pre-mortem: {model.name}",
+        f"# Pre-mortem: {md_text(model.name)}",
         "",
-        f"Recall scores **{model.name}** {report.score.tier} ({report.score.value}), "
+        f"Recall scores **{md_text(model.name)}** {report.score.tier} ({report.score.value}), "
         f"serving from {len(closure.live_deployments)} live deployment(s). "
-        f"Model owners: {owners_text(model.owners)}.",
+        f"Model owners: {md_text(owners_text(model.owners))}.",
     ]
     worst_first = sorted(report.findings, key=lambda f: (f.severity.rank, f.detector, f.subject))
     for number, finding in enumerate(worst_first, 1):
         chain = " → ".join(display_name(u) for u in finding.evidence.get("path", []))
         lines += ["", f"## {number}. {finding.severity.value}: {finding.detector}", "",
-                  finding_paragraph(closure, finding), ""]
-        lines.append(f"- Causal chain: {chain}")
+                  md_text(finding_paragraph(closure, finding)), ""]
+        lines.append(f"- Causal chain: {md_text(chain)}")
         for dataset in _datasets(closure, finding):
-            lines.append(f"- Owners of {display_name(dataset)}: {owners_text(closure.dataset(dataset).owners)}")
+            owners = owners_text(closure.dataset(dataset).owners)
+            lines.append(f"- Owners of {md_text(display_name(dataset))}: {md_text(owners)}")
         if finding.cause:
             lines.append(f"- Assertion: {assertion_urn(finding.detector, finding.subject)}")
     return "\n".join(lines) + "\n"
@@ -112,7 +114,7 @@ def _stood_down(ctx: PlanContext, current: DocumentInfoClass, model: str) -> Doc
     report = ctx.report_of(model)
     why = f"scored {report.score.tier}" if report is not None else "was no longer scanned"
     when = iso_instant(ctx.result.scanned_at_ms)
-    banner = f"> Stood down: {display_name(model)} {why} on the scan of {when}.\n\n"
+    banner = f"> Stood down: {md_text(display_name(model))} {why} on the scan of {when}.\n\n"
     info = DocumentInfoClass.from_obj(current.to_obj())
     info.status = DocumentStatusClass(state=DocumentStateClass.UNPUBLISHED)
     info.contents = DocumentContentsClass(text=banner + current.contents.text)

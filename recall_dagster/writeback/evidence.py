@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from recall_dagster.markdown import md_text
 from recall_dagster.results import ScanResult
 from recall_dagster.scan_markdown import scan_report, table
 from recall_dagster.writeback.plan import Plan
@@ -56,7 +57,7 @@ class Evidence:
 def _writes(report: WritebackReport) -> list[str]:
     head = ["## Write-back", "", f"Run `{report.run_id}` against `{report.graph}`."]
     if report.plan is None:
-        return [*head, "", f"Nothing was planned: {report.outcome.unreachable}."]
+        return [*head, "", f"Nothing was planned: {md_text(report.outcome.unreachable)}."]
     plan, outcome = report.plan, report.outcome
     columns = ("planned", "landed", "refused", "pending")
     lines = [
@@ -69,16 +70,17 @@ def _writes(report: WritebackReport) -> list[str]:
         "",
     ]
     by_path = sorted(plan.writes, key=lambda w: PATHS.index(w.path))
-    lines += [f"- {w.path}: {w.why} (`{w.aspect_name}` on `{w.urn}`)" for w in by_path]
+    lines += [f"- {w.path}: {md_text(w.why)} (`{w.aspect_name}` on {md_text(w.urn)})" for w in by_path]
     if plan.writes and not outcome.attempts:
         lines += ["", "Not written yet."]
     failures = (("Refused by the server", outcome.refused), ("Pending for the next scan", outcome.pending))
     for title, failed in failures:
         if failed:
-            lines += ["", f"### {title}", "", *(f"- {w.why} (`{w.urn}`): {reason}" for w, reason in failed)]
+            lines += ["", f"### {title}", "",
+                      *(f"- {md_text(w.why)} ({md_text(w.urn)}): {md_text(reason)}" for w, reason in failed)]
     notes = [*report.notes, *(f"{n.channel} {n.event} {n.incident}: {n.error or 'sent'}" for n in report.notices)]
     if notes:
-        lines += ["", "### Notes", "", *(f"- {note}" for note in notes)]
+        lines += ["", "### Notes", "", *(f"- {md_text(note)}" for note in notes)]
     return lines
 
 

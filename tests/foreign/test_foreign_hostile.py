@@ -85,3 +85,10 @@ def test_a_password_written_into_a_name_is_masked_in_mcp_answers(
     content = asyncio.run(server.call_tool("blind_window", {}))
     answer = "".join(c.text for c in (content[0] if isinstance(content, tuple) else content))
     assert "hunter2-pw" not in answer and "[redacted]@db" in answer
+
+
+def test_markup_in_a_table_name_is_text_in_the_evidence_markdown(tmp_path: Path) -> None:
+    shop = renamed(tmp_path, "customer_orders", "orders<img src=x onerror=alert>[x]")
+    run(shop, ["evidence", "--model", "ltv_model", "--no-write"])
+    pack = (shop.home / "evidence" / "governance" / "ltv_model.md").read_text()
+    assert "orders&lt;img src=x onerror=alert&gt;\\[x\\]" in pack and "<img" not in pack
