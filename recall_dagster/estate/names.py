@@ -23,7 +23,7 @@ def display_name(urn: str) -> str:
         parsed = Urn.from_string(urn)
     except Exception:  # noqa: BLE001 - any unparsable URN is shown verbatim
         return urn
-    ids = parsed.entity_ids
+    ids = [_decoded(i) for i in parsed.entity_ids]
     kind = parsed.entity_type
     if kind == "mlFeature" and len(ids) == 2:
         return f"{ids[0]}.{ids[1]}"
@@ -33,6 +33,16 @@ def display_name(urn: str) -> str:
         return f"{display_name(ids[0])}.{ids[1]}"
     return ids[-1] if ids else urn
 
+
+
+# DataHub's sources write a name's reserved characters (",", "(", ")", "␟") percent-encoded inside a URN
+# (datahub.utilities.urn_encoder); the name people gave, and call the thing by, has them as written.
+_RESERVED = {"%2c": ",", "%28": "(", "%29": ")", "%e2%90%9f": "␟"}
+_ENCODED = re.compile("|".join(re.escape(code) for code in _RESERVED), re.IGNORECASE)
+
+
+def _decoded(part: str) -> str:
+    return _ENCODED.sub(lambda m: _RESERVED[m.group().lower()], part)
 
 
 _PLATFORM_NAME = re.compile(r"([A-Za-z0-9_-]+):(.+)")

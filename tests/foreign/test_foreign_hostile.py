@@ -92,3 +92,15 @@ def test_markup_in_a_table_name_is_text_in_the_evidence_markdown(tmp_path: Path)
     run(shop, ["evidence", "--model", "ltv_model", "--no-write"])
     pack = (shop.home / "evidence" / "governance" / "ltv_model.md").read_text()
     assert "orders&lt;img src=x onerror=alert&gt;\\[x\\]" in pack and "<img" not in pack
+
+
+def test_a_model_named_with_parentheses_is_found_by_the_name_its_team_gave_it(tmp_path: Path) -> None:
+    """DataHub's sources write ``(`` and ``)`` of a name percent-encoded inside its URN: ``ltv(v2)`` is still the
+    model's name, in what Recall shows and in what it answers to."""
+    fixture = (FIXTURES / "estate_stock.json").read_text()
+    encoded = fixture.replace("sagemaker,ltv_model", "sagemaker,ltv%28v2%29").replace("ltv_model", "ltv(v2)")
+    (tmp_path / "encoded.json").write_text(encoded)
+    (tmp_path / "recall.yaml").write_text(json.dumps(OVERLAY))
+    shop = Settings(home=tmp_path / "home", graph=str(ingest(tmp_path / "shop.db", str(tmp_path / "encoded.json"))))
+    said = run(shop, ["gate", "ltv(v2)"])
+    assert "Retrain ltv(v2) (judged on ltv(v2)_1)" in said
