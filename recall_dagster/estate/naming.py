@@ -43,13 +43,11 @@ class ModelName:
 
     def names_model(self, closure: ModelClosure) -> bool:
         """True when this names ``closure``'s registered model (any of its versions) or the version itself."""
-        if self.text.strip() in (closure.registered_name, closure.model.name):
-            return True  # the whole text is its name: a name written in the graph may hold a "/" (team/churn)
+        if self.text.strip() in (closure.registered_name.strip(), closure.model.name.strip()):
+            return True  # its whole name, spaces around it aside: a name written in the graph may hold a "/"
         if self.one_version:
             return self.names_version(closure)
-        if self.group_urn is not None:
-            return closure.registered_model == self.group_urn
-        return self.name in (closure.registered_name, closure.model.name)
+        return self.group_urn is not None and closure.registered_model == self.group_urn
 
     def names_version(self, closure: ModelClosure) -> bool:
         """True when this names exactly ``closure``'s version."""

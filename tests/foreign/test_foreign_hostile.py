@@ -104,3 +104,8 @@ def test_a_model_named_with_parentheses_is_found_by_the_name_its_team_gave_it(tm
     shop = Settings(home=tmp_path / "home", graph=str(ingest(tmp_path / "shop.db", str(tmp_path / "encoded.json"))))
     said = run(shop, ["gate", "ltv(v2)"])
     assert "Retrain ltv(v2) (judged on ltv(v2)_1)" in said
+
+
+def test_a_registered_name_ending_in_a_new_line_is_found_by_its_name(tmp_path: Path) -> None:
+    said = run(renamed(tmp_path, "ltv_model", "ltv[/]\\n# heading\\n"), ["gate", "ltv[/]\n# heading\n"])
+    assert "Retrain ltv[/]# heading (judged on" in said
