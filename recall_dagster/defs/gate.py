@@ -113,11 +113,28 @@ def retrain_gate(
     """
     names = translator or RecallTranslator()
     trained = _training_key(training, key)
-    gate_key = names.gate_key(trained)
     spec = next(s for s in training.specs if s.key == trained)
-    reads = [d.asset_key for d in spec.deps]
-    gate = _gate_asset(gate_key, trained, model, reads, spec.group_name, training.partitions_def, names)
-    return [gate, _asking_gate(training, trained, gate_key, model)]
+    gate = retrain_gate_asset(spec, model, partitions=training.partitions_def, translator=names)
+    return [gate, _asking_gate(training, trained, names.gate_key(trained), model)]
+
+
+def retrain_gate_asset(
+    training: AssetSpec,
+    model: str,
+    *,
+    partitions: PartitionsDefinition | None = None,
+    translator: RecallTranslator | None = None,
+) -> AssetsDefinition:
+    """The gate asset alone, in front of the training ``training`` describes: for a training this code cannot
+    wrap (one another Dagster component defines), which then lists the gate's key among its own deps.
+
+    It runs after everything the training reads (but itself) and reports the same blocking checks as the gate
+    :func:`retrain_gate` adds; without the wrap, a run that leaves the gate step out is not judged.
+    """
+    names = translator or RecallTranslator()
+    gate_key = names.gate_key(training.key)
+    reads = [d.asset_key for d in training.deps if d.asset_key != gate_key]
+    return _gate_asset(gate_key, training.key, model, reads, training.group_name, partitions, names)
 
 
 def _asking_gate(training: AssetsDefinition, trained: AssetKey, gate_key: AssetKey, model: str) -> AssetsDefinition:
