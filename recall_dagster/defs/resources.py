@@ -61,10 +61,12 @@ class RecallResource(ConfigurableResource):
     mlflow: MlflowResource
 
     @classmethod
-    def from_env(cls) -> "RecallResource":
-        """Bind every field to its environment variable, leaving unset ones to the embedded defaults."""
+    def from_env(cls, config_path: str | None = None) -> "RecallResource":
+        """Bind every field to its environment variable, leaving unset ones to the embedded defaults; a
+        ``config_path`` given (a component's ``config_file``) stands for ``RECALL_CONFIG``."""
+        config = _env("RECALL_CONFIG") if config_path is None else config_path
         return cls(
-            home=RecallHome(path=_env("RECALL_HOME", str(Settings.from_env().home)), config_path=_env("RECALL_CONFIG"),
+            home=RecallHome(path=_env("RECALL_HOME", str(Settings.from_env().home)), config_path=config,
                             lock_wait_seconds=_env("RECALL_LOCK_WAIT_SECONDS")),
             graph=MetadataGraphResource(target=_env("RECALL_GRAPH"), token=_env("DATAHUB_GMS_TOKEN")),
             warehouse=WarehouseResource(url=_env("RECALL_WAREHOUSE_URL")),
