@@ -8,14 +8,16 @@ installed Dagster is not the version these were verified against.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from dagster import (
     AssetCheckKey,
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
+    ComponentLoadContext,
     DagsterInstance,
+    Definitions,
     In,
     OpDefinition,
     Out,
@@ -30,7 +32,8 @@ from dagster._core.storage.tags import BACKFILL_ID_TAG
 VERIFIED_WITH = "1.13.27"
 
 __all__ = ["BACKFILL_ID_TAG", "VERIFIED_WITH", "UnresolvedAssetJobDefinition", "asset_graph_of",
-           "compute_fn_of", "freshness_window_hours", "latest_check_executions", "with_compute_and_input"]
+           "compute_fn_of", "freshness_window_hours", "latest_check_executions", "other_components_defs",
+           "with_compute_and_input"]
 
 
 def latest_check_executions(instance: DagsterInstance, keys: Iterable[AssetCheckKey]) -> dict[AssetCheckKey, Any]:
@@ -111,3 +114,25 @@ def with_compute_and_input(
         pool=op.pool,
     )
     return AssetsDefinition.dagster_internal_init(**attributes)
+
+
+def other_components_defs(context: ComponentLoadContext) -> Iterator[Definitions]:
+    """The definitions of every other component of the project a component (``context``) is loaded in.
+
+    ``ComponentLoadContext.build_defs`` is public, but nothing public lists the
+    project's components: the tree of declarations (``component_tree``, each
+    decl's ``loc`` and children) is walked, down the folders holding this
+    component only, so that none is built from inside its own build. Dagster
+    caches each build, so the folder's own pass builds nothing twice.
+    """
+    mine = context.path
+    pending = [context.component_tree.find_decl_at_path(context.defs_module_path)]
+    while pending:
+        decl = pending.pop()
+        here = decl.context.path
+        if here == mine:
+            continue
+        if mine.is_relative_to(here):
+            pending.extend(decl.iterate_child_component_decls())
+        else:
+            yield context.build_defs(decl.loc)
