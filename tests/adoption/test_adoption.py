@@ -1,7 +1,7 @@
 """Adoption, proven on a team's project in the shape of Dagster's own dbt example: dbt on DuckDB, a pandas
 training asset registering an MLflow version with the alias ``production`` and ``mlflow.log_input`` of MLflow's own
 pandas dataset, DataHub's stock dbt and mlflow sources from ``recall init``'s recipes. The estate is built by the
-README's walkthrough, every line of it run as written, and ``recall init`` must print the same order.
+documented walkthrough (docs/estate.md), every line of it run as written, and ``recall init`` must print the same order.
 
 Healthy: the scan names the production model and the gate lets the retrain go. Broken (NULL amounts in the raw
 orders reach a ``count(*)`` aggregate between them and the training input): the scan is CRITICAL, the gate NO-GO,
@@ -27,14 +27,14 @@ pytestmark = [pytest.mark.stack, pytest.mark.slow]
 
 PROJECT = Path(__file__).parent / "project"
 BIN = Path(sys.executable).parent
-README = Path(__file__).parents[2] / "README.md"
+WALKTHROUGH = Path(__file__).parents[2] / "docs" / "estate.md"
 MARK = "<!-- walkthrough:"
 
 
 def walkthrough() -> list[str]:
-    """The README's walkthrough block, its lines as a person pastes them (comments are not commands)."""
-    text = README.read_text(encoding="utf-8")
-    assert MARK in text, "the README keeps its walkthrough"
+    """The documented walkthrough block, its lines as a person pastes them (comments are not commands)."""
+    text = WALKTHROUGH.read_text(encoding="utf-8")
+    assert MARK in text, "docs/estate.md keeps its walkthrough"
     block = text.split(MARK, 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
     return [line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
@@ -73,13 +73,13 @@ class Team:
         assert done.stdout.startswith("{"), f"recall {' '.join(args)}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
         return done.returncode, json.loads(done.stdout)
 
-    def follow_readme(self) -> None:
-        """The README's walkthrough, run line by line in one shell: each line must succeed, as written."""
+    def follow_walkthrough(self) -> None:
+        """The documented walkthrough, run line by line in one shell: each line must succeed, as written."""
         script = "set -e\n" + "".join(f"echo '+ {n}'\n{line}\n" for n, line in enumerate(walkthrough()))
         done = subprocess.run(["bash", "-c", script], cwd=self.root, env=self.env, capture_output=True, text=True,
                               timeout=1800)
         ran = [line for line in done.stdout.splitlines() if line.startswith("+ ")]
-        assert done.returncode == 0, f"README line {ran[-1] if ran else '?'} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        assert done.returncode == 0, f"walkthrough line {ran[-1] if ran else '?'} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         self.env.update(RECALL_GRAPH=str(self.repo / "datahub.db"), RECALL_HOME=str(self.repo / ".recall"),
                         RECALL_CONFIG=str(self.repo / "recall" / "recall.yaml"))
 
@@ -108,9 +108,9 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
     team.must("dbt parse", cwd=team.dbt)
     refused = team.materialize("*")
     assert "FAILURE" in refused.stdout and team.versions() == [], (
-        "the first version: no graph and no version to judge, so by default the gate refuses; the README says "
+        "the first version: no graph and no version to judge, so by default the gate refuses; the walkthrough says "
         "how to train it past the gate")
-    team.follow_readme()
+    team.follow_walkthrough()
     assert team.versions() == [1]
     yield team
 

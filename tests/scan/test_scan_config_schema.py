@@ -16,8 +16,10 @@ SHIPPED = yaml.safe_load(DEFAULT_CONFIG.read_text())
 
 
 def readme_overlays() -> list[dict]:
-    """The README's yaml examples that are recall.yaml layers (not Dagster's own dagster.yaml)."""
-    blocks = re.findall(r"```yaml\n(.*?)```", (REPO_ROOT / "README.md").read_text(), flags=re.S)
+    """The yaml examples of the README and the documentation that are recall.yaml layers (not Dagster's own
+    dagster.yaml)."""
+    pages = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
+    blocks = [b for page in pages for b in re.findall(r"```yaml\n(.*?)```", page.read_text(), flags=re.S)]
     loaded = [yaml.safe_load(b) for b in blocks]
     return [b for b in loaded if isinstance(b, dict) and set(b) & set(SHIPPED)]
 
@@ -25,7 +27,7 @@ def readme_overlays() -> list[dict]:
 def test_the_shipped_file_the_demo_layer_and_every_readme_example_validate(tmp_path: Path) -> None:
     assert load(REPO_ROOT / "seed" / "recall.yaml").source.endswith("seed/recall.yaml")
     examples = readme_overlays()
-    assert examples, "the README shows at least one recall.yaml layer"
+    assert examples, "the documentation shows at least one recall.yaml layer"
     for number, example in enumerate(examples):
         layer = tmp_path / f"readme-{number}.yaml"
         layer.write_text(yaml.safe_dump(example))
