@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from recall_dagster.errors import ConfigError, ServiceUnreachable
+from recall_dagster.secrets import redact
 
 RECORD_LOCK_SECONDS = 60.0  # a record's own lock is held while it is read and replaced: well under a second
 
@@ -44,9 +45,10 @@ def write_atomically(path: Path, content: str | bytes, what: str) -> None:
 
 def safe_stem(name: str) -> str:
     """A file name stem for ``name`` that stays in its folder: a model named ``../../tmp/x`` by whoever wrote
-    the graph must not make Recall write outside RECALL_HOME. Path separators and leading dots go; what is
+    the graph must not make Recall write outside RECALL_HOME. Secrets are masked first (a name may hold a URL
+    with its password, and a file name is printed and listed), path separators and leading dots go; what is
     left is kept readable, and a name with nothing left is ``unnamed``."""
-    cleaned = re.sub(r"[^A-Za-z0-9._=+-]+", "_", name).strip("._") or "unnamed"
+    cleaned = re.sub(r"[^A-Za-z0-9._=+-]+", "_", redact(name)).strip("._") or "unnamed"
     return cleaned[:120]
 
 

@@ -26,6 +26,12 @@ def test_a_name_from_the_graph_cannot_write_outside_its_folder(tmp_path: Path) -
     assert safe_stem("..") == "unnamed" and safe_stem("fraud_detector-2") == "fraud_detector-2"
 
 
+def test_a_file_named_after_the_graph_never_spells_a_password_it_held() -> None:
+    """A model named with a DSN in it: the evidence file's name is printed and listed, so it is masked too."""
+    stem = safe_stem("churn postgresql://svc:pw-in-a-dsn-42@warehouse:5432/db")
+    assert "pw-in-a-dsn-42" not in stem and stem.startswith("churn_postgresql") and "warehouse_5432_db" in stem
+
+
 def test_writers_of_one_record_at_once_each_leave_a_whole_file(tmp_path: Path) -> None:
     target = tmp_path / "state" / "snapshot.json"
     bodies = [json.dumps({"writer": n, "pad": "x" * 200_000}) for n in range(8)]
