@@ -13,16 +13,21 @@ import re
 from typing import Iterable, Mapping
 from urllib.parse import urlsplit
 
-# Read from the environment whatever recall.yaml says; the notify section may name more.
+# Read from the environment whatever recall.yaml says; the notify section may name more, and any variable whose
+# name says it holds a secret is masked too (_SECRET_NAME): a token is a token wherever it was set.
 SECRET_VARIABLES = ("DATAHUB_GMS_TOKEN", "RECALL_SLACK_WEBHOOK_URL", "GITHUB_TOKEN")
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|WEBHOOK|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL",
+                          re.IGNORECASE)
 MASK = "[redacted]"
 _SHORTEST = 6  # shorter values are not secrets worth masking, and would mask ordinary words
 
 
 def redact(text: str, values: Iterable[str] = (), environ: Mapping[str, str] | None = None) -> str:
-    """``text`` with every secret masked: the known variables' values, and ``values`` (a channel's own)."""
+    """``text`` with every secret masked: the known variables' values, those of every variable named like a
+    secret (``*_TOKEN``, ``*_WEBHOOK_URL``, ``*PASSWORD*``...), and ``values`` (a channel's own)."""
     env = os.environ if environ is None else environ
-    secrets = {env.get(name, "") for name in SECRET_VARIABLES} | set(values)
+    named = {name for name in env if _SECRET_NAME.search(name)}
+    secrets = {env.get(name, "") for name in (*SECRET_VARIABLES, *named)} | set(values)
     secrets |= {_path(v) for v in secrets}  # HTTP errors quote a URL's path without its host
     for value in sorted((v for v in secrets if len(v) >= _SHORTEST), key=len, reverse=True):
         text = text.replace(value, MASK)

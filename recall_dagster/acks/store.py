@@ -29,6 +29,7 @@ from recall_dagster.writeback.direct import write_changed
 from recall_dagster.writeback.documents import recall_document
 from recall_dagster.writeback.state import GraphState
 from recall_dagster.writeback.writes import Write
+from recall_dagster.markdown import md_text
 
 MARK = "recall-ack"
 RECORD_KEY = "recall.acknowledgement"  # the document's custom property holding the acknowledgement as JSON
@@ -69,9 +70,9 @@ def document_urn(ack_id: str) -> str:
 def _markdown(ack: Acknowledgement) -> str:
     scope = f"on {ack.model}" if ack.model else "on every model it reaches"
     return (
-        f"# Acknowledged: {ack.detector} on {display_name(ack.subject)}\n\n"
-        f"{ack.by} accepted this finding {scope} until {iso_instant(ack.until_ms)}.\n\n"
-        f"Reason: {ack.reason}\n\n"
+        f"# Acknowledged: {ack.detector} on {md_text(display_name(ack.subject))}\n\n"
+        f"{md_text(ack.by)} accepted this finding {md_text(scope)} until {iso_instant(ack.until_ms)}.\n\n"
+        f"Reason: {md_text(ack.reason)}\n\n"
         "Recall leaves it out of the model's score while its evidence stays as it was; "
         "a change in that evidence is a new finding.\n"
     )

@@ -29,6 +29,7 @@ from recall_dagster.writeback.documents import recall_document
 from recall_dagster.writeback.notify import Notice, announce, channels
 from recall_dagster.writeback.state import GraphState
 from recall_dagster.writeback.writes import Write
+from recall_dagster.markdown import md_text
 
 MANAGED_BY = {MANAGED_BY_KEY: "recall-diagnose"}
 
@@ -39,28 +40,29 @@ def diagnosis_id(d: Diagnosis) -> str:
 
 def markdown(d: Diagnosis) -> str:
     """The diagnosis as a reviewer reads it: the gate, the causes with their signals, the repair."""
-    lines = [f"# Diagnosis: {d.pair.model} version {d.pair.candidate} against version {d.pair.baseline}", "",
-             f"Verdict: **{d.verdict}**. {d.reason}", "", "## Metric gate", "",
+    lines = [f"# Diagnosis: {md_text(d.pair.model)} version {md_text(d.pair.candidate)} against version "
+             f"{md_text(d.pair.baseline)}", "",
+             f"Verdict: **{d.verdict}**. {md_text(d.reason)}", "", "## Metric gate", "",
              "| metric | baseline | candidate | delta | regressed |", "|---|---|---|---|---|"]
     for row in d.gate.rows:
-        lines.append(f"| {row.name} | {number(row.baseline)} | {number(row.candidate)} | {number(row.delta)} | "
+        lines.append(f"| {md_text(row.name)} | {number(row.baseline)} | {number(row.candidate)} | {number(row.delta)} | "
                      f"{'yes' if row.regressed else 'no'} |")
     if d.hypotheses:
         lines += ["", "## Hypotheses, best first", ""]
         for place, h in enumerate(d.hypotheses, 1):
             signals = ", ".join(f"{s.name} {s.value:.2f}×{s.weight:g}" for s in h.signals)
             lines.append(f"{place}. **{h.kind}** {h.score:.3f} ({signals})")
-            lines += [f"   - {c.detail}" for c in h.evidence]
-            lines += [f"   - against: {c.detail}" for c in h.counter]
+            lines += [f"   - {md_text(c.detail)}" for c in h.evidence]
+            lines += [f"   - against: {md_text(c.detail)}" for c in h.counter]
     for place, r in enumerate(d.repairs):
         heading = "Repair" if place == 0 else "Alternative"
-        lines += ["", f"## {heading}: {r.strategy} ({r.proof})", "", r.description, "", r.reason]
+        lines += ["", f"## {heading}: {r.strategy} ({r.proof})", "", md_text(r.description), "", md_text(r.reason)]
         if r.metric:
             lines.append(f"\n{r.metric}: {number(r.metric_before)} (candidate) -> {number(r.metric_after)} (repaired)")
         if r.patch:
             lines += ["", "```diff", r.patch.rstrip("\n"), "```"]
     if d.facts is not None and d.facts.unverified:
-        lines += ["", "## Not verified", "", *(f"- {u}" for u in d.facts.unverified)]
+        lines += ["", "## Not verified", "", *(f"- {md_text(u)}" for u in d.facts.unverified)]
     return "\n".join(lines) + "\n"
 
 

@@ -39,6 +39,7 @@ from recall_dagster.writeback.documents import recall_document
 from recall_dagster.writeback.properties import definition
 from recall_dagster.writeback.state import GraphState
 from recall_dagster.writeback.writes import Write
+from recall_dagster.markdown import md_text
 
 IMPACT_VERDICT = StructuredPropertyUrn("recall.impactVerdict").urn()
 MANAGED_BY = {MANAGED_BY_KEY: "recall-impact"}
@@ -61,9 +62,9 @@ def experiment_id(report: ImpactReport) -> str:
 def markdown(report: ImpactReport) -> str:
     """The experiment as a person reads it: what changed, each model's verdict and why."""
     change = describe_change((report.dataset, report.column), report.mutation)
-    lines = [f"# Impact test: {change}", "", f"Verdict: **{report.verdict.value}**", ""]
+    lines = [f"# Impact test: {md_text(change)}", "", f"Verdict: **{report.verdict.value}**", ""]
     if not report.results:
-        lines.append(f"No production model reads {report.target}: nothing is affected.")
+        lines.append(f"No production model reads {md_text(report.target)}: nothing is affected.")
         return "\n".join(lines) + "\n"
     lines += [
         "| model | version | input | verdict | metric | baseline | mutated | delta (CI) | flips | shift | failures | rows |",
@@ -75,7 +76,8 @@ def markdown(report: ImpactReport) -> str:
         delta = f"{number(j['delta'])} ({number(ci[0])}, {number(ci[1])})" if ci else number(j["delta"])
         flips = f"{j['flip_rate']:.1%}" if j["flip_rate"] is not None else "–"
         lines.append(
-            f"| {j['model']} | {number(j['version'])} | {j['feature']} | {j['verdict']} | {number(j['metric'])} "
+            f"| {md_text(j['model'])} | {number(j['version'])} | {md_text(j['feature'])} | {j['verdict']} "
+            f"| {md_text(number(j['metric']))} "
             f"| {number(j['baseline'])} | {number(j['mutated'])} | {delta} | {flips} | {number(j['mean_abs_shift'])} "
             f"| {number(j['failures'])} | {number(j['rows'])} |"
         )
@@ -83,7 +85,7 @@ def markdown(report: ImpactReport) -> str:
     for r in report.results:
         derived = [i.name for i in r.inputs if i.derived]
         note = f" ({', '.join(derived)} derived from the column: the change is replayed on it as is)" if derived else ""
-        lines.append(f"- {r.closure.model.name} / {r.feature}: {r.verdict.value}. {r.reason}{note}")
+        lines.append(f"- {md_text(f'{r.closure.model.name} / {r.feature}: {r.verdict.value}. {r.reason}{note}')}")
     return "\n".join(lines) + "\n"
 
 

@@ -49,6 +49,7 @@ from recall_dagster.writeback.store import WritebackStore
 from recall_dagster.writeback.keys import stamp
 from recall_dagster.writeback.writes import Write
 from recall_dagster.files import write_record
+from recall_dagster.markdown import md_text
 
 MANAGED_BY = {MANAGED_BY_KEY: "recall-lifecycle"}
 
@@ -83,7 +84,7 @@ def incident_description(entry: IncidentEntry) -> str:
         trained = f"trained on bad data: {', '.join(bad)}; " if bad else ""
         lines.append(f"{model['name']}: {trained}{model['rollback_note']}")
     lines += ["", "Raised by Recall's lifecycle; it resolves itself when the tests pass, with a postmortem."]
-    return "\n".join(lines)
+    return "\n".join(f"- {md_text(line[2:])}" if line.startswith("- ") else md_text(line) for line in lines)
 
 
 def incident_info(

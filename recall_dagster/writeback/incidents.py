@@ -25,6 +25,7 @@ from recall_dagster.writeback.context import PlanContext
 from recall_dagster.writeback.groups import FindingGroup
 from recall_dagster.writeback.keys import INCIDENT_TYPE_PREFIX, assertion_urn, incident_urn, stamp
 from recall_dagster.writeback.writes import Write
+from recall_dagster.markdown import md_text
 
 # DataHub's incident priorities: 0 critical, 1 high, 2 medium, 3 low.
 _PRIORITY = {Severity.CRITICAL: 0, Severity.WARN: 2, Severity.INFO: 3}
@@ -41,7 +42,7 @@ def _description(group: FindingGroup) -> str:
         assertion = assertion_urn(group.detector, group.subject)
         lines.append(f"Dataset at fault: {display_name(group.dataset)} (assertion {assertion})")
     lines.append(f"Raised by Recall's {group.detector} detector; it resolves itself when the finding clears.")
-    return "\n".join(lines)
+    return "\n".join(md_text(line) for line in lines)  # DataHub shows a description as Markdown
 
 
 def _title(group: FindingGroup) -> str:

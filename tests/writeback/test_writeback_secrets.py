@@ -56,6 +56,17 @@ def test_redact_masks_values_and_a_webhook_path_but_not_short_words() -> None:
     assert redact("token tok-123456 refused", ["tok-123456"], environ={}) == "token [redacted] refused"
 
 
+def test_a_token_is_masked_whatever_variable_holds_it() -> None:
+    """Not only the three variables Recall reads: a team's notify section may name its own, and a secret set
+    for anything else (a dbt profile's password, an API key) must not reach what Recall prints either."""
+    env = {"TEAM_ALERTS_WEBHOOK_URL": "https://hooks.example/T9/B9/zz-webhook-77", "DBT_PASSWORD": "hunter2-warehouse",
+           "OPENAI_API_KEY": "sk-live-000111",
+           "PATH": "/usr/local/bin:/usr/bin"}
+    said = redact("hook https://hooks.example/T9/B9/zz-webhook-77, pw hunter2-warehouse, key sk-live-000111, "
+                  "path /usr/local/bin:/usr/bin", environ=env)
+    assert said == "hook [redacted], pw [redacted], key [redacted], path /usr/local/bin:/usr/bin"
+
+
 def test_credentials_in_a_url_are_never_shown() -> None:
     from recall_dagster.graph.port import location_of
 
