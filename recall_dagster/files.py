@@ -86,8 +86,10 @@ def _held_record(folder: Path, stem: str, what: str) -> Iterator[list[Path]]:
 
 
 def _write_pair(paths: list[Path], data: Any, text: str, what: str) -> None:
-    write_atomically(paths[0], json.dumps(data, indent=1) + "\n", what)
-    write_atomically(paths[1], text, what)
+    """An evidence record is read by people and handed to auditors: its secrets are masked as the CLI masks
+    what it prints (a name from the graph may hold a URL with its password)."""
+    write_atomically(paths[0], redact(json.dumps(data, indent=1)) + "\n", what)
+    write_atomically(paths[1], redact(text), what)
 
 
 def update_json(path: Path, change: Callable[[dict[str, Any]], dict[str, Any]], what: str) -> None:

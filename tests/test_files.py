@@ -32,6 +32,13 @@ def test_a_file_named_after_the_graph_never_spells_a_password_it_held() -> None:
     assert "pw-in-a-dsn-42" not in stem and stem.startswith("churn_postgresql") and "warehouse_5432_db" in stem
 
 
+def test_an_evidence_record_never_spells_a_password_it_was_given(tmp_path: Path) -> None:
+    name = "churn postgresql://svc:pw-in-a-dsn-42@warehouse:5432/db"
+    paths = write_record(tmp_path, name, {"model": name}, f"# {name}\n", "evidence")
+    assert not any("pw-in-a-dsn-42" in p.read_text() for p in paths)
+    assert json.loads(paths[0].read_text())["model"] == "churn postgresql://[redacted]@warehouse:5432/db"
+
+
 def test_writers_of_one_record_at_once_each_leave_a_whole_file(tmp_path: Path) -> None:
     target = tmp_path / "state" / "snapshot.json"
     bodies = [json.dumps({"writer": n, "pad": "x" * 200_000}) for n in range(8)]
