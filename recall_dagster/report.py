@@ -30,6 +30,7 @@ from recall_dagster.terminal import narrow_table
 _TIER_STYLE = {"CRITICAL": "bold red", "AT_RISK": "yellow", "WATCH": "cyan", "HEALTHY": "green"}
 _SEVERITY_STYLE = {Severity.CRITICAL: "bold red", Severity.WARN: "yellow", Severity.INFO: "dim"}
 _BAR_WIDTH = 10
+_BAR_FROM = 100  # terminal columns from which the score bar is drawn
 
 
 def _bar(score: int, max_score: int, style: str) -> Text:
@@ -93,16 +94,17 @@ def render_report(result: ScanResult, console: Console) -> None:
         console.print("No models to report (only production models are scanned unless --all is given).")
         return
 
+    bar = console.width >= _BAR_FROM  # in a narrow terminal the names need the room more than the bar
     table = narrow_table(("model", "name"), ("prod", "word", 3), ("tier", "word", max(map(len, scoring.tier_names()))),
-                         ("score", "number", 3), ("", "word", _BAR_WIDTH), ("live", "number"),
+                         ("score", "number", 3), *([("", "word", _BAR_WIDTH)] if bar else []), ("live", "number"),
                          ("crit/warn/info", "number"))
     for versions in _registered(result.models).values():
         grouped = len(versions) > 1
         if grouped:
-            table.add_row(Text(versions[0].closure.registered_name, style="bold"), "", "", "", "", "", "")
+            table.add_row(Text(versions[0].closure.registered_name, style="bold"), *[""] * (len(table.columns) - 1))
         for report in versions:
             label = f"  {_version(report)}" if grouped else report.closure.model.name
-            _model_row(table, report, Text(label), scoring)
+            _model_row(table, report, Text(label), scoring, bar)
     console.print(table)
     console.print("[dim]Coverage: " + esc("; ".join(result.coverage.lines())) + "[/]", highlight=False)
     if unlinked := unlinked_line(result.unlinked):
@@ -158,7 +160,7 @@ def render_report(result: ScanResult, console: Console) -> None:
         console.print(f"[green]No model reaches the fail tier {scoring.fail_tier}.[/]")
 
 
-def _model_row(table: Table, report: ModelReport, label: Text, scoring: ScoringConfig) -> None:
+def _model_row(table: Table, report: ModelReport, label: Text, scoring: ScoringConfig, bar: bool) -> None:
     style = _TIER_STYLE.get(report.score.tier, "white")
     counts = list(count_by_severity(report.findings).values())
     table.add_row(
@@ -166,7 +168,7 @@ def _model_row(table: Table, report: ModelReport, label: Text, scoring: ScoringC
         "yes" if report.closure.production else "no",
         Text(report.score.tier, style=style),
         str(report.score.value),
-        _bar(report.score.value, scoring.max_score, style),
+        *([_bar(report.score.value, scoring.max_score, style)] if bar else []),
         str(len(report.closure.live_deployments)),
         "/".join(map(str, counts)),
     )

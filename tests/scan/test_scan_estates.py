@@ -294,3 +294,14 @@ def test_the_report_reads_in_an_80_column_terminal(estate, config):
     assert max(map(len, lines)) <= 80
     assert any("customer_lifetime_value" in line for line in lines), "the name folds, it is not dropped"
     assert not any("…" in line for line in lines), "nothing is cut short"
+    usual = replace(first, closure=replace(first.closure, model=replace(first.closure.model, name="churn_predictor_12")))
+    assert any("│" in line and "churn_predictor_12" in line and first.score.tier in line
+               for line in _rendered(replace(result, models=(usual,)), 80)), (
+        "a usual name keeps its row's one line at 80 columns: the score bar gives way")
+    assert any("█" in line for line in _rendered(result, 120)), "a wide terminal draws the score bar"
+
+
+def _rendered(result, width: int) -> list[str]:  # noqa: ANN001 - a ScanResult
+    console = Console(record=True, width=width, file=io.StringIO())
+    render_report(result, console)
+    return console.export_text().splitlines()
