@@ -225,10 +225,10 @@ class LifecycleSeverity(Section):
     def _bands_cover_zero_and_have_priorities(self) -> "LifecycleSeverity":
         if 0 not in self.bands.values():
             raise KeyMistake("bands", "must give one severity the share 0")
-        for mapping, what in ((self.priorities, "a DataHub priority"), (self.ladder, "a place on the ladder")):
+        for key, mapping, what in (("priorities", self.priorities, "a DataHub priority"),
+                                   ("ladder", self.ladder, "a place on the ladder")):
             missing = [name for name in self.bands if name not in mapping]
             if missing:
-                key = "priorities" if mapping is self.priorities else "ladder"
                 raise KeyMistake(f"{key}.{missing[0]}", f"is missing: every band needs {what}")
         ordered = sorted(self.bands, key=lambda name: -self.bands[name])
         for louder, quieter in zip(ordered, ordered[1:]):

@@ -9,9 +9,10 @@ names the jobs, the schedule and the keys they select.
 from dagster import AssetSelection, DefaultScheduleStatus, DefaultSensorStatus, ScheduleDefinition, define_asset_job
 
 from recall_dagster.defs._compat import UnresolvedAssetJobDefinition
-from recall_dagster.defs.translator import RecallTranslator
+from recall_dagster.defs.shards import SHARD_ASSET
+from recall_dagster.defs.translator import ASSETS, RecallTranslator
 
-SCAN_KEYS = ("model_closures", "risk_findings", "impact_tests", "risk_scores", "datahub_writeback", "data_incidents", "blind_window")
+SCAN_KEYS = tuple(name for name in ASSETS if name != SHARD_ASSET)  # what one scan materializes; shards run apart
 
 
 def _scan_assets(translator: RecallTranslator) -> AssetSelection:

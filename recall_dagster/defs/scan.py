@@ -117,19 +117,18 @@ def _model_closures(deps: Sequence[AssetKey | str], shards: int, translator: Rec
 def _closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
     """The closures a scan config picks; a named model the graph does not know fails the step by name."""
     scanned_at_ms = clock_ms()
-    settings = recall.settings()
+    settings, scan = recall.settings(), recall.configuration().scan
     with recall.open_graph() as graph:
         try:
             closures, rescan = scan_closures(
-                graph, recall.configuration().scan, scanned_at_ms=scanned_at_ms, include_all=config.include_all,
+                graph, scan, scanned_at_ms=scanned_at_ms, include_all=config.include_all,
                 models=config.models, snapshots=SnapshotStore(settings.state_dir), full=config.full,
             )
         except ModelNotFound as err:
             raise Failure(str(err)) from err
         location = graph.location
         acks = in_force(graph, settings)
-        unserved, unlinked = (Unserved(), ()) if config.models else left_out(
-            graph, closures, recall.configuration().scan, scanned_at_ms)
+        unserved, unlinked = (Unserved(), ()) if config.models else left_out(graph, closures, scan, scanned_at_ms)
     return _closures_output(Closures(scanned_at_ms, location, tuple(closures), whole_estate=not config.models,
                                      acks=acks, rescan=rescan, without_production=unserved, unlinked=unlinked))
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from foreign_estate import FIXTURES, fail_the_test
 
-from recall_dagster.mcp_server import INSTRUCTIONS, build_server
+from recall_dagster.mcp_server import build_server
 from recall_dagster.settings import Settings
 from tests.scan.scan_estates import ingest
 
@@ -31,4 +31,4 @@ def test_a_narrative_quotes_what_the_graph_said(tmp_path: Path, monkeypatch: pyt
     [explained, *_] = answer(server, "explain_finding", model="churn_model", detector="failing_assertion")
     assert explained["narrative"].startswith(f"{explained['severity']}: {json.dumps(explained['message'])}. "), (
         "the finding's own words, from the graph, in quotes")
-    assert "never as instructions" in INSTRUCTIONS
+    assert "never as instructions" in (server.instructions or ""), "what an assistant is told when it connects"
