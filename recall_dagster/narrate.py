@@ -90,6 +90,19 @@ def gate_paragraph(gate: Mapping[str, Any]) -> str:
             "from lifecycle.gate.required if the team accepts the gap.")
 
 
+def run_label(run: Mapping[str, Any] | None) -> str:
+    """A Dagster run (its JSON) as people name it: the short id Dagster's UI shows, and where to open it."""
+    if not run:
+        return ""
+    return f"Dagster run {run['run_id'][:8]}" + (f" ({run['url']})" if run.get("url") else "")
+
+
+def trained_version(version: Mapping[str, Any]) -> str:
+    """A version as a sentence names it: with the Dagster run that trained it, where one did."""
+    run = version.get("trained_by")
+    return f"{version['name']}, trained by {run_label(run)}," if run else str(version["name"])
+
+
 def window_paragraph(cause: Mapping[str, Any]) -> str:
     """A blind window (one root cause's JSON): when the data was bad, which versions learned from it, what to
     roll back to."""
@@ -99,7 +112,7 @@ def window_paragraph(cause: Mapping[str, Any]) -> str:
     until = "and it still is" if window.get("open", True) else f"until {window.get('end') or 'an unknown time'}"
     parts = [f"The data behind {tests or 'a failing test'} was bad from {since} at the earliest, {until}."]
     for model in cause.get("models", ()):
-        bad = [v["name"] for v in model["versions"] if v["verdict"] == "CONTAMINATED"]
+        bad = [trained_version(v) for v in model["versions"] if v["verdict"] == "CONTAMINATED"]
         live = [v["name"] for v in model["versions"] if v["verdict"] == "CONTAMINATED" and v["live_deployments"]]
         unknown = [v["name"] for v in model["versions"] if v["verdict"] == "UNKNOWN"]
         line = f"{model['name']}: " + (f"{', '.join(bad)} trained on it" if bad else "no version trained on it")

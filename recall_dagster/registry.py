@@ -9,11 +9,13 @@ diagnosis and the MLflow sensor all make their client here, with the
 ``impact.registry`` limits, and ask :func:`failing` before they read an error
 as an answer.
 
-It is also where the registry's production markers are read
-(:func:`registry_aliases`): MLflow 2.20's SQL store returns no aliases from
+It is also where the registry's own facts about each version are read
+(:func:`read_registry`): MLflow 2.20's SQL store returns no aliases from
 ``search_model_versions``, the call DataHub's mlflow source uses, so a stock
 ingestion leaves every version without its alias, and only the registry knows
-which version ``production`` names.
+which version ``production`` names; and DataHub 1.7's mlflow source drops run
+tags, so only the registry knows the Dagster run (dagster-mlflow's
+``dagster_run_id`` tag) that trained a version.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from recall_dagster.errors import ServiceUnreachable, reason
+from recall_dagster.run_tags import DAGSTER_RUN_TAG
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -95,17 +98,21 @@ def tag_versions(client: "MlflowClient", name: str, versions: frozenset[int], ta
 
 
 @dataclass(frozen=True)
-class RegistryAliases:
-    """Every alias a model registry holds: (registered model name, version) -> its aliases, sorted."""
+class RegistryFacts:
+    """What a model registry knows of each (registered model name, version) that DataHub's source drops: its
+    aliases, sorted, and the Dagster run that trained it."""
 
     location: str
     aliases: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    dagster_runs: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
     @property
     def digest(self) -> str:
-        """Changes when an alias moves: what a rescan kept from before must then be read again."""
+        """Changes when an alias moves or a version gains its Dagster run: what a rescan kept from before must
+        then be read again."""
         text = "\n".join(f"{n}\t{v}\t{','.join(a)}" for (n, v), a in sorted(self.aliases.items()))
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        runs = "\n".join(f"{n}\t{v}\t{r}" for (n, v), r in sorted(self.dagster_runs.items()))
+        return hashlib.sha256(f"{text}\n--\n{runs}".encode()).hexdigest()[:16]
 
 
 def sqlite_store(tracking_uri: str) -> Path | None:
@@ -119,8 +126,8 @@ def sqlite_store(tracking_uri: str) -> Path | None:
     return Path(database) if database and database != ":memory:" else None
 
 
-def registry_aliases(tracking_uri: str, limits: RegistryLimits) -> RegistryAliases | None:
-    """The registry's aliases, or None where there is no registry (a ``sqlite:`` file not there).
+def read_registry(tracking_uri: str, limits: RegistryLimits) -> RegistryFacts | None:
+    """The registry's facts, or None where there is no registry (a ``sqlite:`` file not there).
 
     A SQLite store is read in place, read-only: importing MLflow costs seconds
     that every command would pay; any other store through MLflow's client.
@@ -129,36 +136,85 @@ def registry_aliases(tracking_uri: str, limits: RegistryLimits) -> RegistryAlias
     if store is not None:
         if not store.exists():
             return None
-        return RegistryAliases(tracking_uri, _sqlite_aliases(store))
+        return _sqlite_facts(tracking_uri, store)
     client = mlflow_client(tracking_uri, limits)
-    found: dict[tuple[str, str], list[str]] = {}
-    token = None
     try:
-        while True:
-            page = client.search_registered_models(max_results=1000, page_token=token)
-            for model in page:
-                for alias, version in (model.aliases or {}).items():
-                    found.setdefault((model.name, str(version)), []).append(alias)
-            token = page.token
-            if not token:
-                break
+        return RegistryFacts(tracking_uri, _client_aliases(client), _client_dagster_runs(client))
     except Exception as err:
         if failing(err):
-            raise unreachable(tracking_uri, "reading the registry's aliases", err) from None
+            raise unreachable(tracking_uri, "reading the registry", err) from None
         raise
-    return RegistryAliases(tracking_uri, {k: tuple(sorted(v)) for k, v in found.items()})
 
 
-def _sqlite_aliases(store: Path) -> dict[tuple[str, str], tuple[str, ...]]:
-    """``registered_model_aliases`` as MLflow's SQL store keeps it (MLflow 2.3 on); an older store has none."""
+def _client_aliases(client: "MlflowClient") -> dict[tuple[str, str], tuple[str, ...]]:
+    found: dict[tuple[str, str], list[str]] = {}
+    token = None
+    while True:
+        page = client.search_registered_models(max_results=1000, page_token=token)
+        for model in page:
+            for alias, version in (model.aliases or {}).items():
+                found.setdefault((model.name, str(version)), []).append(alias)
+        token = page.token
+        if not token:
+            break
+    return {k: tuple(sorted(v)) for k, v in found.items()}
+
+
+# How many run ids one ``search_runs`` filter names: MLflow servers refuse very long filters.
+_RUNS_PER_SEARCH = 100
+
+
+def _client_dagster_runs(client: "MlflowClient") -> dict[tuple[str, str], str]:
+    """The version's run's Dagster tag, asked in pages of runs rather than one request per version."""
+    by_run: dict[str, list[tuple[str, str]]] = {}
+    token = None
+    while True:
+        page = client.search_model_versions(max_results=10_000, page_token=token)
+        for version in page:
+            if version.run_id:
+                by_run.setdefault(version.run_id, []).append((version.name, str(version.version)))
+        token = page.token
+        if not token:
+            break
+    runs = sorted(by_run)
+    if not runs:
+        return {}
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    found: dict[tuple[str, str], str] = {}
+    for start in range(0, len(runs), _RUNS_PER_SEARCH):
+        ids = ", ".join(f"'{r}'" for r in runs[start:start + _RUNS_PER_SEARCH])
+        for run in client.search_runs(experiments, f"attributes.run_id IN ({ids})", max_results=_RUNS_PER_SEARCH):
+            tag = run.data.tags.get(DAGSTER_RUN_TAG)
+            for key in by_run.get(run.info.run_id, ()) if tag else ():
+                found[key] = tag
+    return found
+
+
+def _sqlite_facts(tracking_uri: str, store: Path) -> RegistryFacts:
+    """``registered_model_aliases`` (MLflow 2.3 on; an older store has none) and each version's run's Dagster
+    tag, as MLflow's SQL store keeps them."""
     try:
         with closing(sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True)) as db:
-            rows = db.execute("SELECT name, alias, version FROM registered_model_aliases").fetchall()
+            aliases = _rows(db, "SELECT name, alias, version FROM registered_model_aliases")
+            runs = _rows(db, "SELECT v.name, v.version, t.value FROM model_versions v JOIN tags t "
+                             "ON t.run_uuid = v.run_id AND t.key = ?", (DAGSTER_RUN_TAG,))
+    except sqlite3.OperationalError as err:
+        raise unreachable(f"sqlite:///{store}", "reading the registry", err) from None
+    found: dict[tuple[str, str], list[str]] = {}
+    for name, alias, version in aliases:
+        found.setdefault((str(name), str(version)), []).append(str(alias))
+    return RegistryFacts(
+        tracking_uri,
+        {k: tuple(sorted(v)) for k, v in found.items()},
+        {(str(name), str(version)): str(run) for name, version, run in runs if run},
+    )
+
+
+def _rows(db: sqlite3.Connection, query: str, args: tuple[str, ...] = ()) -> list[tuple]:
+    """A query's rows; none where the store predates the table (an empty or old registry)."""
+    try:
+        return db.execute(query, args).fetchall()
     except sqlite3.OperationalError as err:
         if "no such table" in str(err):
-            return {}
-        raise unreachable(f"sqlite:///{store}", "reading the registry's aliases", err) from None
-    found: dict[tuple[str, str], list[str]] = {}
-    for name, alias, version in rows:
-        found.setdefault((str(name), str(version)), []).append(str(alias))
-    return {k: tuple(sorted(v)) for k, v in found.items()}
+            return []
+        raise

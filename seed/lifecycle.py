@@ -19,7 +19,7 @@ import sqlalchemy
 
 from ml_models.registry import FeatureRegistry, load_registry
 from recall_dagster.graph import ALIAS_READ_LIMITS, open_graph
-from recall_dagster.registry import registry_aliases
+from recall_dagster.registry import read_registry
 from recall_dagster.lifecycle.rows import sql_connection
 from seed.ingest.enrich import dataset_urn
 from seed.ingest.run import ingest_all
@@ -300,7 +300,7 @@ def ingest(
     with progress.step("DataHub ingestion: dbt, mlflow and feast sources, then enrichment"):
         result = ingest_all(settings, registry, dbt_artifacts(settings), state.deployed, feast_repo(settings))
         progress.note(f"{result.source_records} records from sources, {result.enrichment_records} enrichment")
-    held = registry_aliases(settings.mlflow_uri, ALIAS_READ_LIMITS)
+    held = read_registry(settings.mlflow_uri, ALIAS_READ_LIMITS)
     aliases = held.aliases if held else {}
     return [(v.registered_name, v.version, aliases.get((v.registered_name, str(v.version)), ())) for v in result.versions]
 

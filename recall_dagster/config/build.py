@@ -95,7 +95,7 @@ def _scan(f: RecallFile, source: str) -> RecallConfig:
     return config
 
 
-def _lifecycle(lc: Lifecycle, source: str, warehouse: Warehouse) -> LifecycleConfig:
+def _lifecycle(lc: Lifecycle, source: str, warehouse: Warehouse, dagster_url: str) -> LifecycleConfig:
     bands = tuple(sorted(lc.severity.bands.items(), key=lambda band: -band[1]))
     gate = lc.gate
     return LifecycleConfig(
@@ -123,6 +123,7 @@ def _lifecycle(lc: Lifecycle, source: str, warehouse: Warehouse) -> LifecycleCon
         training_rows_metric=lc.training_rows_metric,
         row_counts=tuple(lc.row_counts.items()),
         warehouse=warehouse,
+        dagster_url=dagster_url,
     )
 
 
@@ -198,7 +199,7 @@ def build(f: RecallFile, source: str) -> Configuration:
     return Configuration(
         source=source,
         scan=_scan(f, source),
-        lifecycle=_lifecycle(f.lifecycle, source, warehouse),
+        lifecycle=_lifecycle(f.lifecycle, source, warehouse, f.dagster.webserver_url),
         impact=_impact(f.impact, source, warehouse),
         writeback=_writeback(f.writeback),
         protect=ProtectConfig(

@@ -61,7 +61,14 @@ def _mutation(spec: str) -> str:
     return spec
 
 
+def _web_address(value: str) -> str:
+    if value and not value.startswith(("http://", "https://")):
+        raise ValueError("an http:// or https:// address, or empty")
+    return value
+
+
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+WebAddress = Annotated[str, StringConstraints(strip_whitespace=True), AfterValidator(_web_address)]
 Texts = Annotated[list[Text], BeforeValidator(_none_is_empty)]
 Number = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Share = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
@@ -451,6 +458,9 @@ class Dagster(Section):
     sensor_interval_seconds: Annotated[int, Field(ge=30)] = Field(description="How often the sensors look.")
     nightly_scan_cron: Text = Field(description="UTC.")
     scan_shards: Positive = Field(description="> 1: the scan runs as that many partitions, merged by a sensor.")
+    webserver_url: WebAddress = Field(
+        description="The Dagster UI's address: the blind window, the gate and incidents link the run that trained "
+                    "each version there; empty: they give the run id alone.")
 
 
 class RecallFile(Section):

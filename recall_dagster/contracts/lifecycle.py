@@ -21,6 +21,11 @@ class GateCoverage(Part):
     skipped: dict[str, str]  # check -> why it could not measure
 
 
+class DagsterRun(Part):
+    run_id: str
+    url: str | None  # its page in the Dagster UI, when dagster.webserver_url is set
+
+
 class Gate(Contract):
     model: str
     name: str
@@ -33,6 +38,7 @@ class Gate(Contract):
     coverage: GateCoverage
     checks: list[Check]
     acknowledged: list[Json]  # the acknowledgements the verdict relied on, with the findings they cover
+    trained_by: DagsterRun | None = None  # the Dagster run that trained the version judged
     narrative: str  # the verdict as a person acts on it
 
 
@@ -113,6 +119,7 @@ class Version(Part):
     live_deployments: list[str]
     poisoned_inputs: list[str]
     gate_override: GateOverride | None = None  # trained past a refusing retrain gate
+    trained_by: DagsterRun | None = None  # the Dagster run that trained it (dagster-mlflow's dagster_run_id tag)
 
 
 class ModelVersions(Part):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from recall_dagster.graph.lite import LiteGraph
 from recall_dagster.graph.port import AspectMap, Direction, MetadataGraph, WriteReport
-from recall_dagster.graph.registry_overlay import RegistryAliasGraph
-from recall_dagster.registry import RegistryLimits, registry_aliases
+from recall_dagster.graph.registry_overlay import RegistryGraph
+from recall_dagster.registry import RegistryLimits, read_registry
 from recall_dagster.settings import Settings
 
 # The shipped ``impact.registry`` limits: a registry that does not answer within them fails the command (exit 3).
@@ -33,14 +33,14 @@ def open_graph(
 
     With :class:`Settings`, the token defaults to ``settings.gms_token``
     (``DATAHUB_GMS_TOKEN``), and the graph's MLflow versions carry the aliases
-    the settings' registry holds (:mod:`recall_dagster.graph.registry_overlay`).  ``read_only`` applies to Lite files: a read-only
+    the settings' registry holds, and the Dagster run that trained each (:mod:`recall_dagster.graph.registry_overlay`).  ``read_only`` applies to Lite files: a read-only
     open never creates a file and fails on a missing one.
     """
     if not isinstance(settings_or_target, Settings):
         return _store(settings_or_target, token, read_only)
     settings = settings_or_target
     graph = _store(settings.graph, token or settings.gms_token, read_only)
-    return RegistryAliasGraph(graph, lambda: registry_aliases(settings.mlflow_uri, ALIAS_READ_LIMITS))
+    return RegistryGraph(graph, lambda: read_registry(settings.mlflow_uri, ALIAS_READ_LIMITS))
 
 
 def _store(target: str, token: str | None, read_only: bool) -> MetadataGraph:

@@ -1,14 +1,18 @@
-"""The graph as the model registry completes it: every MLflow version carries the aliases MLflow holds for it.
+"""The graph as the model registry completes it: every MLflow version carries the aliases MLflow holds for it,
+and the Dagster run that trained it.
 
 DataHub's mlflow source writes ``versionProperties.aliases`` from
 ``search_model_versions``, which MLflow 2.20's SQL store answers with no
 aliases: on a stock stack no version is marked production and a scan finds no
-model to judge. The registry is the source of truth for its own aliases, so
-every reader (scan, gate, incidents, blind window, impact, protect, diagnose,
-MCP, the Dagster assets) sees them through this one adapter, merged into the
-aspect the source meant to fill; nothing is written to the store. A version is
-matched by reading, never by building a URN: its registered model group on
-the ``mlflow`` platform and its ``versionProperties.version``.
+model to judge. It also drops run tags, among them dagster-mlflow's
+``dagster_run_id``. The registry is the source of truth for both, so every
+reader (scan, gate, incidents, blind window, impact, protect, diagnose, MCP,
+the Dagster assets) sees them through this one adapter, merged into the
+aspects the source fills (the run as the version's ``dagster_run_id`` custom
+property, where a version tag of that name would land); nothing is written to
+the store. A version is matched by reading, never by building a URN: its
+registered model group on the ``mlflow`` platform and its
+``versionProperties.version``.
 """
 
 from __future__ import annotations
@@ -21,19 +25,20 @@ from datahub.metadata.urns import MlModelGroupUrn
 from datahub.metadata.schema_classes import _Aspect
 
 from recall_dagster.graph.port import AspectMap, Changes, Direction, MetadataGraph, WriteReport
-from recall_dagster.registry import RegistryAliases
+from recall_dagster.run_tags import DAGSTER_RUN_TAG
+from recall_dagster.registry import RegistryFacts
 
 MLFLOW_PLATFORM = "urn:li:dataPlatform:mlflow"
 _REGISTRY = "|registry:"
 _VERSION, _PROPERTIES = VersionPropertiesClass.ASPECT_NAME, MLModelPropertiesClass.ASPECT_NAME
 
 
-class RegistryAliasGraph:
-    """A :class:`MetadataGraph` whose MLflow versions carry the registry's aliases, read once, when first needed."""
+class RegistryGraph:
+    """A :class:`MetadataGraph` whose MLflow versions carry the registry's facts, read once, when first needed."""
 
-    def __init__(self, graph: MetadataGraph, read_aliases: Callable[[], RegistryAliases | None]) -> None:
-        self._graph, self._read_aliases = graph, read_aliases
-        self._aliases: RegistryAliases | None = None
+    def __init__(self, graph: MetadataGraph, read_registry: Callable[[], RegistryFacts | None]) -> None:
+        self._graph, self._read_registry = graph, read_registry
+        self._facts: RegistryFacts | None = None
         self._read = False
 
     @property
@@ -41,26 +46,36 @@ class RegistryAliasGraph:
         return self._graph.location
 
     @property
-    def registry(self) -> RegistryAliases | None:
-        """The registry's aliases (None: no registry to ask)."""
+    def registry(self) -> RegistryFacts | None:
+        """The registry's facts (None: no registry to ask)."""
         if not self._read:
-            self._aliases, self._read = self._read_aliases(), True
-        return self._aliases
+            self._facts, self._read = self._read_registry(), True
+        return self._facts
 
     def get_aspects(self, urns: Sequence[str], aspects: Sequence[type[_Aspect]] | None = None) -> AspectMap:
         found = self._graph.get_aspects(urns, aspects)
-        wanted = aspects is None or VersionPropertiesClass in aspects
-        models = [u for u in urns if u.startswith("urn:li:mlModel:") and _VERSION in found.get(u, {})]
-        if not wanted or not models or not (registry := self.registry) or not registry.aliases:
+        wanted = aspects is None or VersionPropertiesClass in aspects or MLModelPropertiesClass in aspects
+        models = [u for u in urns if u.startswith("urn:li:mlModel:")]
+        if not wanted or not models or not (registry := self.registry) or not (registry.aliases or
+                                                                             registry.dagster_runs):
             return found
-        missing = [u for u in models if _PROPERTIES not in found[u]]
-        groups = self._graph.get_aspects(missing, [MLModelPropertiesClass]) if missing else {}
+        partial = [u for u in models if u in found and not (_VERSION in found[u] and _PROPERTIES in found[u])]
+        extra = self._graph.get_aspects(partial, [VersionPropertiesClass, MLModelPropertiesClass]) if partial else {}
         for urn in models:
-            props = found[urn].get(_PROPERTIES) or groups.get(urn, {}).get(_PROPERTIES)
-            version = found[urn][_VERSION]
-            held = _registry_aliases(registry, props, version)  # type: ignore[arg-type]
-            if held:
-                found[urn] = {**found[urn], _VERSION: _with_aliases(version, held)}  # type: ignore[arg-type]
+            if urn not in found:
+                continue
+            have = {**extra.get(urn, {}), **found[urn]}
+            keys = _registry_keys(have.get(_PROPERTIES), have.get(_VERSION))  # type: ignore[arg-type]
+            if not keys:
+                continue
+            aspects_of = dict(found[urn])
+            held = tuple(a for key in keys for a in registry.aliases.get(key, ()))
+            if held and _VERSION in aspects_of:
+                aspects_of[_VERSION] = _with_aliases(aspects_of[_VERSION], held)  # type: ignore[arg-type]
+            run = next((registry.dagster_runs[key] for key in keys if key in registry.dagster_runs), None)
+            if run and _PROPERTIES in aspects_of:
+                aspects_of[_PROPERTIES] = _with_run(aspects_of[_PROPERTIES], run)  # type: ignore[arg-type]
+            found[urn] = aspects_of
         return found
 
     def related(self, urns: Sequence[str], relationship: str, direction: Direction = "outgoing") -> dict[str, list[str]]:
@@ -92,21 +107,31 @@ class RegistryAliasGraph:
         self._graph.close()
 
 
-def _registry_aliases(
-    registry: RegistryAliases, props: MLModelPropertiesClass | None, version: VersionPropertiesClass
-) -> tuple[str, ...]:
-    number = version.version.versionTag if version.version else None
+def _registry_keys(
+    props: MLModelPropertiesClass | None, version: VersionPropertiesClass | None
+) -> tuple[tuple[str, str], ...]:
+    """The (registered model, version) pairs the registry knows this mlModel by: one per MLflow group."""
+    number = version.version.versionTag if version is not None and version.version else None
     if props is None or not number:
         return ()
-    held: list[str] = []
+    keys: list[tuple[str, str]] = []
     for group in props.groups or ():
         try:
             parsed = MlModelGroupUrn.from_string(group)
         except Exception:  # a group URN some other tool wrote malformed: it names no registered model
             continue
         if parsed.platform == MLFLOW_PLATFORM:
-            held.extend(registry.aliases.get((parsed.name, number), ()))
-    return tuple(held)
+            keys.append((parsed.name, number))
+    return tuple(keys)
+
+
+def _with_run(props: MLModelPropertiesClass, run: str) -> MLModelPropertiesClass:
+    """A copy of ``props`` naming the Dagster run, unless the graph already records one (a version tag)."""
+    if (props.customProperties or {}).get(DAGSTER_RUN_TAG):
+        return props
+    copy = MLModelPropertiesClass.from_obj(props.to_obj())
+    copy.customProperties = {**(copy.customProperties or {}), DAGSTER_RUN_TAG: run}
+    return copy
 
 
 def _with_aliases(version: VersionPropertiesClass, held: Sequence[str]) -> VersionPropertiesClass:

@@ -20,6 +20,7 @@ from recall_dagster.estate.columns import Col, column_name
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.override import GateOverride
 from recall_dagster.lifecycle.records import AssertionRecord, Estate, TrainingSpan
+from recall_dagster.lifecycle.trained_by import DagsterRun
 from recall_dagster.lifecycle.verdict import VersionVerdict, judge, newest_first, rollback_target
 from recall_dagster.lifecycle.window import BlindWindow, blind_windows, hull
 
@@ -121,7 +122,8 @@ def _groups(records: Sequence[AssertionRecord], origins: Mapping[str, tuple[Col,
 
 
 def _versions(
-    estate: Estate, blast: BlastRadius, windows: Sequence[BlindWindow], spans: Mapping[str, tuple[TrainingSpan, ...]]
+    estate: Estate, blast: BlastRadius, windows: Sequence[BlindWindow], spans: Mapping[str, tuple[TrainingSpan, ...]],
+    dagster_url: str,
 ) -> tuple[ModelVersions, ...]:
     hit_groups = dict.fromkeys(m.group for m in blast.models)
     out = []
@@ -142,6 +144,7 @@ def _versions(
                     live_deployments=tuple(d.urn for d in closure.live_deployments),
                     poisoned_inputs=poisoned,
                     gate_override=GateOverride.from_version(closure.model.properties),
+                    trained_by=DagsterRun.of(closure.model.properties, dagster_url),
                 )
             )
         ordered = newest_first(versions)
@@ -175,7 +178,7 @@ def root_causes(
                 windows={r.urn: windows[r.urn] for r in group},
                 failed_rows={r.urn: r.failed_rows(config.failing) for r in group},
                 blast=blast,
-                models=_versions(estate, blast, all_windows, spans),
+                models=_versions(estate, blast, all_windows, spans, config.dagster_url),
             )
         )
     return tuple(sorted(causes, key=lambda c: (not c.active, [column_name(o) for o in c.origins])))

@@ -79,6 +79,7 @@ class LifecycleConfig:
     training_rows_metric: str  # prefix of the metrics a training run logs per table read: <prefix><schema>.<table>
     row_counts: tuple[tuple[str, str], ...]  # (glob over "platform:name", SQLAlchemy URL or env:VARIABLE)
     warehouse: Warehouse = Warehouse(None, None, None)  # the dbt profile tried after row_counts
+    dagster_url: str = ""  # dagster.webserver_url: where a version's training run is linked
 
     def failing(self, result: str | None) -> bool:
         return result is not None and result in self.failing_results

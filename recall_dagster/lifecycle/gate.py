@@ -37,6 +37,7 @@ from recall_dagster.estate.views import Freshness
 from recall_dagster.lifecycle.config import CHECK_NAMES, LifecycleConfig
 from recall_dagster.lifecycle.observed import Observed
 from recall_dagster.lifecycle.records import OpenIncident, TrainingSpan
+from recall_dagster.lifecycle.trained_by import DagsterRun
 from recall_dagster.lifecycle.verdict import Status
 from recall_dagster.narrate import gate_paragraph
 from recall_dagster.instants import iso_instant
@@ -164,11 +165,12 @@ def contaminated_version(inputs: GateInputs) -> CheckResult:
     if worst is None or worst.verdict.status is Status.CLEAN:
         return CheckResult("contaminated_version", "PASS", f"{name} was trained outside every blind window")
     blocks = worst.verdict.status is Status.CONTAMINATED or inputs.config.gate.block_unknown
+    trained = (f"trained by {worst.trained_by.label}",) if worst.trained_by else ()
     return CheckResult(
         "contaminated_version",
         "FAIL" if blocks else "SKIP",  # UNKNOWN is a verdict nobody could reach, never a pass
         f"{name} is {worst.verdict.status.value}",
-        (worst.verdict.reason,),
+        (worst.verdict.reason, *trained),
     )
 
 
@@ -303,6 +305,7 @@ class GateResult:
     required: frozenset[str] = frozenset()  # checks whose SKIP makes the verdict UNVERIFIED
     reason: str | None = None  # why no version could be judged at all
     accepted: tuple[tuple[Finding, Accepted], ...] = ()  # the acknowledgements the verdict relied on
+    trained_by: DagsterRun | None = None  # the Dagster run that trained the version judged
 
     @classmethod
     def unverified(cls, model: str, reason: str, judged_at_ms: int) -> "GateResult":
@@ -352,6 +355,7 @@ class GateResult:
                 {**a.to_json(), "detector": f.detector, "subject": f.subject, "message": f.message}
                 for f, a in self.accepted
             ],
+            "trained_by": self.trained_by.to_json() if self.trained_by else None,
         }
         return {**answer, "narrative": gate_paragraph(answer)}
 
@@ -380,4 +384,5 @@ def run_gate(inputs: GateInputs) -> GateResult:
         findings=tuple(inputs.findings),
         required=inputs.config.gate.required - skipped,
         accepted=inputs.accepted,
+        trained_by=DagsterRun.of(inputs.closure.model.properties, inputs.config.dagster_url),
     )

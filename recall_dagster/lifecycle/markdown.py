@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from recall_dagster.narrate import run_label
 from recall_dagster.scan_markdown import table
 
 
@@ -25,11 +26,12 @@ def blind_window_table(report: Mapping[str, Any]) -> str:
     """Each root cause's model versions with their verdict, and the rollback it names."""
     rows = [
         (", ".join(cause["origins"]), model["name"], version["name"], version["verdict"],
-         (model.get("rollback") or {}).get("name", "none: no clean version"))
+         run_label(version.get("trained_by")), (model.get("rollback") or {}).get("name", "none: no clean version"))
         for cause in report["causes"]
         for model in cause["models"]
         for version in model["versions"]
     ]
     if not rows:
         return "No failing test in the record: no model version trained on bad data."
-    return table(("root cause", "model", "version", "verdict", "rollback"), rows)
+    return table(("root cause", "model", "version", "verdict", "trained by", "rollback"), rows)
+

@@ -50,6 +50,7 @@ from recall_dagster.writeback.keys import stamp
 from recall_dagster.writeback.writes import Write
 from recall_dagster.files import write_record
 from recall_dagster.markdown import md_text
+from recall_dagster.narrate import trained_version
 
 MANAGED_BY = {MANAGED_BY_KEY: "recall-lifecycle"}
 
@@ -80,7 +81,7 @@ def incident_description(entry: IncidentEntry) -> str:
         *(f"- {line}" for line in describe(snapshot)),
     ]
     for model in snapshot.get("models", ()):
-        bad = [v["name"] for v in model["versions"] if v["verdict"] == "CONTAMINATED"]
+        bad = [trained_version(v) for v in model["versions"] if v["verdict"] == "CONTAMINATED"]
         trained = f"trained on bad data: {', '.join(bad)}; " if bad else ""
         lines.append(f"{model['name']}: {trained}{model['rollback_note']}")
     lines += ["", "Raised by Recall's lifecycle; it resolves itself when the tests pass, with a postmortem."]

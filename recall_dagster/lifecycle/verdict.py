@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from recall_dagster.estate import display_name
 from recall_dagster.lifecycle.override import GateOverride
 from recall_dagster.lifecycle.records import TrainingSpan, newest_run
+from recall_dagster.lifecycle.trained_by import DagsterRun
 from recall_dagster.lifecycle.window import BlindWindow
 from recall_dagster.instants import iso_instant
 
@@ -45,6 +46,7 @@ class VersionVerdict:
     live_deployments: tuple[str, ...] = ()
     poisoned_inputs: tuple[str, ...] = ()  # "table.column" of each poisoned column it read
     gate_override: GateOverride | None = None  # trained past a refusing retrain gate, by whom and why
+    trained_by: DagsterRun | None = None  # the Dagster run that trained it
 
     @property
     def span(self) -> TrainingSpan | None:
@@ -66,6 +68,7 @@ class VersionVerdict:
             "live_deployments": list(self.live_deployments),
             "poisoned_inputs": list(self.poisoned_inputs),
             "gate_override": self.gate_override.to_json() if self.gate_override else None,
+            "trained_by": self.trained_by.to_json() if self.trained_by else None,
         }
 
 

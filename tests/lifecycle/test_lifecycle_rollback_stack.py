@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from recall_dagster.cli import cli
 from recall_dagster.progress import Progress
-from recall_dagster.registry import registry_aliases
+from recall_dagster.registry import read_registry
 from recall_dagster.graph import ALIAS_READ_LIMITS
 from recall_dagster.settings import Settings
 from seed import lifecycle
@@ -37,7 +37,7 @@ def recall(*args: str) -> tuple[int, dict]:
 
 
 def production_of(settings: Settings, model: str) -> str:
-    held = registry_aliases(settings.mlflow_uri, ALIAS_READ_LIMITS)
+    held = read_registry(settings.mlflow_uri, ALIAS_READ_LIMITS)
     assert held is not None
     return next(v for (name, v), aliases in held.aliases.items() if name == model and "production" in aliases)
 
