@@ -56,12 +56,14 @@ def train_model(
     tracking_uri: str,
     now_ms: int | None = None,
     promote: bool = True,
+    tags: Mapping[str, str] | None = None,
 ) -> TrainingRecord:
     """Read, fit, log and register one model; with ``promote`` the alias moves to the new version.
 
     ``now_ms`` places the run's start on a caller-chosen clock (its end is start
     plus the real duration), so a scenario can put a retrain at a given moment.
-    A failure inside the run marks it FAILED and re-raises.
+    ``tags`` go on the run beside Recall's own: the orchestrator's, such as the
+    Dagster run that trained it. A failure inside the run marks it FAILED and re-raises.
     """
     client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
     experiment_id = ensure_experiment(client, model.registered_name, tracking_uri)
@@ -71,7 +73,7 @@ def train_model(
         experiment_id,
         start_time=now_ms,
         run_name=f"train-{model.name}",
-        tags=_run_tags(model, inputs),
+        tags={**_run_tags(model, inputs), **(tags or {})},
     )
     run_id = run.info.run_id
     started = time.monotonic()

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Mapping
 
 import pandas as pd
 import sqlalchemy
@@ -87,7 +88,7 @@ def build(settings: Settings, progress: Progress, scale: float | None = None) ->
     result = run_dbt(settings, warehouse, progress)
     summary.dbt, summary.failing_tests = result.counts, result.failing_tests
     if not state.deployed:
-        train_and_deploy(settings, warehouse, registry, state, progress)
+        train_and_deploy(settings, registry, state, progress)
     summary.versions = publish(settings, warehouse, injuries.serving_registry(settings), state, progress)
     summary.entities = entity_counts(settings)
     return summary
@@ -121,7 +122,7 @@ def break_estate(settings: Settings, progress: Progress, scenario: str = "injuri
         with progress.step("warehouse: the device vendor reloads its recent rows in percent"):
             injuries.reload_in_percent(warehouse)
         run_dbt(settings, warehouse, progress)
-        train_and_deploy(settings, warehouse, load_registry(), state, progress, models=("fraud_detector",),
+        train_and_deploy(settings, load_registry(), state, progress, models=("fraud_detector",),
                          redeploy=False, promote=False)
         summary = _summary(settings, publish(settings, warehouse, injuries.serving_registry(settings), state, progress))
         _mark(state, scenario)
@@ -133,7 +134,7 @@ def break_estate(settings: Settings, progress: Progress, scenario: str = "injuri
             run_dbt(settings, warehouse, progress)
         with progress.step(f"training code: {injuries.REGRESSED_FEATURE} computed by {injuries.REGRESSED_TRANSFORM}"):
             injuries.change_feature_code(settings)
-        train_and_deploy(settings, warehouse, injuries.training_registry(settings), state, progress,
+        train_and_deploy(settings, injuries.training_registry(settings), state, progress,
                          models=("fraud_detector",), redeploy=False, promote=False)
         summary = _summary(settings, publish(settings, warehouse, injuries.serving_registry(settings), state, progress))
         _mark(state, scenario)
@@ -142,7 +143,7 @@ def break_estate(settings: Settings, progress: Progress, scenario: str = "injuri
     with progress.step("warehouse: retype a column, add a card-number column, stop a feed, load NULL prices"):
         injuries.injure_warehouse(warehouse)
     result = run_dbt(settings, warehouse, progress)
-    versions = train_and_deploy(settings, warehouse, registry, state, progress, models=("fraud_detector",), redeploy=False)
+    versions = train_and_deploy(settings, registry, state, progress, models=("fraud_detector",), redeploy=False)
     state.deployed["fraud-api-eu"] = versions["fraud_detector"]  # the EU endpoint auto-rolls; US lags behind
     with progress.step("feature store: half-finished device_signals → v2 migration in the Feast repository"):
         injuries.migrate_serving_registry(settings)
@@ -175,14 +176,14 @@ def heal(settings: Settings, progress: Progress) -> EstateSummary:
             run_dbt(settings, warehouse, progress)
         with progress.step("training code: the feature's v1 computation restored"):
             injuries.restore_feature_code(settings)
-        train_and_deploy(settings, warehouse, registry, state, progress, models=("fraud_detector",))
+        train_and_deploy(settings, registry, state, progress, models=("fraud_detector",))
         summary = _summary(settings, publish(settings, warehouse, injuries.serving_registry(settings), state, progress))
         _mark(state, None)
         return summary
     with progress.step("warehouse: reload the raw layer as it was"):
         load_raw_layer(state, warehouse)
     result = run_dbt(settings, warehouse, progress)
-    train_and_deploy(settings, warehouse, registry, state, progress, models=("fraud_detector",))
+    train_and_deploy(settings, registry, state, progress, models=("fraud_detector",))
     with progress.step("feature store: migration rolled back"):
         injuries.restore_serving_registry(settings)
     summary = _summary(settings, publish(settings, warehouse, registry, state, progress))
@@ -237,31 +238,53 @@ def run_dbt(settings: Settings, warehouse: Warehouse, progress: Progress) -> Dbt
 
 
 def train_and_deploy(
-    settings: Settings, warehouse: Warehouse, registry: FeatureRegistry, state: EstateState, progress: Progress,
+    settings: Settings, registry: FeatureRegistry, state: EstateState, progress: Progress,
     models: tuple[str, ...] | None = None, redeploy: bool = True, promote: bool = True,
 ) -> dict[str, int]:
-    """Train and register each model in MLflow, moving its alias unless ``promote`` is off; deployments
-    pick up the aliased version."""
+    """Train each model through the demo location's training assets in one Dagster run (dagster-mlflow ties
+    every MLflow run to it), moving its alias unless ``promote`` is off; deployments pick up the aliased
+    version. The estate's own history is made here, so the retrain gate is not asked: a scenario trains on
+    bad data as a team without Recall did."""
+    from ml_models.tracking import promote_version
+    from recall_dagster.registry import mlflow_client
+    from seed.dagster.run import train_in_dagster
+
+    names = tuple(s.name for s in registry.models if models is None or s.name in models)
+    with progress.step(f"train {', '.join(names)} in Dagster → MLflow"):
+        run = train_in_dagster(settings, names)
+        client = mlflow_client(settings.mlflow_uri, ALIAS_READ_LIMITS)
+        for spec in registry.models:
+            if spec.name not in run.versions:
+                continue
+            version = run.versions[spec.name]
+            if promote:
+                promote_version(client, spec, version)
+            if redeploy and promote:
+                for deployment in spec.deployments:
+                    state.deployed[deployment.name] = version
+            progress.note(f"{spec.registered_name} v{version} "
+                          + (f"alias {spec.alias}" if promote else "registered as a candidate, not promoted"))
+        progress.note(f"Dagster run {run.run_id[:8]} (location demo_estate, under {run.instance})")
+    state.save()
+    return dict(run.versions)
+
+
+def train_models(
+    settings: Settings, registry: FeatureRegistry, models: tuple[str, ...], tags: Mapping[str, str],
+) -> dict[str, int]:
+    """Train and register each model in MLflow as a candidate, its run carrying ``tags`` (the Dagster run's):
+    what a training asset does."""
     from ml_models.train import train_model
 
     trained: dict[str, int] = {}
-    with sql_connection(warehouse.url) as conn:
+    with sql_connection(ensure_warehouse(settings).url) as conn:
         def read_sql(query: str) -> pd.DataFrame:
             return pd.read_sql(sqlalchemy.text(query), conn)
 
         for spec in registry.models:
-            if models is not None and spec.name not in models:
-                continue
-            with progress.step(f"train {spec.name} → MLflow"):
-                record = train_model(spec, registry, read_sql, settings.mlflow_uri, promote=promote)
-                progress.note(f"{record.registered_name} v{record.version} "
-                              + (f"alias {record.alias}" if promote else "registered as a candidate, not promoted")
-                              + f"; {int(record.metrics['rows_read']):,} labelled rows, features through Feast")
-            trained[spec.name] = record.version
-            if redeploy and promote:
-                for deployment in spec.deployments:
-                    state.deployed[deployment.name] = record.version
-            state.save()
+            if spec.name in models:
+                record = train_model(spec, registry, read_sql, settings.mlflow_uri, promote=False, tags=tags)
+                trained[spec.name] = record.version
     return trained
 
 

@@ -6,27 +6,39 @@ in front of it and :func:`recall_dagster.defs.metric_gate` a blocking check on
 it, so a regressed candidate is never promoted, through the public API, as for
 any team.
 
-dagster-mlflow is not used: its resource opens one fluent MLflow run per
-Dagster run and sets a process-global tracking URI, while ``train_model``
-records each model in its own run through an explicit client. An umbrella run
-would appear in DataHub as a training run that trained nothing.
+MLflow is reached through dagster-mlflow's resource, as a Dagster team
+would: it opens one MLflow run per Dagster run (in the ``demo_estate``
+experiment, tagged ``dagster_run_id``) and the hook ends it with the job. Each
+model is still trained in a run of its own, in its own experiment, so that a
+version's run holds only what trained it; that run is a child of the Dagster
+run's (``mlflow.parentRunId``) and carries the same ``dagster_run_id``, which
+Recall reads to name the Dagster run behind every version.
 """
 
 from typing import Any
 
-from dagster import AssetKey, AssetsDefinition, MaterializeResult, asset
+from dagster import AssetExecutionContext, AssetKey, AssetsDefinition, MaterializeResult, ResourceDefinition, asset
 from dagster_dbt import get_asset_key_for_model
+from dagster_mlflow import mlflow_tracking
+from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
 from ml_models.query import build_training_query
 from ml_models.registry import FeatureRegistry, ModelSpec
 from recall_dagster.defs import RecallResource
-from recall_dagster.progress import Progress
+from recall_dagster.run_tags import DAGSTER_RUN_TAG
+from recall_dagster.settings import Settings
 from ml_models.tracking import promote_version
 from seed.injuries import training_registry
-from seed.lifecycle import EstateState, train_and_deploy
-from seed.stack.warehouse import ensure_warehouse
+from seed.lifecycle import EstateState, train_models
 
 GROUP = "training"
+MLFLOW_EXPERIMENT = "demo_estate"  # where dagster-mlflow keeps the run of each Dagster run
+ASSET_TAG = "dagster_asset_key"
+
+
+def mlflow_resource(settings: Settings) -> ResourceDefinition:
+    """dagster-mlflow's resource on the estate's tracking store."""
+    return mlflow_tracking.configured({"experiment_name": MLFLOW_EXPERIMENT, "mlflow_tracking_uri": settings.mlflow_uri})
 
 
 def training_key(spec: ModelSpec) -> AssetKey:
@@ -49,9 +61,15 @@ def training_asset(spec: ModelSpec, registry: FeatureRegistry, dbt: AssetsDefini
         description=spec.description,
         kinds={"feast", "mlflow", "scikitlearn"},
         metadata={"registered_name": spec.registered_name, "alias": spec.alias},
+        required_resource_keys={"recall", "mlflow"},
     )
-    def train(recall: RecallResource) -> MaterializeResult:
-        return MaterializeResult(metadata=_train(recall, spec, registry))
+    def train(context: AssetExecutionContext) -> MaterializeResult:
+        tags = {
+            DAGSTER_RUN_TAG: context.run.run_id,
+            ASSET_TAG: context.asset_key.to_user_string(),
+            MLFLOW_PARENT_RUN_ID: context.resources.mlflow.active_run().info.run_id,
+        }
+        return MaterializeResult(metadata=_train(context.resources.recall, spec, tags))
 
     return train
 
@@ -75,15 +93,11 @@ def promotion_asset(spec: ModelSpec) -> AssetsDefinition:
     return promote
 
 
-def _train(recall: RecallResource, spec: ModelSpec, registry: FeatureRegistry) -> dict[str, Any]:
+def _train(recall: RecallResource, spec: ModelSpec, tags: dict[str, str]) -> dict[str, Any]:
     """Train through the estate's own step (the training registry in force, a scenario's code change included),
     registering a candidate; then read back what MLflow recorded for the asset's metadata."""
     settings = recall.settings()
-    registry = training_registry(settings)
-    version = train_and_deploy(
-        settings, ensure_warehouse(settings), registry, EstateState(settings), Progress(quiet=True),
-        models=(spec.name,), promote=False,
-    )[spec.name]
+    version = train_models(settings, training_registry(settings), (spec.name,), tags)[spec.name]
     client = recall.mlflow_client()
     run_id = client.get_model_version(spec.registered_name, str(version)).run_id
     metrics = client.get_run(run_id).data.metrics

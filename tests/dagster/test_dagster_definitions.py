@@ -5,11 +5,12 @@ Two code locations: Recall's own (the product) and the demo estate's, built on R
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
 import yaml
-from dagster import AssetKey, Definitions, EnvVar
+from dagster import AssetKey, DefaultSensorStatus, Definitions, EnvVar
 
 from ml_models.query import build_training_query
 from ml_models.registry import load_registry
@@ -151,12 +152,16 @@ def test_the_workspace_serves_recall_and_the_demo_as_two_locations(
 ) -> None:
     workspace = yaml.safe_load((REPO_ROOT / "workspace.yaml").read_text())
     targets = {t["python_module"]["location_name"]: t["python_module"] for t in workspace["load_from"]}
-    assert targets["recall"]["module_name"] == "recall_dagster.definitions"
+    assert targets["recall"]["module_name"] == "recall_location.definitions", "Recall declared as a component"
     assert targets["demo_estate"]["module_name"] == "seed.dagster.definitions"
     monkeypatch.setenv("RECALL_HOME", str(defs_settings.home))
     monkeypatch.delenv("RECALL_CONFIG", raising=False)
-    recall, demo = recall_location.defs(), demo_location.defs()
-    assert keys(recall) == {*SCAN, "data_incidents", "blind_window"}
+    monkeypatch.syspath_prepend(str(REPO_ROOT / targets["recall"]["working_directory"]))
+    declared = importlib.import_module(targets["recall"]["module_name"])
+    recall, demo = getattr(declared, targets["recall"]["attribute"])(), demo_location.defs()
+    assert keys(recall) == keys(recall_location.defs()) == {*SCAN, "data_incidents", "blind_window"}, (
+        "the component declares what the product's own location holds")
+    assert {s.default_status for s in recall.sensors} == {DefaultSensorStatus.RUNNING}, "automation: running"
     assert {"ml/fraud_detector", "ml/fraud_detector_retrain_gate", "datahub_metadata"} <= keys(demo)
     assert not keys(recall) & keys(demo), "no asset is defined in both locations"
 
@@ -190,8 +195,6 @@ def test_merged_into_a_team_s_location_recall_is_building_blocks_not_a_takeover(
 
 
 def test_recall_s_own_location_starts_its_reactions() -> None:
-    from dagster import DefaultSensorStatus
-
     own = recall_location.defs()
     assert {s.default_status for s in own.sensors} == {DefaultSensorStatus.RUNNING}
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from dagster import DagsterInstance
 from click.testing import CliRunner
 from datahub.metadata.schema_classes import DocumentInfoClass, IncidentInfoClass, IncidentStateClass
 
@@ -96,11 +97,12 @@ def test_a_bad_load_raises_an_incident_naming_the_poisoned_features_per_model(se
     assert info.status.state == IncidentStateClass.ACTIVE
     assert FRAUD.format(2) in info.entities
     assert f"{nulls} failing rows" in info.description and "order_unit_price" in info.description
+    assert "trained by Dagster run" in info.description, "the incident names the run that trained on bad data"
     _, again = recall("incidents", "sync")
     assert again["raised"] == again["updated"] == [] and len(again["active"]) == 2, "a re-run changes nothing"
 
 
-def test_the_blind_window_marks_the_retrain_contaminated_and_its_predecessor_the_rollback(recall) -> None:
+def test_the_blind_window_marks_the_retrain_contaminated_and_its_predecessor_the_rollback(settings, recall) -> None:
     code, report = recall("blind-window", TEST)
     assert code == 1, "a live deployment serves a contaminated version"
     (cause,) = report["causes"]
@@ -110,6 +112,14 @@ def test_the_blind_window_marks_the_retrain_contaminated_and_its_predecessor_the
     assert verdicts == {"fraud_detector_2": "CONTAMINATED", "fraud_detector_1": "CLEAN"}
     assert fraud["rollback"]["name"] == "fraud_detector_1"
     assert report["contaminated_live"] == ["fraud_detector_2"]
+    trained = {v["name"]: v["trained_by"] for v in fraud["versions"]}
+    assert trained["fraud_detector_1"]["run_id"] != trained["fraud_detector_2"]["run_id"], "each its own training"
+    with DagsterInstance.from_config(str(settings.home / "dagster")) as instance:
+        for run in trained.values():
+            assert instance.get_run_by_id(run["run_id"]).job_name == "estate_training", (
+                "the demo trains in Dagster: each version names the run recorded under RECALL_HOME/dagster")
+            assert run["url"] == f"http://127.0.0.1:3000/runs/{run['run_id']}", "linked where `recall dagster` serves"
+    assert f"Dagster run {trained['fraud_detector_2']['run_id'][:8]}" in cause["narrative"]
     _, by_table = recall("blind-window", "warehouse.marts.fct_transactions")
     assert by_table["causes"][0]["models"] == cause["models"], "a dataset finds the same root cause"
 

@@ -1,0 +1,48 @@
+"""The estate's own trainings as Dagster runs of the demo location's training assets, on the instance under
+RECALL_HOME: every MLflow run they open carries its Dagster run, and ``recall dagster`` shows the runs.
+
+Only the training assets are materialized, not their retrain gates: the
+lifecycle writes the estate's history, including a scenario's retrain on bad
+data that a team without Recall would have run.
+"""
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from dagster import DagsterInstance, Definitions, define_asset_job
+from dagster_mlflow import end_mlflow_on_run_finished
+
+from ml_models.registry import load_registry
+from recall_dagster.cli.dagster_cmd import dagster_home
+from recall_dagster.defs import RecallResource
+from recall_dagster.settings import Settings
+from seed.dagster.training import mlflow_resource, training_asset, training_key
+from seed.dagster.warehouse import dbt_project, warehouse_dbt_assets
+
+
+JOB = "estate_training"  # the Dagster job, and the name of the MLflow run dagster-mlflow opens for it
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    run_id: str  # the Dagster run
+    versions: Mapping[str, int]  # model -> the version it registered
+    instance: str  # DAGSTER_HOME the run is recorded in
+
+
+def train_in_dagster(settings: Settings, models: tuple[str, ...]) -> TrainingRun:
+    """One Dagster run training ``models``; a failing step fails here, with Dagster's own error."""
+    registry = load_registry()
+    dbt = warehouse_dbt_assets(dbt_project(settings))
+    specs = [spec for spec in registry.models if spec.name in models]
+    home = dagster_home(settings)
+    defs = Definitions(
+        assets=[training_asset(spec, registry, dbt) for spec in specs],
+        jobs=[define_asset_job(JOB, hooks={end_mlflow_on_run_finished})],
+        resources={"recall": RecallResource.from_settings(settings), "mlflow": mlflow_resource(settings)},
+    )
+    with DagsterInstance.from_config(str(home)) as instance:
+        result = defs.resolve_job_def(JOB).execute_in_process(instance=instance)
+    registered = {e.asset_key: e.materialization.metadata["version"].value
+                  for e in result.get_asset_materialization_events()}
+    return TrainingRun(result.run_id, {spec.name: int(registered[training_key(spec)]) for spec in specs}, str(home))
