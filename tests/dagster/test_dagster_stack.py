@@ -67,8 +67,12 @@ def metadata(result: ExecuteInProcessResult, key: str) -> dict[str, Any]:
 
 
 def sense(defs: Definitions, instance: DagsterInstance, name: str, cursor: str | None = None):
-    with build_sensor_context(instance=instance, cursor=cursor, definitions=defs, resources=defs.resources) as context:
-        return defs.resolve_sensor_def(name)(context)
+    """One tick, with the resources the sensor asks for, as the daemon gives them (dagster-mlflow's resource,
+    among the location's, opens an MLflow run and so can only start inside a run)."""
+    sensor = defs.resolve_sensor_def(name)
+    resources = {key: defs.resources[key] for key in sensor.required_resource_keys}
+    with build_sensor_context(instance=instance, cursor=cursor, definitions=defs, resources=resources) as context:
+        return sensor(context)
 
 
 def fraud_versions(settings: Settings) -> list[int]:
