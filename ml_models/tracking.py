@@ -17,16 +17,20 @@ aliases from the registry itself (:mod:`recall_dagster.graph.registry_overlay`).
 
 Only MlflowClient calls are used (no fluent ``mlflow.start_run``): the tracking
 URI is an argument, never process-global state, and the run's start time can be
-set by the caller.
+set by the caller. Where a Dagster resource does set that state,
+:func:`mlflow_process_state` puts it back.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
+import mlflow
 import mlflow.sklearn
 import pandas as pd
 from mlflow import MlflowClient
@@ -153,3 +157,28 @@ def register_version(
 def promote_version(client: MlflowClient, model: ModelSpec, version: str | int) -> None:
     """Move the model's alias to ``version`` (the previous holder loses it, as MLflow moves an alias)."""
     client.set_registered_model_alias(model.registered_name, model.alias, str(version))
+
+
+MLFLOW_PROCESS_ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_ID")
+
+
+@contextmanager
+def mlflow_process_state() -> Iterator[None]:
+    """Put back the process's MLflow tracking URI and experiment after the run.
+
+    dagster-mlflow's resource sets both for the whole process, and MLflow
+    exports them as MLFLOW_TRACKING_URI and MLFLOW_EXPERIMENT_ID for
+    subprocesses. The demo trains in its caller's process (``seed build``, a
+    test), so without this a later ``Settings.from_env`` there would read
+    this estate's tracking store, even after the estate is reset.
+    """
+    saved = {name: os.environ.get(name) for name in MLFLOW_PROCESS_ENV}
+    try:
+        yield
+    finally:
+        mlflow.set_tracking_uri(saved["MLFLOW_TRACKING_URI"])
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

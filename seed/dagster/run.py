@@ -11,12 +11,14 @@ from typing import Mapping
 
 from dagster import DagsterInstance, Definitions, define_asset_job
 from dagster_mlflow import end_mlflow_on_run_finished
+from mlflow import MlflowClient
 
 from ml_models.registry import load_registry
+from ml_models.tracking import ensure_experiment, mlflow_process_state
 from recall_dagster.cli.dagster_cmd import dagster_home
 from recall_dagster.defs import RecallResource
 from recall_dagster.settings import Settings
-from seed.dagster.training import mlflow_resource, training_asset, training_key
+from seed.dagster.training import MLFLOW_EXPERIMENT, mlflow_resource, training_asset, training_key
 from seed.dagster.warehouse import dbt_project, warehouse_dbt_assets
 
 
@@ -41,8 +43,10 @@ def train_in_dagster(settings: Settings, models: tuple[str, ...]) -> TrainingRun
         jobs=[define_asset_job(JOB, hooks={end_mlflow_on_run_finished})],
         resources={"recall": RecallResource.from_settings(settings), "mlflow": mlflow_resource(settings)},
     )
-    with DagsterInstance.from_config(str(home)) as instance:
+    ensure_experiment(MlflowClient(settings.mlflow_uri), MLFLOW_EXPERIMENT, settings.mlflow_uri)
+    with DagsterInstance.from_config(str(home)) as instance, mlflow_process_state():
         result = defs.resolve_job_def(JOB).execute_in_process(instance=instance)
     registered = {e.asset_key: e.materialization.metadata["version"].value
                   for e in result.get_asset_materialization_events()}
     return TrainingRun(result.run_id, {spec.name: int(registered[training_key(spec)]) for spec in specs}, str(home))
+

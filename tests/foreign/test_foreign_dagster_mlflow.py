@@ -4,6 +4,7 @@ raises name the Dagster run that trained each version, linked to it when ``dagst
 annotation of the asset here.)"""
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from dagster_mlflow import mlflow_tracking
 from foreign_estate import OVERLAY, fail_the_test, shop_as, stock
 from mlflow import MlflowClient
 
+from ml_models.tracking import mlflow_process_state
 from recall_dagster.cli import cli
 from recall_dagster.graph import open_graph
 from recall_dagster.settings import Settings
@@ -36,10 +38,11 @@ def train_in_dagster(shop: Settings, instance: DagsterInstance) -> str:
         client.create_model_version("churn_model", source="file:///nowhere", run_id=run.info.run_id)
 
     tracking = mlflow_tracking.configured({"experiment_name": "churn", "mlflow_tracking_uri": shop.mlflow_uri})
-    try:
-        result = materialize([train_churn], resources={"mlflow": tracking}, instance=instance)
-    finally:
-        mlflow.end_run()  # what dagster-mlflow's end_mlflow_on_run_finished hook does at the end of a job
+    with mlflow_process_state():
+        try:
+            result = materialize([train_churn], resources={"mlflow": tracking}, instance=instance)
+        finally:
+            mlflow.end_run()  # what dagster-mlflow's end_mlflow_on_run_finished hook does at the end of a job
     assert result.success
     return result.run_id
 
@@ -71,6 +74,15 @@ def test_each_mlflow_run_carries_the_dagster_run_that_opened_it(shop: tuple[Sett
     tagged = [client.get_run(client.get_model_version("churn_model", v).run_id).data.tags.get("dagster_run_id")
               for v in ("1", "2")]
     assert tagged == runs and len(set(runs)) == 2, "one MLflow run per Dagster run, each tagged with its id"
+
+
+def test_training_through_dagster_mlflow_leaves_the_process_tracking_where_it_was(
+        shop: tuple[Settings, list[str]]) -> None:
+    """dagster-mlflow sets MLflow's tracking URI for the whole process, environment included; after the run, the
+    next estate this process opens must not find its MLflow store pointing at this one (CI once did, and wrote
+    into a deleted estate's database)."""
+    settings, _ = shop
+    assert os.environ.get("MLFLOW_TRACKING_URI") != settings.mlflow_uri
 
 
 def test_the_blind_window_names_the_dagster_run_that_trained_each_version(shop: tuple[Settings, list[str]]) -> None:

@@ -24,6 +24,7 @@ from datahub.metadata.schema_classes import (
 )
 from mlflow import MlflowClient
 
+from ml_models.tracking import mlflow_process_state
 from recall_dagster.cli import cli
 from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.graph import LiteGraph, open_graph
@@ -39,17 +40,18 @@ ORDERS_DBT = "urn:li:dataset:(urn:li:dataPlatform:dbt,analytics.main.daily_order
 def train(uri: str, *inputs: str, exact: bool = False) -> None:
     """What the team's training asset does: log its inputs with MLflow's pandas dataset (or, ``exact``, Recall's
     warehouse dataset naming the table as DataHub does), register, set the alias."""
-    mlflow.set_tracking_uri(uri)
-    mlflow.set_experiment("forecast")
-    frame = pd.DataFrame({"day": ["2025-05-01", "2025-05-02"], "orders": [10.0, 12.0]})
-    with mlflow.start_run() as run, warnings.catch_warnings():
-        # MLflow tries every dataset source it knows on a bare path, and says so: the team's noise, not ours
-        warnings.simplefilter("ignore", UserWarning)
-        for name in inputs:
-            dataset = (warehouse_dataset(frame, "duckdb", name) if exact
-                       else mlflow.data.from_pandas(frame, source=f"{name}.parquet", name=name))
-            mlflow.log_input(dataset, context="training")
-        mlflow.log_metric("mape", 0.1)
+    with mlflow_process_state():
+        mlflow.set_tracking_uri(uri)
+        mlflow.set_experiment("forecast")
+        frame = pd.DataFrame({"day": ["2025-05-01", "2025-05-02"], "orders": [10.0, 12.0]})
+        with mlflow.start_run() as run, warnings.catch_warnings():
+            # MLflow tries every dataset source it knows on a bare path, and says so: the team's noise, not ours
+            warnings.simplefilter("ignore", UserWarning)
+            for name in inputs:
+                dataset = (warehouse_dataset(frame, "duckdb", name) if exact
+                           else mlflow.data.from_pandas(frame, source=f"{name}.parquet", name=name))
+                mlflow.log_input(dataset, context="training")
+            mlflow.log_metric("mape", 0.1)
     client = MlflowClient(tracking_uri=uri, registry_uri=uri)
     client.create_registered_model("forecaster")
     version = client.create_model_version("forecaster", source=f"runs:/{run.info.run_id}/model", run_id=run.info.run_id)
