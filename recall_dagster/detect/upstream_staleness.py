@@ -54,6 +54,9 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
         last, age = table.last, table.age_hours
         if not table.stale or last is None or age is None:
             continue
+        # the jobs that write the table, whichever of its descriptions records them: what to rerun
+        writers = sorted({w for o in said for w in o.dataset.written_by})
+        rerun = f"; written by {', '.join(writers)}" if writers else ""
         for o in said:
             if o.last is None:
                 continue
@@ -65,12 +68,13 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
                     config.severity(NAME, "stale"),
                     urn,
                     f"{o.dataset.name} last changed {_span(age)} ago, past its "
-                    f"{_span(table.window_hours)} window (per {_per(last, table.recorded_on, urn)})",
+                    f"{_span(table.window_hours)} window (per {_per(last, table.recorded_on, urn)}){rerun}",
                     cause=urn,
                     last_updated_ms=last.updated_ms,
                     age_hours=round(age, 1),
                     window_hours=table.window_hours,
                     freshness_source=last.source,
+                    **({"written_by": writers} if writers else {}),
                 )
             )
     return sorted(findings, key=lambda f: f.subject)

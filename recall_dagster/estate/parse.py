@@ -20,6 +20,7 @@ from datahub.metadata.schema_classes import (
     AssertionInfoClass,
     CorpUserInfoClass,
     CorpUserStatusClass,
+    DataFlowInfoClass,
     DataJobInfoClass,
     DataJobInputOutputClass,
     DataProcessInstanceInputClass,
@@ -47,6 +48,7 @@ from datahub.metadata.schema_classes import (
     VersionPropertiesClass,
     _Aspect,
 )
+from datahub.metadata.urns import DataJobUrn
 from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
 from datahub.utilities.urns.urn import Urn
 
@@ -248,10 +250,11 @@ def parse_dataset(
     freshness_property: str | None,
     operations_ms: tuple[tuple[int, int], ...] = (),
     builds_ms: tuple[int, ...] = (),
+    written_by: tuple[str, ...] = (),
     assertions: tuple[Assertion, ...] = (),
     profiles: tuple[Profile, ...] = (),
 ) -> Dataset:
-    if not aspects and not operations_ms and not builds_ms and not assertions:
+    if not aspects and not operations_ms and not builds_ms and not written_by and not assertions:
         # a table something writes or tests exists, described or not (dbt tests a source's warehouse table
         # it never describes; a job's operations name tables no source catalogued)
         return Dataset(urn=urn, name=display_name(urn), missing=True)
@@ -278,6 +281,7 @@ def parse_dataset(
         column_lineage=_column_lineage(lineage),
         operations_ms=operations_ms,
         builds_ms=builds_ms,
+        written_by=written_by,
         last_modified_ms=_last_modified(props, _get(aspects, SchemaMetadataClass)),  # type: ignore[arg-type]
         property_updated_ms=_epoch_ms(property_value) if property_value else None,
         property_name=freshness_property if property_value else None,
@@ -405,6 +409,22 @@ def parse_training_run(urn: str, aspects: Aspects) -> TrainingRun:
         inputs=_datasets_only(inputs),
         created_ms=dpi_props.created.time if dpi_props and dpi_props.created and dpi_props.created.time else None,
     )
+
+
+def flow_of(job_urn: str) -> str:
+    """The data flow (an orchestrator's job, a Dagster job) a data job (its step, a Dagster op) belongs to."""
+    return str(DataJobUrn.from_string(job_urn).get_data_flow_urn())
+
+
+def writer_name(job_urn: str, job: Aspects, flow: Aspects) -> str:
+    """``orchestrator: flow/job`` by the names the orchestrator shows (``dagster: dbt_build/dbt_warehouse``),
+    falling back to the URN's ids for a job or flow nobody described."""
+    urn = DataJobUrn.from_string(job_urn)
+    flow_urn = urn.get_data_flow_urn()
+    job_info, flow_info = _get(job, DataJobInfoClass), _get(flow, DataFlowInfoClass)
+    flow_name = (flow_info.name if flow_info else None) or flow_urn.flow_id
+    job_name = (job_info.name if job_info else None) or urn.job_id
+    return f"{flow_urn.orchestrator}: {flow_name}/{job_name}"
 
 
 def parse_deployment(urn: str, aspects: Aspects, live_statuses: frozenset[str]) -> Deployment:

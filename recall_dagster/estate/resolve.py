@@ -9,11 +9,13 @@ together so a warehouse shared by ten models is read once, not ten times.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from datahub.metadata.schema_classes import (
     AssertionInfoClass,
     AssertionRunEventClass,
+    DataFlowInfoClass,
+    DataJobInfoClass,
     DataProcessInstanceRunEventClass,
     DatasetProfileClass,
     OperationClass,
@@ -40,6 +42,7 @@ ASSERTS, CONTAINS = "Asserts", "Contains"
 PRODUCES = ("Produces", "DataProcessInstanceProduces")
 INCOMING = (ASSERTS, CONTAINS, *PRODUCES)
 RUN_FIELDS = ("status", "result.type", "timestampMillis")
+DPI, DATA_JOB = "urn:li:dataProcessInstance:", "urn:li:dataJob:"
 
 
 def _sorted(urns: Iterable[str]) -> list[str]:
@@ -119,21 +122,39 @@ def _read_assertions(
     return {d: tuple(parsed[a] for a in sorted(set(asserted.get(d, ()))) if a in parsed) for d in dataset_urns}
 
 
-def _builds(graph: MetadataGraph, dataset_urns: Sequence[str]) -> dict[str, tuple[int, ...]]:
-    """When each dataset was last written by a run that succeeded, newest first: DataHub's dbt source records a
-    model's builds (``run_results.json``) as process instances producing it, which is how a stock dbt estate
-    says when its tables changed."""
+def _producers(graph: MetadataGraph, dataset_urns: Sequence[str]) -> dict[str, set[str]]:
+    """Whatever records writing each dataset: process instances (runs) and the jobs they run."""
     producers: dict[str, set[str]] = {}
     for relationship in PRODUCES:
-        for dataset, runs in graph.related(dataset_urns, relationship, "incoming").items():
-            producers.setdefault(dataset, set()).update(r for r in runs if r.startswith("urn:li:dataProcessInstance:"))
-    runs = _sorted(r for found in producers.values() for r in found)
+        for dataset, found in graph.related(dataset_urns, relationship, "incoming").items():
+            producers.setdefault(dataset, set()).update(found)
+    return producers
+
+
+def _builds(graph: MetadataGraph, producers: Mapping[str, set[str]]) -> dict[str, tuple[int, ...]]:
+    """When each dataset was last written by a run that succeeded, newest first: DataHub's dbt source records a
+    model's builds (``run_results.json``) as process instances producing it, which is how a stock dbt estate
+    says when its tables changed; orchestrator plugins (Dagster's, Airflow's) record their steps' runs alike."""
+    runs = _sorted(r for found in producers.values() for r in found if r.startswith(DPI))
     if not runs:
         return {}
     last = graph.timeseries_values(runs, DataProcessInstanceRunEventClass, RUN_FIELDS, limit=1)
     done = {r: ms for r, found in last.items() for status, result, ms in found[:1]
             if status == "COMPLETE" and result == "SUCCESS" and ms}
     return {d: tuple(sorted((done[r] for r in found if r in done), reverse=True)) for d, found in producers.items()}
+
+
+def _writers(graph: MetadataGraph, producers: Mapping[str, set[str]]) -> dict[str, tuple[str, ...]]:
+    """The orchestrator jobs recorded as writing each dataset (a Dagster op, through DataHub's Dagster
+    plugin), named as a person finds them in the orchestrator: which job to rerun when the table is stale."""
+    jobs = _sorted(j for found in producers.values() for j in found if j.startswith(DATA_JOB))
+    if not jobs:
+        return {}
+    read = graph.get_aspects(jobs, [DataJobInfoClass])
+    flows = {j: parse.flow_of(j) for j in jobs}
+    flow_read = graph.get_aspects(_sorted(set(flows.values())), [DataFlowInfoClass])
+    named = {j: parse.writer_name(j, read[j], flow_read[flows[j]]) for j in jobs}
+    return {d: tuple(sorted(named[j] for j in found if j in named)) for d, found in producers.items()}
 
 
 def _dangling_references(raw: AspectMap, inputs: Sequence[str]) -> dict[str, str]:
@@ -227,7 +248,8 @@ def resolve(
     raw_terms = graph.get_aspects(term_urns, parse.TERM_ASPECTS) if term_urns else {}
     glossary = {u: name for u in term_urns if (name := parse.term_name(raw_terms.get(u, {})))}
     operations = graph.timeseries(sorted(raw_datasets), OperationClass, limit=options.history_limit)
-    builds = _builds(graph, sorted(raw_datasets))
+    producers = _producers(graph, sorted(raw_datasets))
+    builds, writers = _builds(graph, producers), _writers(graph, producers)
     profiles = graph.timeseries(sorted(raw_datasets), DatasetProfileClass, limit=options.history_limit)
     datasets = {
         u: parse.parse_dataset(
@@ -239,6 +261,7 @@ def resolve(
             # a table known only by its operations (written by a job, never catalogued) still exists
             operations_ms=_operations(operations[u]),
             builds_ms=builds.get(u, ()),
+            written_by=writers.get(u, ()),
             assertions=assertions.get(u, ()),
             profiles=parse.parse_profiles(profiles[u]),  # type: ignore[arg-type]
         )

@@ -4,7 +4,8 @@ Built only on Recall's public API (:mod:`recall_dagster.defs`), as any team's
 location would be: its training assets are ordinary assets that register a
 candidate, :func:`~recall_dagster.defs.retrain_gate` puts Recall's blocking gate
 in front of each, :func:`~recall_dagster.defs.metric_gate` a blocking check on
-each, and a promotion asset behind it moves the alias only when that check passes. Recall's scans, reactions and incidents live in the ``recall`` code
+each, and a promotion asset behind it moves the alias only when that check passes. DataHub's own Dagster
+sensor carries each run into the graph (:mod:`seed.dagster.datahub_sensor`). Recall's scans, reactions and incidents live in the ``recall`` code
 location next to it (``workspace.yaml``).
 
 Built by a function rather than at import: the dbt assets need a manifest
@@ -26,6 +27,7 @@ from dagster_mlflow import end_mlflow_on_run_finished
 from ml_models.registry import load_registry
 from recall_dagster.defs import RecallResource, metric_gate, recall_definitions, retrain_gate
 from recall_dagster.settings import Settings
+from seed.dagster.datahub_sensor import datahub_sensor
 from seed.dagster.feast import GROUP as FEAST_GROUP
 from seed.dagster.feast import feast_assets
 from seed.dagster.ingest import INGEST_KEY, datahub_metadata_asset
@@ -42,8 +44,9 @@ def build_definitions(settings: Settings | None = None, with_recall: bool = Fals
     code location would (in-process tests run the whole loop this way).
     """
     resource = RecallResource.from_env() if settings is None else RecallResource.from_settings(settings)
+    estate = settings or Settings.from_env()
     registry = load_registry()
-    dbt = warehouse_dbt_assets(dbt_project(settings or Settings.from_env()))
+    dbt = warehouse_dbt_assets(dbt_project(estate))
     feast = feast_assets(registry, dbt)
     training = [training_asset(spec, registry, dbt) for spec in registry.models]
     gated = [a for spec, asset in zip(registry.models, training) for a in retrain_gate(asset, spec.registered_name)]
@@ -66,7 +69,8 @@ def build_definitions(settings: Settings | None = None, with_recall: bool = Fals
         schedules=[ScheduleDefinition(
             name="daily_dbt_build", job=dbt_build, cron_schedule="0 5 * * *", execution_timezone="UTC"
         )],
-        resources={"recall": resource, "dbt": dbt_cli(), "mlflow": mlflow_resource(settings or Settings.from_env())},
+        sensors=[datahub_sensor(estate, registry, [raw_layer, dbt], feast, DefaultSensorStatus.RUNNING)],
+        resources={"recall": resource, "dbt": dbt_cli(), "mlflow": mlflow_resource(estate)},
         executor=in_process_executor,
     )
     if not with_recall:

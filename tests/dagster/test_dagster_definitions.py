@@ -106,7 +106,7 @@ def test_dbt_tests_are_checks_and_every_retrain_has_a_blocking_gate(definitions)
 def test_sensors_schedules_and_jobs(definitions) -> None:
     repository = definitions.get_repository_def()
     assert {s.name for s in repository.sensor_defs} == {
-        "dbt_test_failures", "mlflow_new_versions", "datahub_assertion_results"
+        "dbt_test_failures", "mlflow_new_versions", "datahub_assertion_results", "datahub_sensor"
     }
     schedules = {s.name: (s.cron_schedule, s.job_name) for s in repository.schedule_defs}
     assert schedules == {"nightly_scan": ("0 2 * * *", "recall_scan"), "daily_dbt_build": ("0 5 * * *", "dbt_build")}

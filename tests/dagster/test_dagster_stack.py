@@ -10,6 +10,7 @@ once the ingestion has carried it into DataHub.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -25,6 +26,9 @@ from dagster import (
 )
 from mlflow import MlflowClient
 
+from recall_dagster.config.load import load
+from recall_dagster.estate.resolve import resolve_closures
+from recall_dagster.graph import LiteGraph
 from recall_dagster.settings import Settings
 from seed.stack.warehouse import ensure_warehouse
 from tests.conftest import built_estate
@@ -69,10 +73,13 @@ def metadata(result: ExecuteInProcessResult, key: str) -> dict[str, Any]:
 def sense(defs: Definitions, instance: DagsterInstance, name: str, cursor: str | None = None):
     """One tick, with the resources the sensor asks for, as the daemon gives them (dagster-mlflow's resource,
     among the location's, opens an MLflow run and so can only start inside a run)."""
-    sensor = defs.resolve_sensor_def(name)
-    resources = {key: defs.resources[key] for key in sensor.required_resource_keys}
-    with build_sensor_context(instance=instance, cursor=cursor, definitions=defs, resources=resources) as context:
-        return sensor(context)
+    with build_sensor_context(instance=instance, cursor=cursor, definitions=defs,
+                              resources=asked_for(defs, name)) as context:
+        return defs.resolve_sensor_def(name)(context)
+
+
+def asked_for(defs: Definitions, sensor: str) -> dict[str, Any]:
+    return {key: defs.resources[key] for key in defs.resolve_sensor_def(sensor).required_resource_keys}
 
 
 def fraud_versions(settings: Settings) -> list[int]:
@@ -184,6 +191,37 @@ def test_after_the_repair_the_retrain_runs_and_its_version_is_scanned(defs, inst
     assert rescan.success
     scores = metadata(rescan, "risk_scores")
     assert "| fraud_detector_2 | yes | HEALTHY |" in scores["models"] and "fraud_detector_1" not in scores["models"]
+
+
+def test_datahub_s_dagster_plugin_carries_the_demo_s_runs_into_the_graph(defs, instance, estate: Settings) -> None:
+    """The demo location's DataHub sensor (acryl-datahub-dagster-plugin) writes the dbt build's run into the
+    Lite graph, and Recall's closures name the Dagster op that writes each warehouse table."""
+    started = plugin_tick(defs, instance, None)  # a run status sensor starts from the newest run
+    build = run(defs, instance, "dbt_build")
+    assert build.success
+    plugin_tick(defs, instance, started)
+    graph = LiteGraph(estate.graph, read_only=True)
+    try:
+        flows = {graph.get_aspects([f])[f]["dataFlowInfo"].name: f for f in graph.list_urns("dataFlow")}
+        assert "dbt_build" in flows
+        runs = graph.list_urns("dataProcessInstance")
+        named = {graph.get_aspects([r])[r]["dataProcessInstanceProperties"].name for r in runs}
+        assert build.run_id in named, "the run itself, as a process instance of the dbt_build flow"
+        closures = resolve_closures(graph, load().scan.resolve, scanned_at_ms=int(time.time() * 1000))
+    finally:
+        graph.close()
+    written = {d.name for c in closures for d in c.datasets.values()
+               if "dagster: dbt_build/dbt_warehouse" in d.written_by}
+    assert "warehouse.marts.fct_transactions" in written, written
+    assert all(name.startswith(("warehouse.staging.", "warehouse.marts.")) for name in written)
+
+
+def plugin_tick(defs: Definitions, instance: DagsterInstance, cursor: str | None) -> str | None:
+    """One evaluation of the plugin's sensor; its cursor is the run status sensors' own."""
+    with build_sensor_context(instance=instance, cursor=cursor, definitions=defs,
+                              resources=asked_for(defs, "datahub_sensor")) as context:
+        defs.resolve_sensor_def("datahub_sensor")(context)
+        return context.cursor
 
 
 def bad_load(settings: Settings) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from datahub.api.entities.datajob import DataFlow, DataJob
 from datahub.api.entities.dataprocess.dataprocess_instance import DataProcessInstance, InstanceRunResult
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import (
@@ -92,3 +93,16 @@ def test_a_new_build_reaches_the_model_in_an_incremental_rescan(graph: LiteGraph
     assert rescan.mode == "incremental" and rescan.reread == 1, rescan
     assert closures[0].dataset(mart).freshness_at(T0).updated_ms == T0 - 2 * HOUR
     assert first.key == snapshot_key(graph.location, options, True)
+
+
+def test_the_orchestrator_job_writing_a_table_is_named(graph: LiteGraph) -> None:
+    """DataHub's Dagster plugin records a data flow per job and a data job per op producing the tables its
+    step materialized: the table says which Dagster job and op write it, by the names Dagster shows."""
+    mart = make_estate().mart
+    flow = DataFlow(orchestrator="dagster", id="seed.dagster.definitions/dbt_build", env="PROD", name="dbt_build")
+    op = DataJob(id="seed.dagster.definitions/dbt_warehouse", flow_urn=flow.urn, name="dbt_warehouse")
+    op.outlets = [DatasetUrn.from_string(mart)]
+    graph.emit_mcps([*flow.generate_mcp(), *op.generate_mcp()]).raise_if_failed("dagster")
+    [closure] = resolve_closures(graph, load().scan.resolve, scanned_at_ms=T0, include_all=True)
+    assert closure.dataset(mart).written_by == ("dagster: dbt_build/dbt_warehouse",)
+    assert closure.dataset(mart).freshness_at(T0) is None, "a job that writes it says nothing of when it last ran"

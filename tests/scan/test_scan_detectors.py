@@ -69,6 +69,16 @@ def test_staleness_trusts_the_newest_report_over_rosier_older_ones(config):
     assert stale.evidence["last_updated_ms"] == NOW - 40 * 24 * HOUR
 
 
+def test_a_stale_table_names_the_orchestrator_jobs_that_write_it(config):
+    """DataHub's Dagster plugin records which op writes a table: the finding says what to rerun."""
+    raw = ds("raw", last_modified_ms=NOW - 200 * HOUR, written_by=("dagster: dbt_build/dbt_warehouse",))
+    (stale,) = upstream_staleness.detect(closure(features=[feature("f", "raw")], datasets=[raw]), config, STATE)
+    assert stale.message.endswith("(per its lastModified); written by dagster: dbt_build/dbt_warehouse")
+    assert stale.evidence["written_by"] == ["dagster: dbt_build/dbt_warehouse"]
+    unrecorded = closure(features=[feature("f", "raw")], datasets=[replace(raw, written_by=())])
+    assert "written_by" not in upstream_staleness.detect(unrecorded, config, STATE)[0].evidence
+
+
 # -- training_serving_skew -----------------------------------------------------
 
 

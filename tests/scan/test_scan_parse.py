@@ -207,3 +207,20 @@ def test_a_table_only_tested_or_built_exists_though_nothing_describes_it() -> No
     assert not tested.missing and tested.assertions == (test,)
     assert not built.missing and built.builds_ms == (5,)
     assert parse.parse_dataset(urn, {}, people={}, glossary={}, freshness_property=None).missing
+
+
+def test_a_writer_is_named_as_the_orchestrator_shows_it() -> None:
+    """DataHub's Dagster plugin names a data job ``<module>/<op>`` in a flow ``<module>/<job>``; people know
+    the job and the op."""
+    job = "urn:li:dataJob:(urn:li:dataFlow:(dagster,seed.dagster.definitions/dbt_build,PROD),seed.dagster.definitions/dbt_warehouse)"
+    flow = parse.flow_of(job)
+    assert flow == "urn:li:dataFlow:(dagster,seed.dagster.definitions/dbt_build,PROD)"
+    described = parse.writer_name(job, {"dataJobInfo": dh.DataJobInfoClass(name="dbt_warehouse", type="COMMAND")},
+                                  {"dataFlowInfo": dh.DataFlowInfoClass(name="dbt_build")})
+    assert described == "dagster: dbt_build/dbt_warehouse"
+    assert parse.writer_name(job, {}, {}) == (
+        "dagster: seed.dagster.definitions/dbt_build/seed.dagster.definitions/dbt_warehouse"
+    )
+    urn = "urn:li:dataset:(urn:li:dataPlatform:postgres,warehouse.raw.customers,PROD)"
+    written = parse.parse_dataset(urn, {}, people={}, glossary={}, freshness_property=None, written_by=(described,))
+    assert not written.missing and written.written_by == (described,)
