@@ -1,5 +1,6 @@
 """The estate's own trainings as Dagster runs of the demo location's training assets, on the instance under
-RECALL_HOME: every MLflow run they open carries its Dagster run, and ``recall dagster`` shows the runs.
+RECALL_HOME: every MLflow run they open carries its Dagster run, ``recall dagster`` shows the runs, and the
+location's DataHub sensor (DataHub's Dagster plugin) carries each into the graph, as the daemon would.
 
 Only the training assets are materialized, not their retrain gates: the
 lifecycle writes the estate's history, including a scenario's retrain on bad
@@ -9,7 +10,7 @@ data that a team without Recall would have run.
 from dataclasses import dataclass
 from typing import Mapping
 
-from dagster import DagsterInstance, Definitions, define_asset_job
+from dagster import DagsterInstance, DefaultSensorStatus, Definitions, build_sensor_context, define_asset_job
 from dagster_mlflow import end_mlflow_on_run_finished
 from mlflow import MlflowClient
 
@@ -18,8 +19,10 @@ from ml_models.tracking import ensure_experiment, mlflow_process_state
 from recall_dagster.cli.dagster_cmd import dagster_home
 from recall_dagster.defs import RecallResource
 from recall_dagster.settings import Settings
+from seed.dagster.datahub_sensor import SENSOR, datahub_sensor
+from seed.dagster.feast import feast_assets
 from seed.dagster.training import MLFLOW_EXPERIMENT, mlflow_resource, training_asset, training_key
-from seed.dagster.warehouse import dbt_project, warehouse_dbt_assets
+from seed.dagster.warehouse import dbt_project, raw_layer, warehouse_dbt_assets
 
 
 JOB = "estate_training"  # the Dagster job, and the name of the MLflow run dagster-mlflow opens for it
@@ -41,12 +44,24 @@ def train_in_dagster(settings: Settings, models: tuple[str, ...]) -> TrainingRun
     defs = Definitions(
         assets=[training_asset(spec, registry, dbt) for spec in specs],
         jobs=[define_asset_job(JOB, hooks={end_mlflow_on_run_finished})],
+        sensors=[datahub_sensor(settings, registry, [raw_layer, dbt], feast_assets(registry, dbt),
+                                DefaultSensorStatus.RUNNING)],
         resources={"recall": RecallResource.from_settings(settings), "mlflow": mlflow_resource(settings)},
     )
     ensure_experiment(MlflowClient(settings.mlflow_uri), MLFLOW_EXPERIMENT, settings.mlflow_uri)
     with DagsterInstance.from_config(str(home)) as instance, mlflow_process_state():
+        before = _tick(defs, instance, None)
         result = defs.resolve_job_def(JOB).execute_in_process(instance=instance)
+        _tick(defs, instance, before)
     registered = {e.asset_key: e.materialization.metadata["version"].value
                   for e in result.get_asset_materialization_events()}
     return TrainingRun(result.run_id, {spec.name: int(registered[training_key(spec)]) for spec in specs}, str(home))
 
+
+def _tick(defs: Definitions, instance: DagsterInstance, cursor: str | None) -> str | None:
+    """One evaluation of the DataHub sensor over the instance's runs after ``cursor`` (None: from the newest
+    run on), returning its new cursor. The daemon would not pick these runs up itself: they are launched in
+    process, by no code location it serves."""
+    with build_sensor_context(instance=instance, cursor=cursor, definitions=defs) as context:
+        defs.resolve_sensor_def(SENSOR)(context)
+        return context.cursor

@@ -13,7 +13,12 @@ from typing import Iterator
 import pytest
 from dagster import DagsterInstance
 from click.testing import CliRunner
-from datahub.metadata.schema_classes import DocumentInfoClass, IncidentInfoClass, IncidentStateClass
+from datahub.metadata.schema_classes import (
+    DataProcessInstancePropertiesClass,
+    DocumentInfoClass,
+    IncidentInfoClass,
+    IncidentStateClass,
+)
 
 from recall_dagster.cli import cli
 from recall_dagster.graph import open_graph
@@ -120,6 +125,15 @@ def test_the_blind_window_marks_the_retrain_contaminated_and_its_predecessor_the
                 "the demo trains in Dagster: each version names the run recorded under RECALL_HOME/dagster")
             assert run["url"] == f"http://127.0.0.1:3000/runs/{run['run_id']}", "linked where `recall dagster` serves"
     assert f"Dagster run {trained['fraud_detector_2']['run_id'][:8]}" in cause["narrative"]
+    graph = open_graph(settings)
+    try:
+        instances = graph.list_urns("dataProcessInstance")
+        named = {a["dataProcessInstanceProperties"].name
+                 for a in graph.get_aspects(instances, [DataProcessInstancePropertiesClass]).values() if a}
+    finally:
+        graph.close()
+    assert {run["run_id"] for run in trained.values()} <= named, (
+        "each training run reached DataHub through DataHub's Dagster plugin, as a process instance of its own")
     _, by_table = recall("blind-window", "warehouse.marts.fct_transactions")
     assert by_table["causes"][0]["models"] == cause["models"], "a dataset finds the same root cause"
 
