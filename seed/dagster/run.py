@@ -15,7 +15,7 @@ from dagster_mlflow import end_mlflow_on_run_finished
 from mlflow import MlflowClient
 
 from ml_models.registry import load_registry
-from ml_models.tracking import ensure_experiment, mlflow_process_state
+from ml_models.tracking import ensure_experiment
 from recall_dagster.cli.dagster_cmd import dagster_home
 from recall_dagster.defs import RecallResource
 from recall_dagster.settings import Settings
@@ -49,7 +49,7 @@ def train_in_dagster(settings: Settings, models: tuple[str, ...]) -> TrainingRun
         resources={"recall": RecallResource.from_settings(settings), "mlflow": mlflow_resource(settings)},
     )
     ensure_experiment(MlflowClient(settings.mlflow_uri), MLFLOW_EXPERIMENT, settings.mlflow_uri)
-    with DagsterInstance.from_config(str(home)) as instance, mlflow_process_state():
+    with DagsterInstance.from_config(str(home)) as instance:
         before = _tick(defs, instance, None)
         result = defs.resolve_job_def(JOB).execute_in_process(instance=instance)
         _tick(defs, instance, before)

@@ -15,9 +15,17 @@ run's (``mlflow.parentRunId``) and carries the same ``dagster_run_id``, which
 Recall reads to name the Dagster run behind every version.
 """
 
-from typing import Any
+from typing import Any, Iterator
 
-from dagster import AssetExecutionContext, AssetKey, AssetsDefinition, MaterializeResult, ResourceDefinition, asset
+from dagster import (
+    AssetExecutionContext,
+    AssetKey,
+    AssetsDefinition,
+    InitResourceContext,
+    MaterializeResult,
+    ResourceDefinition,
+    asset,
+)
 from dagster_dbt import get_asset_key_for_model
 from dagster_mlflow import mlflow_tracking
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
@@ -27,7 +35,7 @@ from ml_models.registry import FeatureRegistry, ModelSpec
 from recall_dagster.defs import RecallResource
 from recall_dagster.run_tags import DAGSTER_RUN_TAG
 from recall_dagster.settings import Settings
-from ml_models.tracking import promote_version
+from ml_models.tracking import mlflow_process_state, promote_version
 from seed.injuries import training_registry
 from seed.lifecycle import EstateState, train_models
 
@@ -37,8 +45,17 @@ ASSET_TAG = "dagster_asset_key"
 
 
 def mlflow_resource(settings: Settings) -> ResourceDefinition:
-    """dagster-mlflow's resource on the estate's tracking store."""
-    return mlflow_tracking.configured({"experiment_name": MLFLOW_EXPERIMENT, "mlflow_tracking_uri": settings.mlflow_uri})
+    """dagster-mlflow's resource on the estate's tracking store, which leaves the process's MLflow settings as it
+    found them when the run ends: an in-process run (``seed build``, a test) would otherwise point every later
+    MLflow client of that process, and ``Settings.from_env``, at this estate's store."""
+    restoring = ResourceDefinition(resource_fn=_restoring_mlflow_tracking, config_schema=mlflow_tracking.config_schema,
+                                   description=mlflow_tracking.description)
+    return restoring.configured({"experiment_name": MLFLOW_EXPERIMENT, "mlflow_tracking_uri": settings.mlflow_uri})
+
+
+def _restoring_mlflow_tracking(context: InitResourceContext) -> Iterator[Any]:
+    with mlflow_process_state():
+        yield from mlflow_tracking.resource_fn(context)
 
 
 def training_key(spec: ModelSpec) -> AssetKey:

@@ -43,7 +43,8 @@ def test_graphql_lists_the_assets_checks_sensors_and_schedules(tmp_path: Path) -
     assert assets["marts/fct_transactions"]["not_null_fct_transactions_unit_price"] is False
     assert assets["risk_scores"] == {"no_model_at_fail_tier": False}
     assert served["sensors"] == {
-        "recall": {"datahub_assertion_results": "RUNNING", "mlflow_new_versions": "RUNNING"}, "demo_estate": {}
+        "recall": {"datahub_assertion_results": "RUNNING", "mlflow_new_versions": "RUNNING"},
+        "demo_estate": {"datahub_sensor": "RUNNING"},  # DataHub's Dagster plugin, as the team would run it
     }
     assert served["schedules"] == {"recall": {"nightly_scan": "0 2 * * *"}, "demo_estate": {"daily_dbt_build": "0 5 * * *"}}
     assert (tmp_path / "dagster" / "dagster.yaml").exists(), "DAGSTER_HOME is under RECALL_HOME"

@@ -7,6 +7,7 @@ One small estate for the module; the tests run in order, as the demo does:
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Iterator
 
@@ -69,6 +70,12 @@ def _aspect(settings: Settings, urn: str, aspect: type):
         return graph.get_aspects([urn], [aspect])[urn].get(aspect.ASPECT_NAME)
     finally:
         graph.close()
+
+
+def test_training_in_dagster_leaves_the_process_mlflow_settings_as_they_were(settings: Settings) -> None:
+    """dagster-mlflow's resource exports MLFLOW_TRACKING_URI for the whole process; the next estate built in this
+    process (the next test module on this worker, in CI) read this one's store until the run put it back."""
+    assert os.environ.get("MLFLOW_TRACKING_URI") != settings.mlflow_uri
 
 
 def test_the_healthy_estate_has_no_incident_and_the_gate_says_go(recall) -> None:
