@@ -264,7 +264,8 @@ def train_and_deploy(
                     state.deployed[deployment.name] = version
             progress.note(f"{spec.registered_name} v{version} "
                           + (f"alias {spec.alias}" if promote else "registered as a candidate, not promoted"))
-        progress.note(f"Dagster run {run.run_id[:8]} (location demo_estate, under {run.instance})")
+        progress.note(f"Dagster run {run.run_id[:8]} (location demo_estate, under {run.instance}), "
+                      "carried into DataHub by DataHub's Dagster plugin")
     state.save()
     return dict(run.versions)
 
