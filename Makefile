@@ -6,10 +6,9 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-slow install dagster docs clean
 
-$(STAMP): pyproject.toml constraints.txt
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,demo]'
+# uv installs when it can, pip when it cannot (RECALL_INSTALLER=pip|uv forces one); constraints.txt pins both.
+$(STAMP): pyproject.toml constraints.txt scripts/install_venv.py
+	$(PYTHON) scripts/install_venv.py $(VENV)
 	@touch $(STAMP)
 
 install: $(STAMP)

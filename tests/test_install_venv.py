@@ -1,0 +1,101 @@
+"""`make demo` and `make test` install with uv where it works and pip where it does not, from the same
+pins and the same package indexes pip is configured with; nothing here touches the network."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import pytest
+
+from scripts.install_venv import InstallError, install, pip_settings, uv_index
+
+# `pip config list` as this kind of machine prints it: /etc/pip.conf, /etc/xdg/pip and PIP_* variables.
+MACHINE = """\
+:env:.cert='/etc/ssl/certs/ca-certificates.crt'
+:env:.default-timeout='180'
+:env:.find-links='/opt/wheels'
+global.cert='/etc/ssl/certs/ca-certificates.crt'
+global.constraint='/etc/xdg/pip/constraints.txt'
+global.extra-index-url='file:///opt/pypi/simple file:///opt/pypi-more/simple'
+global.find-links='/opt/wheels'
+"""
+
+
+class Machine:
+    """Runs nothing: records each command, and fails those of the installers named in ``broken``."""
+
+    def __init__(self, *broken: str) -> None:
+        self.broken, self.commands, self.said = broken, [], []
+
+    def run(self, command: Sequence[str], environ: Mapping[str, str]) -> None:
+        self.commands.append(list(command))
+        if any(name in self._installer(command) for name in self.broken):
+            raise InstallError(f"{command[0]} exited 1")
+
+    @staticmethod
+    def _installer(command: Sequence[str]) -> str:
+        return "uv" if command[0].endswith("/uv") or "uv==" in " ".join(command) else "pip"
+
+    def install(self, environ: Mapping[str, str], venv: Path) -> str:
+        return install(venv, environ, self.run, lambda: MACHINE, self.said.append)
+
+    def by(self, installer: str) -> list[list[str]]:
+        return [c for c in self.commands if self._installer(c) == installer]
+
+
+def test_uv_uses_the_indexes_wheels_and_caps_pip_is_configured_with() -> None:
+    flags, env = uv_index(pip_settings(MACHINE))
+    pairs = list(zip(flags[::2], flags[1::2]))
+    assert ("--index", "file:///opt/pypi/simple") in pairs and ("--index", "file:///opt/pypi-more/simple") in pairs
+    assert ("--find-links", "/opt/wheels") in pairs
+    assert ("-c", "/etc/xdg/pip/constraints.txt") in pairs, "the machine's cap on torch binds uv too"
+    assert ("--index-strategy", "unsafe-best-match") in pairs, "the best version across indexes, as pip picks"
+    assert env == {"SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt", "UV_HTTP_TIMEOUT": "180"}
+    assert "--default-index" not in flags, "no index-url set: uv keeps PyPI, as pip does"
+
+
+def test_a_pip_variable_wins_over_pip_conf_as_it_does_for_pip() -> None:
+    settings = pip_settings(MACHINE + ":env:.index-url='https://mirror.example/simple'\n"
+                            "install.index-url='https://install-section.example/simple'\n"
+                            "global.index-url='https://global.example/simple'\n"
+                            "download.no-index='true'\n")
+    flags, _ = uv_index(settings)
+    assert flags[flags.index("--default-index") + 1] == "https://mirror.example/simple"
+    assert "--no-index" not in flags, "a setting of `pip download` does not apply to an install"
+
+
+def test_uv_installs_the_project_from_constraints_txt_into_the_venv(tmp_path: Path) -> None:
+    machine = Machine()
+    assert machine.install({}, tmp_path / ".venv") == "uv"
+    bootstrap, project = machine.by("uv")
+    assert "--only-binary" in bootstrap and bootstrap[-1].startswith("uv==") and str(tmp_path / ".venv/.uv") in bootstrap
+    assert project[:3] == [str(tmp_path / ".venv/.uv/bin/uv"), "pip", "install"]
+    assert project[project.index("--python") + 1] == str(tmp_path / ".venv/bin/python")
+    assert project[-4:] == ["-c", "constraints.txt", "-e", ".[dev,demo]"]
+    assert machine.by("pip") == [] and machine.said == []
+
+
+def test_a_failed_uv_falls_back_to_pip_and_says_so_in_one_line(tmp_path: Path) -> None:
+    machine = Machine("uv")
+    assert machine.install({}, tmp_path / ".venv") == "pip"
+    assert machine.by("pip")[-1][-4:] == ["-c", "constraints.txt", "-e", ".[dev,demo]"], "the same pins"
+    assert len(machine.said) == 1 and "installing with pip instead" in machine.said[0]
+
+
+def test_recall_installer_pip_never_tries_uv(tmp_path: Path) -> None:
+    machine = Machine()
+    assert machine.install({"RECALL_INSTALLER": "pip"}, tmp_path / ".venv") == "pip"
+    assert machine.by("uv") == [] and machine.said == []
+
+
+def test_recall_installer_uv_fails_rather_than_fall_back(tmp_path: Path) -> None:
+    machine = Machine("uv")
+    with pytest.raises(InstallError):
+        machine.install({"RECALL_INSTALLER": "uv"}, tmp_path / ".venv")
+    assert machine.by("pip") == []
+
+
+def test_an_unknown_installer_is_refused_by_name(tmp_path: Path) -> None:
+    with pytest.raises(InstallError, match="RECALL_INSTALLER='conda'"):
+        Machine().install({"RECALL_INSTALLER": "conda"}, tmp_path / ".venv")
