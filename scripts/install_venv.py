@@ -92,31 +92,30 @@ def _truthy(value: str) -> bool:
 def install(venv: Path, environ: Mapping[str, str], run: Run, config_list: Callable[[], str],
             say: Callable[[str], None]) -> str:
     """Install the project into ``venv`` with the first installer that succeeds; returns its name."""
-    python = str(venv / "bin" / "python")
     chosen = installers(environ)
-    for position, name in enumerate(chosen):
+    for name, instead in zip(chosen, chosen[1:]):
         try:
-            if name == "uv":
-                _with_uv(venv, python, environ, run, config_list)
-            else:
-                run([python, "-m", "pip", "install", "-q", "--upgrade", "pip"], environ)
-                run([python, "-m", "pip", "install", "-q", *PROJECT], environ)
+            _install_with(name, venv, environ, run, config_list)
             return name
         except InstallError as err:
-            if position + 1 == len(chosen):
-                raise
-            say(f"install_venv: {name} failed ({err}); installing with {chosen[position + 1]} instead")
-    raise InstallError("no installer to try")
+            say(f"install_venv: {name} failed ({err}); installing with {instead} instead")
+    _install_with(chosen[-1], venv, environ, run, config_list)
+    return chosen[-1]
 
 
-def _with_uv(venv: Path, python: str, environ: Mapping[str, str], run: Run, config_list: Callable[[], str]) -> None:
+def _install_with(name: str, venv: Path, environ: Mapping[str, str], run: Run, config_list: Callable[[], str]) -> None:
+    python = str(venv / "bin" / "python")
+    if name == "pip":
+        run([python, "-m", "pip", "install", "-q", "--upgrade", "pip"], environ)
+        run([python, "-m", "pip", "install", "-q", *PROJECT], environ)
+        return
     home = venv / ".uv"
-    uv = home / "bin" / "uv"
-    if not uv.exists():
+    if not (home / f"{UV.replace('==', '-')}.dist-info").exists():  # missing, or another pin's uv
         # -qq: pip warns of every file:// index that has no uv folder; an error still shows
-        run([python, "-m", "pip", "install", "-qq", "--only-binary", ":all:", "--target", str(home), UV], environ)
+        run([python, "-m", "pip", "install", "-qq", "--only-binary", ":all:", "--upgrade", "--target", str(home), UV],
+            environ)
     flags, env = uv_index(pip_settings(config_list()))
-    run([str(uv), "pip", "install", "-q", "--python", python, *flags, *PROJECT], {**environ, **env})
+    run([str(home / "bin" / "uv"), "pip", "install", "-q", "--python", python, *flags, *PROJECT], {**environ, **env})
 
 
 def _run(command: Sequence[str], environ: Mapping[str, str]) -> None:

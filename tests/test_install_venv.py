@@ -99,3 +99,16 @@ def test_recall_installer_uv_fails_rather_than_fall_back(tmp_path: Path) -> None
 def test_an_unknown_installer_is_refused_by_name(tmp_path: Path) -> None:
     with pytest.raises(InstallError, match="RECALL_INSTALLER='conda'"):
         Machine().install({"RECALL_INSTALLER": "conda"}, tmp_path / ".venv")
+
+
+def test_a_uv_already_bootstrapped_is_reused_and_another_pins_uv_is_replaced(tmp_path: Path) -> None:
+    venv = tmp_path / ".venv"
+    (venv / ".uv" / "uv-0.13.9.dist-info").mkdir(parents=True)
+    machine = Machine()
+    machine.install({}, venv)
+    assert [c[:3] for c in machine.by("uv")] == [[str(venv / ".uv/bin/uv"), "pip", "install"]], "no second download"
+    (venv / ".uv" / "uv-0.13.9.dist-info").rename(venv / ".uv" / "uv-0.12.0.dist-info")
+    machine = Machine()
+    machine.install({}, venv)
+    bootstrap = machine.by("uv")[0]
+    assert "--upgrade" in bootstrap and bootstrap[-1] == "uv==0.13.9", "a bumped pin takes effect in an old .venv"
