@@ -16,7 +16,7 @@ from recall_dagster.acks.model import Acknowledgement, still_open
 from recall_dagster.baselines import Baselines, StateStore
 from recall_dagster.collector import while_paused
 from recall_dagster.detect import Detection, RecallConfig
-from recall_dagster.detect.registry import Found, Judged, first_pass, kept_verdicts, keepable, second_pass
+from recall_dagster.detect.registry import Found, Judged, Judgement, judge, kept_verdicts, keepable, second_pass
 from recall_dagster.errors import ConfigError, ModelNotFound, NoProductionVersion
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.incremental import Rescan, combined, resolve_incremental, snapshot_key
@@ -77,21 +77,21 @@ def find_and_record(
 ) -> Found:
     """The detectors that need one closure each, against the stored baselines; then the schemas first seen
     now (and the accepted ones) are recorded."""
-    return _find_and_record(closures, config, store, store.load_baselines(), accept_schema, None)[0]
+    return _find_and_record(closures, config, store, store.load_baselines(), accept_schema, None)[0].found
 
 
 def _find_and_record(
     closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, baselines: Baselines,
     accept_schema: Sequence[str], judged: Judged | None,
-) -> tuple[Found, Baselines]:
+) -> tuple[Judgement, Baselines]:
     """:func:`find_and_record` on loaded ``baselines``, keeping what ``judged`` holds; and the baselines it
     recorded."""
-    found = first_pass(closures, config, baselines, judged)
+    judgement = judge(closures, config, baselines, judged)
     updated = record_baselines(closures, baselines, accept=accept_schema)
     recorded = {u: cols for u, cols in updated.items() if baselines.get(u) != cols}
     if recorded:
         store.save_baselines(recorded)
-    return found, recorded
+    return judgement, recorded
 
 
 def finish_detection(
@@ -263,7 +263,8 @@ def find_again(
     judged_under = baselines_digest(baselines)
     earlier = snapshots.load_verdicts(key)
     judged = reusable(earlier, rescan, digest, judged_under)
-    found, recorded = _find_and_record(closures, config, store, baselines, accept_schema, judged)
+    judgement, recorded = _find_and_record(closures, config, store, baselines, accept_schema, judged)
+    found = judgement.found
     # Baselines first recorded now are the schemas these closures hold, so every verdict holds under them too
     # (as the store gives them back, which is how the next scan will see them); an accepted schema replaces a
     # baseline, and the verdicts on that table hold only under the old one.
@@ -271,9 +272,11 @@ def find_again(
     unchanged = (
         earlier is not None and judged is not None and (earlier.token, earlier.baselines) == (rescan.token, holds_under)
         and len(judged.found) == len(closures) and judged.detectors == keepable(baselines_unchanged=True)
+        and judgement.judged_again == 0
     )
     if not unchanged:
-        snapshots.save_verdicts(Verdicts(key, rescan.token, digest, holds_under, kept_verdicts(found)))
+        snapshots.save_verdicts(Verdicts(key, rescan.token, digest, holds_under, kept_verdicts(found),
+                                         judgement.timed))
     return found
 
 

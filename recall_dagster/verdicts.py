@@ -28,6 +28,7 @@ from enum import Enum
 from typing import Any, Mapping, Sequence
 
 from recall_dagster.detect import Finding, RecallConfig
+from recall_dagster.detect.holds import Timed
 from recall_dagster.detect.registry import Judged, Spread, keepable
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.incremental import Rescan
@@ -42,6 +43,8 @@ class Verdicts:
     config: str  # digest of the config they were found under
     baselines: str  # digest of the schema baselines they hold under
     found: Mapping[str, tuple[Finding, ...]]  # model URN -> what the kept detectors found in its closure
+    # model URN -> what each detector reading the instant found in its closure, and until when it holds
+    timed: Mapping[str, Mapping[str, Timed]] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,8 @@ def reusable(earlier: Verdicts | None, rescan: Rescan, config: str, baselines: s
     if earlier is None or not _same_closures(earlier, rescan, config):
         return None
     found = {urn: earlier.found[urn] for urn in rescan.kept if urn in earlier.found}
-    return Judged(found, keepable(baselines_unchanged=earlier.baselines == baselines))
+    timed = {urn: earlier.timed[urn] for urn in found if urn in earlier.timed}
+    return Judged(found, keepable(baselines_unchanged=earlier.baselines == baselines), timed)
 
 
 def reusable_spread(

@@ -2,7 +2,8 @@
 reaches the model.
 
 Latest as of the scan's instant: a scan ``--as-of`` yesterday does not report a
-test that first failed an hour ago, so its verdicts are judged every scan.
+test that first failed an hour ago, so a verdict holds until the next run of a
+test on the closure's data (:func:`holds`).
 Reaches as every command judges it (:mod:`recall_dagster.estate.reach`): a
 failing column whose recorded lineage leads to none of the model's inputs (a
 column staging drops) is not the model's problem, while one lineage loses track
@@ -11,16 +12,19 @@ of (an aggregate) still is, as a suspect.
 
 from __future__ import annotations
 
+from itertools import takewhile
+
 from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
+from recall_dagster.detect.holds import first_after
 from recall_dagster.detect.state import DetectorState
-from recall_dagster.estate import ModelClosure
+from recall_dagster.estate import Dataset, ModelClosure
 from recall_dagster.estate.columns import Col, ColumnGraph
 from recall_dagster.estate.reach import passing_columns, reaches
 
 NAME = "failing_assertion"
 CASES = ("FAILURE", "ERROR")
-VOLATILE = True  # judged at the scan's instant
+VOLATILE = True  # judged at the scan's instant, kept until a test runs again (holds)
 
 
 def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
@@ -69,3 +73,18 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
 def identity(f: Finding) -> dict[str, object]:
     """The test and the streak it is in: a test that passed and failed again is a new failure."""
     return {k: f.evidence.get(k) for k in ("assertion", "dataset", "column", "result", "since_ms")}
+
+
+def _next_run(dataset: Dataset, at_ms: int) -> int | None:
+    """The first run after ``at_ms`` of a test on ``dataset`` (runs are read newest first)."""
+    return first_after(at_ms, (ms for a in dataset.assertions
+                               for ms in (a.ran_at_ms, *(r.at_ms for r in takewhile(lambda r: r.at_ms > at_ms, a.history)))))
+
+
+def holds(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> int | None:
+    """The verdict reads the instant only through what each test's latest run was then
+    (:meth:`~recall_dagster.estate.views.Assertion.as_of`): it holds until the first run after it of a test on
+    any of the closure's datasets."""
+    at = closure.scanned_at_ms
+    nexts = state.memo.judgements((NAME, "next run", at)).over(closure.datasets, lambda d: _next_run(d, at))
+    return min((ms for _, _, ms in nexts), default=None)

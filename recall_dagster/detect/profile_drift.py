@@ -18,6 +18,7 @@ from typing import Any
 
 from recall_dagster.detect.config import ProfileDriftConfig, RecallConfig
 from recall_dagster.detect.finding import Finding, finding
+from recall_dagster.detect.holds import first_after
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.estate.views import ColumnProfile, Dataset, Profile
@@ -25,7 +26,7 @@ from recall_dagster.estate.columns import Col, ColumnGraph, column_name
 
 NAME = "profile_drift"
 CASES = ("shift",)
-# Judged at the scan's instant: rerun on every scan, never reused from the last one (recall_dagster.verdicts).
+# Judged at the scan's instant: kept until a newer profile of the closure's data (holds; recall_dagster.verdicts).
 VOLATILE = True
 ROWS = ""  # the "column" a table's row count is kept under
 TRAINED = "the profile when this version trained"
@@ -190,3 +191,12 @@ def identity(f: Finding) -> dict[str, object]:
     """Which columns moved and against which profile: fresh profiles of the same shift are the same finding."""
     return {"reference_at_ms": f.evidence.get("reference_at_ms"), "columns": sorted(f.evidence.get("columns", {})),
             "reached": f.evidence.get("reached")}
+
+
+def holds(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> int | None:
+    """The verdict reads the instant only through which profile of each table is the newest then: it holds until
+    the first profile taken after it of any of the closure's datasets."""
+    at = closure.scanned_at_ms
+    nexts = state.memo.judgements((NAME, "next profile", at)).over(
+        closure.datasets, lambda d: first_after(at, (p.at_ms for p in d.profiles)))
+    return min((ms for _, _, ms in nexts), default=None)

@@ -34,6 +34,7 @@ from recall_dagster.detect import (
 )
 from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding
+from recall_dagster.detect.holds import Timed
 from recall_dagster.detect.state import DetectorState, SchemaBaseline
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure
@@ -48,13 +49,18 @@ class Detector:
     detect: DetectFn
     cases: tuple[str, ...]  # severity cases it reads from recall.yaml
     identity: Callable[[Finding], Any] | None  # what identifies a finding's evidence, when not all of it
-    volatile: bool = False  # reads the scan's instant: judged again on every scan
+    volatile: bool = False  # reads the scan's instant: judged again once its verdict may have turned (``holds``)
     reads_baselines: bool = False  # reads the stored schema baselines: its verdict holds while they are the same
+    # a volatile detector's word on the first later instant its verdict may differ at (:mod:`.holds`; None from
+    # it: none); a detector without one is judged again at every other instant
+    holds: Callable[[ModelClosure, RecallConfig, DetectorState], int | None] | None = None
+    # redraws findings that carry the instant (judged at the first instant) at the second; None when it cannot
+    restamp: Callable[[Sequence[Finding], int, int], list[Finding] | None] | None = None
 
 
 DETECTORS: tuple[Detector, ...] = tuple(
     Detector(m.NAME, m.detect, m.CASES, getattr(m, "identity", None), getattr(m, "VOLATILE", False),
-             getattr(m, "READS_BASELINES", False))
+             getattr(m, "READS_BASELINES", False), getattr(m, "holds", None), getattr(m, "restamp", None))
     for m in (
         training_source_schema_drift,
         orphaned_feature,
@@ -122,10 +128,12 @@ def run_detectors(
 @dataclass(frozen=True)
 class Judged:
     """What the first pass found before in closures that have not changed since, per model URN, and the
-    detectors whose verdicts it holds (:func:`keepable`)."""
+    detectors whose verdicts it holds (:func:`keepable`); and what the detectors reading the instant found
+    there, each kept while it holds (:class:`~recall_dagster.detect.holds.Timed`)."""
 
     found: Mapping[str, Sequence[Finding]]
     detectors: frozenset[str]
+    timed: Mapping[str, Mapping[str, Timed]] = field(default_factory=dict)  # model URN -> detector -> verdict
 
 
 def keepable(baselines_unchanged: bool) -> frozenset[str]:
@@ -136,6 +144,19 @@ def keepable(baselines_unchanged: bool) -> frozenset[str]:
                      if not d.volatile and (baselines_unchanged or not d.reads_baselines) and d.name != _SECOND_PASS)
 
 
+TimedFound = dict[str, dict[str, Timed]]  # model URN -> volatile detector -> its verdict and how long it holds
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What :func:`judge` made of a pass: what it found, the volatile verdicts with how long each holds, and how
+    many of those were judged again (0: all kept as they were)."""
+
+    found: Found
+    timed: TimedFound
+    judged_again: int
+
+
 def first_pass(
     closures: Sequence[ModelClosure],
     config: RecallConfig,
@@ -143,25 +164,62 @@ def first_pass(
     judged: Judged | None = None,
 ) -> Found:
     """Every enabled detector but ``blast_radius``: each needs one closure only, so shards of an estate
-    can run this pass apart.  On the closures ``judged`` holds, its detectors keep their verdicts and the
-    others judge again.
+    can run this pass apart.  On the closures ``judged`` holds, its detectors keep their verdicts, the volatile
+    ones keep theirs while they hold, and the others judge again.
     """
+    return judge(closures, config, schema_baselines, judged).found
+
+
+def judge(
+    closures: Sequence[ModelClosure],
+    config: RecallConfig,
+    schema_baselines: Mapping[str, SchemaBaseline],
+    judged: Judged | None = None,
+) -> Judgement:
+    """:func:`first_pass`, with the volatile verdicts it made or kept and how long each holds."""
     enabled = [d for d in DETECTORS if config.enabled(d.name) and d.name != _SECOND_PASS]
     state = DetectorState(schema_baselines=schema_baselines, columns=cache(lambda: column_graph(closures)))
     earlier = judged.found if judged is not None else {}
+    before_timed = judged.timed if judged is not None else {}
     again = [d for d in enabled if judged is None or d.name not in judged.detectors]
+    timed: TimedFound = {}
+    judged_again = 0
+
+    def volatile(d: Detector, closure: ModelClosure, before: Mapping[str, Timed], mine: dict[str, Timed]) -> list[Finding]:
+        nonlocal judged_again
+        at = closure.scanned_at_ms
+        kept = before.get(d.name)
+        if kept is not None and kept.holds_at(at):
+            if kept.judged_at_ms == at or d.restamp is None:
+                mine[d.name] = kept
+                return list(kept.findings)
+            redrawn = d.restamp(kept.findings, kept.judged_at_ms, at)
+            if redrawn is not None:
+                mine[d.name] = kept
+                return redrawn
+        found = d.detect(closure, config, state)
+        judged_again += 1
+        until = d.holds(closure, config, state) if d.holds is not None else at + 1
+        mine[d.name] = Timed(at, until, tuple(found))
+        return found
 
     def findings(closure: ModelClosure) -> list[Finding]:
         kept = earlier.get(closure.urn)
+        mine: dict[str, Timed] = {}
+        timed[closure.urn] = mine
         if kept is None:
-            return [f for d in enabled for f in d.detect(closure, config, state)]
-        fresh = {d.name: d.detect(closure, config, state) for d in again}
+            return [f for d in enabled for f in (
+                volatile(d, closure, {}, mine) if d.volatile else d.detect(closure, config, state))]
+        before = before_timed.get(closure.urn, {})
+        fresh = {d.name: volatile(d, closure, before, mine) if d.volatile else d.detect(closure, config, state)
+                 for d in again}
         by_detector: dict[str, list[Finding]] = {}
         for k in kept:
             by_detector.setdefault(k.detector, []).append(k)
         return [f for d in enabled for f in (fresh[d.name] if d.name in fresh else by_detector.get(d.name, ()))]
 
-    return {c.urn: findings(c) for c in closures}
+    found = {c.urn: findings(c) for c in closures}
+    return Judgement(found, timed, judged_again)
 
 
 def kept_verdicts(found: Found) -> dict[str, tuple[Finding, ...]]:

@@ -9,16 +9,24 @@ the scan's instant (``closure.scanned_at_ms``), so ``--as-of`` replays the past.
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+from typing import Sequence
+
 from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.freshness import Own, TableFreshness, combine, own
+from recall_dagster.detect.holds import first_after
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import Dataset, Freshness, ModelClosure
+from recall_dagster.instants import HOUR_MS
 
 NAME = "upstream_staleness"
 CASES = ("stale",)
-# Judged at the scan's instant: rerun on every scan, never reused from the last one (recall_dagster.verdicts).
+# Judged at the scan's instant: kept until a record of a change turns up or a fresh table's window runs out
+# (holds), a stale table's age redrawn at each instant (restamp; recall_dagster.verdicts).
 VOLATILE = True
+_CHANGED = " last changed {} ago, past its {} window"  # the part of the message that reads the instant
 
 
 def _span(hours: float) -> str:
@@ -67,8 +75,8 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
                     NAME,
                     config.severity(NAME, "stale"),
                     urn,
-                    f"{o.dataset.name} last changed {_span(age)} ago, past its "
-                    f"{_span(table.window_hours)} window (per {_per(last, table.recorded_on, urn)}){rerun}",
+                    o.dataset.name + _CHANGED.format(_span(age), _span(table.window_hours))
+                    + f" (per {_per(last, table.recorded_on, urn)}){rerun}",
                     cause=urn,
                     last_updated_ms=last.updated_ms,
                     age_hours=round(age, 1),
@@ -83,3 +91,48 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
 def identity(f: Finding) -> dict[str, object]:
     """The outage, not its age: the same last change (growing older) is the same staleness."""
     return {k: f.evidence.get(k) for k in ("last_updated_ms", "freshness_source")}
+
+
+def _next_record(dataset: Dataset, at_ms: int) -> int | None:
+    """The first record of a change to ``dataset`` that becomes known after ``at_ms`` (an operation by when it
+    was reported)."""
+    return first_after(at_ms, (*(reported for reported, _ in dataset.operations_ms), *dataset.builds_ms,
+                               dataset.last_modified_ms, dataset.property_updated_ms))
+
+
+def _runs_out(table: TableFreshness) -> int | None:
+    """The instant a fresh table's window runs out by (it is fresh before it); None for a stale table (it stays
+    stale while nothing new is recorded) or one whose freshness nobody records."""
+    if table.last is None or table.stale:
+        return None
+    return table.last.updated_ms + math.floor(table.window_hours * HOUR_MS)
+
+
+def holds(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> int | None:
+    """Until a record of a change to one of the closure's datasets turns up after the instant, or the window of
+    one of its fresh tables runs out (each description alone and each table its twins make, as :func:`detect`
+    judges them): a stale table stays stale meanwhile, only older (:func:`restamp`)."""
+    at = closure.scanned_at_ms
+    records = state.memo.judgements((NAME, "next record", at)).over(closure.datasets, lambda d: _next_record(d, at))
+    alone = state.memo.judgements((NAME, "runs out", at), config).over(
+        closure.datasets, lambda d: _runs_out(combine((own(d, at, config.freshness),), at)))
+    twinned = (_runs_out(combine([own(d, at, config.freshness) for d in ds], at)) for ds in closure.twins.values())
+    return min((*(ms for _, _, ms in records), *(ms for _, _, ms in alone), *(ms for ms in twinned if ms)),
+               default=None)
+
+
+def restamp(findings: Sequence[Finding], judged_at_ms: int, at_ms: int) -> list[Finding] | None:
+    """Findings judged at ``judged_at_ms`` as :func:`detect` gives them at ``at_ms``, while they hold: the same
+    tables stale since the same change, each older by the time between; None if one is not in that shape."""
+    out = []
+    for f in findings:
+        last, window = f.evidence.get("last_updated_ms"), f.evidence.get("window_hours")
+        if not isinstance(last, int) or not isinstance(window, (int, float)):
+            return None
+        then, now = (judged_at_ms - last) / HOUR_MS, (at_ms - last) / HOUR_MS
+        head, said, tail = f.message.partition(_CHANGED.format(_span(then), _span(window)))
+        if not said:
+            return None
+        out.append(replace(f, message=head + _CHANGED.format(_span(now), _span(window)) + tail,
+                           evidence={**f.evidence, "age_hours": round(now, 1)}))
+    return out

@@ -144,7 +144,7 @@ def test_an_unsharded_rescan_in_dagster_keeps_the_verdicts_on_closures_no_change
         models = runs["pii_exposure"]
         runs.clear()
         again = job.execute_in_process(instance=instance, asset_selection=selection)
-    assert models > 0 and set(runs) == volatile_detectors()
+    assert models > 0 and set(runs) <= volatile_detectors()  # those whose verdicts may have turned since
 
     def by_detector(result) -> str:  # noqa: ANN001 - an ExecuteInProcessResult
         [materialization] = result.asset_materializations_for_node("risk_findings")

@@ -1,0 +1,124 @@
+"""A rescan finds exactly what a full scan finds, whatever changed between them: data, tests, time, deletions.
+
+Rescans keep the closures no change reached and the verdicts that still hold
+(:mod:`recall_dagster.verdicts`, :mod:`recall_dagster.detect.holds`); each case
+below changes the estate or lets time pass, rescans twice from the kept state
+and compares every finding whole (message and evidence) and the blast radius
+with a scan that reads and judges everything.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import closing
+from typing import Callable
+
+import datahub.metadata.schema_classes as dh
+import pytest
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from scan_estates import SCAN_AT_MS
+
+from recall_dagster.baselines import MemoryStateStore
+from recall_dagster.config.load import load
+from recall_dagster.graph import LiteGraph
+from recall_dagster.scan import run_scan
+from recall_dagster.snapshots import SnapshotStore
+
+HOUR, DAY = 3_600_000, 86_400_000
+
+
+def _exact(result) -> tuple[list[str], list[str]]:  # noqa: ANN001 - a ScanResult
+    findings = sorted(json.dumps([m.closure.urn, m.score.tier, f.to_json()], sort_keys=True, default=str)
+                      for m in result.models for f in m.findings)
+    return findings, sorted(json.dumps(b.to_json(), sort_keys=True, default=str) for b in result.blast_radius)
+
+
+def _run(assertion: str, dataset: str, at_ms: int, kind: str) -> MetadataChangeProposalWrapper:
+    return MetadataChangeProposalWrapper(entityUrn=assertion, aspect=dh.AssertionRunEventClass(
+        timestampMillis=at_ms, runId=f"run-{at_ms}", asserteeUrn=dataset, assertionUrn=assertion,
+        status="COMPLETE", result=dh.AssertionResultClass(type=kind, unexpectedCount=12 if kind == "FAILURE" else 0)))
+
+
+def _retyped(graph: LiteGraph, dataset: str) -> MetadataChangeProposalWrapper:
+    schema = graph.get_aspects([dataset], [dh.SchemaMetadataClass])[dataset][dh.SchemaMetadataClass.ASPECT_NAME]
+    schema.fields[0].nativeDataType = "text"
+    return MetadataChangeProposalWrapper(entityUrn=dataset, aspect=schema)
+
+
+Change = Callable[[LiteGraph, object], tuple[list[MetadataChangeProposalWrapper], int]]  # -> writes, rescan instant
+
+
+def _a_dataset_retyped(graph, first):  # noqa: ANN001, ANN202
+    dataset = next(u for m in first.models for u, d in sorted(m.closure.datasets.items()) if d.fields)
+    return [_retyped(graph, dataset)], SCAN_AT_MS + HOUR
+
+
+def _a_test_fails_after_the_scan(graph, first):  # noqa: ANN001, ANN202
+    urn, dataset = next((a.urn, u) for m in first.models for u, d in sorted(m.closure.datasets.items())
+                        for a in d.assertions)
+    return [_run(urn, dataset, SCAN_AT_MS + HOUR, "FAILURE")], SCAN_AT_MS + 2 * HOUR
+
+
+def _a_test_passes_again(graph, first):  # noqa: ANN001, ANN202
+    failing = next((a.urn, u) for m in first.models for u, d in sorted(m.closure.datasets.items())
+                   for a in d.assertions if a.result == "FAILURE")
+    return [_run(*failing, SCAN_AT_MS + HOUR, "SUCCESS")], SCAN_AT_MS + 2 * HOUR
+
+
+def _time_crosses_a_window(graph, first):  # noqa: ANN001, ANN202
+    return [], SCAN_AT_MS + 8 * DAY  # past the default seven-day window of every table fresh at the first scan
+
+
+def _a_dataset_removed(graph, first):  # noqa: ANN001, ANN202
+    dataset = next(u for m in first.models for u in sorted(m.closure.datasets))
+    return [MetadataChangeProposalWrapper(entityUrn=dataset, aspect=dh.StatusClass(removed=True))], SCAN_AT_MS + HOUR
+
+
+def _a_model_removed(graph, first):  # noqa: ANN001, ANN202
+    model = first.models[0].closure.urn
+    return [MetadataChangeProposalWrapper(entityUrn=model, aspect=dh.StatusClass(removed=True))], SCAN_AT_MS + HOUR
+
+
+CHANGES: dict[str, Change] = {
+    "a dataset retyped": _a_dataset_retyped,
+    "a test fails after the scan": _a_test_fails_after_the_scan,
+    "a failing test passes again": _a_test_passes_again,
+    "time crosses a staleness window": _time_crosses_a_window,
+    "a dataset removed": _a_dataset_removed,
+    "a model removed": _a_model_removed,
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_a_rescan_after_a_change_finds_what_a_full_scan_finds(change: str, estate, tmp_path) -> None:
+    config, snapshots, baselines = load().scan, SnapshotStore(tmp_path / "state"), MemoryStateStore()
+    with closing(LiteGraph(estate("general"))) as graph:
+        first = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True, snapshots=snapshots)
+        writes, later = CHANGES[change](graph, first)
+        graph.emit_mcps(writes)
+        again = run_scan(graph, config, baselines, scanned_at_ms=later, include_all=True, snapshots=snapshots)
+        twice = run_scan(graph, config, baselines, scanned_at_ms=later, include_all=True, snapshots=snapshots)
+        full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=later, include_all=True)
+    assert again.rescan.mode == "incremental"
+    assert _exact(again) == _exact(full) == _exact(twice)
+    assert _exact(full) != _exact(first), "the change made a difference a rescan could miss"
+
+
+def test_a_test_run_known_before_the_scan_but_dated_after_it_turns_the_verdict_when_its_time_comes(
+    estate, tmp_path
+) -> None:
+    """Scans ``--as-of`` instants around a run the graph already holds: nothing changes in the graph between
+    them, and a rescan after the run's time must see it (the failing test passes again), one before must not."""
+    config, snapshots, baselines = load().scan, SnapshotStore(tmp_path / "state"), MemoryStateStore()
+    with closing(LiteGraph(estate("general"))) as graph:
+        first = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True)
+        urn, dataset = next((a.urn, u) for m in first.models for u, d in sorted(m.closure.datasets.items())
+                            for a in d.assertions if a.result == "FAILURE")
+        graph.emit_mcps([_run(urn, dataset, SCAN_AT_MS + 2 * HOUR, "SUCCESS")])
+        seen = []
+        for at in (SCAN_AT_MS, SCAN_AT_MS + HOUR, SCAN_AT_MS + 3 * HOUR, SCAN_AT_MS + 4 * HOUR):
+            rescan = run_scan(graph, config, baselines, scanned_at_ms=at, include_all=True, snapshots=snapshots)
+            full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=at, include_all=True)
+            assert _exact(rescan) == _exact(full), f"at {at}"
+            seen.append(any(f.subject == urn for m in rescan.models for f in m.findings))
+    assert seen == [True, True, False, False]
