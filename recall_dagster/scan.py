@@ -37,6 +37,7 @@ from recall_dagster.verdicts import (
     baselines_digest,
     config_digest,
     reusable,
+    partly_reusable_spread,
     reusable_spread,
 )
 
@@ -108,7 +109,8 @@ def finish_detection(
     digest = config_digest(config)
     kept = snapshots.load_spread(key)
     earlier = reusable_spread(kept, rescan, digest, closures)
-    detection = second_pass(closures, found, config, still_open(acks, at_ms), earlier)
+    partly = partly_reusable_spread(kept, rescan, digest) if earlier is None else None
+    detection = second_pass(closures, found, config, still_open(acks, at_ms), earlier, partly)
     moved = kept is not None and kept.token != rescan.token  # the same closures, under the graph's new token
     if detection.spread is not None and (detection.spread is not earlier or moved):
         snapshots.save_spread(KeptSpread(key, rescan.token, digest, detection.spread))

@@ -16,6 +16,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from recall_dagster import detect, estate
 from recall_dagster.estate.incremental import Links, Snapshot
@@ -34,47 +35,123 @@ class _Part:
     key: str
     token: str
     value: object
+    header: tuple = ()  # the verdicts' config and baselines digests
+
+
+@dataclass(frozen=True)
+class _Delta:
+    """What changed, per model, since a base file of the same kind: the entries to put in and those to take out,
+    and the token (and for verdicts, the digests) the base and this make together."""
+
+    key: str
+    base: str  # the token of the base file it applies to; any other base ignores it
+    token: str
+    changed: dict
+    removed: frozenset
+    header: tuple = ()  # the verdicts' config and baselines digests
+
+
+# A rescan writes only what changed since the base (a delta file); the base is written again, whole, once the
+# changes pass this share of it (or on a scan that starts afresh).
+_REWRITE_SHARE = 8
+_REWRITE_AT_LEAST = 256
 
 
 class SnapshotStore:
     """One snapshot and the verdicts of both passes on it per graph, settings and selection under
-    ``<state>/closures``, each replaced atomically."""
+    ``<state>/closures``.
+
+    The closures, their links and the first pass's verdicts are kept per
+    model, as a base file and a delta of the models changed since: a rescan
+    that read again five models of ten thousand writes those five, not the
+    ten thousand.  Each file is replaced atomically and bound by token to the
+    base it applies to, so a scan that died between two writes leaves a base
+    that still stands alone (an older snapshot: what changed since is read
+    again) or a delta the next base makes void.
+    """
 
     def __init__(self, state_dir: str | os.PathLike[str]) -> None:
         self.folder = Path(state_dir) / "closures"
+        # (key, kind) -> the base file last read or written in this process: (its token, its entries by model)
+        self._bases: dict[tuple[str, str], tuple[str, dict]] = {}
 
     def _path(self, key: str, kind: str) -> Path:
         return self.folder / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}{kind}.pickle"
 
+    def _load_layered(self, key: str, kind: str, stamp: str) -> tuple[str, dict, tuple] | None:
+        """The entries of ``kind`` for ``key``: the base with its delta applied when it applies to it; with the
+        token and the header they stand at."""
+        base = _read(self._path(key, kind), stamp)
+        if not (isinstance(base, _Part) and base.key == key and isinstance(base.value, dict)):
+            self._bases.pop((key, kind), None)  # nothing to lay a delta on: the next save writes a base
+            return None
+        self._bases[(key, kind)] = (base.token, base.value)
+        delta = _read(self._path(key, kind + ".delta"), stamp)
+        if not (isinstance(delta, _Delta) and (delta.key, delta.base) == (key, base.token)):
+            return base.token, base.value, base.header
+        entries = dict(base.value)  # a copy in C, then the few changes
+        for urn in delta.removed:
+            del entries[urn]
+        entries.update(delta.changed)
+        return delta.token, entries, delta.header
+
+    def _save_layered(self, key: str, kind: str, stamp: str, token: str, entries: dict, what: str,
+                      header: tuple = (), same: Callable[[object, object], bool] | None = None) -> None:
+        """Write ``entries`` at ``token`` as a delta on the base this process holds (an entry ``same`` as the
+        base's is left out), or as a new base."""
+        same = same or _kept
+        held = self._bases.get((key, kind))
+        if held is not None:
+            base_token, base = held
+            changed = {u: v for u, v in entries.items() if not same(base.get(u, _MISSING), v)}
+            removed = frozenset(u for u in base if u not in entries)
+            if len(changed) + len(removed) <= max(_REWRITE_AT_LEAST, len(base) // _REWRITE_SHARE):
+                write_atomically(self._path(key, kind + ".delta"),
+                                 stamped(_Delta(key, base_token, token, changed, removed, header), stamp), what)
+                return
+        write_atomically(self._path(key, kind), stamped(_Part(key, token, entries, header), stamp), what)
+        self._bases[(key, kind)] = (token, entries)
+        # a delta on the last base names its token: void under this one, and replaced by the next delta
+
     def load(self, key: str) -> Snapshot | None:
         """The snapshot kept for ``key``; None when there is none this code can trust.  Its links are read
         only when asked for (a rescan following a change), and only if they were kept with the same closures."""
-        kept = _read(self._path(key, ""), _CLOSURES)
-        if not (isinstance(kept, _Part) and kept.key == key and isinstance(kept.value, dict)):
+        kept = self._load_layered(key, "", _CLOSURES)
+        if kept is None:
             return None
-        return Snapshot(key, kept.token, kept.value, functools.partial(self._links, key, kept.token))
+        token, closures, _ = kept
+        return Snapshot(key, token, closures, functools.partial(self._links, key, token))
 
     def _links(self, key: str, token: str) -> Links | None:
-        kept = _read(self._path(key, ".links"), _CLOSURES)
-        return kept.value if isinstance(kept, _Part) and (kept.key, kept.token) == (key, token) \
-            and isinstance(kept.value, Links) else None
+        kept = self._load_layered(key, ".links", _CLOSURES)
+        if kept is None or kept[0] != token:
+            return None
+        entries = kept[1]
+        return Links(models={u: m for u, (m, _) in entries.items()}, depends={u: d for u, (_, d) in entries.items()})
 
     def save(self, snapshot: Snapshot) -> None:
         links = snapshot.links()
         if links is not None:
-            write_atomically(self._path(snapshot.key, ".links"), stamped(_Part(snapshot.key, snapshot.token, links),
-                                                                        _CLOSURES), "closure snapshot links")
-        write_atomically(self._path(snapshot.key, ""),
-                         stamped(_Part(snapshot.key, snapshot.token, dict(snapshot.closures)), _CLOSURES),
-                         "closure snapshot")
+            entries = {u: (m, links.depends[u]) for u, m in links.models.items()}
+            self._save_layered(snapshot.key, ".links", _CLOSURES, snapshot.token, entries, "closure snapshot links")
+        self._save_layered(snapshot.key, "", _CLOSURES, snapshot.token, dict(snapshot.closures), "closure snapshot")
 
     def load_verdicts(self, key: str) -> Verdicts | None:
         """The first pass's verdicts kept for ``key``; None when there are none this code can trust."""
-        verdicts = _read(self._path(key, ".verdicts"), _VERDICTS)
-        return verdicts if isinstance(verdicts, Verdicts) and verdicts.key == key else None
+        kept = self._load_layered(key, ".verdicts", _VERDICTS)
+        if kept is None:
+            return None
+        token, entries, header = kept
+        if len(header) != 2:
+            return None
+        found = {u: f for u, (f, _) in entries.items()}
+        timed = {u: t for u, (_, t) in entries.items() if t is not None}
+        return Verdicts(key, token, header[0], header[1], found, timed)
 
     def save_verdicts(self, verdicts: Verdicts) -> None:
-        write_atomically(self._path(verdicts.key, ".verdicts"), stamped(verdicts, _VERDICTS), "scan verdicts")
+        entries = {u: (f, verdicts.timed.get(u)) for u, f in verdicts.found.items()}
+        self._save_layered(verdicts.key, ".verdicts", _VERDICTS, verdicts.token, entries, "scan verdicts",
+                           (verdicts.config, verdicts.baselines), _equal)
 
     def load_spread(self, key: str) -> KeptSpread | None:
         """The second pass kept for ``key``; None when there is none this code can trust."""
@@ -83,6 +160,20 @@ class SnapshotStore:
 
     def save_spread(self, spread: KeptSpread) -> None:
         write_atomically(self._path(spread.key, ".spread"), stamped(spread, _VERDICTS), "blast radius verdicts")
+
+
+_MISSING = object()
+
+
+def _kept(before: object, now: object) -> bool:
+    """The very entry kept: the same object, or a pair of the same objects (a model and what it depends on)."""
+    return before is now or (type(before) is tuple and type(now) is tuple and len(before) == len(now)
+                             and all(b is n for b, n in zip(before, now)))
+
+
+def _equal(before: object, now: object) -> bool:
+    """The same verdicts: the very objects kept (the common case, and cheap), or equal ones."""
+    return before is now or before == now
 
 
 def _read(path: Path, stamp: str) -> object | None:

@@ -110,3 +110,13 @@ def reusable_spread(
     same = rescan.reread == 0 and len(earlier.spread.findings) == len(closures) and all(
         c.urn in earlier.spread.findings for c in closures)
     return earlier.spread if same else None
+
+
+def partly_reusable_spread(
+    earlier: KeptSpread | None, rescan: Rescan, config: str
+) -> tuple[Spread, frozenset[str]] | None:
+    """The last second pass and the models whose closures this scan kept from the snapshot it ran over (their
+    blast radius holds while the same datasets are at risk and endanger the same models: :func:`second_pass`)."""
+    if earlier is None or not _same_closures(earlier, rescan, config):
+        return None
+    return earlier.spread, rescan.kept

@@ -35,7 +35,7 @@ from recall_dagster.detect import (
 from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding
 from recall_dagster.detect.holds import Timed
-from recall_dagster.detect.state import DetectorState, SchemaBaseline
+from recall_dagster.detect.state import DetectorState, Exposure, SchemaBaseline
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.columns import column_graph
@@ -190,7 +190,7 @@ def judge(
         at = closure.scanned_at_ms
         kept = before.get(d.name)
         if kept is not None and kept.holds_at(at):
-            if kept.judged_at_ms == at or d.restamp is None:
+            if kept.judged_at_ms == at or d.restamp is None or not kept.findings:
                 mine[d.name] = kept
                 return list(kept.findings)
             redrawn = d.restamp(kept.findings, kept.judged_at_ms, at)
@@ -235,25 +235,32 @@ def first_pass_of(detection: Detection) -> Found:
 
 @dataclass(frozen=True)
 class Spread:
-    """What the second pass made of one first pass: the datasets at risk, each model's blast radius findings
-    and the estate-wide ranking.  It holds again for the same closures under the same config while the same
-    datasets are at risk."""
+    """What the second pass made of one first pass: the datasets at risk, who each endangers, each model's
+    blast radius findings and the estate-wide ranking.  It holds again for the same closures under the same
+    config while the same datasets are at risk; and for a closure kept unchanged among others read again,
+    while none of its datasets changed standing (at risk or not, flagged by, endangering)."""
 
     at_risk: Mapping[str, tuple[str, ...]]
     findings: Mapping[str, tuple[Finding, ...]]  # model URN -> its blast radius findings
     ranked: tuple[blast_radius.BlastRadius, ...]
+    exposure: Mapping[str, Exposure] = field(default_factory=dict)  # dataset at risk -> who depends on it
 
 
 def second_pass(
     closures: Sequence[ModelClosure], found: Found, config: RecallConfig, open_findings: OpenFindings | None = None,
-    earlier: Spread | None = None,
+    earlier: Spread | None = None, partly: "tuple[Spread, frozenset[str]] | None" = None,
 ) -> Detection:
     """``blast_radius`` over the whole estate: ``closures`` and what the first pass ``found`` in each.
     ``earlier`` is what it made of the same closures under the same config before: kept when the same
-    datasets are at risk."""
+    datasets are at risk.  ``partly`` is what it made under the same config of an estate of which the closures
+    it names are unchanged here: the findings of one holding no dataset whose standing moved (at risk, flagged
+    by, endangering) are kept, and the others are judged."""
     still_open = (open_findings(c, found[c.urn]) if open_findings else found[c.urn] for c in closures)
     at_risk = blast_radius.at_risk_index((f for fs in still_open for f in fs), config)
-    spread = earlier if earlier is not None and earlier.at_risk == at_risk else _spread(closures, config, at_risk)
+    if earlier is not None and earlier.at_risk == at_risk:
+        spread = earlier
+    else:
+        spread = _spread(closures, config, at_risk, partly)
     return Detection(
         findings={c.urn: sort_findings([*found[c.urn], *spread.findings[c.urn]]) for c in closures},
         blast_radius=spread.ranked,
@@ -261,11 +268,29 @@ def second_pass(
     )
 
 
-def _spread(closures: Sequence[ModelClosure], config: RecallConfig, at_risk: Mapping[str, tuple[str, ...]]) -> Spread:
-    state = DetectorState(exposure=blast_radius.exposure_index(closures, at_risk), at_risk=at_risk)
+def _spread(
+    closures: Sequence[ModelClosure], config: RecallConfig, at_risk: Mapping[str, tuple[str, ...]],
+    partly: "tuple[Spread, frozenset[str]] | None" = None,
+) -> Spread:
+    exposure = blast_radius.exposure_index(closures, at_risk)
+    state = DetectorState(exposure=exposure, at_risk=at_risk)
     enabled = config.enabled(_SECOND_PASS)
+    before, kept = partly if partly is not None else (None, frozenset())
+    earlier = before.findings if before is not None else {}
+    # the datasets whose standing moved: at risk now or before but not both, flagged by others, or endangering
+    # other models: a kept closure holding none of them has the blast radius it had
+    moved = [] if before is None else [
+        u for u in {*at_risk, *before.at_risk}
+        if at_risk.get(u) != before.at_risk.get(u) or exposure.get(u) != before.exposure.get(u)]
+
+    def radius(closure: ModelClosure) -> tuple[Finding, ...]:
+        if closure.urn in kept and closure.urn in earlier and not any(u in closure.datasets for u in moved):
+            return earlier[closure.urn]
+        return tuple(blast_radius.detect(closure, config, state)) if enabled else ()
+
     return Spread(
         at_risk=at_risk,
-        findings={c.urn: tuple(blast_radius.detect(c, config, state)) if enabled else () for c in closures},
+        findings={c.urn: radius(c) for c in closures},
         ranked=tuple(blast_radius.rank(state)) if enabled else (),
+        exposure=exposure,
     )

@@ -122,3 +122,43 @@ def test_a_test_run_known_before_the_scan_but_dated_after_it_turns_the_verdict_w
             assert _exact(rescan) == _exact(full), f"at {at}"
             seen.append(any(f.subject == urn for m in rescan.models for f in m.findings))
     assert seen == [True, True, False, False]
+
+
+def test_a_rescan_writes_only_what_changed_and_another_process_reads_it_back(estate, tmp_path) -> None:
+    """The snapshot and the verdicts are a base and a delta of the models changed since: a rescan after one
+    dataset changed leaves the base files as they were, and a scan in another process (a new store) takes the
+    two together; a damaged delta costs reading again what changed since the base, never a wrong finding."""
+    config, baselines = load().scan, MemoryStateStore()
+    state = tmp_path / "state"
+    with closing(LiteGraph(estate("general"))) as graph:
+        first = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True,
+                         snapshots=SnapshotStore(state))
+        bases = {p.name: p.read_bytes() for p in (state / "closures").glob("*.pickle")}
+        holders: dict[str, int] = {}
+        for m in first.models:
+            for u in m.closure.datasets:
+                holders[u] = holders.get(u, 0) + 1
+        fewest = min(sorted(holders), key=holders.__getitem__)
+        field = dh.SchemaFieldClass(fieldPath="amount", type=dh.SchemaFieldDataTypeClass(dh.NumberTypeClass()),
+                                    nativeDataType="text")
+        graph.emit_mcps([MetadataChangeProposalWrapper(entityUrn=fewest, aspect=dh.SchemaMetadataClass(
+            schemaName=fewest, platform="urn:li:dataPlatform:postgres", version=0, hash="",
+            platformSchema=dh.OtherSchemaClass(rawSchema=""), fields=[field]))])
+        later = SCAN_AT_MS + HOUR
+        store = SnapshotStore(state)
+        again = run_scan(graph, config, baselines, scanned_at_ms=later, include_all=True, snapshots=store)
+        assert 0 < again.rescan.reread < len(first.models)
+        for name, blob in bases.items():
+            if not name.endswith(".spread.pickle"):  # the blast radius is kept whole
+                assert (state / "closures" / name).read_bytes() == blob, f"{name} was written again"
+        deltas = sorted(p.name for p in (state / "closures").glob("*.delta.pickle"))
+        assert len(deltas) == 3  # the closures, their links and the verdicts
+        full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=later, include_all=True)
+        elsewhere = run_scan(graph, config, baselines, scanned_at_ms=later, include_all=True,
+                             snapshots=SnapshotStore(state))
+        assert elsewhere.rescan.reread == 0 and _exact(elsewhere) == _exact(full) == _exact(again)
+        for delta in (state / "closures").glob("*.delta.pickle"):
+            delta.write_bytes(b"garbage")
+        damaged = run_scan(graph, config, baselines, scanned_at_ms=later, include_all=True,
+                           snapshots=SnapshotStore(state))
+        assert damaged.rescan.reread == again.rescan.reread and _exact(damaged) == _exact(full)

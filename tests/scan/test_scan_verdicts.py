@@ -243,3 +243,23 @@ def test_a_kept_verdict_is_the_same_at_another_instant_and_under_other_baselines
                     f"{detector.name} finds otherwise under other baselines: it must say READS_BASELINES"
                 turned.add(detector.name)
     assert {"upstream_staleness", "training_source_schema_drift"} <= turned
+
+
+def test_a_kept_blast_radius_is_judged_again_where_a_dataset_changed_standing(estate) -> None:
+    """Kept closures among others: each keeps its blast radius unless one of its datasets is at risk now and not
+    before (or the reverse), or endangers other models; the result is the second pass judged afresh."""
+    config = load().scan
+    with closing(LiteGraph(estate("general"))) as graph:
+        closures = resolve_closures(graph, config.resolve, scanned_at_ms=SCAN_AT_MS, include_all=True)
+    found = registry.first_pass(closures, config, record_baselines(closures, {}))
+    before = registry.second_pass(closures, found, config)
+    blamed = [(urn, f) for urn, fs in found.items() for f in fs if f.cause in before.spread.at_risk]
+    assert blamed, "the estate has a dataset at risk"
+    urn, gone = blamed[0]
+    fewer = {u: [f for f in fs if f.cause != gone.cause] for u, fs in found.items()}
+    kept = frozenset(c.urn for c in closures)
+    for now in (fewer, found):
+        partly = registry.second_pass(closures, now, config, partly=(before.spread, kept))
+        afresh = registry.second_pass(closures, now, config)
+        assert partly.findings == afresh.findings and partly.blast_radius == afresh.blast_radius
+    assert registry.second_pass(closures, fewer, config).findings != before.findings
