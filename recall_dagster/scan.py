@@ -78,16 +78,16 @@ def find_and_record(
 ) -> Found:
     """The detectors that need one closure each, against the stored baselines; then the schemas first seen
     now (and the accepted ones) are recorded."""
-    return _find_and_record(closures, config, store, store.load_baselines(), accept_schema, None)[0].found
+    return _find_and_record(closures, config, store, store.load_baselines(), accept_schema, None, keep=False)[0].found
 
 
 def _find_and_record(
     closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, baselines: Baselines,
-    accept_schema: Sequence[str], judged: Judged | None,
+    accept_schema: Sequence[str], judged: Judged | None, keep: bool = True,
 ) -> tuple[Judgement, Baselines]:
     """:func:`find_and_record` on loaded ``baselines``, keeping what ``judged`` holds; and the baselines it
     recorded."""
-    judgement = judge(closures, config, baselines, judged)
+    judgement = judge(closures, config, baselines, judged, keep)
     updated = record_baselines(closures, baselines, accept=accept_schema)
     recorded = {u: cols for u, cols in updated.items() if baselines.get(u) != cols}
     if recorded:

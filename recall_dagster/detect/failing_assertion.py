@@ -77,8 +77,8 @@ def identity(f: Finding) -> dict[str, object]:
 
 def _next_run(dataset: Dataset, at_ms: int) -> int | None:
     """The first run after ``at_ms`` of a test on ``dataset`` (runs are read newest first)."""
-    return first_after(at_ms, (ms for a in dataset.assertions
-                               for ms in (a.ran_at_ms, *(r.at_ms for r in takewhile(lambda r: r.at_ms > at_ms, a.history)))))
+    later = (r.at_ms for a in dataset.assertions for r in takewhile(lambda r: r.at_ms > at_ms, a.history))
+    return first_after(at_ms, (*(a.ran_at_ms for a in dataset.assertions), *later))
 
 
 def holds(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> int | None:

@@ -167,7 +167,7 @@ def first_pass(
     can run this pass apart.  On the closures ``judged`` holds, its detectors keep their verdicts, the volatile
     ones keep theirs while they hold, and the others judge again.
     """
-    return judge(closures, config, schema_baselines, judged).found
+    return judge(closures, config, schema_baselines, judged, keep=False).found
 
 
 def judge(
@@ -175,8 +175,10 @@ def judge(
     config: RecallConfig,
     schema_baselines: Mapping[str, SchemaBaseline],
     judged: Judged | None = None,
+    keep: bool = True,
 ) -> Judgement:
-    """:func:`first_pass`, with the volatile verdicts it made or kept and how long each holds."""
+    """:func:`first_pass`, with the volatile verdicts it made or kept and how long each holds (worked out only
+    to ``keep`` them)."""
     enabled = [d for d in DETECTORS if config.enabled(d.name) and d.name != _SECOND_PASS]
     state = DetectorState(schema_baselines=schema_baselines, columns=cache(lambda: column_graph(closures)))
     earlier = judged.found if judged is not None else {}
@@ -185,7 +187,9 @@ def judge(
     timed: TimedFound = {}
     judged_again = 0
 
-    def volatile(d: Detector, closure: ModelClosure, before: Mapping[str, Timed], mine: dict[str, Timed]) -> list[Finding]:
+    def volatile(
+        d: Detector, closure: ModelClosure, before: Mapping[str, Timed], mine: dict[str, Timed]
+    ) -> list[Finding]:
         nonlocal judged_again
         at = closure.scanned_at_ms
         kept = before.get(d.name)
@@ -199,7 +203,7 @@ def judge(
                 return redrawn
         found = d.detect(closure, config, state)
         judged_again += 1
-        until = d.holds(closure, config, state) if d.holds is not None else at + 1
+        until = d.holds(closure, config, state) if d.holds is not None and keep else at + 1
         mine[d.name] = Timed(at, until, tuple(found))
         return found
 
