@@ -86,5 +86,4 @@ def holds(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> 
     (:meth:`~recall_dagster.estate.views.Assertion.as_of`): it holds until the first run after it of a test on
     any of the closure's datasets."""
     at = closure.scanned_at_ms
-    nexts = state.memo.judgements((NAME, "next run", at)).over(closure.datasets, lambda d: _next_run(d, at))
-    return min((ms for _, _, ms in nexts), default=None)
+    return state.memo.judgements((NAME, "next run", at)).least(closure.datasets, lambda d: _next_run(d, at))

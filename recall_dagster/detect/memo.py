@@ -46,6 +46,22 @@ class Judgements(Generic[O, T]):
         return found
 
 
+    def least(self, items: Mapping[K, O], judge: Callable[[O], T | None]) -> T | None:
+        """The least of the judgements of ``items`` that are not None (None if none is), each object judged the
+        first time it is asked about: a closure's earliest instant its verdict may turn at, one read per
+        dataset."""
+        done = self._done
+        least = None
+        for judged in items.values():
+            hit = done.get(id(judged))
+            if hit is None:
+                hit = done[id(judged)] = (judged, judge(judged))
+            value = hit[1]
+            if value is not None and (least is None or value < least):
+                least = value
+        return least
+
+
 class Memo:
     """A per-pass cache: created with the pass's :class:`~recall_dagster.detect.state.DetectorState`, dropped
     with it."""

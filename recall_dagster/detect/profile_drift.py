@@ -197,6 +197,5 @@ def holds(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> 
     """The verdict reads the instant only through which profile of each table is the newest then: it holds until
     the first profile taken after it of any of the closure's datasets."""
     at = closure.scanned_at_ms
-    nexts = state.memo.judgements((NAME, "next profile", at)).over(
-        closure.datasets, lambda d: first_after(at, (p.at_ms for p in d.profiles)))
-    return min((ms for _, _, ms in nexts), default=None)
+    return state.memo.judgements((NAME, "next profile", at)).least(
+        closure.datasets, lambda d: first_after(at, (p.at_ms for p in d.profiles)) if d.profiles else None)

@@ -113,12 +113,18 @@ def holds(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> 
     one of its fresh tables runs out (each description alone and each table its twins make, as :func:`detect`
     judges them): a stale table stays stale meanwhile, only older (:func:`restamp`)."""
     at = closure.scanned_at_ms
-    records = state.memo.judgements((NAME, "next record", at)).over(closure.datasets, lambda d: _next_record(d, at))
-    alone = state.memo.judgements((NAME, "runs out", at), config).over(
-        closure.datasets, lambda d: _runs_out(combine((own(d, at, config.freshness),), at)))
-    twinned = (_runs_out(combine([own(d, at, config.freshness) for d in ds], at)) for ds in closure.twins.values())
-    return min((*(ms for _, _, ms in records), *(ms for _, _, ms in alone), *(ms for ms in twinned if ms)),
-               default=None)
+
+    def turns(dataset: Dataset) -> int | None:  # the first of: a new record of it, its own window running out
+        alone = _runs_out(combine((own(dataset, at, config.freshness),), at))
+        later = _next_record(dataset, at)
+        return alone if later is None else later if alone is None else min(alone, later)
+
+    until = state.memo.judgements((NAME, "turns", at), config).least(closure.datasets, turns)
+    for ds in closure.twins.values():
+        table = _runs_out(combine([own(d, at, config.freshness) for d in ds], at))
+        if table is not None and (until is None or table < until):
+            until = table
+    return until
 
 
 def restamp(findings: Sequence[Finding], judged_at_ms: int, at_ms: int) -> list[Finding] | None:
