@@ -73,6 +73,7 @@ def load(project: Path, monkeypatch: pytest.MonkeyPatch) -> Definitions:
 GATES = [{"training_asset": "shop/churn_model", "registered_model": "churn_model"}]
 
 
+@pytest.mark.slow  # three `dg` processes, each loading Dagster and the project: some 45 s of a 5-minute budget
 def test_dg_scaffolds_recall_and_its_check_and_listing_show_recall_beside_the_gated_training(project: Path) -> None:
     dg(project, "scaffold", "defs", "recall_dagster.RecallComponent", "recall",
        "--training-asset", "shop/churn_model", "--registered-model", "churn_model")
