@@ -47,7 +47,7 @@ def datahub_sensor(
         enable_asset_query_metadata_parsing=False,
         asset_keys_to_dataset_urn_converter=_converter(registry, warehouse, feast),
     )
-    if settings.graph.startswith(("http://", "https://")):
+    if settings.graph_is_remote:
         return make_datahub_sensor(config, name=SENSOR, minimum_interval_seconds=INTERVAL_SECONDS,
                                    default_status=default_status)
 
