@@ -24,6 +24,7 @@ from datahub_dagster_plugin.sensors.datahub_sensors import DatahubSensors, make_
 from ml_models.registry import FeatureRegistry
 from recall_dagster.graph import LiteGraph
 from recall_dagster.settings import Settings
+from seed.dagster.warehouse import raw_layer
 from seed.ingest.enrich import dataset_urn, export_urn
 
 SENSOR = "datahub_sensor"
@@ -63,6 +64,13 @@ def datahub_sensor(
         return SkipReason("the plugin's run status sensors wrote what they found")
 
     return lite_datahub_sensor
+
+
+def location_datahub_sensor(
+    settings: Settings, registry: FeatureRegistry, dbt: AssetsDefinition, feast: AssetsDefinition
+) -> SensorDefinition:
+    """The demo location's sensor, running: its warehouse is the raw layer and the dbt models."""
+    return datahub_sensor(settings, registry, [raw_layer, dbt], feast, DefaultSensorStatus.RUNNING)
 
 
 def _converter(

@@ -27,7 +27,7 @@ from dagster_mlflow import end_mlflow_on_run_finished
 from ml_models.registry import load_registry
 from recall_dagster.defs import RecallResource, metric_gate, recall_definitions, retrain_gate
 from recall_dagster.settings import Settings
-from seed.dagster.datahub_sensor import datahub_sensor
+from seed.dagster.datahub_sensor import location_datahub_sensor
 from seed.dagster.feast import GROUP as FEAST_GROUP
 from seed.dagster.feast import feast_assets
 from seed.dagster.ingest import INGEST_KEY, datahub_metadata_asset
@@ -69,7 +69,7 @@ def build_definitions(settings: Settings | None = None, with_recall: bool = Fals
         schedules=[ScheduleDefinition(
             name="daily_dbt_build", job=dbt_build, cron_schedule="0 5 * * *", execution_timezone="UTC"
         )],
-        sensors=[datahub_sensor(estate, registry, [raw_layer, dbt], feast, DefaultSensorStatus.RUNNING)],
+        sensors=[location_datahub_sensor(estate, registry, dbt, feast)],
         resources={"recall": resource, "dbt": dbt_cli(), "mlflow": mlflow_resource(estate)},
         executor=in_process_executor,
     )

@@ -10,7 +10,7 @@ data that a team without Recall would have run.
 from dataclasses import dataclass
 from typing import Mapping
 
-from dagster import DagsterInstance, DefaultSensorStatus, Definitions, build_sensor_context, define_asset_job
+from dagster import DagsterInstance, Definitions, build_sensor_context, define_asset_job
 from dagster_mlflow import end_mlflow_on_run_finished
 from mlflow import MlflowClient
 
@@ -19,10 +19,10 @@ from ml_models.tracking import ensure_experiment
 from recall_dagster.cli.dagster_cmd import dagster_home
 from recall_dagster.defs import RecallResource
 from recall_dagster.settings import Settings
-from seed.dagster.datahub_sensor import SENSOR, datahub_sensor
+from seed.dagster.datahub_sensor import SENSOR, location_datahub_sensor
 from seed.dagster.feast import feast_assets
 from seed.dagster.training import MLFLOW_EXPERIMENT, mlflow_resource, training_asset, training_key
-from seed.dagster.warehouse import dbt_project, raw_layer, warehouse_dbt_assets
+from seed.dagster.warehouse import dbt_project, warehouse_dbt_assets
 
 
 JOB = "estate_training"  # the Dagster job, and the name of the MLflow run dagster-mlflow opens for it
@@ -44,8 +44,7 @@ def train_in_dagster(settings: Settings, models: tuple[str, ...]) -> TrainingRun
     defs = Definitions(
         assets=[training_asset(spec, registry, dbt) for spec in specs],
         jobs=[define_asset_job(JOB, hooks={end_mlflow_on_run_finished})],
-        sensors=[datahub_sensor(settings, registry, [raw_layer, dbt], feast_assets(registry, dbt),
-                                DefaultSensorStatus.RUNNING)],
+        sensors=[location_datahub_sensor(settings, registry, dbt, feast_assets(registry, dbt))],
         resources={"recall": RecallResource.from_settings(settings), "mlflow": mlflow_resource(settings)},
     )
     ensure_experiment(MlflowClient(settings.mlflow_uri), MLFLOW_EXPERIMENT, settings.mlflow_uri)
