@@ -127,13 +127,17 @@ class SnapshotStore:
         if kept is None or kept[0] != token:
             return None
         entries = kept[1]
-        return Links(models={u: m for u, (m, _) in entries.items()}, depends={u: d for u, (_, d) in entries.items()})
+        incoming = self._load_layered(key, ".incoming", _CLOSURES)
+        return Links(models={u: m for u, (m, _) in entries.items()}, depends={u: d for u, (_, d) in entries.items()},
+                     incoming=incoming[1] if incoming is not None and incoming[0] == token else {})
 
     def save(self, snapshot: Snapshot) -> None:
         links = snapshot.links()
         if links is not None:
             entries = {u: (m, links.depends[u]) for u, m in links.models.items()}
             self._save_layered(snapshot.key, ".links", _CLOSURES, snapshot.token, entries, "closure snapshot links")
+            self._save_layered(snapshot.key, ".incoming", _CLOSURES, snapshot.token, dict(links.incoming),
+                               "closure snapshot far-side links")
         self._save_layered(snapshot.key, "", _CLOSURES, snapshot.token, dict(snapshot.closures), "closure snapshot")
 
     def load_verdicts(self, key: str) -> Verdicts | None:

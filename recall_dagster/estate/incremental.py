@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from recall_dagster.estate.closure import ModelClosure
+from recall_dagster.estate.incoming import Incoming, KnownIncoming
 from recall_dagster.estate.options import ResolveOptions
 from recall_dagster.estate.resolve import INCOMING, Resolution, resolve
 from recall_dagster.estate.shards import Shard
@@ -43,6 +44,7 @@ class Links:
 
     models: Mapping[str, Model]  # every listed model read, selected or not
     depends: Mapping[str, frozenset[str]]  # per listed model: what choosing it, and its closure, read
+    incoming: Incoming = field(default_factory=dict)  # the far-side links resolving asked about (KnownIncoming)
 
 
 @dataclass(frozen=True)
@@ -140,16 +142,12 @@ def _unstamped(resolution: Resolution) -> dict[str, ModelClosure]:
     return {c.urn: c.at(0) for c in resolution.closures}
 
 
-def _links_of(closures: Mapping[str, ModelClosure], resolution: Resolution) -> Links:
+def _links_of(closures: Mapping[str, ModelClosure], resolution: Resolution, incoming: Incoming) -> Links:
     return Links(
         models=dict(resolution.models),
         depends={u: depends_on(closures[u]) if u in closures else chosen_by(m) for u, m in resolution.models.items()},
+        incoming=incoming,
     )
-
-
-def snapshot_of(key: str, token: str, resolution: Resolution) -> Snapshot:
-    closures = _unstamped(resolution)
-    return Snapshot(key, token, closures, _given(_links_of(closures, resolution)))
 
 
 def _reached(graph: MetadataGraph, changed: frozenset[str]) -> set[str]:
@@ -206,23 +204,27 @@ def resolve_incremental(
             snapshot=key, kept_from=previous.token, token=previous.token)
     links = previous.links() if because is None and previous is not None else None
     if links is None or previous is None or changes.urns is None:
-        resolution = resolve(graph, options, scanned_at_ms=scanned_at_ms, include_all=include_all, shard=shard)
-        snapshot = snapshot_of(key, changes.token, resolution)
+        asking = KnownIncoming(graph)
+        resolution = resolve(asking, options, scanned_at_ms=scanned_at_ms, include_all=include_all, shard=shard)
+        read = _unstamped(resolution)
+        snapshot = Snapshot(key, changes.token, read, _given(_links_of(read, resolution, asking.incoming())))
         reason = because or "the last scan's snapshot is incomplete"
         rescan = Rescan("full", reason, reread=len(resolution.models), snapshot=key, token=snapshot.token)
         return _stamped(snapshot, scanned_at_ms), snapshot, rescan
     listed = set(graph.list_urns("mlModel"))
     affected = _affected(links, listed, _reached(graph, changes.urns)) if changes.urns else set()
     kept = listed - affected
-    fresh = resolve(graph, options, scanned_at_ms=scanned_at_ms, include_all=include_all,
+    asking = KnownIncoming(graph, links.incoming, changes.urns)
+    fresh = resolve(asking, options, scanned_at_ms=scanned_at_ms, include_all=include_all,
                     candidates=sorted(affected), shard=shard) if affected else Resolution([], {})
     closures = _unstamped(fresh)
-    update = _links_of(closures, fresh)
+    update = _links_of(closures, fresh, asking.incoming())
     snapshot = Snapshot(
         key, changes.token, {**{u: c for u, c in previous.closures.items() if u in kept}, **closures},
         _given(Links(
             models={**{u: links.models[u] for u in kept}, **update.models},
             depends={**{u: links.depends[u] for u in kept}, **update.depends},
+            incoming=update.incoming,
         )),
     )
     reused = frozenset(u for u in previous.closures if u in kept)

@@ -152,7 +152,7 @@ def test_a_rescan_writes_only_what_changed_and_another_process_reads_it_back(est
             if not name.endswith(".spread.pickle"):  # the blast radius is kept whole
                 assert (state / "closures" / name).read_bytes() == blob, f"{name} was written again"
         deltas = sorted(p.name for p in (state / "closures").glob("*.delta.pickle"))
-        assert len(deltas) == 3  # the closures, their links and the verdicts
+        assert len(deltas) == 4  # the closures, their links, the far-side links resolving read, and the verdicts
         full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=later, include_all=True)
         elsewhere = run_scan(graph, config, baselines, scanned_at_ms=later, include_all=True,
                              snapshots=SnapshotStore(state))
