@@ -39,8 +39,9 @@ class ModelClosure:
     production_versions: tuple[str, ...] = ()
     paths: Mapping[str, Path] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def urn(self) -> str:
+        """Cached: a rescan of 10,000 models asks it some 160,000 times."""
         return self.model.urn
 
     def at(self, scanned_at_ms: int) -> "ModelClosure":

@@ -36,5 +36,7 @@ def test_the_scale_benchmark_ends_with_its_json_line(tmp_path: Path) -> None:
     assert {"entities", "aspects", "build_s", "scan_s", "peak_rss_mib", "baseline_read_s", "scan_over_baseline",
             "per_model_ms", "targets_at_10k"} <= set(last)
     assert (tmp_path / "scan.prof").stat().st_size > 0
+    assert last["incremental_findings_as_full"] and {"rescan_unchanged_s", "rescan_one_changed_s"} <= set(last), (
+        "each rescan runs in a new process and the one after a change finds what a full scan finds")
     assert last["gms_models"] == 3 and last["gms_findings_as_lite"], "over GMS the scan finds what it finds on Lite"
     assert last["gms_requests"] > 0 and last["per_node_requests"] > 0, "both walks are counted on the stand-in"
