@@ -15,30 +15,24 @@ graph.  Tests compare every incremental resolve with a full one.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
-from datahub.emitter.mcp import MetadataChangeProposalWrapper
-from datahub.metadata.schema_classes import _Aspect
-
-from recall_dagster.graph.port import AspectMap, Changes, Direction, MetadataGraph, WriteReport
+from recall_dagster.graph.overlay import Overlay
+from recall_dagster.graph.port import Direction, MetadataGraph
 
 Incoming = Mapping[tuple[str, str], tuple[str, ...]]  # (relationship, target) -> its sources, sorted
 
 
-class KnownIncoming:
+class KnownIncoming(Overlay):
     """A :class:`MetadataGraph` that answers incoming links from ``known`` (the last scan's answers) with the
     ``changed`` entities' links as they are now, asks the graph the rest, and keeps every answer it gave."""
 
     def __init__(self, graph: MetadataGraph, known: Incoming | None = None, changed: Iterable[str] = ()) -> None:
-        self._graph = graph
+        super().__init__(graph)
         self._known: Incoming = known or {}
         self._changed = frozenset(changed)
         self._out: dict[str, dict[str, set[str]]] = {}  # relationship -> changed entity -> its targets now
         self._asked: dict[tuple[str, str], tuple[str, ...]] = {}
-
-    @property
-    def location(self) -> str:
-        return self._graph.location
 
     def related(self, urns: Sequence[str], relationship: str, direction: Direction = "outgoing") -> dict[str, list[str]]:
         if direction != "incoming":
@@ -75,26 +69,3 @@ class KnownIncoming:
         moved.update(k for k, sources in self._known.items() if not self._changed.isdisjoint(sources))
         kept = {k: self._now(*k) if k in moved and k not in self._asked else s for k, s in self._known.items()}
         return {**kept, **self._asked}
-
-    def get_aspects(self, urns: Sequence[str], aspects: Sequence[type[_Aspect]] | None = None) -> AspectMap:
-        return self._graph.get_aspects(urns, aspects)
-
-    def timeseries(self, urns: Sequence[str], aspect: type[_Aspect], limit: int = 100) -> dict[str, list[_Aspect]]:
-        return self._graph.timeseries(urns, aspect, limit)
-
-    def timeseries_values(
-        self, urns: Sequence[str], aspect: type[_Aspect], paths: Sequence[str], limit: int = 100
-    ) -> dict[str, list[tuple[Any, ...]]]:
-        return self._graph.timeseries_values(urns, aspect, paths, limit)
-
-    def list_urns(self, entity_type: str) -> list[str]:
-        return self._graph.list_urns(entity_type)
-
-    def changes_since(self, token: str | None) -> Changes:
-        return self._graph.changes_since(token)
-
-    def emit_mcps(self, mcps: Iterable[MetadataChangeProposalWrapper]) -> WriteReport:
-        return self._graph.emit_mcps(mcps)
-
-    def close(self) -> None:
-        self._graph.close()

@@ -17,14 +17,14 @@ registered model group on the ``mlflow`` platform and its
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
-from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import MLModelPropertiesClass, VersionPropertiesClass, VersionTagClass
 from datahub.metadata.urns import MlModelGroupUrn
 from datahub.metadata.schema_classes import _Aspect
 
-from recall_dagster.graph.port import AspectMap, Changes, Direction, MetadataGraph, WriteReport
+from recall_dagster.graph.overlay import Overlay
+from recall_dagster.graph.port import AspectMap, Changes, MetadataGraph
 from recall_dagster.run_tags import DAGSTER_RUN_TAG
 from recall_dagster.registry import RegistryFacts
 
@@ -33,17 +33,14 @@ _REGISTRY = "|registry:"
 _VERSION, _PROPERTIES = VersionPropertiesClass.ASPECT_NAME, MLModelPropertiesClass.ASPECT_NAME
 
 
-class RegistryGraph:
+class RegistryGraph(Overlay):
     """A :class:`MetadataGraph` whose MLflow versions carry the registry's facts, read once, when first needed."""
 
     def __init__(self, graph: MetadataGraph, read_registry: Callable[[], RegistryFacts | None]) -> None:
-        self._graph, self._read_registry = graph, read_registry
+        super().__init__(graph)
+        self._read_registry = read_registry
         self._facts: RegistryFacts | None = None
         self._read = False
-
-    @property
-    def location(self) -> str:
-        return self._graph.location
 
     @property
     def registry(self) -> RegistryFacts | None:
@@ -78,20 +75,6 @@ class RegistryGraph:
             found[urn] = aspects_of
         return found
 
-    def related(self, urns: Sequence[str], relationship: str, direction: Direction = "outgoing") -> dict[str, list[str]]:
-        return self._graph.related(urns, relationship, direction)
-
-    def timeseries(self, urns: Sequence[str], aspect: type[_Aspect], limit: int = 100) -> dict[str, list[_Aspect]]:
-        return self._graph.timeseries(urns, aspect, limit)
-
-    def timeseries_values(
-        self, urns: Sequence[str], aspect: type[_Aspect], paths: Sequence[str], limit: int = 100
-    ) -> dict[str, list[tuple[Any, ...]]]:
-        return self._graph.timeseries_values(urns, aspect, paths, limit)
-
-    def list_urns(self, entity_type: str) -> list[str]:
-        return self._graph.list_urns(entity_type)
-
     def changes_since(self, token: str | None) -> Changes:
         """The store's changes, unless an alias moved since ``token``: then everything must be read again."""
         inner, _, digest = (token or "").partition(_REGISTRY)
@@ -99,12 +82,6 @@ class RegistryGraph:
         registry = self.registry
         now = registry.digest if registry else "none"
         return Changes(f"{changes.token}{_REGISTRY}{now}", changes.urns if digest == now else None)
-
-    def emit_mcps(self, mcps: Iterable[MetadataChangeProposalWrapper]) -> WriteReport:
-        return self._graph.emit_mcps(mcps)
-
-    def close(self) -> None:
-        self._graph.close()
 
 
 def _registry_keys(
