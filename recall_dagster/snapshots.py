@@ -103,8 +103,9 @@ class SnapshotStore:
         held = self._bases.get((key, kind))
         if held is not None:
             base_token, base = held
-            changed = {u: v for u, v in entries.items() if not same(base.get(u, _MISSING), v)}
-            removed = frozenset(u for u in base if u not in entries)
+            get = base.get  # the very object kept is the common case, told without a call
+            changed = {u: v for u, v in entries.items() if (b := get(u, _MISSING)) is not v and not same(b, v)}
+            removed = frozenset(base.keys() - entries.keys())
             if len(changed) + len(removed) <= max(_REWRITE_AT_LEAST, len(base) // _REWRITE_SHARE):
                 write_atomically(self._path(key, kind + ".delta"),
                                  stamped(_Delta(key, base_token, token, changed, removed, header), stamp), what)

@@ -100,7 +100,8 @@ def column_graph(closures: Sequence[ModelClosure]) -> ColumnGraph:
     canonical: dict[str, str] = {}
     for closure in closures:
         for urn in closure.datasets:
-            canonical.setdefault(urn, closure.canonical(urn))
+            if urn not in canonical:  # closures share their tables: each is named once
+                canonical[urn] = closure.canonical(urn)
     ups: dict[Col, dict[Col, None]] = {}
     downs: dict[Col, dict[Col, None]] = {}
     columns: dict[str, dict[str, None]] = {}

@@ -64,8 +64,8 @@ class KnownIncoming(Overlay):
         """Every answer as it stands now: the last scan's, brought up to date, and those asked since."""
         if not self._changed:
             return {**self._known, **self._asked}
-        moved = {(r, t) for r in {r for r, _ in self._known} for targets in self._targets_now(r).values()
-                 for t in targets}
-        moved.update(k for k, sources in self._known.items() if not self._changed.isdisjoint(sources))
-        kept = {k: self._now(*k) if k in moved and k not in self._asked else s for k, s in self._known.items()}
-        return {**kept, **self._asked}
+        changed, known = self._changed, self._known
+        moved = {k for k, sources in known.items() if sources and not changed.isdisjoint(sources)}
+        moved.update((r, t) for r in {r for r, _ in known} for targets in self._targets_now(r).values()
+                     for t in targets if (r, t) in known)
+        return {**known, **{k: self._now(*k) for k in moved}, **self._asked}

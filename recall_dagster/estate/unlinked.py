@@ -57,8 +57,7 @@ def failing_outside(
 
 def asserted_in(closures: Sequence[ModelClosure]) -> set[str]:
     """Every assertion the closures hold, on any of their datasets."""
-    datasets = {id(d): d for c in closures for d in c.datasets.values()}  # closures share a warehouse's tables
-    return {a.urn for d in datasets.values() for a in d.assertions}
+    return {a.urn for c in closures for d in c.datasets.values() for a in d.assertions}
 
 
 def unlinked_line(unlinked: Sequence[Outside]) -> str | None:
