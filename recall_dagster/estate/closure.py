@@ -37,7 +37,9 @@ class ModelClosure:
     datasets: Mapping[str, Dataset] = field(default_factory=dict)
     # URNs of the versions the registry marks production in this model's groups
     production_versions: tuple[str, ...] = ()
-    paths: Mapping[str, Path] = field(default_factory=dict)
+    # each entity the walk reached -> the one it was reached from (the model's own links from the model): the
+    # paths as a tree, since a tuple per entity was a quarter of a million tuples to keep at 10,000 models
+    parents: Mapping[str, str] = field(default_factory=dict)
 
     @cached_property
     def urn(self) -> str:
@@ -183,13 +185,23 @@ class ModelClosure:
             queue.extend(u for u in self.datasets[urn].upstreams if u in self.datasets)
         return frozenset(seen)
 
+    def walked(self, urn: str) -> Path:
+        """The walk's path from the model to ``urn``, each step as reached (an entity it did not reach: a hop)."""
+        model = self.model.urn
+        if urn not in self.parents:
+            return (urn,) if urn == model else (model, urn)
+        steps = [urn]
+        while steps[-1] in self.parents:
+            steps.append(self.parents[steps[-1]])
+        return tuple(reversed(steps))
+
     def path_to(self, urn: str) -> Path:
         """Model first, ``urn`` last; the serving route is preferred when there are several.
 
         A table shows once, under the last of its twins the walk passed (a dbt node
         reads its parent's warehouse twin, so a walk steps through both names).
         """
-        walked = self.paths.get(urn, (self.model.urn, urn) if urn != self.model.urn else (urn,))
+        walked = self.walked(urn)
         shown: list[str] = []
         last = None  # the canonical name of shown[-1]
         for step in walked:
@@ -225,14 +237,14 @@ def assemble_closure(
     before training runs, so evidence shows the serving route when one exists.
     Depth counts hops above the datasets features and runs read directly.
     """
-    paths: dict[str, Path] = {model.urn: (model.urn,)}
+    parents: dict[str, str] = {}
     depth: dict[str, int] = {}
     queue: deque[str] = deque()
 
     def visit(urn: str, parent: str, dataset_depth: int | None = None) -> None:
-        if urn in paths:
+        if urn in parents or urn == model.urn:
             return
-        paths[urn] = (*paths[parent], urn)
+        parents[urn] = parent
         if dataset_depth is not None:
             depth[urn] = dataset_depth
         queue.append(urn)
@@ -254,7 +266,8 @@ def assemble_closure(
     closure_features = tuple(features[u] for u in model.features if u in features)
     for feature in closure_features:
         for table in feature.tables:
-            paths.setdefault(table, (*paths[feature.urn], table))
+            if table not in parents:
+                parents[table] = feature.urn
     table_urns = dict.fromkeys(t for f in closure_features for t in f.tables)
     return ModelClosure(
         model=model,
@@ -268,5 +281,5 @@ def assemble_closure(
         ),
         datasets={u: datasets.get(u) or _missing(u) for u in depth},
         production_versions=production_versions,
-        paths=paths,
+        parents=parents,
     )

@@ -131,7 +131,7 @@ class _Scratch:
             production=True,
             scanned_at_ms=at_ms,
             datasets={self.dataset: Dataset(urn=self.dataset, name=self.name)},
-            paths={self.model: (self.model,), self.dataset: (self.model, self.dataset)},
+            parents={self.dataset: self.model},
         )
         scoring = config.scoring
         score = Score(scoring.max_score, scoring.tiers[0].name) if sick else Score(0, scoring.healthy_tier)
