@@ -40,11 +40,11 @@ import multiprocessing
 import pstats
 import resource
 import shutil
+import signal
 import sys
 import tempfile
 import time
 from contextlib import closing
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -120,9 +120,11 @@ def _rescan(path: Path, state: Path, baselines: Baselines, compare: bool) -> tup
 def _in_a_new_process(work: Callable[..., T], *args: object) -> T:
     """``work`` in a new interpreter, as every ``recall scan`` and every Dagster run is, so the parent stays small:
     on this machine a process started beside one holding the full scan's gigabyte was seen to load the same
-    snapshot up to twice as slowly (1.0 s against 1.8 s), and a forked child would inherit that heap."""
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as child:
-        return child.submit(work, *args).result()
+    snapshot up to twice as slowly (1.0 s against 1.8 s), and a forked child would inherit that heap.  A pool, not
+    an executor: leaving it (a failure, or the benchmark stopped: :func:`main`) terminates the child, where an
+    executor's child ran on after its parent was killed."""
+    with multiprocessing.get_context("spawn").Pool(1) as child:
+        return child.apply(work, args)
 
 
 def rescans(path: Path, state: Path, target: tuple[str, int], baselines: Baselines) -> dict[str, object]:
@@ -281,6 +283,7 @@ def main() -> None:
     parser.add_argument("--gms-models", type=int, default=1_000,
                         help="models in the estate scanned over the GMS stand-in (0: skip; capped at --models)")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwinds: the child process and the scratch go too
     with tempfile.TemporaryDirectory() as tmp:
         figures = measure(args.graph or Path(tmp) / "scale.db", args.models, args.profile)
     if args.gms_models > 0:
