@@ -47,14 +47,24 @@ def quiet_libraries(log: Path) -> Iterator[Path]:
     notes) goes to ``log`` while inside, so the terminal shows only Progress lines made before entering.
 
     Handlers libraries create inside bind to the log file, which therefore stays
-    open for the rest of the process.
+    open for the rest of the process. Handlers made before, on the terminal, are
+    pointed at the log while inside: dbt's telemetry library calls
+    ``logging.basicConfig()`` when it is imported, and every library logger's
+    lines then reached the terminal through it (dagster-dbt's ``Running dbt
+    command`` in the middle of ``make demo``).
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     handle = open(log, "a", buffering=1)  # noqa: SIM115 - handlers made inside keep writing to it
     saved, sys.stderr = sys.stderr, handle
     root = logging.getLogger()
+    # the process's own stderr too: sys.stderr may be a wrapper of it by now (the CLI's redaction, DataHub's masking)
+    on_terminal = {h: h.stream for h in root.handlers
+                   if type(h) is logging.StreamHandler and (h.stream is saved or h.stream is sys.__stderr__)}
+    for handler in on_terminal:
+        handler.setStream(handle)
     file_handler = logging.StreamHandler(handle)
-    root.addHandler(file_handler)
+    if not on_terminal:
+        root.addHandler(file_handler)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
@@ -62,3 +72,5 @@ def quiet_libraries(log: Path) -> Iterator[Path]:
     finally:
         sys.stderr = saved
         root.removeHandler(file_handler)
+        for handler, stream in on_terminal.items():
+            handler.setStream(stream)
