@@ -12,6 +12,8 @@ from typing import Iterator, TextIO
 
 from rich.console import Console
 
+from recall_dagster.log_streams import root_handlers_onto
+
 
 class Progress:
     """Prints one line per step with its duration; quiet mode prints nothing (for --json)."""
@@ -47,30 +49,21 @@ def quiet_libraries(log: Path) -> Iterator[Path]:
     notes) goes to ``log`` while inside, so the terminal shows only Progress lines made before entering.
 
     Handlers libraries create inside bind to the log file, which therefore stays
-    open for the rest of the process. Handlers made before, on the terminal, are
-    pointed at the log while inside: dbt's telemetry library calls
-    ``logging.basicConfig()`` when it is imported, and every library logger's
-    lines then reached the terminal through it (dagster-dbt's ``Running dbt
-    command`` in the middle of ``make demo``).
+    open for the rest of the process; those made before on the terminal write to
+    it while inside (:mod:`recall_dagster.log_streams`: dagster-dbt's ``Running
+    dbt command`` came up in the middle of ``make demo`` that way).
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     handle = open(log, "a", buffering=1)  # noqa: SIM115 - handlers made inside keep writing to it
     saved, sys.stderr = sys.stderr, handle
     root = logging.getLogger()
-    # the process's own stderr too: sys.stderr may be a wrapper of it by now (the CLI's redaction, DataHub's masking)
-    on_terminal = {h: h.stream for h in root.handlers
-                   if type(h) is logging.StreamHandler and (h.stream is saved or h.stream is sys.__stderr__)}
-    for handler in on_terminal:
-        handler.setStream(handle)
     file_handler = logging.StreamHandler(handle)
-    if not on_terminal:
-        root.addHandler(file_handler)
     try:
-        with warnings.catch_warnings():
+        with root_handlers_onto(handle, saved) as moved, warnings.catch_warnings():
+            if not moved:
+                root.addHandler(file_handler)
             warnings.simplefilter("default")
             yield log
     finally:
         sys.stderr = saved
         root.removeHandler(file_handler)
-        for handler, stream in on_terminal.items():
-            handler.setStream(stream)

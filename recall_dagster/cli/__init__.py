@@ -19,6 +19,7 @@ from typing import Any, Iterator, TextIO
 import click
 
 from recall_dagster.errors import RecallError
+from recall_dagster.log_streams import root_handlers_onto
 from recall_dagster.secrets import redact
 
 # Command name -> (the module that registers it on `cli` when imported, the first line of its docstring).
@@ -105,7 +106,8 @@ def _printing_no_secrets() -> Iterator[None]:
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Redacted(saved[0]), _Redacted(saved[1])  # type: ignore[assignment]
     try:
-        yield
+        with root_handlers_onto(sys.stderr, saved[1]):  # libraries' log lines too (log_streams)
+            yield
     finally:
         sys.stdout, sys.stderr = saved
 
