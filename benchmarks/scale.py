@@ -63,8 +63,8 @@ SCAN_TARGET_S = 30.0
 RESCAN_TARGET_S = 1.0
 ONE_CHANGED_TARGET_S = 0.5
 RSS_TARGET_MIB = 2048.0
-T = TypeVar("T")
 BASELINE_TARGET_RATIO = 3.0
+T = TypeVar("T")
 
 
 def say(line: str) -> None:
@@ -186,7 +186,7 @@ def measure(path: Path, models: int, profile: Path | None) -> dict[str, object]:
     say("scanning ...")
     first = _in_a_new_process(first_scan, path, profile)
     scan_s, peak, scanned, findings = first["scan_s"], first["peak"], first["scanned"], first["findings"]
-    baseline_s, urns = first["baseline_s"], first["entities"]
+    baseline_s, entities = first["baseline_s"], first["entities"]
     again = rescans(path, path.with_suffix(".state"), first["target"], first["baselines"])
     if profile:
         say(f"profile of the scan in {profile} (times under the profiler are inflated); the top 15 by own time:")
@@ -195,7 +195,7 @@ def measure(path: Path, models: int, profile: Path | None) -> dict[str, object]:
         "models": models,
         "production_models": scanned,
         "findings": findings,
-        "entities": urns,
+        "entities": entities,
         "aspects": written,
         "write_failures": failed,
         "build_s": round(build_s, 2),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import operator
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,10 +62,10 @@ class SnapshotStore:
     """One snapshot and the verdicts of both passes on it per graph, settings and selection under
     ``<state>/closures``.
 
-    The closures, their links and the first pass's verdicts are kept per
-    model, as a base file and a delta of the models changed since: a rescan
-    that read again five models of ten thousand writes those five, not the
-    ten thousand.  Each file is replaced atomically and bound by token to the
+    The closures, their links, the far-side links they were read by and the
+    first pass's verdicts are kept per entry, as a base file and a delta of the
+    entries changed since: a rescan that read again five models of ten thousand
+    writes those five, not the ten thousand.  Each file is replaced atomically and bound by token to the
     base it applies to, so a scan that died between two writes leaves a base
     that still stands alone (an older snapshot: what changed since is read
     again) or a delta the next base makes void.
@@ -97,9 +98,9 @@ class SnapshotStore:
 
     def _save_layered(self, key: str, kind: str, stamp: str, token: str, entries: dict, what: str,
                       header: tuple = (), same: Callable[[object, object], bool] | None = None) -> None:
-        """Write ``entries`` at ``token`` as a delta on the base this process holds (an entry ``same`` as the
-        base's is left out), or as a new base."""
-        same = same or _kept
+        """Write ``entries`` at ``token`` as a delta on the base this process holds (an entry that is the
+        base's own object, or ``same`` as it, is left out), or as a new base."""
+        same = same or _same_parts
         held = self._bases.get((key, kind))
         if held is not None:
             base_token, base = held
@@ -156,7 +157,7 @@ class SnapshotStore:
     def save_verdicts(self, verdicts: Verdicts) -> None:
         entries = {u: (f, verdicts.timed.get(u)) for u, f in verdicts.found.items()}
         self._save_layered(verdicts.key, ".verdicts", _VERDICTS, verdicts.token, entries, "scan verdicts",
-                           (verdicts.config, verdicts.baselines), _equal)
+                           (verdicts.config, verdicts.baselines), operator.eq)
 
     def load_spread(self, key: str) -> KeptSpread | None:
         """The second pass kept for ``key``; None when there is none this code can trust."""
@@ -170,15 +171,10 @@ class SnapshotStore:
 _MISSING = object()
 
 
-def _kept(before: object, now: object) -> bool:
-    """The very entry kept: the same object, or a pair of the same objects (a model and what it depends on)."""
-    return before is now or (type(before) is tuple and type(now) is tuple and len(before) == len(now)
-                             and all(b is n for b, n in zip(before, now)))
-
-
-def _equal(before: object, now: object) -> bool:
-    """The same verdicts: the very objects kept (the common case, and cheap), or equal ones."""
-    return before is now or before == now
+def _same_parts(before: object, now: object) -> bool:
+    """A new tuple of the very objects kept (a model and what it depends on, a target's sources)."""
+    return type(before) is tuple and type(now) is tuple and len(before) == len(now) and all(
+        b is n for b, n in zip(before, now))
 
 
 def _read(path: Path, stamp: str) -> object | None:

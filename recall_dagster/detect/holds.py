@@ -35,7 +35,7 @@ class Timed:
 
 def first_after(at_ms: int, instants: Iterable[int | None]) -> int | None:
     """The earliest of ``instants`` after ``at_ms``; None when there is none."""
-    return min((ms for ms in instants if ms is not None and ms > at_ms), default=None)
+    return earliest(ms for ms in instants if ms is not None and ms > at_ms)
 
 
 def earliest(instants: Iterable[int | None]) -> int | None:

@@ -45,7 +45,6 @@ class Judgements(Generic[O, T]):
                 found.append((key, judged, hit[1]))
         return found
 
-
     def least(self, items: Mapping[K, O], judge: Callable[[O], T | None]) -> T | None:
         """The least of the judgements of ``items`` that are not None (None if none is), each object judged the
         first time it is asked about: a closure's earliest instant its verdict may turn at, one read per

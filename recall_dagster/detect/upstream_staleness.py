@@ -16,7 +16,7 @@ from typing import Sequence
 from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.freshness import Own, TableFreshness, combine, own
-from recall_dagster.detect.holds import first_after
+from recall_dagster.detect.holds import earliest, first_after
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import Dataset, Freshness, ModelClosure
 from recall_dagster.instants import HOUR_MS
@@ -115,16 +115,11 @@ def holds(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> 
     at = closure.scanned_at_ms
 
     def turns(dataset: Dataset) -> int | None:  # the first of: a new record of it, its own window running out
-        alone = _runs_out(combine((own(dataset, at, config.freshness),), at))
-        later = _next_record(dataset, at)
-        return alone if later is None else later if alone is None else min(alone, later)
+        return earliest((_runs_out(combine((own(dataset, at, config.freshness),), at)), _next_record(dataset, at)))
 
-    until = state.memo.judgements((NAME, "turns", at), config).least(closure.datasets, turns)
-    for ds in closure.twins.values():
-        table = _runs_out(combine([own(d, at, config.freshness) for d in ds], at))
-        if table is not None and (until is None or table < until):
-            until = table
-    return until
+    alone = state.memo.judgements((NAME, "turns", at), config).least(closure.datasets, turns)
+    return earliest((alone, *(_runs_out(combine([own(d, at, config.freshness) for d in ds], at))
+                              for ds in closure.twins.values())))
 
 
 def restamp(findings: Sequence[Finding], judged_at_ms: int, at_ms: int) -> list[Finding] | None:

@@ -7,6 +7,7 @@ is tested on data the project did not write.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -16,6 +17,14 @@ from datahub.ingestion.run.pipeline import Pipeline  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCAN_AT_MS = 1_748_736_000_000  # 2025-06-01T00:00:00Z, the instant the fixtures are dated against
+
+
+def exact(result) -> tuple[list[str], list[str]]:  # noqa: ANN001 - a ScanResult
+    """Everything a scan found, whole: each finding as ``--json`` gives it (message and evidence) with its
+    model's tier, and the blast radius; what a rescan must equal a full scan in."""
+    findings = sorted(json.dumps([m.closure.urn, m.score.tier, f.to_json()], sort_keys=True, default=str)
+                      for m in result.models for f in m.findings)
+    return findings, sorted(json.dumps(b.to_json(), sort_keys=True, default=str) for b in result.blast_radius)
 
 
 def ingest(db: Path, *fixtures: str) -> Path:

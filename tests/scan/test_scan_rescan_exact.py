@@ -9,14 +9,13 @@ with a scan that reads and judges everything.
 
 from __future__ import annotations
 
-import json
 from contextlib import closing
 from typing import Callable
 
 import datahub.metadata.schema_classes as dh
 import pytest
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
-from scan_estates import SCAN_AT_MS
+from scan_estates import SCAN_AT_MS, exact
 
 from recall_dagster.baselines import MemoryStateStore
 from recall_dagster.config.load import load
@@ -25,12 +24,6 @@ from recall_dagster.scan import run_scan
 from recall_dagster.snapshots import SnapshotStore
 
 HOUR, DAY = 3_600_000, 86_400_000
-
-
-def _exact(result) -> tuple[list[str], list[str]]:  # noqa: ANN001 - a ScanResult
-    findings = sorted(json.dumps([m.closure.urn, m.score.tier, f.to_json()], sort_keys=True, default=str)
-                      for m in result.models for f in m.findings)
-    return findings, sorted(json.dumps(b.to_json(), sort_keys=True, default=str) for b in result.blast_radius)
 
 
 def _run(assertion: str, dataset: str, at_ms: int, kind: str) -> MetadataChangeProposalWrapper:
@@ -100,8 +93,8 @@ def test_a_rescan_after_a_change_finds_what_a_full_scan_finds(change: str, estat
         twice = run_scan(graph, config, baselines, scanned_at_ms=later, include_all=True, snapshots=snapshots)
         full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=later, include_all=True)
     assert again.rescan.mode == "incremental"
-    assert _exact(again) == _exact(full) == _exact(twice)
-    assert _exact(full) != _exact(first), "the change made a difference a rescan could miss"
+    assert exact(again) == exact(full) == exact(twice)
+    assert exact(full) != exact(first), "the change made a difference a rescan could miss"
 
 
 def test_a_test_run_known_before_the_scan_but_dated_after_it_turns_the_verdict_when_its_time_comes(
@@ -119,7 +112,7 @@ def test_a_test_run_known_before_the_scan_but_dated_after_it_turns_the_verdict_w
         for at in (SCAN_AT_MS, SCAN_AT_MS + HOUR, SCAN_AT_MS + 3 * HOUR, SCAN_AT_MS + 4 * HOUR):
             rescan = run_scan(graph, config, baselines, scanned_at_ms=at, include_all=True, snapshots=snapshots)
             full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=at, include_all=True)
-            assert _exact(rescan) == _exact(full), f"at {at}"
+            assert exact(rescan) == exact(full), f"at {at}"
             seen.append(any(f.subject == urn for m in rescan.models for f in m.findings))
     assert seen == [True, True, False, False]
 
@@ -156,9 +149,9 @@ def test_a_rescan_writes_only_what_changed_and_another_process_reads_it_back(est
         full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=later, include_all=True)
         elsewhere = run_scan(graph, config, baselines, scanned_at_ms=later, include_all=True,
                              snapshots=SnapshotStore(state))
-        assert elsewhere.rescan.reread == 0 and _exact(elsewhere) == _exact(full) == _exact(again)
+        assert elsewhere.rescan.reread == 0 and exact(elsewhere) == exact(full) == exact(again)
         for delta in (state / "closures").glob("*.delta.pickle"):
             delta.write_bytes(b"garbage")
         damaged = run_scan(graph, config, baselines, scanned_at_ms=later, include_all=True,
                            snapshots=SnapshotStore(state))
-        assert damaged.rescan.reread == again.rescan.reread and _exact(damaged) == _exact(full)
+        assert damaged.rescan.reread == again.rescan.reread and exact(damaged) == exact(full)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 from contextlib import closing
 from dataclasses import replace
 
@@ -11,7 +10,7 @@ import datahub.metadata.schema_classes as dh
 import pytest
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from detector_spy import count_detector_runs, volatile_detectors
-from scan_estates import SCAN_AT_MS
+from scan_estates import SCAN_AT_MS, exact
 
 from recall_dagster.detect import registry
 from recall_dagster.detect.config import DetectorConfig
@@ -30,11 +29,6 @@ DAY = 86_400_000
 def _findings(result) -> list[tuple[str, str, str, str, str]]:  # noqa: ANN001 - a ScanResult
     return sorted((m.closure.urn, f.detector, f.subject, f.severity.value, f.message)
                   for m in result.models for f in m.findings)
-
-
-def _exact(result) -> list[str]:  # noqa: ANN001 - a ScanResult
-    """Every finding whole, as ``--json`` gives it: message and evidence too."""
-    return sorted(json.dumps([m.closure.urn, f.to_json()], sort_keys=True) for m in result.models for f in m.findings)
 
 
 def test_every_detector_that_reads_the_instant_or_the_baselines_says_so() -> None:
@@ -65,7 +59,7 @@ def test_an_unchanged_estate_is_judged_again_only_by_the_detectors_that_may_have
         full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=later, include_all=True)
         at_minute = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=SCAN_AT_MS + 60_000,
                              include_all=True)
-    assert _exact(again) == _exact(full) and _exact(minute) == _exact(at_minute)
+    assert exact(again) == exact(full) and exact(minute) == exact(at_minute)
     stale = [f for f in _findings(again) if f[1] == "upstream_staleness"]
     assert len(stale) > len([f for f in _findings(first) if f[1] == "upstream_staleness"])
 
