@@ -10,7 +10,7 @@ is read in :mod:`recall_dagster.config`, baselines kept in
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Callable, Sequence
 
 from recall_dagster.acks.model import Acknowledgement, still_open
 from recall_dagster.baselines import Baselines, StateStore
@@ -19,6 +19,7 @@ from recall_dagster.detect import Detection, RecallConfig
 from recall_dagster.detect.registry import Found, Judged, Judgement, judge, kept_verdicts, keepable, second_pass
 from recall_dagster.errors import ConfigError, ModelNotFound, NoProductionVersion
 from recall_dagster.estate import ModelClosure
+from recall_dagster.estate.columns import ColumnGraph
 from recall_dagster.estate.incremental import Rescan, combined, resolve_incremental, snapshot_key
 from recall_dagster.estate.naming import model_name
 from recall_dagster.estate.production import version_number
@@ -60,11 +61,12 @@ def record_baselines(
     updated = dict(baselines)  # a baseline is replaced whole, never edited: the copy may share them
     matched: set[str] = set()
     for closure in closures:
-        for urn, dataset in closure.datasets.items():
+        for urn in closure.dataset_urns:
             if not accept and urn in updated:
-                continue  # the common case, kept cheap: nothing to accept, a baseline already kept
+                continue  # the common case, kept cheap (a kept closure's body is not read): a baseline kept
             named = [n for n in accept if _named(closure, urn, n)]
             matched.update(named)
+            dataset = closure.dataset(urn)
             if dataset.fields is not None and (named or urn not in updated):
                 updated[urn] = {f.path: f.type for f in dataset.fields}
     unknown = [n for n in accept if n not in matched]
@@ -84,10 +86,11 @@ def find_and_record(
 def _find_and_record(
     closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, baselines: Baselines,
     accept_schema: Sequence[str], judged: Judged | None, keep: bool = True,
+    columns: Callable[[], ColumnGraph] | None = None,
 ) -> tuple[Judgement, Baselines]:
     """:func:`find_and_record` on loaded ``baselines``, keeping what ``judged`` holds; and the baselines it
     recorded."""
-    judgement = judge(closures, config, baselines, judged, keep)
+    judgement = judge(closures, config, baselines, judged, keep, columns)
     updated = record_baselines(closures, baselines, accept=accept_schema)
     recorded = {u: cols for u, cols in updated.items() if baselines.get(u) != cols}
     if recorded:
@@ -265,7 +268,9 @@ def find_again(
     judged_under = baselines_digest(baselines)
     earlier = snapshots.load_verdicts(key)
     judged = reusable(earlier, rescan, digest, judged_under)
-    judgement, recorded = _find_and_record(closures, config, store, baselines, accept_schema, judged)
+    columns = snapshots.column_graph(rescan, closures)
+    judgement, recorded = _find_and_record(closures, config, store, baselines, accept_schema, judged,
+                                           columns=columns)
     found = judgement.found
     # Baselines first recorded now are the schemas these closures hold, so every verdict holds under them too
     # (as the store gives them back, which is how the next scan will see them); an accepted schema replaces a

@@ -17,10 +17,13 @@ import operator
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from recall_dagster import detect, estate
-from recall_dagster.estate.incremental import Links, Snapshot
+from recall_dagster.estate import ModelClosure
+from recall_dagster.estate.columns import ColumnGraph, column_graph
+from recall_dagster.estate.incremental import Links, Rescan, Snapshot
+from recall_dagster.estate.kept import KeptClosure, Tables, pickled, stored
 from recall_dagster.files import write_atomically
 from recall_dagster.pickles import fingerprint, stamped, unstamped
 from recall_dagster.verdicts import KeptSpread, Verdicts
@@ -75,6 +78,7 @@ class SnapshotStore:
         self.folder = Path(state_dir) / "closures"
         # (key, kind) -> the base file last read or written in this process: (its token, its entries by model)
         self._bases: dict[tuple[str, str], tuple[str, dict]] = {}
+        self._tables: dict[str, Tables] = {}  # key -> the datasets of the closures last loaded
 
     def _path(self, key: str, kind: str) -> Path:
         return self.folder / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}{kind}.pickle"
@@ -116,12 +120,18 @@ class SnapshotStore:
         # a delta on the last base names its token: void under this one, and replaced by the next delta
 
     def load(self, key: str) -> Snapshot | None:
-        """The snapshot kept for ``key``; None when there is none this code can trust.  Its links are read
-        only when asked for (a rescan following a change), and only if they were kept with the same closures."""
+        """The snapshot kept for ``key``; None when there is none this code can trust.  Its closures are
+        heads whose bodies are decoded when read (:class:`~recall_dagster.estate.kept.KeptClosure`); its links
+        are read only when asked for (a rescan following a change), and only if they were kept with the same
+        closures."""
         kept = self._load_layered(key, "", _CLOSURES)
-        if kept is None:
+        tables = self._load_layered(key, ".tables", _CLOSURES)
+        if kept is None or tables is None or tables[0] != kept[0]:
             return None
-        token, closures, _ = kept
+        token, entries, _ = kept
+        shared = Tables(tables[1])
+        self._tables[key] = shared
+        closures = {u: KeptClosure(e, shared) for u, e in entries.items()}
         return Snapshot(key, token, closures, functools.partial(self._links, key, token))
 
     def _links(self, key: str, token: str) -> Links | None:
@@ -140,7 +150,56 @@ class SnapshotStore:
             self._save_layered(snapshot.key, ".links", _CLOSURES, snapshot.token, entries, "closure snapshot links")
             self._save_layered(snapshot.key, ".incoming", _CLOSURES, snapshot.token, dict(links.incoming),
                                "closure snapshot far-side links")
-        self._save_layered(snapshot.key, "", _CLOSURES, snapshot.token, dict(snapshot.closures), "closure snapshot")
+        held = self._tables.get(snapshot.key)
+        entries, fresh, kept = {}, {}, False
+        for urn, closure in snapshot.closures.items():
+            if isinstance(closure, KeptClosure) and closure.tables is not held:  # kept under another load
+                closure = closure.plain()
+            if isinstance(closure, KeptClosure):
+                kept = True
+            else:
+                fresh.update(closure.datasets)
+            entries[urn] = stored(closure)
+        # the datasets kept closures hold, and those of the new ones; one no closure holds any more is dropped
+        # when no closure is kept (a full scan), and stays till then
+        tables = {**(held.blobs if kept and held is not None else {}), **pickled(fresh)}
+        self._save_layered(snapshot.key, ".tables", _CLOSURES, snapshot.token, tables, "closure snapshot datasets",
+                           same=operator.eq)
+        self._save_layered(snapshot.key, "", _CLOSURES, snapshot.token, entries, "closure snapshot")
+
+    def column_graph(self, rescan: Rescan, closures: Sequence[ModelClosure]) -> Callable[[], ColumnGraph]:
+        """The estate's column lineage over ``closures`` (a scan's, or a shard's), for the first detector that
+        asks: the graph kept with the snapshot ``rescan`` kept its closures from, while they add what they
+        added then (:attr:`~recall_dagster.estate.incremental.Rescan.same_columns`), or built and kept.
+
+        Built, it reads every closure's datasets: at 10,000 models that is decoding every kept closure, for
+        one failing test on a model a change reached.  A small mark says which snapshots a kept graph holds
+        for; each rescan that keeps the column inputs moves it on, whether or not a detector asked."""
+        key = rescan.snapshot
+        mark = _read(self._path(key, ".columns.at"), _CLOSURES)
+        holds = (isinstance(mark, _Part) and mark.key == key and rescan.same_columns
+                 and mark.token == rescan.kept_from)
+        if holds and mark.token != rescan.token:
+            self._mark_columns(key, rescan.token, mark.value)
+
+        @functools.cache
+        def graph() -> ColumnGraph:
+            if holds:
+                kept = _read(self._path(key, ".columns"), _CLOSURES)
+                if isinstance(kept, _Part) and kept.key == key and kept.token == mark.value:
+                    return kept.value
+            built = column_graph(closures)
+            write_atomically(self._path(key, ".columns"), stamped(_Part(key, rescan.token, built), _CLOSURES),
+                             "estate column lineage")
+            self._mark_columns(key, rescan.token, rescan.token)
+            return built
+
+        return graph
+
+    def _mark_columns(self, key: str, token: str, built: str) -> None:
+        """The column graph built at snapshot ``built`` holds for snapshot ``token``."""
+        write_atomically(self._path(key, ".columns.at"), stamped(_Part(key, token, built), _CLOSURES),
+                         "estate column lineage mark")
 
     def load_verdicts(self, key: str) -> Verdicts | None:
         """The first pass's verdicts kept for ``key``; None when there are none this code can trust."""

@@ -43,7 +43,7 @@ def exposure_index(closures: Iterable[ModelClosure], at_risk: Container[str]) ->
     models: dict[str, set[str]] = {}
     deployments: dict[str, set[str]] = {}
     for closure in closures:
-        held = [urn for urn in closure.datasets if urn in at_risk] if closure.production else ()
+        held = [urn for urn in closure.dataset_urns if urn in at_risk] if closure.production else ()
         if not held:
             continue
         live = {d.urn for d in closure.live_deployments}

@@ -38,7 +38,7 @@ from recall_dagster.detect.holds import Timed
 from recall_dagster.detect.state import DetectorState, Exposure, SchemaBaseline
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure
-from recall_dagster.estate.columns import column_graph
+from recall_dagster.estate.columns import ColumnGraph, column_graph
 
 DetectFn = Callable[[ModelClosure, RecallConfig, DetectorState], list[Finding]]
 
@@ -176,11 +176,14 @@ def judge(
     schema_baselines: Mapping[str, SchemaBaseline],
     judged: Judged | None = None,
     keep: bool = True,
+    columns: "Callable[[], ColumnGraph] | None" = None,
 ) -> Judgement:
     """:func:`first_pass`, with the volatile verdicts it made or kept and how long each holds (worked out only
-    to ``keep`` them)."""
+    to ``keep`` them).  ``columns`` gives the estate's column lineage when a detector first asks (built from
+    ``closures`` without it)."""
     enabled = [d for d in DETECTORS if config.enabled(d.name) and d.name != _SECOND_PASS]
-    state = DetectorState(schema_baselines=schema_baselines, columns=cache(lambda: column_graph(closures)))
+    state = DetectorState(schema_baselines=schema_baselines,
+                          columns=columns or cache(lambda: column_graph(closures)))
     earlier = judged.found if judged is not None else {}
     before_timed = judged.timed if judged is not None else {}
     again = [d for d in enabled if judged is None or d.name not in judged.detectors]
@@ -283,12 +286,12 @@ def _spread(
     earlier = before.findings if before is not None else {}
     # the datasets whose standing moved: at risk now or before but not both, flagged by others, or endangering
     # other models: a kept closure holding none of them has the blast radius it had
-    moved = [] if before is None else [
+    moved = frozenset() if before is None else frozenset(
         u for u in {*at_risk, *before.at_risk}
-        if at_risk.get(u) != before.at_risk.get(u) or exposure.get(u) != before.exposure.get(u)]
+        if at_risk.get(u) != before.at_risk.get(u) or exposure.get(u) != before.exposure.get(u))
 
     def radius(closure: ModelClosure) -> tuple[Finding, ...]:
-        if closure.urn in kept and closure.urn in earlier and not any(u in closure.datasets for u in moved):
+        if closure.urn in kept and closure.urn in earlier and moved.isdisjoint(closure.dataset_urns):
             return earlier[closure.urn]
         return tuple(blast_radius.detect(closure, config, state)) if enabled else ()
 

@@ -46,6 +46,17 @@ class ModelClosure:
         """Cached: a rescan of 10,000 models asks it some 160,000 times."""
         return self.model.urn
 
+    @cached_property
+    def dataset_urns(self) -> tuple[str, ...]:
+        """The datasets it holds, by URN: what a scan asks of every closure (new baselines, who a dataset at
+        risk endangers), answered without its kept body (:class:`~recall_dagster.estate.kept.KeptClosure`)."""
+        return tuple(self.datasets)
+
+    @cached_property
+    def assertion_urns(self) -> tuple[str, ...]:
+        """Every assertion on its datasets, by URN; kept with the head like :attr:`dataset_urns`."""
+        return tuple(a.urn for d in self.datasets.values() for a in d.assertions)
+
     def at(self, scanned_at_ms: int) -> "ModelClosure":
         """The same closure judged at another instant: a rescan re-stamps 10,000 kept closures, and
         ``dataclasses.replace`` (which runs ``__init__`` field by field) cost more than the copy. What

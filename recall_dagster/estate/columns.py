@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from recall_dagster.estate import ModelClosure, display_name
-from recall_dagster.estate.views import FieldRef
+from recall_dagster.estate.views import Dataset, FieldRef
 
 Col = tuple[str, str]  # (canonical dataset URN, simple column path)
 
@@ -93,6 +93,20 @@ def lineage_to(col: Col, parents: Mapping[Col, Col | None]) -> tuple[Col, ...]:
     while (up := parents.get(chain[-1])) is not None:
         chain.append(up)
     return tuple(reversed(chain))
+
+
+def same_columns(before: ModelClosure, after: ModelClosure) -> bool:
+    """Whether ``after`` adds to the estate's column lineage exactly what ``before`` did: the same datasets,
+    in the same order, each with the same twins, aliases, columns and column lineage (what
+    :func:`column_graph` reads).  A retyped column or a new assertion run changes none of it."""
+    if before.dataset_urns != after.dataset_urns:
+        return False
+    was, now = before.datasets, after.datasets
+    return all(_column_inputs(was[u]) == _column_inputs(now[u]) for u in after.dataset_urns)
+
+
+def _column_inputs(dataset: Dataset) -> tuple:
+    return dataset.copy_of, dataset.aliases, tuple(f.path for f in dataset.fields or ()), dataset.column_lineage
 
 
 def column_graph(closures: Sequence[ModelClosure]) -> ColumnGraph:

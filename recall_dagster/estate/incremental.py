@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from recall_dagster.estate.closure import ModelClosure
+from recall_dagster.estate.columns import same_columns
 from recall_dagster.estate.incoming import Incoming, KnownIncoming
 from recall_dagster.estate.options import ResolveOptions
 from recall_dagster.estate.resolve import INCOMING, Resolution, resolve
@@ -73,6 +74,8 @@ class Rescan:
     snapshot: str = field(default="", repr=False)  # the snapshot key they were read under (one shard's, or none)
     kept_from: str = field(default="", repr=False)  # the token of the snapshot the kept closures come from
     token: str = field(default="", repr=False)  # the token of the snapshot this scan's closures make
+    # the closures add to the estate's column lineage what those of the snapshot they were kept from did
+    same_columns: bool = field(default=False, repr=False)
 
     @property
     def reused(self) -> int:
@@ -201,7 +204,7 @@ def resolve_incremental(
     if because is None and previous is not None and changes.token == previous.token:
         return _stamped(previous, scanned_at_ms), previous, Rescan(
             "incremental", "nothing changed since the last scan", kept=frozenset(previous.closures),
-            snapshot=key, kept_from=previous.token, token=previous.token)
+            snapshot=key, kept_from=previous.token, token=previous.token, same_columns=True)
     links = previous.links() if because is None and previous is not None else None
     if links is None or previous is None or changes.urns is None:
         asking = KnownIncoming(graph)
@@ -229,9 +232,11 @@ def resolve_incremental(
     )
     reused = frozenset(u for u in previous.closures if u in kept)
     changed = len(changes.urns)
+    same = set(snapshot.closures) == set(previous.closures) and all(
+        same_columns(previous.closures[u], c) for u, c in closures.items())
     rescan = Rescan("incremental", f"{changed:,} entit{'y' if changed == 1 else 'ies'} changed since the last scan",
                     changed=changed, reread=len(affected), kept=reused, snapshot=key, kept_from=previous.token,
-                    token=snapshot.token)
+                    token=snapshot.token, same_columns=same)
     return _stamped(snapshot, scanned_at_ms), snapshot, rescan
 
 

@@ -57,7 +57,7 @@ def failing_outside(
 
 def asserted_in(closures: Sequence[ModelClosure]) -> set[str]:
     """Every assertion the closures hold, on any of their datasets."""
-    return {a.urn for c in closures for d in c.datasets.values() for a in d.assertions}
+    return {a for c in closures for a in c.assertion_urns}
 
 
 def unlinked_line(unlinked: Sequence[Outside]) -> str | None:
