@@ -23,8 +23,10 @@ from recall_dagster import detect, estate
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.columns import ColumnGraph, column_graph
 from recall_dagster.estate.incremental import Links, Rescan, Snapshot
-from recall_dagster.estate.kept import KeptClosure, Tables, pickled, stored
+from recall_dagster.estate.kept import Head, Kept, KeptClosure, Ref, head_and_body, pickled
+from recall_dagster.estate.views import Dataset
 from recall_dagster.files import write_atomically
+from recall_dagster.packs import Packs
 from recall_dagster.pickles import fingerprint, stamped, unstamped
 from recall_dagster.verdicts import KeptSpread, Verdicts
 
@@ -78,7 +80,7 @@ class SnapshotStore:
         self.folder = Path(state_dir) / "closures"
         # (key, kind) -> the base file last read or written in this process: (its token, its entries by model)
         self._bases: dict[tuple[str, str], tuple[str, dict]] = {}
-        self._tables: dict[str, Tables] = {}  # key -> the datasets of the closures last loaded
+        self._kept: dict[str, Kept] = {}  # key -> the bodies and datasets of the closures last loaded
 
     def _path(self, key: str, kind: str) -> Path:
         return self.folder / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}{kind}.pickle"
@@ -121,16 +123,18 @@ class SnapshotStore:
 
     def load(self, key: str) -> Snapshot | None:
         """The snapshot kept for ``key``; None when there is none this code can trust.  Its closures are
-        heads whose bodies are decoded when read (:class:`~recall_dagster.estate.kept.KeptClosure`); its links
-        are read only when asked for (a rescan following a change), and only if they were kept with the same
-        closures."""
+        heads whose bodies and datasets are read from their packs when first read
+        (:class:`~recall_dagster.estate.kept.KeptClosure`); its links are read only when asked for (a rescan
+        following a change), and only if they were kept with the same closures."""
         kept = self._load_layered(key, "", _CLOSURES)
         tables = self._load_layered(key, ".tables", _CLOSURES)
         if kept is None or tables is None or tables[0] != kept[0]:
             return None
         token, entries, _ = kept
-        shared = Tables(tables[1])
-        self._tables[key] = shared
+        reader = self._packs(key).open(_named(entries, tables[1]))
+        if reader is None:
+            return None
+        shared = self._kept[key] = Kept(reader, tables[1])
         closures = {u: KeptClosure(e, shared) for u, e in entries.items()}
         return Snapshot(key, token, closures, functools.partial(self._links, key, token))
 
@@ -150,22 +154,44 @@ class SnapshotStore:
             self._save_layered(snapshot.key, ".links", _CLOSURES, snapshot.token, entries, "closure snapshot links")
             self._save_layered(snapshot.key, ".incoming", _CLOSURES, snapshot.token, dict(links.incoming),
                                "closure snapshot far-side links")
-        held = self._tables.get(snapshot.key)
-        entries, fresh, kept = {}, {}, False
-        for urn, closure in snapshot.closures.items():
-            if isinstance(closure, KeptClosure) and closure.tables is not held:  # kept under another load
-                closure = closure.plain()
-            if isinstance(closure, KeptClosure):
-                kept = True
-            else:
-                fresh.update(closure.datasets)
-            entries[urn] = stored(closure)
-        # the datasets kept closures hold, and those of the new ones; one no closure holds any more is dropped
-        # when no closure is kept (a full scan), and stays till then
-        tables = {**(held.blobs if kept and held is not None else {}), **pickled(fresh)}
+        entries, tables = self._packed(snapshot)
         self._save_layered(snapshot.key, ".tables", _CLOSURES, snapshot.token, tables, "closure snapshot datasets",
                            same=operator.eq)
         self._save_layered(snapshot.key, "", _CLOSURES, snapshot.token, entries, "closure snapshot")
+        self._packs(snapshot.key).sweep(_named(entries, tables))
+
+    def _packs(self, key: str) -> Packs:
+        return Packs(self.folder, hashlib.sha256(key.encode()).hexdigest()[:20])
+
+    def _packed(self, snapshot: Snapshot) -> tuple[dict[str, tuple[Head, Ref]], dict[str, Ref]]:
+        """The heads and where the bodies are, and where the datasets are, of ``snapshot``'s closures: those
+        kept from this store's last load as they were, the others' bodies and datasets in a new pack.  Once
+        the closures lie in more than ``_PACKS_AT_MOST`` packs, all of it goes into one."""
+        held = self._kept.get(snapshot.key)
+        entries: dict[str, tuple[Head, Ref]] = {}
+        heads: dict[str, Head] = {}
+        blobs: dict[tuple[str, str], bytes] = {}
+        fresh: dict[str, Dataset] = {}
+        for urn, closure in snapshot.closures.items():
+            if isinstance(closure, KeptClosure) and closure.kept is held:
+                entries[urn] = closure.stored
+                continue
+            if isinstance(closure, KeptClosure):  # kept under another load: its datasets are not in this one
+                closure = closure.plain()
+            heads[urn], blobs[("body", urn)] = head_and_body(closure)
+            fresh.update(closure.datasets)
+        blobs.update((("table", u), b) for u, b in pickled(fresh).items())
+        # a dataset no kept closure holds any more stays till a scan keeps none (a full one)
+        tables = dict(held.tables) if entries and held is not None else {}
+        if held is not None and len(_named(entries, tables)) >= _PACKS_AT_MOST:
+            blobs.update((("body", u), held.read(ref)) for u, (_, ref) in entries.items())
+            blobs.update((("table", u), held.read(ref)) for u, ref in tables.items())
+            heads.update((u, head) for u, (head, _) in entries.items())
+            entries, tables = {}, {}
+        refs = self._packs(snapshot.key).write(blobs)
+        entries.update((u, (head, refs[("body", u)])) for u, head in heads.items())
+        tables.update((u, ref) for (kind, u), ref in refs.items() if kind == "table")
+        return entries, tables
 
     def column_graph(self, rescan: Rescan, closures: Sequence[ModelClosure]) -> Callable[[], ColumnGraph]:
         """The estate's column lineage over ``closures`` (a scan's, or a shard's), for the first detector that
@@ -228,6 +254,12 @@ class SnapshotStore:
 
 
 _MISSING = object()
+_PACKS_AT_MOST = 16
+
+
+def _named(entries: dict[str, tuple[Head, Ref]], tables: dict[str, Ref]) -> set[str]:
+    """The packs the closures' bodies and datasets lie in."""
+    return {ref[0] for _, ref in entries.values()} | {ref[0] for ref in tables.values()}
 
 
 def _same_parts(before: object, now: object) -> bool:

@@ -13,20 +13,19 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from recall_dagster.collector import paused
 from recall_dagster.estate.closure import ModelClosure
 from recall_dagster.estate.views import Dataset
 
 Head = tuple  # model, production, deployments, production versions, dataset URNs, assertion URNs
-Stored = tuple[Head, bytes]  # a head and its pickled body
+Ref = tuple[str, int, int]  # where a blob is kept: a pack file's name, the offset it starts at, its length
 
 
-def stored(closure: ModelClosure) -> Stored:
-    """How a snapshot keeps ``closure`` (its datasets apart: :func:`pickled`); a kept one as it was read."""
-    if isinstance(closure, KeptClosure):
-        return closure.__dict__["_stored"]
+def head_and_body(closure: ModelClosure) -> tuple[Head, bytes]:
+    """How a snapshot keeps a new ``closure``: a head and its pickled body (its datasets apart:
+    :func:`pickled`)."""
     c = closure
     head = (c.model, c.production, c.deployments, c.production_versions, c.dataset_urns, c.assertion_urns)
     body = (c.features, c.feature_tables, c.training_runs, c.parents)
@@ -38,17 +37,22 @@ def pickled(datasets: Mapping[str, Dataset]) -> dict[str, bytes]:
     return {u: pickle.dumps(d, protocol=pickle.HIGHEST_PROTOCOL) for u, d in datasets.items()}
 
 
-class Tables:
-    """The kept datasets by URN, each decoded once, on first read, and shared by every closure holding it."""
+class Kept:
+    """The bodies and datasets of one loaded snapshot's closures, read from where they are kept when first
+    asked for; each dataset decoded once and shared by every closure holding it."""
 
-    def __init__(self, blobs: Mapping[str, bytes]) -> None:
-        self.blobs = blobs
+    def __init__(self, read: Callable[[Ref], bytes], tables: Mapping[str, Ref]) -> None:
+        self.read = read
+        self.tables = tables  # dataset URN -> where it is kept
         self._decoded: dict[str, Dataset] = {}
+
+    def body(self, ref: Ref) -> tuple:
+        return pickle.loads(self.read(ref))
 
     def __getitem__(self, urn: str) -> Dataset:
         dataset = self._decoded.get(urn)
         if dataset is None:
-            dataset = self._decoded[urn] = pickle.loads(self.blobs[urn])
+            dataset = self._decoded[urn] = pickle.loads(self.read(self.tables[urn]))
         return dataset
 
 
@@ -59,20 +63,20 @@ class KeptClosure(ModelClosure):
     """A :class:`ModelClosure` whose features, feature tables, training runs, datasets and walk are decoded
     when first read.  It equals, and pickles as, the plain closure it stands for."""
 
-    def __init__(self, kept: Stored, tables: Tables) -> None:  # noqa: D107 - the head fills the fields
-        model, production, deployments, production_versions, dataset_urns, assertion_urns = kept[0]
+    def __init__(self, stored: tuple[Head, Ref], kept: Kept) -> None:  # noqa: D107 - the head fills the fields
+        model, production, deployments, production_versions, dataset_urns, assertion_urns = stored[0]
         self.__dict__.update(
             model=model, production=production, scanned_at_ms=0, deployments=deployments,
             production_versions=production_versions, dataset_urns=dataset_urns, assertion_urns=assertion_urns,
-            _stored=kept, _tables=tables,
+            _stored=stored, _kept=kept,
         )
 
     def _body(self) -> dict[str, Any]:
         body = self.__dict__.get("_decoded")
         if body is None:
             with paused():
-                features, feature_tables, training_runs, parents = pickle.loads(self.__dict__["_stored"][1])
-                datasets = {u: self.tables[u] for u in self.dataset_urns}
+                features, feature_tables, training_runs, parents = self.kept.body(self.stored[1])
+                datasets = {u: self.kept[u] for u in self.dataset_urns}
             body = self.__dict__["_decoded"] = {
                 "features": features, "feature_tables": feature_tables, "training_runs": training_runs,
                 "datasets": datasets, "parents": parents,
@@ -89,12 +93,17 @@ class KeptClosure(ModelClosure):
         """One of its datasets, without decoding the rest of the body (a scan asks a few of every closure)."""
         if "_decoded" in self.__dict__ or urn not in self.dataset_urns:
             return super().dataset(urn)
-        return self.tables[urn]
+        return self.kept[urn]
 
     @property
-    def tables(self) -> Tables:
-        """The kept datasets its body looks its own up in."""
-        return self.__dict__["_tables"]
+    def kept(self) -> Kept:
+        """The loaded snapshot its body and datasets are read from."""
+        return self.__dict__["_kept"]
+
+    @property
+    def stored(self) -> tuple[Head, Ref]:
+        """Its head and where its body is kept, as the snapshot holds them."""
+        return self.__dict__["_stored"]
 
     def plain(self) -> ModelClosure:
         """The closure it stands for, decoded whole."""

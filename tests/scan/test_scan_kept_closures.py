@@ -7,6 +7,8 @@ import pickle
 from contextlib import closing
 
 import datahub.metadata.schema_classes as dh
+from benchmarks.synthetic_estate import NOW, Shape, dataset_urn
+from benchmarks.synthetic_estate import estate as synthetic
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from scan_estates import SCAN_AT_MS, exact
 
@@ -16,6 +18,7 @@ from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.kept import KeptClosure
 from recall_dagster.graph import LiteGraph
 from recall_dagster.scan import run_scan
+from recall_dagster import snapshots
 from recall_dagster.snapshots import SnapshotStore
 
 HOUR = 3_600_000
@@ -74,3 +77,35 @@ def test_the_estate_column_lineage_is_kept_while_changes_leave_it_and_built_agai
             assert rescan.rescan.mode == "incremental" and rescan.rescan.same_columns is not rebuilt
             assert exact(rescan) == exact(full)
             assert (columns.read_bytes() != built) is rebuilt
+
+
+def test_the_packs_stay_few_and_a_lost_one_costs_a_full_read(tmp_path, monkeypatch):
+    """Each rescan puts the bodies it read again in a pack of its own; once they lie in as many packs as the
+    store allows, one save puts them all in one, and the packs no head names are gone.  A pack lost costs a
+    full read, never an error; every rescan finds what a full scan finds."""
+    monkeypatch.setattr(snapshots, "_PACKS_AT_MOST", 3)
+    config, baselines, state = load().scan, MemoryStateStore(), tmp_path / "state"
+    # each held by a few of the twenty models, not all by the same few
+    changed = [dataset_urn(f"marts.f{f}_t{t}") for f, t in ((0, 0), (1, 1), (0, 2), (1, 2), (0, 1))]
+    with closing(LiteGraph(tmp_path / "estate.db")) as graph:
+        graph.emit_mcps(synthetic(Shape(models=20)))
+        run_scan(graph, config, baselines, scanned_at_ms=NOW, snapshots=SnapshotStore(state))
+        packs = []
+        for step, dataset in enumerate(changed, start=1):
+            schema = graph.get_aspects([dataset], [dh.SchemaMetadataClass])[dataset][
+                dh.SchemaMetadataClass.ASPECT_NAME]
+            schema.fields[0].nativeDataType = f"varchar({step})"
+            graph.emit_mcps([MetadataChangeProposalWrapper(entityUrn=dataset, aspect=schema)])
+            at = NOW + step * HOUR
+            rescan = run_scan(graph, config, baselines, scanned_at_ms=at, snapshots=SnapshotStore(state))
+            full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=at)
+            assert rescan.rescan.mode == "incremental" and 0 < rescan.rescan.reread < 20
+            assert exact(rescan) == exact(full)
+            packs.append(len(list((state / "closures").glob("*.pack"))))
+        assert packs == [2, 3, 1, 2, 3]
+        next((state / "closures").glob("*.pack")).unlink()
+        at = NOW + 6 * HOUR
+        lost = run_scan(graph, config, baselines, scanned_at_ms=at, snapshots=SnapshotStore(state))
+        full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=at)
+        assert lost.rescan.mode == "full" and exact(lost) == exact(full)
+        assert len(list((state / "closures").glob("*.pack"))) == 1
