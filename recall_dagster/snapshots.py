@@ -142,16 +142,19 @@ class SnapshotStore:
         kept = self._load_layered(key, ".links", _CLOSURES)
         if kept is None or kept[0] != token:
             return None
-        entries = kept[1]
+        readers = self._load_layered(key, ".readers", _CLOSURES)
+        if readers is None or readers[0] != token:
+            return None
         incoming = self._load_layered(key, ".incoming", _CLOSURES)
-        return Links(models={u: m for u, (m, _) in entries.items()}, depends={u: d for u, (_, d) in entries.items()},
-                     incoming=incoming[1] if incoming is not None and incoming[0] == token else {})
+        return Links(kept[1], readers[1], incoming[1] if incoming is not None and incoming[0] == token else {})
 
     def save(self, snapshot: Snapshot) -> None:
         links = snapshot.links()
         if links is not None:
-            entries = {u: (m, links.depends[u]) for u, m in links.models.items()}
-            self._save_layered(snapshot.key, ".links", _CLOSURES, snapshot.token, entries, "closure snapshot links")
+            self._save_layered(snapshot.key, ".links", _CLOSURES, snapshot.token, dict(links.models),
+                               "closure snapshot links")
+            self._save_layered(snapshot.key, ".readers", _CLOSURES, snapshot.token, dict(links.readers),
+                               "closure snapshot readers")
             self._save_layered(snapshot.key, ".incoming", _CLOSURES, snapshot.token, dict(links.incoming),
                                "closure snapshot far-side links")
         entries, tables = self._packed(snapshot)

@@ -40,12 +40,17 @@ FOLLOWED = (*INCOMING, "MemberOf", "VersionOf")
 
 @dataclass(frozen=True)
 class Links:
-    """What choosing each listed model, and its closure, read: only a rescan that follows a change needs it,
-    so it is kept, and read back, apart from the closures (a fifth of the snapshot an unchanged rescan loads)."""
+    """What choosing each listed model, and its closure, read, kept as who read each entity: a change is
+    followed to the models that read it by looking the changed entities up, where a set per model meant
+    loading and testing ten thousand of them.  Only a rescan that follows a change needs it, so it is kept,
+    and read back, apart from the closures."""
 
-    models: Mapping[str, Model]  # every listed model read, selected or not
-    depends: Mapping[str, frozenset[str]]  # per listed model: what choosing it, and its closure, read
+    models: Mapping[str, Chosen]  # every listed model read, selected or not: its groups, what choosing it read
+    readers: Mapping[str, tuple[str, ...]]  # entity -> the listed models whose choosing, or closure, read it
     incoming: Incoming = field(default_factory=dict)  # the far-side links resolving asked about (KnownIncoming)
+
+
+Chosen = tuple[tuple[str, ...], frozenset[str]]  # a model's groups, and what decides whether it is scanned
 
 
 @dataclass(frozen=True)
@@ -145,12 +150,28 @@ def _unstamped(resolution: Resolution) -> dict[str, ModelClosure]:
     return {c.urn: c.at(0) for c in resolution.closures}
 
 
-def _links_of(closures: Mapping[str, ModelClosure], resolution: Resolution, incoming: Incoming) -> Links:
-    return Links(
-        models=dict(resolution.models),
-        depends={u: depends_on(closures[u]) if u in closures else chosen_by(m) for u, m in resolution.models.items()},
-        incoming=incoming,
-    )
+def _links_of(closures: Mapping[str, ModelClosure], resolution: Resolution, incoming: Incoming,
+              previous: tuple[Links, Mapping[str, ModelClosure], set[str]] | None = None) -> Links:
+    """The links of what ``resolution`` read; with ``previous`` (the last scan's links and closures, and the
+    models they hold that were kept), those of the kept models too."""
+    models: dict[str, Chosen] = {u: (m.groups, chosen_by(m)) for u, m in resolution.models.items()}
+    readers: dict[str, tuple[str, ...]] = {}
+    if previous is not None:
+        links, read_before, kept = previous
+        readers = dict(links.readers)
+        for urn in links.models.keys() - kept:  # read again, or no longer listed: what they read then is undone
+            old = depends_on(read_before[urn]) if urn in read_before else links.models[urn][1]
+            for entity in old:
+                rest = tuple(m for m in readers.get(entity, ()) if m != urn)
+                if rest:
+                    readers[entity] = rest
+                else:
+                    readers.pop(entity, None)
+        models = {**{u: links.models[u] for u in kept}, **models}
+    for urn in resolution.models:
+        for entity in depends_on(closures[urn]) if urn in closures else models[urn][1]:
+            readers[entity] = (*readers.get(entity, ()), urn)
+    return Links(models, readers, incoming)
 
 
 def _reached(graph: MetadataGraph, changed: frozenset[str]) -> set[str]:
@@ -167,9 +188,11 @@ def _affected(previous: Links, listed: set[str], reached: set[str]) -> set[str]:
     """Listed models a change reaches, new models, and every version that shared a group with one of them:
     the versions a group marks production are read across the group, so a version that joins, leaves or
     changes its standing changes what the others see."""
-    affected = {u for u in listed if u not in previous.models or previous.depends[u] & reached}
-    groups = {g for u in affected if u in previous.models for g in previous.models[u].groups}
-    affected.update(u for u in listed if u in previous.models and groups.intersection(previous.models[u].groups))
+    affected = {u for u in listed if u not in previous.models}
+    affected.update(m for entity in reached for m in previous.readers.get(entity, ()) if m in listed)
+    groups = {g for u in affected if u in previous.models for g in previous.models[u][0]}
+    if groups:
+        affected.update(u for u in listed if u in previous.models and groups.intersection(previous.models[u][0]))
     return affected
 
 
@@ -221,14 +244,9 @@ def resolve_incremental(
     fresh = resolve(asking, options, scanned_at_ms=scanned_at_ms, include_all=include_all,
                     candidates=sorted(affected), shard=shard) if affected else Resolution([], {})
     closures = _unstamped(fresh)
-    update = _links_of(closures, fresh, asking.incoming())
     snapshot = Snapshot(
         key, changes.token, {**{u: c for u, c in previous.closures.items() if u in kept}, **closures},
-        _given(Links(
-            models={**{u: links.models[u] for u in kept}, **update.models},
-            depends={**{u: links.depends[u] for u in kept}, **update.depends},
-            incoming=update.incoming,
-        )),
+        _given(_links_of(closures, fresh, asking.incoming(), (links, previous.closures, kept))),
     )
     reused = frozenset(u for u in previous.closures if u in kept)
     changed = len(changes.urns)

@@ -147,8 +147,9 @@ def test_a_rescan_writes_only_what_changed_and_another_process_reads_it_back(est
             if not name.endswith((".spread.pickle", ".columns.pickle", ".columns.at.pickle")):
                 assert (state / "closures" / name).read_bytes() == blob, f"{name} was written again"
         deltas = sorted(p.name for p in (state / "closures").glob("*.delta.pickle"))
-        # the closures, their datasets, their links, the far-side links resolving read, and the verdicts
-        assert len(deltas) == 5
+        # the closures, their datasets, their links (each model's, each entity's readers), the far-side links
+        # resolving read, and the verdicts
+        assert len(deltas) == 6
         full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=later, include_all=True)
         elsewhere = run_scan(graph, config, baselines, scanned_at_ms=later, include_all=True,
                              snapshots=SnapshotStore(state))
