@@ -14,7 +14,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 from recall_dagster.errors import ConfigError, ServiceUnreachable
 from recall_dagster.secrets import redact
@@ -22,8 +22,9 @@ from recall_dagster.secrets import redact
 RECORD_LOCK_SECONDS = 60.0  # a record's own lock is held while it is read and replaced: well under a second
 
 
-def write_atomically(path: Path, content: str | bytes, what: str) -> None:
-    """Replace ``path`` with ``content`` in one rename; ``what`` names the record in the error.
+def write_atomically(path: Path, content: str | bytes | Callable[[BinaryIO], None], what: str) -> None:
+    """Replace ``path`` with ``content`` (or what ``content`` writes to the file it is given) in one rename;
+    ``what`` names the record in the error.
 
     The temporary file is this writer's own (``mkstemp`` beside the target), so
     two processes writing one record at once each rename a whole file: the last
@@ -35,7 +36,10 @@ def write_atomically(path: Path, content: str | bytes, what: str) -> None:
         tmp = Path(name)
         try:
             with os.fdopen(handle, "wb") as out:
-                out.write(content if isinstance(content, bytes) else content.encode())
+                if callable(content):
+                    content(out)
+                else:
+                    out.write(content if isinstance(content, bytes) else content.encode())
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)

@@ -14,10 +14,11 @@ packs no head names any more.
 from __future__ import annotations
 
 import os
+import pickle
 import uuid
 import weakref
 from pathlib import Path
-from typing import Iterable, Mapping, TypeVar
+from typing import BinaryIO, Iterable, Mapping, TypeVar
 
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate.kept import Ref
@@ -65,17 +66,28 @@ class Packs:
             return None
         return Reader(fds)
 
-    def write(self, blobs: Mapping[K, bytes]) -> dict[K, Ref]:
-        """``blobs`` in one new pack; where each one is."""
-        if not blobs:
+    def write(self, objects: Mapping[K, object], blobs: Mapping[K, bytes] | None = None) -> dict[K, Ref]:
+        """``objects``, each pickled on its own, and ``blobs`` (pickled already) in one new pack; where each
+        one is.  One pickler writes them all straight into the file: a full scan packs 28,000 of them."""
+        if not objects and not blobs:
             return {}
         name = f"{self.prefix}.{uuid.uuid4().hex[:16]}.pack"
         refs: dict[K, Ref] = {}
-        offset = 0
-        for key, blob in blobs.items():
-            refs[key] = (name, offset, len(blob))
-            offset += len(blob)
-        write_atomically(self.folder / name, b"".join(blobs.values()), "closure snapshot pack")
+
+        def write(out: BinaryIO) -> None:
+            pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
+            start = 0
+            for key, value in objects.items():
+                pickler.dump(value)
+                pickler.clear_memo()  # each blob reads back alone
+                end = out.tell()
+                refs[key] = (name, start, end - start)
+                start = end
+            for key, blob in (blobs or {}).items():
+                refs[key] = (name, start, len(blob))
+                start += out.write(blob)
+
+        write_atomically(self.folder / name, write, "closure snapshot pack")
         return refs
 
     def sweep(self, named: Iterable[str]) -> None:

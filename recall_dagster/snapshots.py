@@ -23,7 +23,7 @@ from recall_dagster import detect, estate
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.columns import ColumnGraph, column_graph
 from recall_dagster.estate.incremental import Links, Rescan, Snapshot
-from recall_dagster.estate.kept import Head, Kept, KeptClosure, Ref, head_and_body, pickled
+from recall_dagster.estate.kept import Head, Kept, KeptClosure, Ref, head_and_body
 from recall_dagster.estate.views import Dataset
 from recall_dagster.files import write_atomically
 from recall_dagster.packs import Packs
@@ -173,6 +173,7 @@ class SnapshotStore:
         held = self._kept.get(snapshot.key)
         entries: dict[str, tuple[Head, Ref]] = {}
         heads: dict[str, Head] = {}
+        objects: dict[tuple[str, str], object] = {}
         blobs: dict[tuple[str, str], bytes] = {}
         fresh: dict[str, Dataset] = {}
         for urn, closure in snapshot.closures.items():
@@ -181,9 +182,9 @@ class SnapshotStore:
                 continue
             if isinstance(closure, KeptClosure):  # kept under another load: its datasets are not in this one
                 closure = closure.plain()
-            heads[urn], blobs[("body", urn)] = head_and_body(closure)
+            heads[urn], objects[("body", urn)] = head_and_body(closure)
             fresh.update(closure.datasets)
-        blobs.update((("table", u), b) for u, b in pickled(fresh).items())
+        objects.update((("table", u), d) for u, d in fresh.items())
         # a dataset no kept closure holds any more stays till a scan keeps none (a full one)
         tables = dict(held.tables) if entries and held is not None else {}
         if held is not None and len(_named(entries, tables)) >= _PACKS_AT_MOST:
@@ -191,7 +192,7 @@ class SnapshotStore:
             blobs.update((("table", u), held.read(ref)) for u, ref in tables.items())
             heads.update((u, head) for u, (head, _) in entries.items())
             entries, tables = {}, {}
-        refs = self._packs(snapshot.key).write(blobs)
+        refs = self._packs(snapshot.key).write(objects, blobs)
         entries.update((u, (head, refs[("body", u)])) for u, head in heads.items())
         tables.update((u, ref) for (kind, u), ref in refs.items() if kind == "table")
         return entries, tables

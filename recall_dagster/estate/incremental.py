@@ -159,18 +159,22 @@ def _links_of(closures: Mapping[str, ModelClosure], resolution: Resolution, inco
     if previous is not None:
         links, read_before, kept = previous
         readers = dict(links.readers)
-        for urn in links.models.keys() - kept:  # read again, or no longer listed: what they read then is undone
-            old = depends_on(read_before[urn]) if urn in read_before else links.models[urn][1]
-            for entity in old:
-                rest = tuple(m for m in readers.get(entity, ()) if m != urn)
-                if rest:
-                    readers[entity] = rest
-                else:
-                    readers.pop(entity, None)
+        undone: dict[str, set[str]] = {}  # entity -> the models read again, or no longer listed, that read it
+        for urn in links.models.keys() - kept:
+            for entity in depends_on(read_before[urn]) if urn in read_before else links.models[urn][1]:
+                undone.setdefault(entity, set()).add(urn)
+        for entity, urns in undone.items():
+            rest = tuple(m for m in readers.get(entity, ()) if m not in urns)
+            if rest:
+                readers[entity] = rest
+            else:
+                readers.pop(entity, None)
         models = {**{u: links.models[u] for u in kept}, **models}
+    added: dict[str, list[str]] = {}  # gathered in lists: an owner of every model is read by ten thousand
     for urn in resolution.models:
         for entity in depends_on(closures[urn]) if urn in closures else models[urn][1]:
-            readers[entity] = (*readers.get(entity, ()), urn)
+            added.setdefault(entity, []).append(urn)
+    readers.update((e, (*readers.get(e, ()), *urns)) for e, urns in added.items())
     return Links(models, readers, incoming)
 
 

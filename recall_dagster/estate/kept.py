@@ -23,18 +23,12 @@ Head = tuple  # model, production, deployments, production versions, dataset URN
 Ref = tuple[str, int, int]  # where a blob is kept: a pack file's name, the offset it starts at, its length
 
 
-def head_and_body(closure: ModelClosure) -> tuple[Head, bytes]:
-    """How a snapshot keeps a new ``closure``: a head and its pickled body (its datasets apart:
-    :func:`pickled`)."""
+def head_and_body(closure: ModelClosure) -> tuple[Head, tuple]:
+    """How a snapshot keeps a new ``closure``: a head, and a body to pickle on its own (its datasets apart,
+    each on its own too, so a body decodes only its own)."""
     c = closure
     head = (c.model, c.production, c.deployments, c.production_versions, c.dataset_urns, c.assertion_urns)
-    body = (c.features, c.feature_tables, c.training_runs, c.parents)
-    return head, pickle.dumps(body, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def pickled(datasets: Mapping[str, Dataset]) -> dict[str, bytes]:
-    """How a snapshot keeps the datasets of new closures: each apart, so a body decodes only its own."""
-    return {u: pickle.dumps(d, protocol=pickle.HIGHEST_PROTOCOL) for u, d in datasets.items()}
+    return head, (c.features, c.feature_tables, c.training_runs, c.parents)
 
 
 class Kept:
