@@ -373,12 +373,17 @@ def run_scan(
     New schema baselines are saved to ``store`` after detection, so the scan
     that first sees a dataset reports no drift for it.  With ``snapshots``, see :func:`scan_closures`.
     """
-    part = scan_shard(graph, config, store, scanned_at_ms=scanned_at_ms, include_all=include_all, models=models,
+    key = snapshot_key(graph.location, config.resolve, include_all)
+    listing = snapshots.listing(key, graph, full=full) if snapshots is not None and not models else None
+    reading = listing or graph  # lists of models, groups and assertions kept from the last scan
+    part = scan_shard(reading, config, store, scanned_at_ms=scanned_at_ms, include_all=include_all, models=models,
                       accept_schema=accept_schema, snapshots=snapshots, full=full)
     result = merge_shards([part], config, graph=graph.location, acks=acks, snapshots=snapshots)
     if models:
         return result
-    unserved, unlinked = left_out(graph, [m.closure for m in result.models], config, scanned_at_ms)
+    unserved, unlinked = left_out(reading, [m.closure for m in result.models], config, scanned_at_ms)
+    if snapshots is not None and listing is not None:
+        snapshots.save_listing(key, listing)
     return replace(result, without_production=unserved, unlinked=unlinked)
 
 

@@ -23,9 +23,11 @@ from recall_dagster import detect, estate
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.columns import ColumnGraph, column_graph
 from recall_dagster.estate.incremental import Links, Rescan, Snapshot
+from recall_dagster.estate.listings import KnownListings
 from recall_dagster.estate.kept import Head, Kept, KeptClosure, Ref, head_and_body
 from recall_dagster.estate.views import Dataset
 from recall_dagster.files import write_atomically
+from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.packs import Packs
 from recall_dagster.pickles import fingerprint, stamped, unstamped
 from recall_dagster.verdicts import KeptSpread, Verdicts
@@ -247,6 +249,18 @@ class SnapshotStore:
         entries = {u: (f, verdicts.timed.get(u)) for u, f in verdicts.found.items()}
         self._save_layered(verdicts.key, ".verdicts", _VERDICTS, verdicts.token, entries, "scan verdicts",
                            (verdicts.config, verdicts.baselines), operator.eq)
+
+    def listing(self, key: str, graph: MetadataGraph, *, full: bool = False) -> KnownListings:
+        """``graph``, listing from the lists kept for ``key`` once it is asked what changed since them (none
+        kept for a ``full`` scan: it lists everything again)."""
+        kept = None if full else _read(self._path(key, ".listed"), _CLOSURES)
+        return KnownListings(graph, (kept.token, kept.value) if isinstance(kept, _Part) and kept.key == key else None)
+
+    def save_listing(self, key: str, graph: KnownListings) -> None:
+        """Keep the lists ``graph`` gave for the next scan of ``key``, unless they are the ones kept."""
+        now = graph.listings()
+        if now is not None and now != graph.kept:
+            write_atomically(self._path(key, ".listed"), stamped(_Part(key, *now), _CLOSURES), "graph listings")
 
     def load_spread(self, key: str) -> KeptSpread | None:
         """The second pass kept for ``key``; None when there is none this code can trust."""

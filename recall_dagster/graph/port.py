@@ -55,10 +55,14 @@ class Changes:
     aspect rewritten unchanged does not count); None when the store cannot
     tell (no earlier token, a store rewritten rather than appended to, or a
     store with no change feed), and then a caller must read everything.
+    ``listed`` are those of ``urns`` :meth:`MetadataGraph.list_urns` lists
+    now, so a caller that kept the lists it read at the token can bring them
+    up to date without listing again.
     """
 
     token: str
     urns: frozenset[str] | None
+    listed: frozenset[str] = frozenset()
 
 
 @runtime_checkable

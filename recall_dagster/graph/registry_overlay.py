@@ -81,7 +81,7 @@ class RegistryGraph(Overlay):
         changes = self._graph.changes_since(inner if token is not None else None)
         registry = self.registry
         now = registry.digest if registry else "none"
-        return Changes(f"{changes.token}{_REGISTRY}{now}", changes.urns if digest == now else None)
+        return Changes(f"{changes.token}{_REGISTRY}{now}", changes.urns if digest == now else None, changes.listed)
 
 
 def _registry_keys(
