@@ -33,6 +33,7 @@ class KnownIncoming(Overlay):
         self._changed = frozenset(changed)
         self._out: dict[str, dict[str, set[str]]] = {}  # relationship -> changed entity -> its targets now
         self._asked: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._brought: dict[tuple[str, str], tuple[str, ...]] | None = None
 
     def related(self, urns: Sequence[str], relationship: str, direction: Direction = "outgoing") -> dict[str, list[str]]:
         if direction != "incoming":
@@ -62,10 +63,20 @@ class KnownIncoming(Overlay):
 
     def incoming(self) -> dict[tuple[str, str], tuple[str, ...]]:
         """Every answer as it stands now: the last scan's, brought up to date, and those asked since."""
-        if not self._changed:
-            return {**self._known, **self._asked}
-        changed, known = self._changed, self._known
-        moved = {k for k, sources in known.items() if sources and not changed.isdisjoint(sources)}
-        moved.update((r, t) for r in {r for r, _ in known} for targets in self._targets_now(r).values()
-                     for t in targets if (r, t) in known)
-        return {**known, **{k: self._now(*k) for k in moved}, **self._asked}
+        return {**self._known, **self._moved(), **self._asked}
+
+    def touched(self) -> frozenset[tuple[str, str]]:
+        """The answers that may differ from the last scan's: those brought up to date, and those asked."""
+        return frozenset(self._moved()).union(self._asked)
+
+    def _moved(self) -> dict[tuple[str, str], tuple[str, ...]]:
+        """The last scan's answers a changed entity was or is now among, brought up to date (worked out once:
+        it walks every answer kept)."""
+        if self._brought is None:
+            changed, known = self._changed, self._known
+            moved = {k for k, sources in known.items() if sources and not changed.isdisjoint(sources)} \
+                if changed else set()
+            moved.update((r, t) for r in {r for r, _ in known} for targets in self._targets_now(r).values()
+                         for t in targets if (r, t) in known)
+            self._brought = {k: self._now(*k) for k in moved}
+        return self._brought

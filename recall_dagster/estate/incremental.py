@@ -48,6 +48,9 @@ class Links:
     models: Mapping[str, Chosen]  # every listed model read, selected or not: its groups, what choosing it read
     readers: Mapping[str, tuple[str, ...]]  # entity -> the listed models whose choosing, or closure, read it
     incoming: Incoming = field(default_factory=dict)  # the far-side links resolving asked about (KnownIncoming)
+    # the models, entities and far-side links whose entries may differ from the links these were brought up to
+    # date from (None: all may), so keeping them compares only those
+    touched: tuple[frozenset, frozenset, frozenset] | None = field(default=None, compare=False, repr=False)
 
 
 Chosen = tuple[tuple[str, ...], frozenset[str]]  # a model's groups, and what decides whether it is scanned
@@ -150,16 +153,16 @@ def _unstamped(resolution: Resolution) -> dict[str, ModelClosure]:
     return {c.urn: c.at(0) for c in resolution.closures}
 
 
-def _links_of(closures: Mapping[str, ModelClosure], resolution: Resolution, incoming: Incoming,
+def _links_of(closures: Mapping[str, ModelClosure], resolution: Resolution, asked: KnownIncoming,
               previous: tuple[Links, Mapping[str, ModelClosure], set[str]] | None = None) -> Links:
-    """The links of what ``resolution`` read; with ``previous`` (the last scan's links and closures, and the
-    models they hold that were kept), those of the kept models too."""
+    """The links of what ``resolution`` read (asking ``asked`` the far-side ones); with ``previous`` (the last
+    scan's links and closures, and the models they hold that were kept), those of the kept models too."""
     models: dict[str, Chosen] = {u: (m.groups, chosen_by(m)) for u, m in resolution.models.items()}
     readers: dict[str, tuple[str, ...]] = {}
+    undone: dict[str, set[str]] = {}  # entity -> the models read again, or no longer listed, that read it
     if previous is not None:
         links, read_before, kept = previous
         readers = dict(links.readers)
-        undone: dict[str, set[str]] = {}  # entity -> the models read again, or no longer listed, that read it
         for urn in links.models.keys() - kept:
             for entity in depends_on(read_before[urn]) if urn in read_before else links.models[urn][1]:
                 undone.setdefault(entity, set()).add(urn)
@@ -175,7 +178,10 @@ def _links_of(closures: Mapping[str, ModelClosure], resolution: Resolution, inco
         for entity in depends_on(closures[urn]) if urn in closures else models[urn][1]:
             added.setdefault(entity, []).append(urn)
     readers.update((e, (*readers.get(e, ()), *urns)) for e, urns in added.items())
-    return Links(models, readers, incoming)
+    if previous is None:
+        return Links(models, readers, asked.incoming())
+    return Links(models, readers, asked.incoming(),
+                 (frozenset(resolution.models), frozenset(undone).union(added), asked.touched()))
 
 
 def _reached(graph: MetadataGraph, changed: frozenset[str]) -> set[str]:
@@ -237,7 +243,7 @@ def resolve_incremental(
         asking = KnownIncoming(graph)
         resolution = resolve(asking, options, scanned_at_ms=scanned_at_ms, include_all=include_all, shard=shard)
         read = _unstamped(resolution)
-        snapshot = Snapshot(key, changes.token, read, _given(_links_of(read, resolution, asking.incoming())))
+        snapshot = Snapshot(key, changes.token, read, _given(_links_of(read, resolution, asking)))
         reason = because or "the last scan's snapshot is incomplete"
         rescan = Rescan("full", reason, reread=len(resolution.models), snapshot=key, token=snapshot.token)
         return _stamped(snapshot, scanned_at_ms), snapshot, rescan
@@ -250,7 +256,7 @@ def resolve_incremental(
     closures = _unstamped(fresh)
     snapshot = Snapshot(
         key, changes.token, {**{u: c for u, c in previous.closures.items() if u in kept}, **closures},
-        _given(_links_of(closures, fresh, asking.incoming(), (links, previous.closures, kept))),
+        _given(_links_of(closures, fresh, asking, (links, previous.closures, kept))),
     )
     reused = frozenset(u for u in previous.closures if u in kept)
     changed = len(changes.urns)

@@ -15,6 +15,7 @@ from scan_estates import SCAN_AT_MS, exact
 from recall_dagster.baselines import MemoryStateStore
 from recall_dagster.config.load import load
 from recall_dagster.estate import ModelClosure
+from recall_dagster.estate.incremental import resolve_incremental, snapshot_key
 from recall_dagster.estate.kept import KeptClosure
 from recall_dagster.graph import LiteGraph
 from recall_dagster.scan import run_scan
@@ -87,25 +88,60 @@ def test_the_packs_stay_few_and_a_lost_one_costs_a_full_read(tmp_path, monkeypat
     config, baselines, state = load().scan, MemoryStateStore(), tmp_path / "state"
     # each held by a few of the twenty models, not all by the same few
     changed = [dataset_urn(f"marts.f{f}_t{t}") for f, t in ((0, 0), (1, 1), (0, 2), (1, 2), (0, 1))]
+    model = "urn:li:mlModel:(urn:li:dataPlatform:mlflow,model5,PROD)"
     with closing(LiteGraph(tmp_path / "estate.db")) as graph:
         graph.emit_mcps(synthetic(Shape(models=20)))
-        run_scan(graph, config, baselines, scanned_at_ms=NOW, snapshots=SnapshotStore(state))
+        store = SnapshotStore(state)  # one store, as a long-lived process keeps it: each save on the last
+        run_scan(graph, config, baselines, scanned_at_ms=NOW, snapshots=store)
         packs = []
         for step, dataset in enumerate(changed, start=1):
             schema = graph.get_aspects([dataset], [dh.SchemaMetadataClass])[dataset][
                 dh.SchemaMetadataClass.ASPECT_NAME]
             schema.fields[0].nativeDataType = f"varchar({step})"
-            graph.emit_mcps([MetadataChangeProposalWrapper(entityUrn=dataset, aspect=schema)])
+            # and an owner who comes and goes: who reads what changes, not only what it holds
+            owner = dh.OwnershipClass([dh.OwnerClass(f"urn:li:corpuser:steward{step % 2}", "DATAOWNER")])
+            # a new test on the table (a link kept from its far side), a model served somewhere new (what
+            # choosing it reads)
+            test = dh.AssertionInfoClass(type="DATASET", datasetAssertion=dh.DatasetAssertionInfoClass(
+                dataset=dataset, scope="DATASET_ROWS", operator="NOT_NULL"))
+            props = graph.get_aspects([model], [dh.MLModelPropertiesClass])[model][
+                dh.MLModelPropertiesClass.ASPECT_NAME]
+            props.deployments = [*(props.deployments or ()),
+                                f"urn:li:mlModelDeployment:(urn:li:dataPlatform:sagemaker,e{step},PROD)"]
+            graph.emit_mcps([MetadataChangeProposalWrapper(entityUrn=dataset, aspect=schema),
+                             MetadataChangeProposalWrapper(entityUrn=changed[0], aspect=owner),
+                             MetadataChangeProposalWrapper(entityUrn=f"urn:li:assertion:added{step}", aspect=test),
+                             MetadataChangeProposalWrapper(entityUrn=model, aspect=props)])
             at = NOW + step * HOUR
-            rescan = run_scan(graph, config, baselines, scanned_at_ms=at, snapshots=SnapshotStore(state))
+            rescan = run_scan(graph, config, baselines, scanned_at_ms=at, snapshots=store)
             full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=at)
             assert rescan.rescan.mode == "incremental" and 0 < rescan.rescan.reread < 20
             assert exact(rescan) == exact(full)
             packs.append(len(list((state / "closures").glob("*.pack"))))
-        assert packs == [2, 3, 1, 2, 3]
+            assert _kept_links(state, graph, config) == _read_links(graph, config, at)
+        assert packs == [2, 2, 3, 1, 2]
+        elsewhere = run_scan(graph, config, baselines, scanned_at_ms=at, snapshots=SnapshotStore(state))
+        assert elsewhere.rescan.reread == 0 and exact(elsewhere) == exact(full)
         next((state / "closures").glob("*.pack")).unlink()
         at = NOW + 6 * HOUR
         lost = run_scan(graph, config, baselines, scanned_at_ms=at, snapshots=SnapshotStore(state))
         full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=at)
         assert lost.rescan.mode == "full" and exact(lost) == exact(full)
         assert len(list((state / "closures").glob("*.pack"))) == 1
+
+
+def _plain_links(links) -> tuple:  # noqa: ANN001 - Links
+    """Links as sets: the order models were added in says nothing."""
+    return (dict(links.models), {e: set(m) for e, m in links.readers.items()}, dict(links.incoming))
+
+
+def _kept_links(state, graph, config) -> tuple:  # noqa: ANN001
+    """The links as a new process reads them back."""
+    key = snapshot_key(graph.location, config.resolve, False)
+    return _plain_links(SnapshotStore(state).load(key).links())
+
+
+def _read_links(graph, config, at: int) -> tuple:  # noqa: ANN001
+    """The links a full read of the graph makes."""
+    _, snapshot, _ = resolve_incremental(graph, config.resolve, scanned_at_ms=at, include_all=False, previous=None)
+    return _plain_links(snapshot.links())
