@@ -30,6 +30,7 @@ from recall_dagster.files import write_atomically
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.packs import Packs
 from recall_dagster.pickles import fingerprint, stamped, unstamped
+from recall_dagster.detect.registry import Spread
 from recall_dagster.verdicts import KeptSpread, Verdicts
 
 _CLOSURES = fingerprint(estate)
@@ -283,11 +284,18 @@ class SnapshotStore:
 
     def load_spread(self, key: str) -> KeptSpread | None:
         """The second pass kept for ``key``; None when there is none this code can trust."""
-        spread = _read(self._path(key, ".spread"), _VERDICTS)
-        return spread if isinstance(spread, KeptSpread) and spread.key == key else None
+        kept = self._load_layered(key, ".spread", _VERDICTS)
+        if kept is None or len(kept[2]) != 4:
+            return None
+        token, findings, (config, at_risk, ranked, exposure) = kept
+        return KeptSpread(key, token, config, Spread(at_risk, findings, ranked, exposure))
 
-    def save_spread(self, spread: KeptSpread) -> None:
-        write_atomically(self._path(spread.key, ".spread"), stamped(spread, _VERDICTS), "blast radius verdicts")
+    def save_spread(self, kept: KeptSpread) -> None:
+        """Kept per model like the verdicts: a rescan that judged five models' blast radius again writes
+        theirs, with the datasets at risk and who they endanger."""
+        spread = kept.spread
+        self._save_layered(kept.key, ".spread", _VERDICTS, kept.token, dict(spread.findings), "blast radius verdicts",
+                           (kept.config, spread.at_risk, spread.ranked, spread.exposure), operator.eq)
 
 
 _MISSING = object()

@@ -81,8 +81,9 @@ class ModelClosure:
         """The registry's name for the model (``fraud_detector``), as teams and CLIs call it."""
         return display_name(self.registered_model)
 
-    @property
+    @cached_property
     def live_deployments(self) -> tuple[Deployment, ...]:
+        """Cached: scoring and the blast radius ask it of every closure."""
         return tuple(d for d in self.deployments if d.live)
 
     @property
