@@ -3,10 +3,11 @@
 All are caches: a missing, damaged or outdated file costs one full rescan (or
 one full detection), never an error.  They are written by this very code and
 read only by it (pickles stamped by :mod:`recall_dagster.pickles`): the
-closures, and apart from them the links a rescan follows a change by, with the
-source of the ``estate`` modules, which decide what a closure holds; the
-verdicts of either pass with that of ``estate`` and ``detect``, which decide
-what is found.
+closures' heads, their bodies and datasets in packs (:mod:`recall_dagster.packs`),
+the estate's column lineage, the graph's lists, and apart from them the links a
+rescan follows a change by, with the source of the ``estate`` modules, which
+decide what a closure holds; the verdicts of either pass with that of
+``estate`` and ``detect``, which decide what is found.
 """
 
 from __future__ import annotations
@@ -70,13 +71,15 @@ class SnapshotStore:
     """One snapshot and the verdicts of both passes on it per graph, settings and selection under
     ``<state>/closures``.
 
-    The closures, their links, the far-side links they were read by and the
-    first pass's verdicts are kept per entry, as a base file and a delta of the
-    entries changed since: a rescan that read again five models of ten thousand
-    writes those five, not the ten thousand.  Each file is replaced atomically and bound by token to the
-    base it applies to, so a scan that died between two writes leaves a base
-    that still stands alone (an older snapshot: what changed since is read
-    again) or a delta the next base makes void.
+    The closures' heads, where their datasets lie, their links, the far-side
+    links they were read by and the verdicts of both passes are kept per entry,
+    as a base file and a delta of the entries changed since: a rescan that read
+    again five models of ten thousand writes those five, not the ten thousand.
+    Each file is replaced atomically and bound by token to the base it applies
+    to, so a scan that died between two writes leaves a base that still stands
+    alone (an older snapshot: what changed since is read again) or a delta the
+    next base makes void.  Bodies and datasets lie in packs written before the
+    heads that name them.
     """
 
     def __init__(self, state_dir: str | os.PathLike[str]) -> None:
