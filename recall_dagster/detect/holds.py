@@ -14,16 +14,17 @@ made afresh at the later instant.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from recall_dagster.detect.finding import Finding
 
 
-@dataclass(frozen=True)
-class Timed:
+class Timed(NamedTuple):
     """A volatile detector's verdict on one closure: what it found at ``judged_at_ms``, holding at every instant
-    from then until ``until_ms`` (exclusive; None: at every later one) while the closure and config are the same."""
+    from then until ``until_ms`` (exclusive; None: at every later one) while the closure and config are the same.
+
+    A tuple rebuilt by ``tuple.__new__`` (:meth:`__reduce__`): a rescan of 10,000 models loads 30,000 of them
+    with the kept verdicts, and the dataclass took twice as long."""
 
     judged_at_ms: int
     until_ms: int | None
@@ -31,6 +32,9 @@ class Timed:
 
     def holds_at(self, at_ms: int) -> bool:
         return self.judged_at_ms <= at_ms and (self.until_ms is None or at_ms < self.until_ms)
+
+    def __reduce__(self) -> tuple:
+        return tuple.__new__, (type(self), tuple(self))
 
 
 def first_after(at_ms: int, instants: Iterable[int | None]) -> int | None:
