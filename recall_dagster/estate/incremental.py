@@ -195,14 +195,27 @@ def _reached(graph: MetadataGraph, changed: frozenset[str]) -> set[str]:
 
 
 def _affected(previous: Links, listed: set[str], reached: set[str]) -> set[str]:
-    """Listed models a change reaches, new models, and every version that shared a group with one of them:
-    the versions a group marks production are read across the group, so a version that joins, leaves or
-    changes its standing changes what the others see."""
+    """Listed models a change reaches, new models, and every version that shares a group with one read again,
+    group after group: the versions a group marks production are read across the group, so a version that
+    joins, leaves or changes its standing changes what the others see, and a version read again sees the
+    production versions of all its groups only when all their members are read with it."""
     affected = {u for u in listed if u not in previous.models}
     affected.update(m for entity in reached for m in previous.readers.get(entity, ()) if m in listed)
-    groups = {g for u in affected if u in previous.models for g in previous.models[u][0]}
-    if groups:
-        affected.update(u for u in listed if u in previous.models and groups.intersection(previous.models[u][0]))
+    pending = {g for u in affected if u in previous.models for g in previous.models[u][0]}
+    if not pending:
+        return affected
+    members: dict[str, list[str]] = {}
+    for u in listed:
+        for g in previous.models[u][0] if u in previous.models else ():
+            members.setdefault(g, []).append(u)
+    done: set[str] = set()
+    while pending:
+        group = pending.pop()
+        done.add(group)
+        for u in members.get(group, ()):
+            if u not in affected:
+                affected.add(u)
+                pending.update(g for g in previous.models[u][0] if g not in done)
     return affected
 
 

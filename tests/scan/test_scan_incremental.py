@@ -57,6 +57,39 @@ def test_incremental_closures_equal_a_full_resolve_after_any_change(before, othe
             assert kept == {(r, t): tuple(graph.related([t], r, "incoming")[t]) for r, t in kept}
 
 
+
+def _version(name: str, *, groups: list[str], version_set: str, aliases: list[str], run: str = "") -> list:
+    urn = f"urn:li:mlModel:(urn:li:dataPlatform:mlflow,{name},PROD)"
+    return _mcps(urn, dh.MLModelPropertiesClass(groups=groups, trainingJobs=[run] if run else []),
+                 dh.VersionPropertiesClass(versionSet=version_set, version=dh.VersionTagClass(name[-1]),
+                                           sortId=name[-1], aliases=[dh.VersionTagClass(a) for a in aliases]))
+
+
+def test_a_version_read_again_reads_the_production_versions_of_every_group_it_is_in() -> None:
+    """The change reaches one version of a registered model; a second version of that model is read with it,
+    and it also sits in a version set whose production version no change reached: that one is read too, or
+    the second version's production versions would lose it (found by the property test above)."""
+    dataset = "urn:li:dataset:(urn:li:dataPlatform:postgres,raw.orders,PROD)"
+    group, version_set = "urn:li:mlModelGroup:(urn:li:dataPlatform:mlflow,fraud,PROD)", "urn:li:versionSet:(x,mlModel)"
+    estate = [
+        *_mcps("urn:li:dataProcessInstance:run-1", dh.DataProcessInstanceInputClass(inputs=[dataset])),
+        *_version("fraud_1", groups=[group], version_set="urn:li:versionSet:(y,mlModel)", aliases=[],
+                  run="urn:li:dataProcessInstance:run-1"),
+        *_version("churn_2", groups=[group], version_set=version_set, aliases=[]),
+        *_version("churn_3", groups=[], version_set=version_set, aliases=["production"]),
+    ]
+    with tempfile.TemporaryDirectory() as scratch, closing(LiteGraph(Path(scratch) / "g.db")) as graph:
+        graph.emit_mcps(estate)
+        _, snapshot, _ = resolve_incremental(graph, OPTIONS, scanned_at_ms=NOW_MS, include_all=True, previous=None)
+        graph.emit_mcps([_schema(dataset, "text")])
+        closures, _, rescan = resolve_incremental(graph, OPTIONS, scanned_at_ms=NOW_MS, include_all=True,
+                                                  previous=snapshot)
+        assert (rescan.mode, rescan.reread) == ("incremental", 3)
+        assert closures == resolve_closures(graph, OPTIONS, scanned_at_ms=NOW_MS, include_all=True)
+        churn_2 = next(c for c in closures if c.model.name == "churn_2")
+        assert churn_2.production_versions == ("urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn_3,PROD)",)
+
+
 SOLE_OWNER = "urn:li:corpuser:owns.one.model"
 
 
