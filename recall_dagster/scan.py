@@ -9,8 +9,9 @@ is read in :mod:`recall_dagster.config`, baselines kept in
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from recall_dagster.acks.model import Acknowledgement, still_open
 from recall_dagster.baselines import Baselines, StateStore
@@ -373,18 +374,31 @@ def run_scan(
     New schema baselines are saved to ``store`` after detection, so the scan
     that first sees a dataset reports no drift for it.  With ``snapshots``, see :func:`scan_closures`.
     """
-    key = snapshot_key(graph.location, config.resolve, include_all)
-    listing = snapshots.listing(key, graph, full=full) if snapshots is not None and not models else None
-    reading = listing or graph  # lists of models, groups and assertions kept from the last scan
-    part = scan_shard(reading, config, store, scanned_at_ms=scanned_at_ms, include_all=include_all, models=models,
-                      accept_schema=accept_schema, snapshots=snapshots, full=full)
-    result = merge_shards([part], config, graph=graph.location, acks=acks, snapshots=snapshots)
-    if models:
-        return result
-    unserved, unlinked = left_out(reading, [m.closure for m in result.models], config, scanned_at_ms)
-    if snapshots is not None and listing is not None:
-        snapshots.save_listing(key, listing)
+    with kept_lists(graph, config, snapshots, include_all=include_all, models=models, full=full) as reading:
+        part = scan_shard(reading, config, store, scanned_at_ms=scanned_at_ms, include_all=include_all,
+                          models=models, accept_schema=accept_schema, snapshots=snapshots, full=full)
+        result = merge_shards([part], config, graph=graph.location, acks=acks, snapshots=snapshots)
+        if models:
+            return result
+        unserved, unlinked = left_out(reading, [m.closure for m in result.models], config, scanned_at_ms)
     return replace(result, without_production=unserved, unlinked=unlinked)
+
+
+@contextmanager
+def kept_lists(
+    graph: MetadataGraph, config: RecallConfig, snapshots: SnapshotStore | None, *, include_all: bool,
+    models: Sequence[str] = (), full: bool = False,
+) -> Iterator[MetadataGraph]:
+    """``graph``, listing models, groups and assertions from the last scan's lists and what changed since, when
+    a scan of the whole estate keeps a snapshot (:class:`~recall_dagster.estate.listings.KnownListings`); the
+    lists it gave are kept when the scan ends without an error."""
+    if snapshots is None or models:
+        yield graph
+        return
+    key = snapshot_key(graph.location, config.resolve, include_all)
+    listing = snapshots.listing(key, graph, full=full)
+    yield listing
+    snapshots.save_listing(key, listing)
 
 
 def left_out(

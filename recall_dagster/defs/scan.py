@@ -38,7 +38,7 @@ from recall_dagster.impact.measured import finding_measure, measured_detection
 from recall_dagster.clock import clock_ms
 from recall_dagster.baselines import JsonStateStore
 from recall_dagster.results import ScanResult, score_models
-from recall_dagster.scan import find_again, finish_detection, gather, left_out, scan_closures
+from recall_dagster.scan import find_again, finish_detection, gather, kept_lists, left_out, scan_closures
 from recall_dagster.instants import iso_instant
 from recall_dagster.estate.unlinked import Outside
 from recall_dagster.estate.unserved import Unserved
@@ -118,11 +118,13 @@ def _closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
     """The closures a scan config picks; a named model the graph does not know fails the step by name."""
     scanned_at_ms = clock_ms()
     settings, scan = recall.settings(), recall.configuration().scan
-    with recall.open_graph() as graph:
+    snapshots = SnapshotStore(settings.state_dir)
+    with recall.open_graph() as opened, kept_lists(opened, scan, snapshots, include_all=config.include_all,
+                                                   models=config.models, full=config.full) as graph:
         try:
             closures, rescan = scan_closures(
                 graph, scan, scanned_at_ms=scanned_at_ms, include_all=config.include_all,
-                models=config.models, snapshots=SnapshotStore(settings.state_dir), full=config.full,
+                models=config.models, snapshots=snapshots, full=config.full,
             )
         except ModelNotFound as err:
             raise Failure(str(err)) from err
