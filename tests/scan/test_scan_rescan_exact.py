@@ -9,12 +9,16 @@ with a scan that reads and judges everything.
 
 from __future__ import annotations
 
+import tempfile
 from contextlib import closing
+from pathlib import Path
 from typing import Callable
 
 import datahub.metadata.schema_classes as dh
 import pytest
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from scan_estates import SCAN_AT_MS, exact
 
 from recall_dagster.baselines import MemoryStateStore
@@ -22,6 +26,7 @@ from recall_dagster.config.load import load
 from recall_dagster.graph import LiteGraph
 from recall_dagster.scan import run_scan
 from recall_dagster.snapshots import SnapshotStore
+from tests.fuzz.estates import NOW_MS, estates
 
 HOUR, DAY = 3_600_000, 86_400_000
 
@@ -159,3 +164,31 @@ def test_a_rescan_writes_only_what_changed_and_another_process_reads_it_back(est
         damaged = run_scan(graph, config, baselines, scanned_at_ms=later, include_all=True,
                            snapshots=SnapshotStore(state))
         assert damaged.rescan.reread == again.rescan.reread and exact(damaged) == exact(full)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(estates(), estates(), st.booleans(), st.data())
+def test_a_rescan_finds_what_a_full_scan_finds_after_any_change_at_any_later_instant(
+    before, other, include_all, data,
+) -> None:
+    """Aspects of another drawn estate written over the first, and time moving on between scans: every
+    rescan from the kept closures, verdicts and blast radius comes to exactly what a scan that reads and
+    judges everything finds at that instant, under the same baselines."""
+    changes = st.lists(st.sampled_from(other), max_size=4) if other else st.just([])
+    rounds = data.draw(st.lists(st.tuples(changes, st.sampled_from([0, HOUR, 3 * DAY, 9 * DAY])),
+                                min_size=1, max_size=3))
+    config, baselines, at = load().scan, MemoryStateStore(), NOW_MS
+    with tempfile.TemporaryDirectory() as scratch, closing(LiteGraph(Path(scratch) / "g.db")) as graph:
+        snapshots = SnapshotStore(Path(scratch) / "state")
+        graph.emit_mcps(before)
+        run_scan(graph, config, baselines, scanned_at_ms=at, include_all=include_all, snapshots=snapshots)
+        for change, later in rounds:
+            graph.emit_mcps(change)
+            at += later
+            known = MemoryStateStore(baselines.baselines)
+            again = run_scan(graph, config, baselines, scanned_at_ms=at, include_all=include_all,
+                             snapshots=snapshots)
+            full = run_scan(graph, config, known, scanned_at_ms=at, include_all=include_all)
+            assert again.rescan is not None and again.rescan.mode == "incremental"
+            assert exact(again) == exact(full)
