@@ -4,10 +4,11 @@ All are caches: a missing, damaged or outdated file costs one full rescan (or
 one full detection), never an error.  They are written by this very code and
 read only by it (pickles stamped by :mod:`recall_dagster.pickles`): the
 closures' heads, their bodies and datasets in packs (:mod:`recall_dagster.packs`),
-the estate's column lineage, the graph's lists, and apart from them the links a
-rescan follows a change by, with the source of the ``estate`` modules, which
-decide what a closure holds; the verdicts of either pass with that of
-``estate`` and ``detect``, which decide what is found.
+the estate's column lineage and the graph's lists, with the source of the
+``estate`` modules, which decide what a closure holds; the verdicts of either
+pass with that of ``estate`` and ``detect``, which decide what is found.  Apart
+from them, the links a rescan follows a change by lie in a SQLite file stamped
+the same way, asked by key (:mod:`recall_dagster.links_db`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from typing import Callable, Iterable, Sequence
 from recall_dagster import detect, estate
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.columns import ColumnGraph, column_graph
-from recall_dagster.estate.incremental import Links, Rescan, Snapshot
+from recall_dagster import links_db
+from recall_dagster.estate.incremental import Rescan, Snapshot
+from recall_dagster.estate.links import KeptLinks, Links, LinksMoved
 from recall_dagster.estate.listings import KnownListings
 from recall_dagster.estate.kept import Head, Kept, KeptClosure, Ref, head_and_body
 from recall_dagster.estate.views import Dataset
@@ -71,10 +74,12 @@ class SnapshotStore:
     """One snapshot and the verdicts of both passes on it per graph, settings and selection under
     ``<state>/closures``.
 
-    The closures' heads, where their datasets lie, their links, the far-side
-    links they were read by and the verdicts of both passes are kept per entry,
-    as a base file and a delta of the entries changed since: a rescan that read
-    again five models of ten thousand writes those five, not the ten thousand.
+    The closures' heads, where their datasets lie and the verdicts of both
+    passes are kept per entry, as a base file and a delta of the entries
+    changed since: a rescan that read again five models of ten thousand writes
+    those five, not the ten thousand.  The links are changed in place, rows by
+    key, in their own file, written first: a scan that died after it left links
+    at a token no closures are at, which costs one full read.
     Each file is replaced atomically and bound by token to the base it applies
     to, so a scan that died between two writes leaves a base that still stands
     alone (an older snapshot: what changed since is read again) or a delta the
@@ -90,8 +95,8 @@ class SnapshotStore:
         self._deltas: dict[tuple[str, str], frozenset[str]] = {}
         self._kept: dict[str, Kept] = {}  # key -> the bodies and datasets of the closures last loaded
 
-    def _path(self, key: str, kind: str) -> Path:
-        return self.folder / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}{kind}.pickle"
+    def _path(self, key: str, kind: str, suffix: str = ".pickle") -> Path:
+        return self.folder / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}{kind}{suffix}"
 
     def _load_layered(self, key: str, kind: str, stamp: str) -> tuple[str, dict, tuple] | None:
         """The entries of ``kind`` for ``key``: the base with its delta applied when it applies to it; with the
@@ -156,26 +161,20 @@ class SnapshotStore:
         closures = {u: KeptClosure(e, shared) for u, e in entries.items()}
         return Snapshot(key, token, closures, functools.partial(self._links, key, token))
 
-    def _links(self, key: str, token: str) -> Links | None:
-        kept = self._load_layered(key, ".links", _CLOSURES)
-        if kept is None or kept[0] != token:
-            return None
-        readers = self._load_layered(key, ".readers", _CLOSURES)
-        if readers is None or readers[0] != token:
-            return None
-        incoming = self._load_layered(key, ".incoming", _CLOSURES)
-        return Links(kept[1], readers[1], incoming[1] if incoming is not None and incoming[0] == token else {})
+    def _links(self, key: str, token: str) -> KeptLinks | None:
+        return links_db.opened(self._path(key, ".links", ".sqlite"), key, token, _CLOSURES)
 
     def save(self, snapshot: Snapshot) -> None:
-        links = snapshot.links()
-        if links is not None:
-            models, readers, incoming = links.touched or (None, None, None)
-            self._save_layered(snapshot.key, ".links", _CLOSURES, snapshot.token, dict(links.models),
-                               "closure snapshot links", touched=models)
-            self._save_layered(snapshot.key, ".readers", _CLOSURES, snapshot.token, dict(links.readers),
-                               "closure snapshot readers", touched=readers)
-            self._save_layered(snapshot.key, ".incoming", _CLOSURES, snapshot.token, dict(links.incoming),
-                               "closure snapshot far-side links", touched=incoming)
+        try:
+            links = snapshot.links()
+            if links is not None:
+                links_db.keep(self._path(snapshot.key, ".links", ".sqlite"), snapshot.key, snapshot.token, _CLOSURES,
+                              links)
+            if isinstance(links, Links):  # a full read: the links as pickles (before 2026-12) go
+                for kind in (".links", ".links.delta", ".readers", ".readers.delta", ".incoming", ".incoming.delta"):
+                    self._path(snapshot.key, kind).unlink(missing_ok=True)
+        except LinksMoved:
+            pass  # another scan rewrote the links this one was laid over: the next scan reads in full
         entries, tables, fresh = self._packed(snapshot)
         self._save_layered(snapshot.key, ".tables", _CLOSURES, snapshot.token, tables, "closure snapshot datasets",
                            same=operator.eq, touched=fresh and fresh[1])

@@ -15,32 +15,58 @@ graph.  Tests compare every incremental resolve with a full one.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Protocol, Sequence
 
 from recall_dagster.graph.overlay import Overlay
 from recall_dagster.graph.port import Direction, MetadataGraph
 
-Incoming = Mapping[tuple[str, str], tuple[str, ...]]  # (relationship, target) -> its sources, sorted
+Key = tuple[str, str]  # (relationship, target)
+
+
+class Answers(Protocol):
+    """The last scan's answers, asked by key (:class:`~recall_dagster.estate.links.KeptLinks` gives them)."""
+
+    def incoming(self, keys: Iterable[Key]) -> dict[Key, tuple[str, ...]]:
+        """Of ``keys``, those asked about then: their sources, sorted."""
+
+    def holding(self, sources: Iterable[str]) -> set[Key]:
+        """The answers whose sources hold one of ``sources``."""
+
+    def relationships(self) -> frozenset[str]:
+        """The relationships asked about."""
+
+
+class _NoAnswers:
+    def incoming(self, keys: Iterable[Key]) -> dict[Key, tuple[str, ...]]:
+        return {}
+
+    def holding(self, sources: Iterable[str]) -> set[Key]:
+        return set()
+
+    def relationships(self) -> frozenset[str]:
+        return frozenset()
 
 
 class KnownIncoming(Overlay):
     """A :class:`MetadataGraph` that answers incoming links from ``known`` (the last scan's answers) with the
     ``changed`` entities' links as they are now, asks the graph the rest, and keeps every answer it gave."""
 
-    def __init__(self, graph: MetadataGraph, known: Incoming | None = None, changed: Iterable[str] = ()) -> None:
+    def __init__(self, graph: MetadataGraph, known: Answers | None = None, changed: Iterable[str] = ()) -> None:
         super().__init__(graph)
-        self._known: Incoming = known or {}
+        self._known = known or _NoAnswers()
         self._changed = frozenset(changed)
         self._out: dict[str, dict[str, set[str]]] = {}  # relationship -> changed entity -> its targets now
-        self._asked: dict[tuple[str, str], tuple[str, ...]] = {}
-        self._brought: dict[tuple[str, str], tuple[str, ...]] | None = None
+        self._asked: dict[Key, tuple[str, ...]] = {}
+        self._brought: dict[Key, tuple[str, ...]] | None = None
 
     def related(self, urns: Sequence[str], relationship: str, direction: Direction = "outgoing") -> dict[str, list[str]]:
         if direction != "incoming":
             return self._graph.related(urns, relationship, direction)
-        unknown = [u for u in urns if (relationship, u) not in self._known]
+        known = self._known.incoming((relationship, u) for u in urns)
+        unknown = [u for u in urns if (relationship, u) not in known]
         asked = self._graph.related(unknown, relationship, "incoming") if unknown else {}
-        found = {u: tuple(asked.get(u, ())) if u in asked else self._now(relationship, u) for u in urns}
+        found = {u: tuple(asked.get(u, ())) if (relationship, u) not in known
+                 else self._now(relationship, u, known[(relationship, u)]) for u in urns}
         self._asked.update(((relationship, u), s) for u, s in found.items())
         return {u: list(s) for u, s in found.items()}
 
@@ -50,9 +76,8 @@ class KnownIncoming(Overlay):
             self._out[relationship] = {s: set(t) for s, t in read.items()}
         return self._out[relationship]
 
-    def _now(self, relationship: str, target: str) -> tuple[str, ...]:
-        """The last scan's sources of ``target``, each changed entity where its aspects now put it."""
-        sources = self._known[(relationship, target)]
+    def _now(self, relationship: str, target: str, sources: tuple[str, ...]) -> tuple[str, ...]:
+        """The last scan's ``sources`` of ``target``, each changed entity where its aspects now put it."""
         if not self._changed:
             return sources
         now = self._targets_now(relationship)
@@ -61,22 +86,19 @@ class KnownIncoming(Overlay):
             return sources  # the kept tuple itself: a snapshot delta leaves it out
         return tuple(sorted({s for s in sources if s not in self._changed} | pointing))
 
-    def incoming(self) -> dict[tuple[str, str], tuple[str, ...]]:
-        """Every answer as it stands now: the last scan's, brought up to date, and those asked since."""
-        return {**self._known, **self._moved(), **self._asked}
+    def changes(self) -> dict[Key, tuple[str, ...]]:
+        """The answers that may differ from the last scan's, as they stand now: those a changed entity was or is
+        now among, brought up to date, and those asked since."""
+        return {**self._moved(), **self._asked}
 
-    def touched(self) -> frozenset[tuple[str, str]]:
-        """The answers that may differ from the last scan's: those brought up to date, and those asked."""
-        return frozenset(self._moved()).union(self._asked)
-
-    def _moved(self) -> dict[tuple[str, str], tuple[str, ...]]:
-        """The last scan's answers a changed entity was or is now among, brought up to date (worked out once:
-        it walks every answer kept)."""
+    def _moved(self) -> dict[Key, tuple[str, ...]]:
+        """The last scan's answers a changed entity was or is now among, brought up to date (worked out once)."""
         if self._brought is None:
-            changed, known = self._changed, self._known
-            moved = {k for k, sources in known.items() if sources and not changed.isdisjoint(sources)} \
-                if changed else set()
-            moved.update((r, t) for r in {r for r, _ in known} for targets in self._targets_now(r).values()
-                         for t in targets if (r, t) in known)
-            self._brought = {k: self._now(*k) for k in moved}
+            changed = self._changed
+            moved = self._known.holding(changed) if changed else set()
+            if changed:
+                moved.update((r, t) for r in self._known.relationships()
+                             for targets in self._targets_now(r).values() for t in targets)
+            known = self._known.incoming(moved)
+            self._brought = {k: self._now(*k, sources) for k, sources in known.items()}
         return self._brought

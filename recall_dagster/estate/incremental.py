@@ -25,11 +25,11 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 
 from recall_dagster.estate.closure import ModelClosure
 from recall_dagster.estate.columns import same_columns
-from recall_dagster.estate.incoming import Incoming, KnownIncoming
+from recall_dagster.estate.incoming import KnownIncoming
+from recall_dagster.estate.links import KeptLinks, LinksMoved, links_changed, links_of
 from recall_dagster.estate.options import ResolveOptions
 from recall_dagster.estate.resolve import INCOMING, Resolution, resolve
 from recall_dagster.estate.shards import Shard
-from recall_dagster.estate.views import Model
 from recall_dagster.graph.port import Changes, MetadataGraph
 
 
@@ -39,34 +39,16 @@ FOLLOWED = (*INCOMING, "MemberOf", "VersionOf")
 
 
 @dataclass(frozen=True)
-class Links:
-    """What choosing each listed model, and its closure, read, kept as who read each entity: a change is
-    followed to the models that read it by looking the changed entities up, where a set per model meant
-    loading and testing ten thousand of them.  Only a rescan that follows a change needs it, so it is kept,
-    and read back, apart from the closures."""
-
-    models: Mapping[str, Chosen]  # every listed model read, selected or not: its groups, what choosing it read
-    readers: Mapping[str, tuple[str, ...]]  # entity -> the listed models whose choosing, or closure, read it
-    incoming: Incoming = field(default_factory=dict)  # the far-side links resolving asked about (KnownIncoming)
-    # the models, entities and far-side links whose entries may differ from the links these were brought up to
-    # date from (None: all may), so keeping them compares only those
-    touched: tuple[frozenset, frozenset, frozenset] | None = field(default=None, compare=False, repr=False)
-
-
-Chosen = tuple[tuple[str, ...], frozenset[str]]  # a model's groups, and what decides whether it is scanned
-
-
-@dataclass(frozen=True)
 class Snapshot:
     """What one scan resolved, kept so the next one can reuse what no change reached."""
 
     key: str  # what was resolved: the graph, the resolve settings and the selection
     token: str  # the graph's change token when it was read
     closures: Mapping[str, ModelClosure]  # the selected ones, by model URN
-    links: Callable[[], Links | None] = field(compare=False, repr=False)  # None when they cannot be read back
+    links: Callable[[], KeptLinks | None] = field(compare=False, repr=False)  # None when they cannot be read back
 
 
-def _given(links: Links) -> Callable[[], Links]:
+def _given(links: KeptLinks) -> Callable[[], KeptLinks]:
     return lambda: links
 
 
@@ -125,63 +107,9 @@ def snapshot_key(location: str, options: ResolveOptions, include_all: bool, shar
     return repr((location, sorted(settings.items()), include_all, shard.key if shard else None))
 
 
-def depends_on(closure: ModelClosure) -> frozenset[str]:
-    """Every entity whose aspects went into ``closure``."""
-    model = closure.model
-    datasets = closure.datasets.values()
-    return frozenset({
-        *chosen_by(model),
-        *(o.urn for o in model.owners),
-        *model.features,
-        *model.training_runs,
-        *(t for f in closure.features for t in f.tables),
-        *closure.datasets,
-        *(a.urn for d in datasets for a in d.assertions),
-        *(o.urn for d in datasets for o in d.owners),
-        *(t.urn for d in datasets for t in d.terms),
-        *(t.urn for d in datasets for f in d.fields or () for t in f.terms),
-    })
-
-
-def chosen_by(model: Model) -> frozenset[str]:
-    """What decides whether a model is scanned: the version, its groups (aliases, stage tags) and deployments."""
-    return frozenset({model.urn, *model.groups, *model.deployments})
-
-
 def _unstamped(resolution: Resolution) -> dict[str, ModelClosure]:
     """The closures as a snapshot keeps them: judged at no instant, since the next scan judges at its own."""
     return {c.urn: c.at(0) for c in resolution.closures}
-
-
-def _links_of(closures: Mapping[str, ModelClosure], resolution: Resolution, asked: KnownIncoming,
-              previous: tuple[Links, Mapping[str, ModelClosure], set[str]] | None = None) -> Links:
-    """The links of what ``resolution`` read (asking ``asked`` the far-side ones); with ``previous`` (the last
-    scan's links and closures, and the models they hold that were kept), those of the kept models too."""
-    models: dict[str, Chosen] = {u: (m.groups, chosen_by(m)) for u, m in resolution.models.items()}
-    readers: dict[str, tuple[str, ...]] = {}
-    undone: dict[str, set[str]] = {}  # entity -> the models read again, or no longer listed, that read it
-    if previous is not None:
-        links, read_before, kept = previous
-        readers = dict(links.readers)
-        for urn in links.models.keys() - kept:
-            for entity in depends_on(read_before[urn]) if urn in read_before else links.models[urn][1]:
-                undone.setdefault(entity, set()).add(urn)
-        for entity, urns in undone.items():
-            rest = tuple(m for m in readers.get(entity, ()) if m not in urns)
-            if rest:
-                readers[entity] = rest
-            else:
-                readers.pop(entity, None)
-        models = {**{u: links.models[u] for u in kept}, **models}
-    added: dict[str, list[str]] = {}  # gathered in lists: an owner of every model is read by ten thousand
-    for urn in resolution.models:
-        for entity in depends_on(closures[urn]) if urn in closures else models[urn][1]:
-            added.setdefault(entity, []).append(urn)
-    readers.update((e, (*readers.get(e, ()), *urns)) for e, urns in added.items())
-    if previous is None:
-        return Links(models, readers, asked.incoming())
-    return Links(models, readers, asked.incoming(),
-                 (frozenset(resolution.models), frozenset(undone).union(added), asked.touched()))
 
 
 def _reached(graph: MetadataGraph, changed: frozenset[str]) -> set[str]:
@@ -194,28 +122,21 @@ def _reached(graph: MetadataGraph, changed: frozenset[str]) -> set[str]:
     return reached
 
 
-def _affected(previous: Links, listed: set[str], reached: set[str]) -> set[str]:
+def _affected(previous: KeptLinks, listed: set[str], reached: set[str]) -> set[str]:
     """Listed models a change reaches, new models, and every version that shares a group with one read again,
     group after group: the versions a group marks production are read across the group, so a version that
     joins, leaves or changes its standing changes what the others see, and a version read again sees the
     production versions of all its groups only when all their members are read with it."""
-    affected = {u for u in listed if u not in previous.models}
-    affected.update(m for entity in reached for m in previous.readers.get(entity, ()) if m in listed)
-    pending = {g for u in affected if u in previous.models for g in previous.models[u][0]}
-    if not pending:
-        return affected
-    members: dict[str, list[str]] = {}
-    for u in listed:
-        for g in previous.models[u][0] if u in previous.models else ():
-            members.setdefault(g, []).append(u)
+    affected = listed - previous.models()
+    affected.update(m for readers in previous.readers(reached).values() for m in readers if m in listed)
+    pending = {g for chosen in previous.chosen(affected).values() for g in chosen[0]}
     done: set[str] = set()
     while pending:
-        group = pending.pop()
-        done.add(group)
-        for u in members.get(group, ()):
-            if u not in affected:
-                affected.add(u)
-                pending.update(g for g in previous.models[u][0] if g not in done)
+        done.update(pending)
+        joined = {u for members in previous.members(pending).values() for u in members
+                  if u in listed and u not in affected}
+        affected.update(joined)
+        pending = {g for chosen in previous.chosen(joined).values() for g in chosen[0]} - done
     return affected
 
 
@@ -252,32 +173,43 @@ def resolve_incremental(
             "incremental", "nothing changed since the last scan", kept=frozenset(previous.closures),
             snapshot=key, kept_from=previous.token, token=previous.token, same_columns=True)
     links = previous.links() if because is None and previous is not None else None
-    if links is None or previous is None or changes.urns is None:
-        asking = KnownIncoming(graph)
-        resolution = resolve(asking, options, scanned_at_ms=scanned_at_ms, include_all=include_all, shard=shard)
-        read = _unstamped(resolution)
-        snapshot = Snapshot(key, changes.token, read, _given(_links_of(read, resolution, asking)))
-        reason = because or "the last scan's snapshot is incomplete"
-        rescan = Rescan("full", reason, reread=len(resolution.models), snapshot=key, token=snapshot.token)
-        return _stamped(snapshot, scanned_at_ms), snapshot, rescan
+    if links is not None and previous is not None and changes.urns is not None:
+        try:
+            return _incremental(graph, options, scanned_at_ms, include_all, shard, previous, links, changes)
+        except LinksMoved:
+            because = "another scan rewrote the last scan's links while this one read them"
+    asking = KnownIncoming(graph)
+    resolution = resolve(asking, options, scanned_at_ms=scanned_at_ms, include_all=include_all, shard=shard)
+    read = _unstamped(resolution)
+    snapshot = Snapshot(key, changes.token, read, _given(links_of(read, resolution.models, asking.changes())))
+    reason = because or "the last scan's snapshot is incomplete"
+    rescan = Rescan("full", reason, reread=len(resolution.models), snapshot=key, token=snapshot.token)
+    return _stamped(snapshot, scanned_at_ms), snapshot, rescan
+
+
+def _incremental(graph: MetadataGraph, options: ResolveOptions, scanned_at_ms: int, include_all: bool,
+                 shard: Shard | None, previous: Snapshot, links: KeptLinks, changes: Changes
+                 ) -> tuple[list[ModelClosure], Snapshot, Rescan]:
+    """Read again the models a change since ``previous`` reaches, following it by ``links``."""
+    assert changes.urns is not None
     listed = set(graph.list_urns("mlModel"))
     affected = _affected(links, listed, _reached(graph, changes.urns)) if changes.urns else set()
     kept = listed - affected
-    asking = KnownIncoming(graph, links.incoming, changes.urns)
+    asking = KnownIncoming(graph, links, changes.urns)
     fresh = resolve(asking, options, scanned_at_ms=scanned_at_ms, include_all=include_all,
                     candidates=sorted(affected), shard=shard) if affected else Resolution([], {})
     closures = _unstamped(fresh)
     snapshot = Snapshot(
-        key, changes.token, {**{u: c for u, c in previous.closures.items() if u in kept}, **closures},
-        _given(_links_of(closures, fresh, asking, (links, previous.closures, kept))),
+        previous.key, changes.token, {**{u: c for u, c in previous.closures.items() if u in kept}, **closures},
+        _given(links_changed(links, previous.closures, kept, closures, fresh.models, asking.changes())),
     )
     reused = frozenset(u for u in previous.closures if u in kept)
     changed = len(changes.urns)
     same = set(snapshot.closures) == set(previous.closures) and all(
         same_columns(previous.closures[u], c) for u, c in closures.items())
     rescan = Rescan("incremental", f"{changed:,} entit{'y' if changed == 1 else 'ies'} changed since the last scan",
-                    changed=changed, reread=len(affected), kept=reused, snapshot=key, kept_from=previous.token,
-                    token=snapshot.token, same_columns=same)
+                    changed=changed, reread=len(affected), kept=reused, snapshot=previous.key,
+                    kept_from=previous.token, token=snapshot.token, same_columns=same)
     return _stamped(snapshot, scanned_at_ms), snapshot, rescan
 
 

@@ -8,6 +8,7 @@ import datahub.metadata.schema_classes as dh
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 
 from recall_dagster.estate.incoming import KnownIncoming
+from recall_dagster.estate.links import Links
 from recall_dagster.graph import LiteGraph
 
 ASSERTS = "Asserts"
@@ -34,12 +35,12 @@ def test_links_written_since_are_kept_for_datasets_nobody_asked_about_again(esta
         now = graph.related(datasets, ASSERTS, "incoming")
         assert now[tested] != before[tested] and now[other] != before[other]
 
-        untouched = KnownIncoming(graph, known, changed=[moved, added]).incoming()
+        untouched = {**known, **KnownIncoming(graph, Links({}, {}, known), changed=[moved, added]).changes()}
         assert untouched == {(ASSERTS, d): tuple(found) for d, found in now.items()}
 
-        asked = KnownIncoming(graph, known, changed=[moved, added])
+        asked = KnownIncoming(graph, Links({}, {}, known), changed=[moved, added])
         assert asked.related([tested, other], ASSERTS, "incoming") == {tested: now[tested], other: now[other]}
-        assert asked.incoming() == untouched
+        assert {**known, **asked.changes()} == untouched
 
 
 def test_a_target_the_last_scan_never_asked_about_is_asked_of_the_graph(estate) -> None:
@@ -47,6 +48,6 @@ def test_a_target_the_last_scan_never_asked_about_is_asked_of_the_graph(estate) 
         datasets = graph.list_urns("dataset")
         answers = graph.related(datasets, ASSERTS, "incoming")
         tested = next(d for d in datasets if answers[d])
-        known = KnownIncoming(graph, {}, changed=[])
+        known = KnownIncoming(graph, Links({}, {}, {}), changed=[])
         assert known.related([tested], ASSERTS, "incoming") == {tested: answers[tested]}
-        assert known.incoming() == {(ASSERTS, tested): tuple(answers[tested])}
+        assert known.changes() == {(ASSERTS, tested): tuple(answers[tested])}

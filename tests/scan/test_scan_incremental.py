@@ -53,8 +53,17 @@ def test_incremental_closures_equal_a_full_resolve_after_any_change(before, othe
                 graph, OPTIONS, scanned_at_ms=NOW_MS, include_all=include_all, previous=snapshot)
             assert rescan.mode == "incremental"
             assert closures == resolve_closures(graph, OPTIONS, scanned_at_ms=NOW_MS, include_all=include_all)
-            kept = snapshot.links().incoming
+            links = snapshot.links().whole()
+            kept = links.asked
             assert kept == {(r, t): tuple(graph.related([t], r, "incoming")[t]) for r, t in kept}
+            _, read, _ = resolve_incremental(graph, OPTIONS, scanned_at_ms=NOW_MS, include_all=include_all,
+                                             previous=None)
+            assert _who_read(links) == _who_read(read.links().whole())
+
+
+def _who_read(links) -> tuple:  # noqa: ANN001 - Links
+    """Which models were read with what choosing them read, and who read each entity, in any order."""
+    return dict(links.models_read), {e: set(m) for e, m in links.readers_of.items()}
 
 
 
@@ -221,7 +230,7 @@ def test_the_links_are_read_only_to_follow_a_change_and_a_lost_one_costs_a_full_
     snapshots = SnapshotStore(tmp_path / "state")
     with closing(LiteGraph(path)) as graph:
         first = run_scan(graph, config, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS, snapshots=snapshots)
-        [links] = snapshots.folder.glob("*.links.pickle")
+        [links] = snapshots.folder.glob("*.links.sqlite")
         links.unlink()
         same = run_scan(graph, config, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS, snapshots=snapshots)
         assert same.rescan.reason == "nothing changed since the last scan" and _findings(same) == _findings(first)

@@ -132,7 +132,8 @@ def test_the_packs_stay_few_and_a_lost_one_costs_a_full_read(tmp_path, monkeypat
 
 def _plain_links(links) -> tuple:  # noqa: ANN001 - Links
     """Links as sets: the order models were added in says nothing."""
-    return (dict(links.models), {e: set(m) for e, m in links.readers.items()}, dict(links.incoming))
+    links = links.whole()
+    return (dict(links.models_read), {e: set(m) for e, m in links.readers_of.items()}, dict(links.asked))
 
 
 def _kept_links(state, graph, config) -> tuple:  # noqa: ANN001

@@ -125,13 +125,15 @@ def test_a_test_run_known_before_the_scan_but_dated_after_it_turns_the_verdict_w
 def test_a_rescan_writes_only_what_changed_and_another_process_reads_it_back(estate, tmp_path) -> None:
     """The snapshot and the verdicts are a base and a delta of the models changed since: a rescan after one
     dataset changed leaves the base files as they were, and a scan in another process (a new store) takes the
-    two together; a damaged delta costs reading again what changed since the base, never a wrong finding."""
+    two together; a damaged delta or links file costs a full read, never a wrong finding."""
     config, baselines = load().scan, MemoryStateStore()
     state = tmp_path / "state"
     with closing(LiteGraph(estate("general"))) as graph:
         first = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True,
                          snapshots=SnapshotStore(state))
         bases = {p.name: p.read_bytes() for p in (state / "closures").glob("*.pickle")}
+        [links] = (state / "closures").glob("*.links.sqlite")
+        links_file = links.stat().st_ino
         holders: dict[str, int] = {}
         for m in first.models:
             for u in m.closure.datasets:
@@ -152,9 +154,8 @@ def test_a_rescan_writes_only_what_changed_and_another_process_reads_it_back(est
             if not name.endswith((".listed.pickle", ".columns.pickle", ".columns.at.pickle")):
                 assert (state / "closures" / name).read_bytes() == blob, f"{name} was written again"
         deltas = sorted(p.name for p in (state / "closures").glob("*.delta.pickle"))
-        # the closures, their datasets, their links (each model's, each entity's readers), the far-side links
-        # resolving read, and the verdicts of both passes
-        assert len(deltas) == 7
+        # the closures, their datasets and the verdicts of both passes; the links are changed in place
+        assert len(deltas) == 4 and links.stat().st_ino == links_file
         full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=later, include_all=True)
         elsewhere = run_scan(graph, config, baselines, scanned_at_ms=later, include_all=True,
                              snapshots=SnapshotStore(state))
@@ -163,7 +164,16 @@ def test_a_rescan_writes_only_what_changed_and_another_process_reads_it_back(est
             delta.write_bytes(b"garbage")
         damaged = run_scan(graph, config, baselines, scanned_at_ms=later, include_all=True,
                            snapshots=SnapshotStore(state))
-        assert damaged.rescan.reread == again.rescan.reread and exact(damaged) == exact(full)
+        # the links moved on in place with the delta: the base alone is an older snapshot they no longer follow
+        assert damaged.rescan.mode == "full" and exact(damaged) == exact(full)
+        links.write_bytes(b"garbage")
+        graph.emit_mcps([MetadataChangeProposalWrapper(entityUrn=fewest, aspect=dh.SchemaMetadataClass(
+            schemaName=fewest, platform="urn:li:dataPlatform:postgres", version=0, hash="",
+            platformSchema=dh.OtherSchemaClass(rawSchema=""), fields=[field, field]))])
+        lost = run_scan(graph, config, baselines, scanned_at_ms=later, include_all=True,
+                        snapshots=SnapshotStore(state))
+        full = run_scan(graph, config, MemoryStateStore(baselines.baselines), scanned_at_ms=later, include_all=True)
+        assert lost.rescan.mode == "full" and exact(lost) == exact(full)
 
 
 @settings(max_examples=40, deadline=None, derandomize=True,
