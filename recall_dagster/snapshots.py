@@ -310,7 +310,7 @@ def _named(entries: dict[str, tuple[Head, Ref]], tables: dict[str, Ref]) -> set[
 
 
 def _same_parts(before: object, now: object) -> bool:
-    """A new tuple of the very objects kept (a model and what it depends on, a target's sources)."""
+    """A new tuple of the very objects kept (a closure's head and where its body lies)."""
     return type(before) is tuple and type(now) is tuple and len(before) == len(now) and all(
         b is n for b, n in zip(before, now))
 
