@@ -8,24 +8,23 @@ rescan reads the rows it asks for and writes the rows its change touched, in
 one transaction that also moves the file's token, so the file is always at one
 scan's links or another's, never between (a scan that dies mid-change leaves
 SQLite's journal, which the next write rolls back).  A full scan writes a new
-file and renames it in, with any journal of the old one removed first.  Like
-the other snapshot files it is a cache: a file that is missing, damaged,
-written by other code or at another token is not read.
+file (built in memory) and renames it in, with any journal of the old one
+removed first.  Like the other snapshot files it is a cache: a file that is
+missing, damaged, written by other code or at another token is not read.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import tempfile
 from array import array
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator
 
 from recall_dagster.errors import ConfigError
-from recall_dagster.estate.links import Chosen, ChangedLinks, Key, Links, LinksChange, LinksMoved
+from recall_dagster.estate.links import Chosen, ChangedLinks, Key, KeptLinks, Links, LinksChange, LinksMoved
+from recall_dagster.files import write_atomically
 
 _SCHEMA = """
 CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -92,15 +91,8 @@ class StoredLinks:
         return {e: tuple(urns[i] for i in found if i in urns) for e, found in ids.items()}
 
     def incoming(self, keys: Iterable[Key]) -> dict[Key, tuple[str, ...]]:
-        by_relationship: dict[str, list[str]] = {}
-        for relationship, target in keys:
-            by_relationship.setdefault(relationship, []).append(target)
-        if not by_relationship:
-            return {}
         with self._reading() as db:
-            return {(r, t): tuple(json.loads(s)) for r, targets in sorted(by_relationship.items())
-                    for t, s in db.execute("SELECT target, sources FROM incoming WHERE rel = ? "
-                                           "AND target IN (SELECT value FROM json_each(?))", [r, _listed(targets)])}
+            return _incoming(db, keys)
 
     def holding(self, sources: Iterable[str]) -> set[Key]:
         with self._reading() as db:
@@ -136,36 +128,27 @@ def opened(path: Path, key: str, token: str, stamp: str) -> StoredLinks | None:
     return StoredLinks(path, token)
 
 
-def keep(path: Path, key: str, token: str, stamp: str, links: Links | ChangedLinks | StoredLinks) -> None:
+def keep(path: Path, key: str, token: str, stamp: str, links: KeptLinks) -> None:
     """Keep ``links`` at ``token`` in ``path``: the change alone when they are a change on the links ``path``
     holds now, else all of them in a new file renamed in."""
-    if isinstance(links, StoredLinks) and links.path == path and links.token == token:
-        return
     if isinstance(links, ChangedLinks) and isinstance(links.base, StoredLinks) and links.base.path == path \
             and _changed_in_place(path, key, stamp, links.base.token, token, links.change):
         return
     whole = links.whole()
+    with closing(sqlite3.connect(":memory:", isolation_level=None)) as db:
+        db.executescript(_SCHEMA)
+        db.execute("BEGIN")
+        _put_whole(db, whole)
+        _put_meta(db, {"key": key, "token": token, "stamp": stamp,
+                       "relationships": json.dumps(sorted({r for r, _ in whole.asked}))})
+        db.execute("COMMIT")
+        content = db.serialize()
+    journal = Path(f"{path}-journal")  # left by a scan that died changing the old file: it would roll back into this
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        os.close(handle)
-        tmp = Path(name)
-        try:
-            with closing(sqlite3.connect(tmp, isolation_level=None)) as db:
-                db.execute("PRAGMA journal_mode = OFF")  # a new file: a failed write is thrown away whole
-                db.executescript(_SCHEMA)
-                db.execute("BEGIN")
-                _put_whole(db, whole)
-                _put_meta(db, {"key": key, "token": token, "stamp": stamp,
-                               "relationships": json.dumps(sorted({r for r, _ in whole.asked}))})
-                db.execute("COMMIT")
-            # a journal left by a scan that died changing the old file would be rolled back into this one
-            Path(f"{path}-journal").unlink(missing_ok=True)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-    except (OSError, sqlite3.Error) as err:
-        raise ConfigError(f"cannot write closure snapshot links {path}: {err}; check RECALL_HOME") from err
+        journal.unlink(missing_ok=True)
+    except OSError as err:
+        raise ConfigError(f"cannot remove {journal}: {err.strerror}; check RECALL_HOME") from err
+    write_atomically(path, content, "closure snapshot links")
 
 
 def _changed_in_place(path: Path, key: str, stamp: str, base: str, token: str, change: LinksChange) -> bool:
@@ -223,13 +206,7 @@ def _put_change(db: sqlite3.Connection, change: LinksChange) -> None:
     db.executemany("DELETE FROM readers WHERE entity = ?", ((e,) for e, urns in readers if not urns))
     db.executemany("INSERT OR REPLACE INTO readers VALUES (?, ?)",
                    ((e, array(_IDS, (ids[u] for u in urns)).tobytes()) for e, urns in readers if urns))
-    keys = sorted(change.incoming)
-    before = {}
-    for relationship, target in keys:
-        row = db.execute("SELECT sources FROM incoming WHERE rel = ? AND target = ?", [relationship, target]).fetchone()
-        if row is not None:
-            before[(relationship, target)] = tuple(json.loads(row[0]))
-    _put_incoming(db, {k: change.incoming[k] for k in keys}, before)
+    _put_incoming(db, dict(sorted(change.incoming.items())), _incoming(db, change.incoming))
 
 
 def _put_incoming(db: sqlite3.Connection, answers: dict[Key, tuple[str, ...]],
@@ -240,6 +217,16 @@ def _put_incoming(db: sqlite3.Connection, answers: dict[Key, tuple[str, ...]],
                    ((r, t, json.dumps(list(s))) for (r, t), s in answers.items()))
     db.executemany("INSERT OR IGNORE INTO holders VALUES (?, ?, ?)",
                    ((s, r, t) for (r, t), sources in answers.items() for s in sources))
+
+
+def _incoming(db: sqlite3.Connection, keys: Iterable[Key]) -> dict[Key, tuple[str, ...]]:
+    """Of the far-side links ``keys`` name, those kept: their sources."""
+    by_relationship: dict[str, list[str]] = {}
+    for relationship, target in keys:
+        by_relationship.setdefault(relationship, []).append(target)
+    return {(r, t): tuple(json.loads(s)) for r, targets in sorted(by_relationship.items())
+            for t, s in db.execute("SELECT target, sources FROM incoming WHERE rel = ? "
+                                   "AND target IN (SELECT value FROM json_each(?))", [r, _listed(targets)])}
 
 
 def _put_meta(db: sqlite3.Connection, values: dict[str, str]) -> None:

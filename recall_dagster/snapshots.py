@@ -162,14 +162,16 @@ class SnapshotStore:
         return Snapshot(key, token, closures, functools.partial(self._links, key, token))
 
     def _links(self, key: str, token: str) -> KeptLinks | None:
-        return links_db.opened(self._path(key, ".links", ".sqlite"), key, token, _CLOSURES)
+        return links_db.opened(self._links_path(key), key, token, _CLOSURES)
+
+    def _links_path(self, key: str) -> Path:
+        return self._path(key, ".links", ".sqlite")
 
     def save(self, snapshot: Snapshot) -> None:
         try:
             links = snapshot.links()
             if links is not None:
-                links_db.keep(self._path(snapshot.key, ".links", ".sqlite"), snapshot.key, snapshot.token, _CLOSURES,
-                              links)
+                links_db.keep(self._links_path(snapshot.key), snapshot.key, snapshot.token, _CLOSURES, links)
             if isinstance(links, Links):  # a full read: the links as pickles (before 2026-12) go
                 for kind in (".links", ".links.delta", ".readers", ".readers.delta", ".incoming", ".incoming.delta"):
                     self._path(snapshot.key, kind).unlink(missing_ok=True)

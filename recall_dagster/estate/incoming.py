@@ -36,24 +36,13 @@ class Answers(Protocol):
         """The relationships asked about."""
 
 
-class _NoAnswers:
-    def incoming(self, keys: Iterable[Key]) -> dict[Key, tuple[str, ...]]:
-        return {}
-
-    def holding(self, sources: Iterable[str]) -> set[Key]:
-        return set()
-
-    def relationships(self) -> frozenset[str]:
-        return frozenset()
-
-
 class KnownIncoming(Overlay):
     """A :class:`MetadataGraph` that answers incoming links from ``known`` (the last scan's answers) with the
     ``changed`` entities' links as they are now, asks the graph the rest, and keeps every answer it gave."""
 
-    def __init__(self, graph: MetadataGraph, known: Answers | None = None, changed: Iterable[str] = ()) -> None:
+    def __init__(self, graph: MetadataGraph, known: Answers, changed: Iterable[str] = ()) -> None:
         super().__init__(graph)
-        self._known = known or _NoAnswers()
+        self._known = known
         self._changed = frozenset(changed)
         self._out: dict[str, dict[str, set[str]]] = {}  # relationship -> changed entity -> its targets now
         self._asked: dict[Key, tuple[str, ...]] = {}
@@ -94,11 +83,10 @@ class KnownIncoming(Overlay):
     def _moved(self) -> dict[Key, tuple[str, ...]]:
         """The last scan's answers a changed entity was or is now among, brought up to date (worked out once)."""
         if self._brought is None:
-            changed = self._changed
-            moved = self._known.holding(changed) if changed else set()
-            if changed:
+            moved: set[Key] = set()
+            if self._changed:
+                moved = self._known.holding(self._changed)
                 moved.update((r, t) for r in self._known.relationships()
                              for targets in self._targets_now(r).values() for t in targets)
-            known = self._known.incoming(moved)
-            self._brought = {k: self._now(*k, sources) for k, sources in known.items()}
+            self._brought = {k: self._now(*k, sources) for k, sources in self._known.incoming(moved).items()}
         return self._brought

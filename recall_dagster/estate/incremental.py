@@ -26,7 +26,7 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 from recall_dagster.estate.closure import ModelClosure
 from recall_dagster.estate.columns import same_columns
 from recall_dagster.estate.incoming import KnownIncoming
-from recall_dagster.estate.links import KeptLinks, LinksMoved, links_changed, links_of
+from recall_dagster.estate.links import KeptLinks, Links, LinksMoved, links_changed, links_of
 from recall_dagster.estate.options import ResolveOptions
 from recall_dagster.estate.resolve import INCOMING, Resolution, resolve
 from recall_dagster.estate.shards import Shard
@@ -178,7 +178,7 @@ def resolve_incremental(
             return _incremental(graph, options, scanned_at_ms, include_all, shard, previous, links, changes)
         except LinksMoved:
             because = "another scan rewrote the last scan's links while this one read them"
-    asking = KnownIncoming(graph)
+    asking = KnownIncoming(graph, Links({}, {}))
     resolution = resolve(asking, options, scanned_at_ms=scanned_at_ms, include_all=include_all, shard=shard)
     read = _unstamped(resolution)
     snapshot = Snapshot(key, changes.token, read, _given(links_of(read, resolution.models, asking.changes())))

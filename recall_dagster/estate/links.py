@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Protocol
 
 from recall_dagster.estate.closure import ModelClosure
+from recall_dagster.estate.incoming import Answers, Key
 from recall_dagster.estate.views import Model
 
-Key = tuple[str, str]  # (relationship, target) of a far-side link
 Incoming = Mapping[Key, tuple[str, ...]]  # (relationship, target) -> its sources, sorted
 Chosen = tuple[tuple[str, ...], frozenset[str]]  # a model's groups, and what decides whether it is scanned
 
@@ -27,8 +27,8 @@ class LinksMoved(Exception):
     """The kept links were rewritten by another scan while this one read them: what it read may not agree."""
 
 
-class KeptLinks(Protocol):
-    """The links of the last scan, asked by key."""
+class KeptLinks(Answers, Protocol):
+    """The links of the last scan, asked by key (the far-side ones as :class:`Answers`)."""
 
     def models(self) -> frozenset[str]:
         """Every listed model the last scan read, selected or not."""
@@ -41,15 +41,6 @@ class KeptLinks(Protocol):
 
     def readers(self, entities: Iterable[str]) -> dict[str, tuple[str, ...]]:
         """Of ``entities``, those some model read: the models whose choosing, or closure, read it."""
-
-    def incoming(self, keys: Iterable[Key]) -> dict[Key, tuple[str, ...]]:
-        """Of ``keys``, those resolving asked about: the far-side link's sources then."""
-
-    def holding(self, sources: Iterable[str]) -> set[Key]:
-        """The far-side links asked about whose sources hold one of ``sources``."""
-
-    def relationships(self) -> frozenset[str]:
-        """The relationships of the far-side links asked about."""
 
     def whole(self) -> Links:
         """All of them, at once."""
