@@ -7,8 +7,9 @@ import sys
 from contextlib import closing
 from dataclasses import replace
 
-from scan_estates import SCAN_AT_MS
+from scan_estates import SCAN_AT_MS, exact
 from test_scan_incremental import _schema
+from test_scan_rescan_exact import HOUR
 
 from recall_dagster.baselines import MemoryStateStore
 from recall_dagster.config.load import load
@@ -17,12 +18,6 @@ from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.graph import LiteGraph
 from recall_dagster.scan import run_scan
 from recall_dagster.snapshots import SnapshotStore
-
-HOUR = 3_600_000
-
-
-def _findings(result) -> list[tuple[str, str, str, str]]:  # noqa: ANN001 - a ScanResult
-    return sorted((m.closure.urn, f.detector, f.subject, f.message) for m in result.models for f in m.findings)
 
 
 def test_links_another_scan_moved_on_while_one_read_them_cost_a_full_read(estate, tmp_path) -> None:
@@ -74,10 +69,10 @@ def test_a_scan_that_dies_changing_the_links_costs_a_full_read_and_no_wrong_find
         at = SCAN_AT_MS + HOUR
         after = run_scan(graph, config, MemoryStateStore(), scanned_at_ms=at, snapshots=SnapshotStore(state))
         full = run_scan(graph, config, MemoryStateStore(), scanned_at_ms=at)
-        assert after.rescan.mode == "full" and _findings(after) == _findings(full)
+        assert after.rescan.mode == "full" and exact(after) == exact(full)
         assert not journal.exists()
         graph.emit_mcps([_schema(next(iter(first.models[-1].closure.datasets)), "bigint")])
         at += HOUR
         again = run_scan(graph, config, MemoryStateStore(), scanned_at_ms=at, snapshots=SnapshotStore(state))
         full = run_scan(graph, config, MemoryStateStore(), scanned_at_ms=at)
-        assert again.rescan.mode == "incremental" and _findings(again) == _findings(full)
+        assert again.rescan.mode == "incremental" and exact(again) == exact(full)
