@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow install dagster docs clean
+.PHONY: demo test test-slow test-envs install dagster docs clean
 
 # uv installs when it can, pip when it cannot (RECALL_INSTALLER=pip|uv forces one); constraints.txt pins both.
 $(STAMP): pyproject.toml constraints.txt scripts/install_venv.py
@@ -23,6 +23,10 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(PYTEST) -m slow
+
+# Recall's wheel into team environments made without it (envs/): installing changes none of their packages.
+test-envs:
+	$(PYTHON) scripts/team_envs.py --tests
 
 dagster: $(STAMP)
 	$(BIN)/recall dagster

@@ -20,13 +20,16 @@ tags, so only the registry knows the Dagster run (dagster-mlflow's
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sqlite3
 from contextlib import closing
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
+from urllib.parse import unquote
 
 from recall_dagster.errors import ServiceUnreachable, reason
 from recall_dagster.run_tags import DAGSTER_RUN_TAG
@@ -123,7 +126,17 @@ def sqlite_store(tracking_uri: str) -> Path | None:
         return None
     rest = tracking_uri[len("sqlite://"):].split("?", 1)[0]
     database = rest[1:] if rest.startswith("/") else ""
+    if database and _decodes_database():
+        database = unquote(database)
     return Path(database) if database and database != ":memory:" else None
+
+
+@functools.cache
+def _decodes_database() -> bool:
+    """SQLAlchemy 2.1 percent-decodes a URL's database part (``x%20y.db`` opens ``x y.db``); 2.0 keeps it as
+    written. Asked of the installed distribution's version, which costs no import of SQLAlchemy."""
+    major, minor = (int(part) for part in version("sqlalchemy").split(".")[:2])
+    return (major, minor) >= (2, 1)
 
 
 def read_registry(tracking_uri: str, limits: RegistryLimits) -> RegistryFacts | None:

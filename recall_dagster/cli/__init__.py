@@ -19,6 +19,7 @@ from typing import Any, Iterator, TextIO
 import click
 
 from recall_dagster.errors import RecallError
+from recall_dagster.extras import missing_extra
 from recall_dagster.log_streams import root_handlers_onto
 from recall_dagster.secrets import redact
 
@@ -113,12 +114,19 @@ def _printing_no_secrets() -> Iterator[None]:
 
 
 class RecallGroup(click.Group):
-    """Turns every RecallError into its message and exit code, never a traceback; prints no secret."""
+    """Turns every RecallError, and a module an uninstalled extra brings, into its message and exit code,
+    never a traceback; prints no secret."""
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         with _printing_no_secrets():
             try:
                 return super().invoke(ctx)
+            except ModuleNotFoundError as err:
+                known = missing_extra(err)
+                if known is None:
+                    raise
+                click.secho(f"recall: {known}", fg="red", err=True)
+                ctx.exit(known.exit_code)
             except RecallError as err:
                 click.secho(f"recall: {err}", fg="red", err=True)
                 ctx.exit(err.exit_code)
