@@ -11,7 +11,7 @@ Recall comes in (``team-newest-py3.12.txt``: today's Dagster, dbt 1.11, MLflow 3
 4. checks what a team does first: ``recall --help``, and a team ``Definitions`` that merges
    ``recall_definitions`` with a ``retrain_gate`` validates;
 5. with ``--tests``, installs the test tools and runs the fast suite there, but for the tests that need what
-   a team's stack does not hold (``LEFT_OUT``).
+   a team's stack does not hold (``LEFT_OUT``), then the adoption walkthrough (``tests/adoption``).
 
 Run by ``make test-envs`` (CI runs it): ``python3.11 scripts/team_envs.py [--tests] [NAME ...]``.
 Environments live under ``.team-envs/`` and are made anew each run.
@@ -154,6 +154,10 @@ def check(env: TeamEnv, wheel: Path, tests: bool) -> None:
         _run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "auto", "--dist", "loadfile",
               "--basetemp", str(WORK / f"{env.name}-tmp"), "-m", "not slow",
               *(f"--ignore-glob={pattern}" for pattern in LEFT_OUT)], cwd=ROOT)
+        # The adoption walkthrough (docs/estate.md) as a team on this stack follows it: DataHub's sources run
+        # through `recall ingest`, in an environment of their own.
+        _run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp",
+              str(WORK / f"{env.name}-adoption"), "tests/adoption"], cwd=ROOT)
 
 
 def main(argv: Sequence[str]) -> int:

@@ -133,14 +133,16 @@ def free_port() -> int:
 
 
 @contextmanager
-def mlflow_server(backend_uri: str, log: Path) -> Iterator[str]:
-    """A real ``mlflow server`` (one gunicorn worker) over ``backend_uri``; yields its URL."""
+def mlflow_server(backend_uri: str, log: Path, artifacts: Path | None = None) -> Iterator[str]:
+    """A real ``mlflow server`` (one worker) over ``backend_uri``, serving artifacts it keeps in ``artifacts``
+    (else ``./mlartifacts``); yields its URL."""
     port = free_port()
     mlflow = Path(sys.executable).with_name("mlflow")
+    kept = ["--artifacts-destination", str(artifacts)] if artifacts else []
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [str(mlflow), "server", "--backend-store-uri", backend_uri, "--host", "127.0.0.1", "--port", str(port),
-             "--workers", "1"],
+             "--workers", "1", *kept],
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )
     url = f"http://127.0.0.1:{port}"

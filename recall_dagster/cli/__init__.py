@@ -58,6 +58,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "recall_dagster.cli.lifecycle",
         "Data incidents raised from failing tests, resolved with a postmortem when they pass.",
     ),
+    "ingest": (
+        "recall_dagster.cli.ingest_cmd",
+        "Run DataHub recipes (`datahub ingest -c`) in an environment of their own, made under RECALL_HOME once.",
+    ),
     "init": (
         "recall_dagster.cli.init_cmd",
         "Write DataHub recipes for your dbt, MLflow and Feast, a starter recall.yaml, and the commands to run.",

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 import os
+from importlib.metadata import version
 from pathlib import Path
 
 import click
 
 from recall_dagster import recipes
+from recall_dagster.ingest_env import unreadable_store
 from recall_dagster.warehouse import dbt_target
 from recall_dagster.cli import cli
 from recall_dagster.errors import ConfigError
@@ -75,6 +77,9 @@ def init_command(
         planned["dbt"] = recipes.dbt_recipe(target_dir, platform, sink)
     if tracking:
         planned["mlflow"] = recipes.mlflow_recipe(tracking, sink, platform)
+        unreadable = unreadable_store(tracking, version("mlflow-skinny"))
+        if unreadable:
+            click.secho(f"note: {unreadable}", fg="yellow", err=True)
     if feast_repo is not None:
         planned["feast"] = recipes.feast_recipe(feast_repo.resolve(), sink)
     if not planned:
@@ -96,8 +101,9 @@ def init_command(
     if "dbt" in planned:
         for command, why in recipes.DBT_ORDER:
             click.echo(f"  {command.replace('target/', f'{target_dir}/')}  # {why}")
-    for name in planned:
-        click.echo(f"  datahub ingest -c {folder / 'recipes' / f'{name}.yml'}")
+    for n, name in enumerate(planned):
+        why = "  # DataHub's sources, in an environment of their own: their pins would rewrite this one" if not n else ""
+        click.echo(f"  recall ingest {folder / 'recipes' / f'{name}.yml'}{why}")
     click.echo(f"  RECALL_GRAPH={graph} RECALL_CONFIG={config} recall scan")
     if "dbt" in planned:
         click.echo("  (rerun `recall init --force` once target/sources.json exists, so the dbt recipe reads it)")

@@ -1,9 +1,9 @@
-"""Every use of Dagster's internals, in one place, each with the reason no public API serves (Dagster 1.13.27).
+"""Every use of Dagster's internals, in one place, each with the reason no public API serves (Dagster 1.13).
 
 Anything imported from ``dagster._…`` or ``dagster_shared`` may change in any
 Dagster release. Keeping the uses here means an upgrade has one module to
 re-verify, and ``tests/dagster/test_dagster_compat.py`` fails loudly when the
-installed Dagster is not the version these were verified against.
+installed Dagster, or one that CI installs, is not a release these were verified against.
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ from dagster._core.definitions.unresolved_asset_job_definition import Unresolved
 # The run tag Dagster sets on every run of a backfill; there is no public constant or accessor for it.
 from dagster._core.storage.tags import BACKFILL_ID_TAG
 
-VERIFIED_WITH = "1.13.27"
+# The ends of pyproject's Dagster range that CI runs: the demo's lock and the newest team environments (1.13.27),
+# the oldest team environment (1.13.0); see envs/ and docs/install.md.
+VERIFIED_WITH = ("1.13.0", "1.13.27")
 
 __all__ = ["BACKFILL_ID_TAG", "VERIFIED_WITH", "UnresolvedAssetJobDefinition", "asset_graph_of",
            "compute_fn_of", "freshness_window_hours", "latest_check_executions", "other_components_defs",

@@ -196,6 +196,11 @@ class MlflowModels:
 
         folder.mkdir(exist_ok=True)
         try:
+            # Listed first: an MLflow 2.20 server proxying artifacts answers a missing file with 500s, which its
+            # client retries for minutes and which read as a server down; a listing answers what is there.
+            listed = {item.path for item in client.list_artifacts(run_id, artifact.rpartition("/")[0] or None)}
+            if artifact not in listed:
+                raise ModelUnavailable(f"the run {run_id} logged no {artifact}")
             return Path(client.download_artifacts(run_id, artifact, str(folder)))
         except (MlflowException, OSError) as err:
             if isinstance(err, MlflowException) and failing(err):

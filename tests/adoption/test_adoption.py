@@ -23,6 +23,8 @@ from typing import Any, Iterator
 import pytest
 from mlflow import MlflowClient
 
+from tests.cutting import mlflow_server
+
 pytestmark = [pytest.mark.stack, pytest.mark.slow]
 
 PROJECT = Path(__file__).parent / "project"
@@ -42,7 +44,7 @@ def walkthrough() -> list[str]:
 class Team:
     """The team's checkout in a scratch folder, and the commands its people type."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, tracking_uri: str) -> None:
         self.root = root
         self.repo = root / "jaffle_shop"
         shutil.copytree(PROJECT, self.repo, ignore=shutil.ignore_patterns("target", "logs", "__pycache__"))
@@ -51,7 +53,7 @@ class Team:
             **{k: v for k, v in os.environ.items() if not k.startswith(("RECALL_", "MLFLOW_"))},
             "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
             "JAFFLE_DUCKDB": str(root / "jaffle.duckdb"),
-            "MLFLOW_TRACKING_URI": f"sqlite:///{root / 'mlflow.db'}",
+            "MLFLOW_TRACKING_URI": tracking_uri,
             "DAGSTER_HOME": str(root / "dagster_home"),
             "DATAHUB_TELEMETRY_ENABLED": "false",
             "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
@@ -104,7 +106,14 @@ class Team:
 
 @pytest.fixture(scope="module")
 def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
-    team = Team(tmp_path_factory.mktemp("adoption"))
+    """The team's estate, its MLflow a tracking server on localhost as teams run it: DataHub's mlflow source,
+    in its own environment, reads it over HTTP whichever MLflow the team's environment holds."""
+    root = tmp_path_factory.mktemp("adoption")
+    with mlflow_server(f"sqlite:///{root / 'mlflow.db'}", root / "mlflow.log", root / "mlartifacts") as url:
+        yield from _estate(Team(root, url))
+
+
+def _estate(team: Team) -> Iterator[Team]:
     team.must("dbt parse", cwd=team.dbt)
     refused = team.materialize("*")
     assert "FAILURE" in refused.stdout and team.versions() == [], (
@@ -123,8 +132,9 @@ def test_init_prints_the_order_the_readme_walks(team: Team) -> None:
     dbt_steps = [c.replace(target, "target/") for c in printed if c.startswith(("dbt ", "cp "))]
     readme = walkthrough()
     assert f"cd jaffle && {' && '.join(dbt_steps)} && cd .." in readme, (dbt_steps, readme)
-    ingests = [c.rsplit("/", 1)[1] for c in printed if c.startswith("datahub ingest")]
-    assert ingests == [line.rsplit("/", 1)[1] for line in readme if line.startswith("datahub ingest")]
+    ingests = [c.rsplit("/", 1)[1] for c in printed if c.startswith("recall ingest")]
+    assert ingests == [line.split("#")[0].strip().rsplit("/", 1)[1] for line in readme
+                       if line.startswith("recall ingest")]
 
 
 def test_a_healthy_stock_estate_names_its_production_model_and_lets_the_retrain_go(team: Team) -> None:
@@ -158,7 +168,9 @@ def test_a_bad_load_reaches_the_model_through_its_aggregate_in_every_answer(team
     team.must(f"cp {target / 'run_results.json'} {target / 'run_results.build.json'} && dbt docs generate",
               cwd=team.dbt)
     for recipe in ("dbt", "mlflow"):
-        team.must(f"datahub ingest -c {team.repo / 'recall' / 'recipes' / f'{recipe}.yml'}")
+        done = team.sh(f"recall ingest {team.repo / 'recall' / 'recipes' / f'{recipe}.yml'}")
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "recall ingest: installing" not in done.stderr, "the walkthrough's ingestion environment is reused"
 
     code, scan = team.recall("scan")
     [model] = scan["models"]
@@ -181,7 +193,7 @@ def test_a_bad_load_reaches_the_model_through_its_aggregate_in_every_answer(team
     forced = team.materialize("forecast", {"recall/gate_override_by": "ana@jaffle.example",
                                            "recall/gate_override_reason": "the forecast must ship today"})
     assert "SUCCESS" in forced.stdout, forced.stderr[-3000:]
-    team.must(f"datahub ingest -c {team.repo / 'recall' / 'recipes' / 'mlflow.yml'}")
+    team.must(f"recall ingest {team.repo / 'recall' / 'recipes' / 'mlflow.yml'}")
     code, window = team.recall("blind-window")
     versions = {v["name"]: v for c in window["causes"] for m in c["models"] for v in m["versions"]}
     assert versions["order_forecaster_2"]["verdict"] == "CONTAMINATED", versions

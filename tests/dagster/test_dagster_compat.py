@@ -13,11 +13,16 @@ from recall_dagster.settings import REPO_ROOT
 
 
 def test_the_installed_dagster_is_the_one_the_internals_were_verified_with() -> None:
-    pinned = next(line.split("==")[1].strip().strip('",') for line in (REPO_ROOT / "pyproject.toml").read_text()
-                  .splitlines() if line.strip().startswith('"dagster=='))
-    assert dagster.__version__ == pinned == _compat.VERIFIED_WITH, (
-        f"Dagster {dagster.__version__} is installed; recall_dagster/defs/_compat.py was verified with "
-        f"{_compat.VERIFIED_WITH}: re-verify each use there, then move VERIFIED_WITH and the pin together")
+    """Every Dagster CI installs (the demo's lock and each team environment) is a release the internals were
+    verified with, and so is the one running this test: a new lock or a moved range fails here first."""
+    locks = [REPO_ROOT / "constraints.txt", *sorted((REPO_ROOT / "envs").glob("team-*.txt"))]
+    pinned = {lock.name: next(line.split("==")[1].strip() for line in lock.read_text().splitlines()
+                              if line.startswith("dagster==")) for lock in locks}
+    unverified = {name: version for name, version in pinned.items() if version not in _compat.VERIFIED_WITH}
+    assert unverified == {} and dagster.__version__ in _compat.VERIFIED_WITH, (
+        f"Dagster {dagster.__version__} is installed and the locks pin {pinned}; recall_dagster/defs/_compat.py was "
+        f"verified with {_compat.VERIFIED_WITH}: re-verify each use there, then move VERIFIED_WITH with the locks")
+    assert set(pinned.values()) == set(_compat.VERIFIED_WITH), "each verified release is one CI runs"
 
 
 def test_no_module_but_compat_imports_dagster_internals() -> None:

@@ -44,7 +44,7 @@ def test_recipes_for_a_lite_file_override_and_name_recall_s_sink(tmp_path: Path)
     assert mlflow["source"]["config"]["tracking_uri"] == "sqlite:///mlflow.db"
     lines = said.splitlines()
     order = [next(i for i, line in enumerate(lines) if line.strip().startswith(c))
-             for c in ("dbt source freshness", "dbt build", "cp ", "dbt docs generate", "datahub ingest")]
+             for c in ("dbt source freshness", "dbt build", "cp ", "dbt docs generate", "recall ingest")]
     assert order == sorted(order), "docs generate's manifest (compiled SQL: column lineage) is the one ingested"
     assert source["run_results_paths"] == [str(dbt.resolve() / "build" / "run_results.build.json")], (
         "the build's results, kept where docs generate does not write")
