@@ -8,7 +8,8 @@ offset when a body is first decoded.  A pack is written whole, once, under a
 name of its own and never changed: each save puts the blobs it adds in a new
 pack, a reader opens every pack its heads name when it loads them (an open
 pack stays readable after a later save removes it), and a save removes the
-packs no head names any more.
+packs no head names any more.  Each blob is signed on its own
+(:class:`~recall_dagster.pickles.Signer`) and checked when it is decoded.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import BinaryIO, Iterable, Mapping, TypeVar
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate.kept import Ref
 from recall_dagster.files import write_atomically
+from recall_dagster.pickles import Signer
 
 K = TypeVar("K")
 
@@ -51,9 +53,10 @@ def _close(fds: list[int]) -> None:
 class Packs:
     """The packs of one snapshot key in ``folder``, named ``<prefix>.<id>.pack``."""
 
-    def __init__(self, folder: Path, prefix: str) -> None:
+    def __init__(self, folder: Path, prefix: str, signer: Signer) -> None:
         self.folder = folder
         self.prefix = prefix
+        self.signer = signer
 
     def open(self, names: Iterable[str]) -> Reader | None:
         """The packs ``names`` (as refs name them), open for reading; None when one is gone."""
@@ -67,22 +70,19 @@ class Packs:
         return Reader(fds)
 
     def write(self, objects: Mapping[K, object], blobs: Mapping[K, bytes] | None = None) -> dict[K, Ref]:
-        """``objects``, each pickled on its own, and ``blobs`` (pickled already) in one new pack; where each
-        one is.  One pickler writes them all straight into the file: a full scan packs 28,000 of them."""
+        """``objects``, each pickled and signed on its own, and ``blobs`` (signed pickles already) in one new
+        pack; where each one is."""
         if not objects and not blobs:
             return {}
         name = f"{self.prefix}.{uuid.uuid4().hex[:16]}.pack"
         refs: dict[K, Ref] = {}
 
         def write(out: BinaryIO) -> None:
-            pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
             start = 0
             for key, value in objects.items():
-                pickler.dump(value)
-                pickler.clear_memo()  # each blob reads back alone
-                end = out.tell()
-                refs[key] = (name, start, end - start)
-                start = end
+                blob = self.signer.sign(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+                refs[key] = (name, start, len(blob))
+                start += out.write(blob)
             for key, blob in (blobs or {}).items():
                 refs[key] = (name, start, len(blob))
                 start += out.write(blob)

@@ -130,7 +130,7 @@ class Settings:
     def ensure_home(self) -> Path:
         """Create RECALL_HOME, failing with a message rather than a traceback."""
         try:
-            self.home.mkdir(parents=True, exist_ok=True)
+            self.home.mkdir(mode=0o700, parents=True, exist_ok=True)  # owner-only: kept state is signed beside it
             # a probe of this process's own: two commands starting together must not remove each other's
             with tempfile.NamedTemporaryFile(dir=self.home, prefix=".write-probe."):
                 pass

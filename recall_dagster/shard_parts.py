@@ -20,7 +20,7 @@ from recall_dagster import detect, estate
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate.shards import Shard
 from recall_dagster.files import RECORD_LOCK_SECONDS, locked, read_json_object, write_atomically, write_json
-from recall_dagster.pickles import fingerprint, stamped, unstamped
+from recall_dagster.pickles import Signer, fingerprint, stamped, unstamped
 from recall_dagster.scan import ShardScan
 
 _STAMP = fingerprint(estate, detect)
@@ -32,6 +32,7 @@ class ShardParts:
     def __init__(self, state_dir: str | os.PathLike[str], graph: str, include_all: bool = False) -> None:
         selection = hashlib.sha256(f"{graph}\n{include_all}".encode()).hexdigest()[:20]
         self.folder = Path(state_dir) / "shards" / selection
+        self.signer = Signer(state_dir)
 
     def save(self, part: ShardScan) -> None:
         """The part first, then its instant: an instant on disk always has its part beside it."""
@@ -39,7 +40,7 @@ class ShardParts:
             raise ConfigError("only a shard's part waits to be merged; a scan of the whole estate needs no merge")
         key = part.shard.key
         with locked(self.folder / f".{key}.lock", f"shard {key}'s part", RECORD_LOCK_SECONDS):
-            write_atomically(self.folder / f"{key}.pickle", stamped(part, _STAMP), "shard part")
+            write_atomically(self.folder / f"{key}.pickle", stamped(part, _STAMP, self.signer), "shard part")
             write_json(self.folder / f"{key}.json", {"scanned_at_ms": part.scanned_at_ms,
                                                      "models": len(part.closures)}, "shard part")
 
@@ -58,7 +59,7 @@ class ShardParts:
         for shard in Shard.all(count):
             path = self.folder / f"{shard.key}.pickle"
             try:
-                part = unstamped(path.read_bytes(), _STAMP)
+                part = unstamped(path.read_bytes(), _STAMP, self.signer, f"shard part {path}")
             except FileNotFoundError:
                 part = None
             if isinstance(part, ShardScan) and part.shard == shard:

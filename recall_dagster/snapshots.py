@@ -33,7 +33,7 @@ from recall_dagster.estate.views import Dataset
 from recall_dagster.files import write_atomically
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.packs import Packs
-from recall_dagster.pickles import fingerprint, stamped, unstamped
+from recall_dagster.pickles import Signer, fingerprint, stamped, unstamped
 from recall_dagster.detect.registry import Spread
 from recall_dagster.verdicts import KeptSpread, Verdicts
 
@@ -89,6 +89,7 @@ class SnapshotStore:
 
     def __init__(self, state_dir: str | os.PathLike[str]) -> None:
         self.folder = Path(state_dir) / "closures"
+        self.signer = Signer(state_dir)
         # (key, kind) -> the base file last read or written in this process: (its token, its entries by model)
         self._bases: dict[tuple[str, str], tuple[str, dict]] = {}
         # (key, kind) -> the entries the delta on that base holds (changed or removed), as last read or written
@@ -98,16 +99,23 @@ class SnapshotStore:
     def _path(self, key: str, kind: str, suffix: str = ".pickle") -> Path:
         return self.folder / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}{kind}{suffix}"
 
+    def _read(self, path: Path, stamp: str) -> object | None:
+        try:
+            blob = path.read_bytes()
+        except OSError:
+            return None
+        return unstamped(blob, stamp, self.signer, f"the kept state {path}")
+
     def _load_layered(self, key: str, kind: str, stamp: str) -> tuple[str, dict, tuple] | None:
         """The entries of ``kind`` for ``key``: the base with its delta applied when it applies to it; with the
         token and the header they stand at."""
-        base = _read(self._path(key, kind), stamp)
+        base = self._read(self._path(key, kind), stamp)
         if not (isinstance(base, _Part) and base.key == key and isinstance(base.value, dict)):
             self._bases.pop((key, kind), None)  # nothing to lay a delta on: the next save writes a base
             return None
         self._bases[(key, kind)] = (base.token, base.value)
         self._deltas[(key, kind)] = frozenset()
-        delta = _read(self._path(key, kind + ".delta"), stamp)
+        delta = self._read(self._path(key, kind + ".delta"), stamp)
         if not (isinstance(delta, _Delta) and (delta.key, delta.base) == (key, base.token)):
             return base.token, base.value, base.header
         self._deltas[(key, kind)] = frozenset(delta.changed).union(delta.removed)
@@ -136,10 +144,10 @@ class SnapshotStore:
             removed = frozenset(base.keys() - entries.keys())
             if len(changed) + len(removed) <= max(_REWRITE_AT_LEAST, len(base) // _REWRITE_SHARE):
                 write_atomically(self._path(key, kind + ".delta"),
-                                 stamped(_Delta(key, base_token, token, changed, removed, header), stamp), what)
+                                 stamped(_Delta(key, base_token, token, changed, removed, header), stamp, self.signer), what)
                 self._deltas[(key, kind)] = frozenset(changed).union(removed)
                 return
-        write_atomically(self._path(key, kind), stamped(_Part(key, token, entries, header), stamp), what)
+        write_atomically(self._path(key, kind), stamped(_Part(key, token, entries, header), stamp, self.signer), what)
         self._bases[(key, kind)] = (token, entries)
         self._deltas[(key, kind)] = frozenset()
         # a delta on the last base names its token: void under this one, and replaced by the next delta
@@ -157,7 +165,7 @@ class SnapshotStore:
         reader = self._packs(key).open(_named(entries, tables[1]))
         if reader is None:
             return None
-        shared = self._kept[key] = Kept(reader, tables[1])
+        shared = self._kept[key] = Kept(reader, tables[1], self.signer)
         closures = {u: KeptClosure(e, shared) for u, e in entries.items()}
         return Snapshot(key, token, closures, functools.partial(self._links, key, token))
 
@@ -185,7 +193,7 @@ class SnapshotStore:
         self._packs(snapshot.key).sweep(_named(entries, tables))
 
     def _packs(self, key: str) -> Packs:
-        return Packs(self.folder, hashlib.sha256(key.encode()).hexdigest()[:20])
+        return Packs(self.folder, hashlib.sha256(key.encode()).hexdigest()[:20], self.signer)
 
     def _packed(self, snapshot: Snapshot) -> tuple[
         dict[str, tuple[Head, Ref]], dict[str, Ref], tuple[frozenset[str], frozenset[str]] | None
@@ -232,7 +240,7 @@ class SnapshotStore:
         one failing test on a model a change reached.  A small mark says which snapshots a kept graph holds
         for; each rescan that keeps the column inputs moves it on, whether or not a detector asked."""
         key = rescan.snapshot
-        mark = _read(self._path(key, ".columns.at"), _CLOSURES)
+        mark = self._read(self._path(key, ".columns.at"), _CLOSURES)
         holds = (isinstance(mark, _Part) and mark.key == key and rescan.same_columns
                  and mark.token == rescan.kept_from)
         if holds and mark.token != rescan.token:
@@ -241,11 +249,11 @@ class SnapshotStore:
         @functools.cache
         def graph() -> ColumnGraph:
             if holds:
-                kept = _read(self._path(key, ".columns"), _CLOSURES)
+                kept = self._read(self._path(key, ".columns"), _CLOSURES)
                 if isinstance(kept, _Part) and kept.key == key and kept.token == mark.value:
                     return kept.value
             built = column_graph(closures)
-            write_atomically(self._path(key, ".columns"), stamped(_Part(key, rescan.token, built), _CLOSURES),
+            write_atomically(self._path(key, ".columns"), stamped(_Part(key, rescan.token, built), _CLOSURES, self.signer),
                              "estate column lineage")
             self._mark_columns(key, rescan.token, rescan.token)
             return built
@@ -254,7 +262,7 @@ class SnapshotStore:
 
     def _mark_columns(self, key: str, token: str, built: str) -> None:
         """The column graph built at snapshot ``built`` holds for snapshot ``token``."""
-        write_atomically(self._path(key, ".columns.at"), stamped(_Part(key, token, built), _CLOSURES),
+        write_atomically(self._path(key, ".columns.at"), stamped(_Part(key, token, built), _CLOSURES, self.signer),
                          "estate column lineage mark")
 
     def load_verdicts(self, key: str) -> Verdicts | None:
@@ -277,14 +285,14 @@ class SnapshotStore:
     def listing(self, key: str, graph: MetadataGraph, *, full: bool = False) -> KnownListings:
         """``graph``, listing from the lists kept for ``key`` once it is asked what changed since them (none
         kept for a ``full`` scan: it lists everything again)."""
-        kept = None if full else _read(self._path(key, ".listed"), _CLOSURES)
+        kept = None if full else self._read(self._path(key, ".listed"), _CLOSURES)
         return KnownListings(graph, (kept.token, kept.value) if isinstance(kept, _Part) and kept.key == key else None)
 
     def save_listing(self, key: str, graph: KnownListings) -> None:
         """Keep the lists ``graph`` gave for the next scan of ``key``, unless they are the ones kept."""
         now = graph.listings()
         if now is not None and now != graph.kept:
-            write_atomically(self._path(key, ".listed"), stamped(_Part(key, *now), _CLOSURES), "graph listings")
+            write_atomically(self._path(key, ".listed"), stamped(_Part(key, *now), _CLOSURES, self.signer), "graph listings")
 
     def load_spread(self, key: str) -> KeptSpread | None:
         """The second pass kept for ``key``; None when there is none this code can trust."""
@@ -315,11 +323,3 @@ def _same_parts(before: object, now: object) -> bool:
     """A new tuple of the very objects kept (a closure's head and where its body lies)."""
     return type(before) is tuple and type(now) is tuple and len(before) == len(now) and all(
         b is n for b, n in zip(before, now))
-
-
-def _read(path: Path, stamp: str) -> object | None:
-    try:
-        blob = path.read_bytes()
-    except OSError:
-        return None
-    return unstamped(blob, stamp)

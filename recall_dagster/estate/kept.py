@@ -12,12 +12,12 @@ the body is decoded on first read and its datasets looked up among them.
 from __future__ import annotations
 
 import dataclasses
-import pickle
 from typing import Any, Callable, Mapping
 
 from recall_dagster.collector import paused
 from recall_dagster.estate.closure import ModelClosure
 from recall_dagster.estate.views import Dataset
+from recall_dagster.pickles import Signer, unsigned
 
 Head = tuple  # model, production, deployments, production versions, dataset URNs, assertion URNs
 Ref = tuple[str, int, int]  # where a blob is kept: a pack file's name, the offset it starts at, its length
@@ -35,19 +35,23 @@ class Kept:
     """The bodies and datasets of one loaded snapshot's closures, read from where they are kept when first
     asked for; each dataset decoded once and shared by every closure holding it."""
 
-    def __init__(self, read: Callable[[Ref], bytes], tables: Mapping[str, Ref]) -> None:
+    def __init__(self, read: Callable[[Ref], bytes], tables: Mapping[str, Ref], signer: Signer) -> None:
         self.read = read
         self.tables = tables  # dataset URN -> where it is kept
+        self.signer = signer
         self._decoded: dict[str, Dataset] = {}
 
     def body(self, ref: Ref) -> tuple:
-        return pickle.loads(self.read(ref))
+        return self._decode(ref)
 
     def __getitem__(self, urn: str) -> Dataset:
         dataset = self._decoded.get(urn)
         if dataset is None:
-            dataset = self._decoded[urn] = pickle.loads(self.read(self.tables[urn]))
+            dataset = self._decoded[urn] = self._decode(self.tables[urn])
         return dataset
+
+    def _decode(self, ref: Ref) -> Any:
+        return unsigned(self.read(ref), self.signer, f"the closure snapshot pack {ref[0]}")
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(ModelClosure))
