@@ -26,7 +26,20 @@ def ms_datetime(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
 
 
+def in_calendar(ms: int) -> bool:
+    """Whether ``ms`` is an instant a datetime can hold (years 1 to 9999): one read from a document or a file
+    may be anything."""
+    try:
+        ms_datetime(ms)
+    except (ValueError, OverflowError, OSError):
+        return False
+    return True
+
+
 def iso_instant(ms: int) -> str:
+    """ISO-8601 to the second; an instant outside the calendar prints as its millis rather than failing."""
+    if not in_calendar(ms):
+        return f"{ms} ms since the epoch (outside the calendar)"
     return ms_datetime(ms).isoformat(timespec="seconds")
 
 

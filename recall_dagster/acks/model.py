@@ -23,7 +23,7 @@ from recall_dagster.detect.finding import Finding
 from recall_dagster.detect.registry import IDENTITIES, OpenFindings
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.naming import model_name
-from recall_dagster.instants import iso_instant
+from recall_dagster.instants import in_calendar, iso_instant
 
 VOLATILE = ("path", "measured")  # evidence that changes without the problem changing
 
@@ -87,14 +87,18 @@ class Acknowledgement:
     def from_json(data: Mapping[str, Any]) -> "Acknowledgement":
         """One acknowledgement as stored; a malformed one raises ``ValueError`` naming what is wrong."""
         try:
-            return Acknowledgement(
+            ack = Acknowledgement(
                 id=str(data["id"]), detector=str(data["detector"]), subject=str(data["subject"]),
                 model=str(data["model"]) if data.get("model") else None,
                 fingerprints=tuple(str(p) for p in data["fingerprints"]), reason=str(data["reason"]),
                 by=str(data["by"]), created_ms=int(data["created_ms"]), until_ms=int(data["until_ms"]),
             )
-        except (KeyError, TypeError, ValueError) as err:
+        except (KeyError, TypeError, ValueError, OverflowError) as err:
             raise ValueError(f"an acknowledgement lacks or mangles {err}") from None
+        for name, ms in (("created_ms", ack.created_ms), ("until_ms", ack.until_ms)):
+            if not in_calendar(ms):
+                raise ValueError(f"acknowledgement {ack.id}'s {name} {ms} lies outside the calendar")
+        return ack
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from rich.markup import escape as esc
 from recall_dagster.acks.service import AckRequest, acknowledge, in_force, listing, revoke, who
 from recall_dagster.cli import RecallGroup, cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
-from recall_dagster.errors import EXIT_UNREACHABLE
+from recall_dagster.errors import EXIT_UNREACHABLE, ConfigError
 from recall_dagster.clock import clock_ms
 from recall_dagster.instants import datetime_ms, iso_instant, parse_instant
 from recall_dagster.config.load import load
@@ -38,7 +38,10 @@ class AckGroup(RecallGroup):
 def until_ms(value: str) -> int:
     """An ISO-8601 date (through the end of that day, UTC) or instant (naive means UTC) as epoch millis."""
     parsed = parse_instant(value, "--until")
-    end = parsed + timedelta(days=1) if len(value.strip()) == 10 else parsed  # a bare date: through that day
+    try:
+        end = parsed + timedelta(days=1) if len(value.strip()) == 10 else parsed  # a bare date: through that day
+    except OverflowError:
+        raise ConfigError(f"--until {value!r} lies past the end of the calendar: give a date before 9999-12-31") from None
     return datetime_ms(end)
 
 

@@ -11,10 +11,11 @@ import pytest
 from click.testing import CliRunner
 from scan_closures import HOUR, NOW, closure, ds, feature
 
-from recall_dagster.acks.model import Acknowledgement, fingerprint, split
+from recall_dagster.acks.model import Accepted, Acknowledgement, fingerprint, split
 from recall_dagster.cli import cli
 from recall_dagster.detect import DetectorState, ownership_vacuum, run_detectors, upstream_staleness
 from recall_dagster.detect.finding import Finding, Severity
+from recall_dagster.instants import iso_instant
 from recall_dagster.results import score_models
 
 USER_STATS = "urn:li:dataset:(urn:li:dataPlatform:bigquery,proj.features.user_stats,PROD)"
@@ -194,3 +195,29 @@ def test_what_cannot_be_acknowledged_is_a_usage_error_that_says_why(recall):
     assert "is not an ISO-8601 date" in result.output
     _, result = recall("ack", "revoke", "nope", code=2)
     assert "no acknowledgement 'nope'; known: none" in result.output
+
+
+YEAR_10000_MS = 253_402_300_800_000  # 10000-01-01T00:00:00Z: one millisecond past what a datetime holds
+
+
+def test_an_until_past_the_calendar_is_refused_before_anything_is_kept(tmp_path, monkeypatch):
+    """`--until 9999-12-31` runs through that day into year 10000: refused with exit 2, and no acknowledgement
+    saved that every later command would then trip on."""
+    monkeypatch.setenv("RECALL_HOME", str(tmp_path / "home"))
+    done = CliRunner().invoke(cli, ["ack", "upstream_staleness", USER_STATS, "--reason", "forever",
+                                    "--until", "9999-12-31", "--graph", str(tmp_path / "graph.db")])
+    assert done.exit_code == 2 and "past the end of the calendar" in done.output, done.output
+    assert not list((tmp_path / "home").rglob("acknowledgements.json"))
+
+
+def test_an_acknowledgement_carrying_an_instant_outside_the_calendar_is_not_one(config):
+    """One a document in the graph carries is skipped (`read_published` reads past a ValueError); printing such
+    an instant never fails."""
+    c, found = stale(config, NOW - 300 * HOUR)
+    record = accept(found).to_json()
+    with pytest.raises(ValueError, match="outside the calendar"):
+        Acknowledgement.from_json({**record, "until_ms": YEAR_10000_MS})
+    with pytest.raises(ValueError):
+        Acknowledgement.from_json({**record, "created_ms": 10**30})
+    assert iso_instant(YEAR_10000_MS).startswith(f"{YEAR_10000_MS} ms")
+    assert Accepted("a", "ana", "r", YEAR_10000_MS).to_json()["until"].startswith(str(YEAR_10000_MS))
