@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import socket
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from recall_dagster.cli import cli
 from recall_dagster.secrets import redact
@@ -74,3 +77,26 @@ def test_credentials_in_a_url_are_never_shown() -> None:
         "GMS at http://[redacted]@gms:8080/api failed")
     assert redact("postgresql+psycopg2://bob:pw@db/warehouse", environ={}) == "postgresql+psycopg2://[redacted]@db/warehouse"
     assert location_of("http://admin:s3cret@gms:8080/") == "http://gms:8080", "reports and ledgers name the server"
+
+
+# What the masking of a URL's credentials must equal: the pattern it used to be, which is right but backtracks
+# through a long word at each of its letters (quadratic: a 100 KB description took a minute).
+_REFERENCE = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
+_URLISH = "aZ09+.-:/@ \t\nh\u00e9\u2028x"
+
+
+@given(st.text(alphabet=_URLISH, max_size=120) | st.lists(
+    st.sampled_from(["http://", "a:b@", "://", "@", "/", " ", "x", "1a", "db+x://u:p@h", "\u00e9"]),
+    max_size=30).map("".join))
+@settings(max_examples=400, deadline=None)
+def test_credentials_are_masked_as_the_pattern_would(text: str) -> None:
+    assert redact(text, environ={}) == _REFERENCE.sub(lambda m: f"{m['scheme']}[redacted]@", text)
+
+
+@given(st.text(alphabet="abcXYZ019+.-", min_size=1, max_size=40).map(lambda w: (w * (200_000 // len(w) + 1))[:200_000]))
+@settings(max_examples=3, deadline=None)
+def test_a_long_word_is_read_once_not_once_per_letter(word: str) -> None:
+    """A description of one 200 KB word: each character is read a bounded number of times, so this returns at
+    once (the backtracking pattern needed minutes); its credentials, if any, are still found."""
+    assert redact(word, environ={}) == word
+    assert redact(word + "x://user:pw@host", environ={}) == word + "x://[redacted]@host"
