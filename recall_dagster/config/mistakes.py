@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 from pydantic import BaseModel, ValidationError
 
 from recall_dagster.config.models import KeyMistake
-from recall_dagster.config.words import at, expected, kind
+from recall_dagster.config.words import at, excerpt, expected, kind
 from recall_dagster.errors import ConfigError
 
 Layer = tuple[str, Mapping[str, Any]]  # a file's name and what it says
@@ -69,5 +69,7 @@ def explain(error: ValidationError, layers: Sequence[Layer]) -> ConfigError:
         return ConfigError(f"{source}: `{where}`{joint}{message}")
     if "[key]" in problem["loc"]:
         return ConfigError(f"{source}: `{where}` is not a key here: {problem['msg'].replace('Input should be', 'it must be')}")
-    shown = f", not {kind(value)} ({value!r})" if kind(value) != "a number" or kind_of.endswith("_type") else f", not {value!r}"
+    said = excerpt(value)
+    shown = f", not {kind(value)} ({said})" if kind(value) != "a number" or kind_of.endswith("_type") else f", not {said}"
     return ConfigError(f"{source}: `{where}` must be {expected(path)}{shown}")
+

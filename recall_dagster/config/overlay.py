@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from recall_dagster.config.words import excerpt
 from recall_dagster.errors import ConfigError
 
 REPLACE = "replace"  # ``replace: true`` in an overlay's mapping: it stands instead of the shipped one
@@ -20,7 +21,7 @@ def check_replace(layer: Mapping[str, Any], source: str, where: str = "") -> Non
     for key, value in layer.items():
         path = f"{where}.{key}" if where else str(key)
         if key == REPLACE and not isinstance(value, bool):
-            raise ConfigError(f"{source}: `{path}` must be true or false, not {value!r}")
+            raise ConfigError(f"{source}: `{path}` must be true or false, not {excerpt(value)}")
         if isinstance(value, Mapping):
             check_replace(value, source, path)
 

@@ -7,6 +7,7 @@ names a bad value and the generated reference describe a key from here.
 
 from __future__ import annotations
 
+import reprlib
 from enum import Enum
 from types import UnionType
 from typing import Annotated, Any, Mapping, Sequence, Union, get_args, get_origin
@@ -102,3 +103,16 @@ def described(annotation: Any, metadata: list[Any]) -> str:
 def expected(path: Sequence[str]) -> str:
     """What the key ``path`` must be, as the file would say it."""
     return described(*at(path))
+
+
+_EXCERPT = reprlib.Repr()  # its limits as attributes: Python 3.11's takes no arguments
+_EXCERPT.maxlevel, _EXCERPT.maxstring, _EXCERPT.maxother = 2, 80, 80
+_EXCERPT.maxtuple = _EXCERPT.maxlist = _EXCERPT.maxdict = _EXCERPT.maxset = 4
+_EXCERPT_CHARS = 200
+
+
+def excerpt(value: object) -> str:
+    """A bad value as an error quotes it: a bounded excerpt, whatever its size (a YAML alias bomb expands to
+    hundreds of megabytes of text when printed whole)."""
+    text = _EXCERPT.repr(value)
+    return text if len(text) <= _EXCERPT_CHARS else text[:_EXCERPT_CHARS] + "..."

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -168,3 +172,19 @@ def test_a_bad_section_exits_2_from_the_gate_with_the_key_named(tmp_path, monkey
     monkeypatch.setenv("RECALL_HOME", str(tmp_path / "home"))
     result = CliRunner().invoke(cli, ["gate", "churn", "--config", overlay(tmp_path, {"protect": {"top": 0}})])
     assert result.exit_code == EXIT_USAGE and "`protect.top` must be an integer >= 1" in result.output
+
+
+# Nine levels of nine aliases: printed whole, the value is 9**9 strings (312 MB on stderr, 1.7 GB of memory).
+ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{n}: &{n} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, n in zip("abcdefgh", "bcdefghi"))
+
+
+@pytest.mark.parametrize("key", ["closure:\n  max_depth: *i\n", "scoring:\n  replace: *i\n"])
+def test_a_yaml_alias_bomb_is_quoted_as_a_bounded_excerpt(tmp_path, key: str) -> None:
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(ALIAS_BOMB + key)
+    recall = Path(sys.executable).with_name("recall")
+    done = subprocess.run([str(recall), "scan", "--config", str(bomb), "--graph", str(tmp_path / "g.db")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == EXIT_USAGE, done.stderr[-2000:]
+    assert "must be" in done.stderr and len(done.stderr) < 1_000, done.stderr[:2000]
