@@ -26,9 +26,9 @@ import os
 import sqlite3
 from contextlib import closing
 from dataclasses import dataclass, field
-from importlib.metadata import version
+from importlib.metadata import version as distribution_version
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Iterator, Mapping
 from urllib.parse import unquote
 
 from recall_dagster.errors import ServiceUnreachable, reason
@@ -89,8 +89,27 @@ def unreachable(tracking_uri: str, doing: str, err: BaseException) -> ServiceUnr
 
 def version_numbers(client: "MlflowClient", name: str) -> frozenset[int]:
     """Every version number the registry holds for the registered model ``name`` (none when it has none yet)."""
-    quoted = name.replace("'", "\\'")
-    return frozenset(int(v.version) for v in client.search_model_versions(f"name = '{quoted}'"))
+    return frozenset(int(v.version) for v in versions_of(client, name))
+
+
+def versions_of(client: "MlflowClient", name: str) -> list:
+    """Every version of the registered model ``name``. MLflow's filter takes a name in either quote and escapes
+    neither, so one holding a single quote is asked for in double quotes, and one holding both is picked from
+    every version."""
+    for quote in ("'", '"'):
+        if quote not in name:
+            return list(client.search_model_versions(f"name = {quote}{name}{quote}"))
+    return [v for v in _every_version(client) if v.name == name]
+
+
+def _every_version(client: "MlflowClient") -> Iterator:
+    token = None
+    while True:
+        page = client.search_model_versions(max_results=10_000, page_token=token)
+        yield from page
+        token = page.token
+        if not token:
+            return
 
 
 def tag_versions(client: "MlflowClient", name: str, versions: frozenset[int], tags: dict[str, str]) -> None:
@@ -135,7 +154,7 @@ def sqlite_store(tracking_uri: str) -> Path | None:
 def _decodes_database() -> bool:
     """SQLAlchemy 2.1 percent-decodes a URL's database part (``x%20y.db`` opens ``x y.db``); 2.0 keeps it as
     written. Asked of the installed distribution's version, which costs no import of SQLAlchemy."""
-    major, minor = (int(part) for part in version("sqlalchemy").split(".")[:2])
+    major, minor = (int(part) for part in distribution_version("sqlalchemy").split(".")[:2])
     return (major, minor) >= (2, 1)
 
 
@@ -180,15 +199,9 @@ _RUNS_PER_SEARCH = 100
 def _client_dagster_runs(client: "MlflowClient") -> dict[tuple[str, str], str]:
     """The version's run's Dagster tag, asked in pages of runs rather than one request per version."""
     by_run: dict[str, list[tuple[str, str]]] = {}
-    token = None
-    while True:
-        page = client.search_model_versions(max_results=10_000, page_token=token)
-        for version in page:
-            if version.run_id:
-                by_run.setdefault(version.run_id, []).append((version.name, str(version.version)))
-        token = page.token
-        if not token:
-            break
+    for version in _every_version(client):
+        if version.run_id:
+            by_run.setdefault(version.run_id, []).append((version.name, str(version.version)))
     runs = sorted(by_run)
     if not runs:
         return {}

@@ -38,7 +38,7 @@ from datahub.ingestion.graph.client import DataHubGraph, RelationshipDirection
 from datahub.ingestion.graph.config import DatahubClientConfig
 from datahub.metadata.schema_classes import ENTITY_TYPE_TO_ASPECT_NAMES, _Aspect
 
-from recall_dagster.errors import ConfigError, GraphError, RecallError, ServiceUnreachable
+from recall_dagster.errors import ConfigError, GraphError, RecallError, ServiceUnreachable, reason
 from recall_dagster.graph.decode import decode_aspect, value_reader
 from recall_dagster.graph.port import (
     AspectMap,
@@ -144,6 +144,12 @@ class GmsGraph:
                 return ServiceUnreachable(
                     f"DataHub GMS at {self._url} answered with malformed JSON while {action}: "
                     "it is failing (or RECALL_GRAPH points at something that is not GMS)"
+                )
+            shapeless = next((c for c in _chain(err) if isinstance(c, (KeyError, IndexError, TypeError, AttributeError))), None)
+            if shapeless is not None:
+                return ServiceUnreachable(
+                    f"DataHub GMS at {self._url} answered JSON of a shape GMS does not send while {action} "
+                    f"({reason(shapeless)}): it is failing (or RECALL_GRAPH points at something that is not GMS)"
                 )
             return GraphError(f"DataHub GMS at {self._url} failed {action}: {err}")
         if response.status_code >= 500:
@@ -262,9 +268,11 @@ class GmsGraph:
                     raise _NoScroll(path) from None
                 raise
             first = False
-            if not isinstance(page, dict) or not isinstance(page.get("results") or [], list):
-                raise GraphError(f"DataHub GMS at {self._url} answered {path} with something that is not a scroll page")
-            yield [item for item in page.get("results") or [] if isinstance(item, dict)]
+            if not isinstance(page, dict) or not isinstance(page.get("results"), list):
+                raise ServiceUnreachable(f"DataHub GMS at {self._url} answered JSON of a shape GMS does not send while "
+                                         f"{action} (not a scroll page): it is failing (or RECALL_GRAPH points at "
+                                         "something that is not GMS)")
+            yield [item for item in page["results"] if isinstance(item, dict)]
             scroll_id = page.get("scrollId")
             if not scroll_id:
                 return

@@ -33,7 +33,7 @@ from datahub.utilities.urns.urn import guess_entity_type
 from graph_estate import Estate
 
 from recall_dagster.cli import cli
-from recall_dagster.errors import EXIT_UNREACHABLE, ConfigError, GraphError, ServiceUnreachable
+from recall_dagster.errors import EXIT_UNREACHABLE, ConfigError, ServiceUnreachable
 from recall_dagster.graph import GmsGraph, MetadataGraph, open_graph
 from recall_dagster.graph.gms import PER_URN_LIMIT
 
@@ -63,6 +63,7 @@ class FakeGms:
     broken: bool = False  # every write fails with HTTP 500
     failing_reads: int | None = None  # every read answers this HTTP status
     garbled: bool = False  # every read answers 200 with a body that is not JSON
+    shapeless: bool = False  # every read answers 200 with JSON of a shape GMS never sends
     scrolls: bool = True  # serves the OpenAPI v2 scrolls of edges and timeseries (DataHub 0.13 on)
     delay: float = 0.0
 
@@ -78,6 +79,8 @@ class FakeGms:
             return self.failing_reads, {"message": "Service Unavailable", "status": self.failing_reads}
         if reading and self.garbled:
             return 200, b"<html>502 Bad Gateway</html>"
+        if reading and self.shapeless:
+            return 200, {"unexpected": True}
         if seen.method == "POST" and seen.path.endswith("/batchGet"):
             return 200, self._batch_get(seen.body)
         if route == ("GET", "/openapi/relationships/v1/"):
@@ -307,7 +310,7 @@ def test_a_scroll_page_that_is_not_one_is_a_clear_error(fake: FakeGms, gms: GmsG
         return (200, ["not", "a", "page"]) if seen.path.startswith("/openapi/v2/") else original(seen, auth)
 
     fake.answer = wrong_shape  # type: ignore[method-assign]
-    with pytest.raises(GraphError, match="answered /openapi/v2/relationship/Asserts with something that is not"):
+    with pytest.raises(ServiceUnreachable, match="answered JSON of a shape GMS does not send while scrolling Asserts"):
         gms.related(_datasets(PER_URN_LIMIT + 1), "Asserts", "incoming")
 
 
@@ -433,6 +436,21 @@ def test_a_server_answering_malformed_json_is_failing(fake: FakeGms, gms: GmsGra
     with pytest.raises(ServiceUnreachable, match="malformed JSON while reading") as caught:
         gms.get_aspects([estate.model])
     assert caught.value.exit_code == EXIT_UNREACHABLE
+
+
+def test_a_server_answering_json_of_the_wrong_shape_is_failing(
+    fake: FakeGms, gms: GmsGraph, estate: Estate, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A proxy or another service answering 200 with some JSON: exit 3 naming the server, not exit 2 with the
+    bare text of a KeyError."""
+    fake.shapeless = True
+    for call in (lambda: gms.get_aspects([estate.model]), lambda: gms.list_urns("mlModel")):
+        with pytest.raises(ServiceUnreachable, match="answered JSON of a shape GMS does not send") as caught:
+            call()
+        assert caught.value.exit_code == EXIT_UNREACHABLE and fake.url in str(caught.value)
+    monkeypatch.setenv("RECALL_HOME", str(tmp_path))
+    result = CliRunner().invoke(cli, ["scan", "--graph", fake.url])
+    assert result.exit_code == EXIT_UNREACHABLE and fake.url in result.output, result.output
 
 
 def test_the_scan_exits_3_naming_the_service_when_gms_fails(

@@ -150,3 +150,19 @@ def test_the_sqlite_store_is_the_file_sqlalchemy_would_open(uri: str) -> None:
     expected = Path(database) if database and database != ":memory:" else None
     assert sqlite_store(uri) == expected
     assert sqlite_store("postgresql://host/mlflow") is None
+
+
+@pytest.mark.parametrize("name", ["plain", "o'brien", 'the "best" model', "o'brien's \"best\""])
+def test_a_registered_model_s_versions_are_found_whatever_quotes_its_name_holds(tmp_path: Path, name: str) -> None:
+    """MLflow's filter escapes neither quote: a name with a single quote found no versions when its quote was
+    backslashed (the gate, rollback and diagnose ask this)."""
+    from mlflow import MlflowClient
+
+    from recall_dagster.registry import version_numbers
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    for other in (name, name + " shadow"):
+        client.create_registered_model(other)
+        client.create_model_version(other, str(tmp_path / "model"))
+    client.create_model_version(name, str(tmp_path / "model"))
+    assert version_numbers(client, name) == {1, 2}
