@@ -137,4 +137,6 @@ def other_components_defs(context: ComponentLoadContext) -> Iterator[Definitions
         if mine.is_relative_to(here):
             pending.extend(decl.iterate_child_component_decls())
         else:
-            yield context.build_defs(decl.loc)
+            # Dagster 1.13.0 names a declaration's place `path` (a ComponentPath), later 1.13 releases `loc`;
+            # build_defs takes either's own.
+            yield context.build_defs(decl.loc if hasattr(decl, "loc") else decl.path)
