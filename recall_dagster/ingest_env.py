@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import yaml
+from packaging.version import Version
 
 from recall_dagster.errors import ConfigError, StackError
 from recall_dagster.files import locked
@@ -81,7 +82,7 @@ def store_packages(recipes: Iterable[Mapping[str, Any]]) -> list[str]:
         if recipe["source"]["type"] != "mlflow" or not isinstance(config, dict):
             continue
         for key in ("tracking_uri", "registry_uri"):
-            scheme = str(config.get(key) or "").partition(":")[0].partition("+")[0]
+            scheme = _scheme(str(config.get(key) or ""))
             if scheme in DATABASE_STORES:
                 needed.update((*STORE_CLIENT, *DATABASE_STORES[scheme]))
     return sorted(needed)
@@ -91,12 +92,16 @@ def unreadable_store(tracking_uri: str, mlflow_version: str) -> str | None:
     """Why DataHub's mlflow source cannot read this tracking store, or None: its MLflow (below 2.21) opens a
     database store only at a schema it knows, and MLflow 2.21 and later migrate theirs past it. Over HTTP, a
     tracking server of any version answers it."""
-    scheme = tracking_uri.partition(":")[0].partition("+")[0]
-    major, minor = (int(part) for part in mlflow_version.split(".")[:2])
-    if scheme not in DATABASE_STORES or (major, minor) < (2, 21):
+    scheme = _scheme(tracking_uri)
+    if scheme not in DATABASE_STORES or Version(mlflow_version) < Version("2.21"):
         return None
     return (f"DataHub's mlflow source reads with MLflow below 2.21, which cannot open the {scheme} store of MLflow "
             f"{mlflow_version}: give --mlflow your tracking server's http(s) URL (`mlflow server` over this store)")
+
+
+def _scheme(uri: str) -> str:
+    """A store URI's database, without its driver: ``postgresql`` of ``postgresql+psycopg2://…``."""
+    return uri.partition(":")[0].partition("+")[0]
 
 
 def offered_extras() -> list[str]:
@@ -158,12 +163,13 @@ def prepare(env: IngestEnv, extras: Sequence[str], packages: Sequence[str], say:
             say(f"making {env.path}: DataHub's sources run apart, their pins would rewrite this environment")
             _must(run, [sys.executable, "-m", "venv", str(env.path)], "creating the ingestion environment")
         had_extras, had_packages = env.installed()
-        if not (set(extras) <= had_extras and set(packages) <= had_packages and env.datahub.exists()):
-            wanted = [env.requirement(had_extras | set(extras)), *sorted(had_packages | set(packages))]
+        need_extras, need_packages = had_extras | set(extras), had_packages | set(packages)
+        if (need_extras, need_packages) != (had_extras, had_packages) or not env.datahub.exists():
+            wanted = [env.requirement(need_extras), *sorted(need_packages)]
             say(f"installing {' '.join(wanted)} into {env.path}")
             _must(run, [str(env.python), "-m", "pip", "install", "-qq", *wanted], f"installing {' '.join(wanted)}")
-            env.record.write_text(json.dumps({"extras": sorted(had_extras | set(extras)),
-                                              "packages": sorted(had_packages | set(packages))}), encoding="utf-8")
+            env.record.write_text(json.dumps({"extras": sorted(need_extras), "packages": sorted(need_packages)}),
+                                  encoding="utf-8")
         _link_recall(env)
 
 

@@ -38,9 +38,10 @@ def in_calendar(ms: int) -> bool:
 
 def iso_instant(ms: int) -> str:
     """ISO-8601 to the second; an instant outside the calendar prints as its millis rather than failing."""
-    if not in_calendar(ms):
+    try:
+        return ms_datetime(ms).isoformat(timespec="seconds")
+    except (ValueError, OverflowError, OSError):
         return f"{ms} ms since the epoch (outside the calendar)"
-    return ms_datetime(ms).isoformat(timespec="seconds")
 
 
 def parse_instant(value: str, option: str) -> datetime:

@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Mapping
 from urllib.parse import unquote
 
+from packaging.version import Version
+
 from recall_dagster.errors import ServiceUnreachable, reason
 from recall_dagster.run_tags import DAGSTER_RUN_TAG
 
@@ -154,8 +156,7 @@ def sqlite_store(tracking_uri: str) -> Path | None:
 def _decodes_database() -> bool:
     """SQLAlchemy 2.1 percent-decodes a URL's database part (``x%20y.db`` opens ``x y.db``); 2.0 keeps it as
     written. Asked of the installed distribution's version, which costs no import of SQLAlchemy."""
-    major, minor = (int(part) for part in distribution_version("sqlalchemy").split(".")[:2])
-    return (major, minor) >= (2, 1)
+    return Version(distribution_version("sqlalchemy")) >= Version("2.1")
 
 
 def read_registry(tracking_uri: str, limits: RegistryLimits) -> RegistryFacts | None:

@@ -106,6 +106,9 @@ class SnapshotStore:
             return None
         return unstamped(blob, stamp, self.signer, f"the kept state {path}")
 
+    def _write(self, path: Path, value: object, stamp: str, what: str) -> None:
+        write_atomically(path, stamped(value, stamp, self.signer), what)
+
     def _load_layered(self, key: str, kind: str, stamp: str) -> tuple[str, dict, tuple] | None:
         """The entries of ``kind`` for ``key``: the base with its delta applied when it applies to it; with the
         token and the header they stand at."""
@@ -143,11 +146,11 @@ class SnapshotStore:
             changed = {u: v for u, v in some if (b := get(u, _MISSING)) is not v and not same(b, v)}
             removed = frozenset(base.keys() - entries.keys())
             if len(changed) + len(removed) <= max(_REWRITE_AT_LEAST, len(base) // _REWRITE_SHARE):
-                write_atomically(self._path(key, kind + ".delta"),
-                                 stamped(_Delta(key, base_token, token, changed, removed, header), stamp, self.signer), what)
+                self._write(self._path(key, kind + ".delta"), _Delta(key, base_token, token, changed, removed, header),
+                            stamp, what)
                 self._deltas[(key, kind)] = frozenset(changed).union(removed)
                 return
-        write_atomically(self._path(key, kind), stamped(_Part(key, token, entries, header), stamp, self.signer), what)
+        self._write(self._path(key, kind), _Part(key, token, entries, header), stamp, what)
         self._bases[(key, kind)] = (token, entries)
         self._deltas[(key, kind)] = frozenset()
         # a delta on the last base names its token: void under this one, and replaced by the next delta
@@ -253,8 +256,7 @@ class SnapshotStore:
                 if isinstance(kept, _Part) and kept.key == key and kept.token == mark.value:
                     return kept.value
             built = column_graph(closures)
-            write_atomically(self._path(key, ".columns"), stamped(_Part(key, rescan.token, built), _CLOSURES, self.signer),
-                             "estate column lineage")
+            self._write(self._path(key, ".columns"), _Part(key, rescan.token, built), _CLOSURES, "estate column lineage")
             self._mark_columns(key, rescan.token, rescan.token)
             return built
 
@@ -262,8 +264,7 @@ class SnapshotStore:
 
     def _mark_columns(self, key: str, token: str, built: str) -> None:
         """The column graph built at snapshot ``built`` holds for snapshot ``token``."""
-        write_atomically(self._path(key, ".columns.at"), stamped(_Part(key, token, built), _CLOSURES, self.signer),
-                         "estate column lineage mark")
+        self._write(self._path(key, ".columns.at"), _Part(key, token, built), _CLOSURES, "estate column lineage mark")
 
     def load_verdicts(self, key: str) -> Verdicts | None:
         """The first pass's verdicts kept for ``key``; None when there are none this code can trust."""
@@ -292,7 +293,7 @@ class SnapshotStore:
         """Keep the lists ``graph`` gave for the next scan of ``key``, unless they are the ones kept."""
         now = graph.listings()
         if now is not None and now != graph.kept:
-            write_atomically(self._path(key, ".listed"), stamped(_Part(key, *now), _CLOSURES, self.signer), "graph listings")
+            self._write(self._path(key, ".listed"), _Part(key, *now), _CLOSURES, "graph listings")
 
     def load_spread(self, key: str) -> KeptSpread | None:
         """The second pass kept for ``key``; None when there is none this code can trust."""

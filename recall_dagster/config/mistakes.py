@@ -72,4 +72,3 @@ def explain(error: ValidationError, layers: Sequence[Layer]) -> ConfigError:
     said = excerpt(value)
     shown = f", not {kind(value)} ({said})" if kind(value) != "a number" or kind_of.endswith("_type") else f", not {said}"
     return ConfigError(f"{source}: `{where}` must be {expected(path)}{shown}")
-

@@ -141,16 +141,11 @@ class GmsGraph:
         response = _response(err)
         if response is None:
             if any(isinstance(c, json.JSONDecodeError) for c in _chain(err)):
-                return ServiceUnreachable(
-                    f"DataHub GMS at {self._url} answered with malformed JSON while {action}: "
-                    "it is failing (or RECALL_GRAPH points at something that is not GMS)"
-                )
-            shapeless = next((c for c in _chain(err) if isinstance(c, (KeyError, IndexError, TypeError, AttributeError))), None)
+                return self._not_gms(f"with malformed JSON while {action}")
+            shapeless = next((c for c in _chain(err) if isinstance(c, (KeyError, IndexError, TypeError, AttributeError))),
+                             None)
             if shapeless is not None:
-                return ServiceUnreachable(
-                    f"DataHub GMS at {self._url} answered JSON of a shape GMS does not send while {action} "
-                    f"({reason(shapeless)}): it is failing (or RECALL_GRAPH points at something that is not GMS)"
-                )
+                return self._not_gms(f"JSON of a shape GMS does not send while {action} ({reason(shapeless)})")
             return GraphError(f"DataHub GMS at {self._url} failed {action}: {err}")
         if response.status_code >= 500:
             return ServiceUnreachable(
@@ -165,6 +160,11 @@ class GmsGraph:
         return GraphError(
             f"DataHub GMS at {self._url} failed {action}: HTTP {response.status_code} {response.text[:300]}"
         )
+
+    def _not_gms(self, answered: str) -> ServiceUnreachable:
+        """An answer no working GMS gives: the server is failing, or something else answers at its address."""
+        return ServiceUnreachable(f"DataHub GMS at {self._url} answered {answered}: it is failing "
+                                  "(or RECALL_GRAPH points at something that is not GMS)")
 
     @contextmanager
     def _calling(self, action: str) -> Iterator[None]:
@@ -269,9 +269,7 @@ class GmsGraph:
                 raise
             first = False
             if not isinstance(page, dict) or not isinstance(page.get("results"), list):
-                raise ServiceUnreachable(f"DataHub GMS at {self._url} answered JSON of a shape GMS does not send while "
-                                         f"{action} (not a scroll page): it is failing (or RECALL_GRAPH points at "
-                                         "something that is not GMS)")
+                raise self._not_gms(f"JSON of a shape GMS does not send while {action} (not a scroll page)")
             yield [item for item in page["results"] if isinstance(item, dict)]
             scroll_id = page.get("scrollId")
             if not scroll_id:
