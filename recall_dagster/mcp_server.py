@@ -88,7 +88,7 @@ def _scan(model: str | None, config_path: str | None) -> ScanResult:
     with _graph() as (settings, graph):
         baselines = JsonStateStore(settings.state_dir).load_baselines()  # read, never recorded: tools are read-only
         result = run_scan(graph, config, MemoryStateStore(baselines), scanned_at_ms=clock_ms(),
-                          models=[model] if model else (), acks=in_force(graph, settings))
+                          models=[model] if model else (), acks=in_force(graph, settings, config.acknowledgements))
         return measure_scan(graph, result, lc, ic, MlflowModels(settings.mlflow_uri, ic))
 
 

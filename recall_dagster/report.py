@@ -135,6 +135,14 @@ def render_report(result: ScanResult, console: Console) -> None:
             console.print(f"    [dim]{esc(a.by)} until {iso_instant(a.until_ms)}: {esc(a.reason)} ({a.id})[/]",
                           highlight=False)
 
+    if result.ignored_acks:
+        console.print()
+        console.print(Text(f"Acknowledgements ignored ({len(result.ignored_acks)}): their findings count",
+                           style="yellow"))
+        for i in result.ignored_acks:
+            console.print(f"  {i.ack.id} [dim]{esc(i.ack.detector)} on {esc(display_name(i.ack.subject))} by "
+                          f"{esc(i.ack.by)}[/]: {esc(i.why)}", highlight=False)
+
     if result.blast_radius:
         console.print()
         console.print(Text("Blast radius", style="bold"))

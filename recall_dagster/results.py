@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from recall_dagster.acks.model import Accepted, Acknowledgement, split
+from recall_dagster.acks.trust import Ignored
 from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import Detection, Finding, RecallConfig
 from recall_dagster.detect.blast_radius import BlastRadius
@@ -53,6 +54,7 @@ class ScanResult:
     blast_radius: tuple[BlastRadius, ...]
     config: RecallConfig
     acks: tuple[Acknowledgement, ...] = ()  # the acknowledgements the scan honoured
+    ignored_acks: tuple[Ignored, ...] = ()  # and those it read and set aside (untrusted, too long), with why
     rescan: Rescan | None = None  # how the closures were come by, when the scan kept a snapshot
     # registered models with no version in production: a whole-estate scan names them rather than pass them over
     without_production: Unserved = Unserved()
@@ -79,6 +81,7 @@ class ScanResult:
             "blast_radius": [b.to_json() for b in self.blast_radius],
             "coverage": {**self.coverage.to_json(), **self.without_production.to_json(),
                          "unlinked_failing": [o.to_json() for o in self.unlinked]},
+            "ignored_acknowledgements": [i.to_json() for i in self.ignored_acks],
             **({"resolve": self.rescan.to_json()} if self.rescan is not None else {}),
         }
 

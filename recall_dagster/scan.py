@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterator, Sequence
 
 from recall_dagster.acks.model import Acknowledgement, still_open
+from recall_dagster.acks.trust import AckBook
 from recall_dagster.baselines import Baselines, StateStore
 from recall_dagster.collector import while_paused
 from recall_dagster.detect import Detection, RecallConfig
@@ -332,7 +333,7 @@ def merge_shards(
     config: RecallConfig,
     *,
     graph: str,
-    acks: Sequence[Acknowledgement] = (),
+    acks: AckBook = AckBook(),
     snapshots: SnapshotStore | None = None,
 ) -> ScanResult:
     """The scan the shards add up to (:func:`gather`): the blast radius over all their closures, then every
@@ -340,15 +341,16 @@ def merge_shards(
     part keeps the last scan's blast radius where it holds (:func:`finish_detection`)."""
     whole = gather(parts)
     at = whole.scanned_at_ms
-    detection = finish_detection(whole.closures, whole.found, config, acks=acks, at_ms=at, snapshots=snapshots,
-                                 rescan=whole.rescan)
+    detection = finish_detection(whole.closures, whole.found, config, acks=acks.honoured, at_ms=at,
+                                 snapshots=snapshots, rescan=whole.rescan)
     return ScanResult(
         scanned_at_ms=at,
         graph=graph,
-        models=score_models(whole.closures, detection, config, acks=acks, at_ms=at),
+        models=score_models(whole.closures, detection, config, acks=acks.honoured, at_ms=at),
         blast_radius=detection.blast_radius,
         config=config,
-        acks=tuple(acks),
+        acks=acks.honoured,
+        ignored_acks=acks.ignored,
         rescan=whole.rescan,
     )
 
@@ -362,7 +364,7 @@ def run_scan(
     include_all: bool = False,
     models: Sequence[str] = (),
     accept_schema: Sequence[str] = (),
-    acks: Sequence[Acknowledgement] = (),
+    acks: AckBook = AckBook(),
     snapshots: SnapshotStore | None = None,
     full: bool = False,
 ) -> ScanResult:
@@ -370,7 +372,7 @@ def run_scan(
     (:func:`select_closures`): the whole estate as one shard, merged.
 
     ``scanned_at_ms`` is the instant freshness is judged at (now, or ``--as-of``), and the one ``acks`` are
-    in force at or not.
+    in force at or not; those ``acks`` set aside are listed in the result.
     New schema baselines are saved to ``store`` after detection, so the scan
     that first sees a dataset reports no drift for it.  With ``snapshots``, see :func:`scan_closures`.
     """

@@ -9,12 +9,17 @@ usage error listing what is, never an acknowledgement of nothing.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 from dataclasses import dataclass
-from typing import Sequence
 
 from recall_dagster.acks.model import Acknowledgement, fingerprint, merged
 from recall_dagster.acks.store import LocalAcks, publish, read_published
+from recall_dagster.acks.trust import DAY_MS, AckBook, sorted_out
+from recall_dagster.detect.config import AckPolicy
+from recall_dagster.instants import iso_instant
+from recall_dagster.pickles import Signer
 from recall_dagster.detect import RecallConfig, run_detectors
 from recall_dagster.detect.finding import Finding
 from recall_dagster.errors import ConfigError
@@ -42,10 +47,20 @@ def who() -> str:
     return os.environ.get("RECALL_USER") or os.environ.get("USER") or os.environ.get("USERNAME") or "unknown"
 
 
-def in_force(graph: MetadataGraph, settings: Settings) -> tuple[Acknowledgement, ...]:
-    """This instance's acknowledgements and those another instance published to the graph, less any revoked."""
+def signing_key(settings: Settings, policy: AckPolicy) -> bytes:
+    """The key every instance on one graph shares (from ``policy.key_env``), else this home's own."""
+    shared = os.environ.get(policy.key_env)
+    if shared:
+        return shared.encode()
+    return hmac.new(Signer(settings.state_dir).key, b"recall acknowledgements", hashlib.sha256).digest()
+
+
+def in_force(graph: MetadataGraph, settings: Settings, policy: AckPolicy) -> AckBook:
+    """This instance's acknowledgements and those published to the graph by Recall or a trusted author, less any
+    revoked or lasting longer than the config allows; the rest set aside with why."""
     published, revoked = read_published(graph)
-    return tuple(a for a in merged(LocalAcks(settings.state_dir).load(), published) if a.id not in revoked)
+    return sorted_out(LocalAcks(settings.state_dir).load(), published, revoked, policy,
+                      lambda: signing_key(settings, policy))
 
 
 def _current(
@@ -80,11 +95,15 @@ def _scope(matched: tuple[ModelClosure, Finding], model: str | None) -> str:
 
 def acknowledge(
     graph: MetadataGraph, settings: Settings, config: RecallConfig, request: AckRequest, now_ms: int,
-    policy: RetryPolicy, write: bool = True,
+    retry: RetryPolicy, write: bool = True,
 ) -> tuple[Acknowledgement, int, list[str]]:
     """The acknowledgement, on disk first, then published; with the writes that landed and those that did not."""
     if request.until_ms <= now_ms:
         raise ConfigError("--until must lie in the future: an acknowledgement that has expired accepts nothing")
+    policy = config.acknowledgements
+    if request.until_ms - now_ms > policy.max_days * DAY_MS:
+        raise ConfigError(f"--until {iso_instant(request.until_ms)[:10]} lies more than {policy.max_days} days ahead, "
+                          "longer than acknowledgements.max_days allows: acknowledge again when it ends")
     if not request.reason.strip():
         raise ConfigError("--reason must say why the finding is accepted")
     matched = _current(graph, settings, config, request, now_ms)
@@ -95,17 +114,18 @@ def acknowledge(
     LocalAcks(settings.state_dir).update(lambda held: merged([ack], held))
     if not write:
         return ack, 0, []
-    landed, failures = publish(graph, [ack], policy, now_ms)
+    landed, failures = publish(graph, [ack], signing_key(settings, policy), retry, now_ms)
     return ack, landed, failures
 
 
 def revoke(
-    graph: MetadataGraph, settings: Settings, ack_id: str, by: str, now_ms: int, policy: RetryPolicy,
-    write: bool = True,
+    graph: MetadataGraph, settings: Settings, ack_id: str, by: str, now_ms: int, policy: AckPolicy,
+    retry: RetryPolicy, write: bool = True,
 ) -> tuple[Acknowledgement, int, list[str]]:
-    """Drop the acknowledgement here and unpublish its document; an unknown id lists the known ones."""
+    """Drop the acknowledgement here and unpublish its document (any, trusted or not: a revocation can only
+    bring a finding back); an unknown id lists the known ones."""
     local = LocalAcks(settings.state_dir)
-    known = merged(local.load(), read_published(graph)[0])
+    known = merged(local.load(), (p.ack for p in read_published(graph)[0]))
     ack = next((a for a in known if a.id == ack_id), None)
     if ack is None:
         ids = ", ".join(a.id for a in known) or "none"
@@ -113,10 +133,12 @@ def revoke(
     local.update(lambda held: (a for a in held if a.id != ack_id))
     if not write:
         return ack, 0, []
-    landed, failures = publish(graph, [ack], policy, now_ms, revoked_by=by)
+    landed, failures = publish(graph, [ack], signing_key(settings, policy), retry, now_ms, revoked_by=by)
     return ack, landed, failures
 
 
-def listing(acks: Sequence[Acknowledgement], now_ms: int) -> list[dict[str, object]]:
-    """Every acknowledgement with whether it is in force now."""
-    return [{**a.to_json(), "in_force": a.created_ms <= now_ms < a.until_ms} for a in acks]
+def listing(book: AckBook, now_ms: int) -> list[dict[str, object]]:
+    """Every acknowledgement with whether it is in force now; one set aside says why (``ignored``)."""
+    rows = [{**a.to_json(), "in_force": a.created_ms <= now_ms < a.until_ms, "ignored": None} for a in book.honoured]
+    rows += [{**i.ack.to_json(), "in_force": False, "ignored": i.why} for i in book.ignored]
+    return sorted(rows, key=lambda r: str(r["id"]))

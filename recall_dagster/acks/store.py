@@ -18,6 +18,7 @@ from datahub.metadata.schema_classes import DocumentInfoClass, DocumentStateClas
 from datahub.metadata.urns import DocumentUrn
 
 from recall_dagster.acks.model import Acknowledgement
+from recall_dagster.acks.trust import Published, signature
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import display_name
 from recall_dagster.estate.marks import MANAGED_BY_KEY
@@ -33,6 +34,7 @@ from recall_dagster.markdown import md_text
 
 MARK = "recall-ack"
 RECORD_KEY = "recall.acknowledgement"  # the document's custom property holding the acknowledgement as JSON
+SIGNATURE_KEY = "recall.signature"  # and the one holding Recall's signature of it (acks/trust.py)
 FILE = "acknowledgements.json"
 
 
@@ -78,14 +80,16 @@ def _markdown(ack: Acknowledgement) -> str:
     )
 
 
-def _document(ack: Acknowledgement, state: GraphState, now_ms: int, revoked_by: str | None = None) -> Write:
+def _document(ack: Acknowledgement, key: bytes, state: GraphState, now_ms: int,
+              revoked_by: str | None = None) -> Write:
     urn = document_urn(ack.id)
     related = [ack.subject]
+    record = {MANAGED_BY_KEY: MARK, RECORD_KEY: json.dumps(ack.to_json(), sort_keys=True),
+              SIGNATURE_KEY: signature(ack, key)}
     info = recall_document(
         f"Acknowledged: {ack.detector} on {display_name(ack.subject)} until {iso_instant(ack.until_ms)[:10]}",
         _markdown(ack) + (f"\nRevoked by {revoked_by}.\n" if revoked_by else ""),
-        f"{MARK}:{ack.id}", related, {MANAGED_BY_KEY: MARK, RECORD_KEY: json.dumps(ack.to_json(), sort_keys=True)},
-        state.aspect(urn, DocumentInfoClass), now_ms,
+        f"{MARK}:{ack.id}", related, record, state.aspect(urn, DocumentInfoClass), now_ms,
     )
     if revoked_by:
         info.status = DocumentStatusClass(state=DocumentStateClass.UNPUBLISHED)
@@ -93,20 +97,22 @@ def _document(ack: Acknowledgement, state: GraphState, now_ms: int, revoked_by: 
 
 
 def publish(
-    graph: MetadataGraph, acks: Sequence[Acknowledgement], policy: RetryPolicy, now_ms: int,
+    graph: MetadataGraph, acks: Sequence[Acknowledgement], key: bytes, policy: RetryPolicy, now_ms: int,
     revoked_by: str | None = None, sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[int, list[str]]:
-    """Each acknowledgement's document, published (or, given ``revoked_by``, unpublished); what changed only."""
+    """Each acknowledgement's document, signed with ``key``, published (or, given ``revoked_by``, unpublished);
+    what changed only."""
     urns = [document_urn(a.id) for a in acks]
     return write_changed(
         graph, urns, (DocumentInfoClass,),
-        lambda state: [_document(a, state, now_ms, revoked_by) for a in acks], policy, sleep,
+        lambda state: [_document(a, key, state, now_ms, revoked_by) for a in acks], policy, sleep,
     )
 
 
-def read_published(graph: MetadataGraph) -> tuple[tuple[Acknowledgement, ...], frozenset[str]]:
-    """Every acknowledgement a published Recall document in the graph carries, and the ids of those revoked
-    (their documents unpublished): a revocation anywhere outweighs a copy kept here."""
+def read_published(graph: MetadataGraph) -> tuple[tuple[Published, ...], frozenset[str]]:
+    """Every acknowledgement a published Recall document in the graph carries, with its signature and author
+    (whether it counts is :mod:`recall_dagster.acks.trust`'s to say), and the ids of those revoked (their
+    documents unpublished): a revocation anywhere outweighs a copy kept here, as it can only show a finding."""
     prefix = document_urn("")
     urns = [u for u in graph.list_urns("document") if u.startswith(prefix)]
     infos = graph.get_aspects(urns, [DocumentInfoClass]) if urns else {}
@@ -122,5 +128,6 @@ def read_published(graph: MetadataGraph) -> tuple[tuple[Acknowledgement, ...], f
         if info.status and info.status.state == DocumentStateClass.UNPUBLISHED:
             revoked.add(ack.id)
         else:
-            found.append(ack)
+            written = info.lastModified or info.created
+            found.append(Published(ack, info.customProperties.get(SIGNATURE_KEY), written.actor if written else None))
     return tuple(found), frozenset(revoked)

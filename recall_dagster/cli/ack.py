@@ -66,12 +66,12 @@ def accept(ctx: click.Context, detector: str, subject: str, reason: str, until: 
            by: str | None, no_write: bool, graph_target: str | None, config_path: str | None, as_json: bool) -> None:
     """Accept the current DETECTOR finding on SUBJECT (a URN or a name such as raw.transactions)."""
     loaded = load(config_path)
-    config, policy = loaded.scan, loaded.writeback.retry
     request = AckRequest(detector, subject, model, reason, until_ms(until), by or who())
     settings = Settings.from_env(graph=graph_target)
     settings.ensure_home()
     with opened_graph(settings, read_only=no_write) as graph:
-        made, landed, failures = acknowledge(graph, settings, config, request, clock_ms(), policy, write=not no_write)
+        made, landed, failures = acknowledge(graph, settings, loaded.scan, request, clock_ms(), loaded.writeback.retry,
+                                             write=not no_write)
     if as_json:
         click.echo(json.dumps({**made.to_json(), "writes": landed, "failures": failures}, indent=2))
     else:
@@ -86,12 +86,14 @@ def accept(ctx: click.Context, detector: str, subject: str, reason: str, until: 
 
 @ack.command("list")
 @graph_option
+@config_option
 @json_option
-def list_command(graph_target: str | None, as_json: bool) -> None:
-    """Every acknowledgement this instance keeps or the graph publishes, and whether it is in force."""
+def list_command(graph_target: str | None, config_path: str | None, as_json: bool) -> None:
+    """Every acknowledgement this instance keeps or the graph publishes: in force, expired, or ignored and why."""
+    policy = load(config_path).scan.acknowledgements
     settings = Settings.from_env(graph=graph_target)
     with opened_graph(settings, read_only=True) as graph:
-        rows = listing(in_force(graph, settings), clock_ms())
+        rows = listing(in_force(graph, settings, policy), clock_ms())
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
@@ -99,7 +101,8 @@ def list_command(graph_target: str | None, as_json: bool) -> None:
     if not rows:
         console.print("no acknowledgements")
     for r in rows:
-        state = "[green]in force[/green]" if r["in_force"] else "[dim]expired[/dim]"
+        state = ("[green]in force[/green]" if r["in_force"] else "[dim]expired[/dim]" if r["ignored"] is None
+                 else f"[yellow]ignored: {esc(str(r['ignored']))}[/yellow]")
         said = esc(f"{r['id']}  {r['detector']} on {r['subject']} ({r['model'] or 'every model'}) until "
                    f"{iso_instant(int(r['until_ms']))} ")
         console.print(f"{said}{state}\n    {esc(str(r['by']))}: {esc(str(r['reason']))}", highlight=False)
@@ -116,11 +119,11 @@ def revoke_command(ctx: click.Context, ack_id: str, by: str | None, no_write: bo
                    config_path: str | None) -> None:
     """Withdraw an acknowledgement: its finding counts again from the next scan."""
     loaded = load(config_path)
-    policy = loaded.writeback.retry
     settings = Settings.from_env(graph=graph_target)
     settings.ensure_home()
     with opened_graph(settings, read_only=no_write) as graph:
-        gone, _, failures = revoke(graph, settings, ack_id, by or who(), clock_ms(), policy, write=not no_write)
+        gone, _, failures = revoke(graph, settings, ack_id, by or who(), clock_ms(), loaded.scan.acknowledgements,
+                                   loaded.writeback.retry, write=not no_write)
     click.echo(f"revoked {gone.id}: {gone.detector} on {gone.subject}")
     for failure in failures:
         click.secho(f"not unpublished yet: {failure}", fg="yellow")

@@ -107,7 +107,7 @@ def scan(
                 include_all=include_all,
                 models=models,
                 accept_schema=accept_schema,
-                acks=in_force(graph, settings),
+                acks=in_force(graph, settings, config.acknowledgements),
                 snapshots=SnapshotStore(settings.state_dir),
                 full=full,
             )

@@ -17,6 +17,7 @@ from recall_dagster.config.models import Diagnose, Impact, Lifecycle, RecallFile
 from recall_dagster.config.warehouse import Warehouse
 from recall_dagster.detect import RecallConfig, Severity, check_config
 from recall_dagster.detect.config import (
+    AckPolicy,
     BlastRadiusConfig,
     DetectorConfig,
     FreshnessConfig,
@@ -90,6 +91,8 @@ def _scan(f: RecallFile, source: str) -> RecallConfig:
         profile_drift=ProfileDriftConfig(**f.profile_drift.model_dump()),
         reach=ReachOptions(table_level=f.lifecycle.table_level, name_matching=f.lifecycle.name_matching),
         failing_results=frozenset(r.upper() for r in f.lifecycle.failing_results),
+        acknowledgements=AckPolicy(f.acknowledgements.max_days, frozenset(f.acknowledgements.trusted_authors),
+                                   f.acknowledgements.key_env),
     )
     check_config(config)
     return config

@@ -211,6 +211,18 @@ class Writeback(Section):
         return self
 
 
+class Acknowledgements(Section):
+    max_days: Positive = Field(
+        description="The longest an acknowledgement may last; `recall ack --until` past it exits 2, a longer one "
+                    "read back is ignored and listed.")
+    trusted_authors: Texts = Field(
+        description="DataHub users (`alice` or `urn:li:corpuser:alice`) whose acknowledgement documents count "
+                    "without Recall's signature; empty: only Recall's own.")
+    key_env: Text = Field(
+        description="Environment variable holding the key Recall signs its acknowledgements with, the same on "
+                    "every instance sharing a graph; unset: this home's own key (state/state.key).")
+
+
 class WarehouseSection(Section):
     dbt_project: Text | None = Field(
         description="The dbt project folder (`recall init --dbt-project` writes it); null: DBT_PROJECT_DIR or none.")
@@ -480,6 +492,8 @@ class RecallFile(Section):
     detectors: dict[str, Detector] = Field(
         description="Every detector by name, each case's severity; a detector or case left out is refused.")
     writeback: Writeback = Field(description="`recall scan --write` and the datahub_writeback asset.")
+    acknowledgements: Acknowledgements = Field(
+        description="`recall ack`: how long an acceptance may last, and whose, from the graph, count.")
     warehouse: WarehouseSection = Field(description="The team's warehouse, reached through its dbt profile.")
     lifecycle: Lifecycle = Field(description="Data incidents, blind window and retrain gate.")
     impact: Impact = Field(description="`recall impact` and the measured severity of scan findings.")

@@ -54,6 +54,14 @@ class Coverage(Part):
     unlinked_failing: list[UnlinkedAssertion] = []  # failing assertions on data no scanned model reads
 
 
+class IgnoredAcknowledgement(Part):
+    id: str
+    detector: str
+    subject: str
+    by: str
+    why: str  # not signed by Recall nor written by a trusted author, or longer than acknowledgements.max_days
+
+
 class Resolve(Part):
     mode: Literal["full", "incremental"]
     reason: str  # why a full read, when it was one
@@ -69,5 +77,6 @@ class Scan(Contract):
     models: list[ModelReport]  # highest score first; one entry per version
     blast_radius: list[AtRisk]
     coverage: Coverage
+    ignored_acknowledgements: list[IgnoredAcknowledgement] = []  # read, not honoured: their findings count
     resolve: Resolve | None = None  # when the scan kept a snapshot of its closures (recall scan, the Dagster scan)
     writeback: Json | None = None  # with --writeback or --dry-run

@@ -25,7 +25,7 @@ from dagster import (
 )
 from pydantic import Field
 
-from recall_dagster.acks.model import Acknowledgement
+from recall_dagster.acks.trust import AckBook
 from recall_dagster.acks.service import in_force
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.detect import Detection, count_by_severity
@@ -88,7 +88,7 @@ class Closures(NamedTuple):
     graph: str
     closures: tuple[ModelClosure, ...]
     whole_estate: bool  # no model was picked out: what the scan did not see, it may stand down
-    acks: tuple[Acknowledgement, ...] = ()  # in force when the closures were read: findings and scores honour them
+    acks: AckBook = AckBook()  # in force when the closures were read: findings and scores honour them
     rescan: Rescan | None = None  # how they were read: in full, or only what changed since the last scan
     found: Found | None = None  # what the shards' detectors found, when shards read the closures
     without_production: Unserved = Unserved()  # registered models a whole-estate scan found nothing in production of
@@ -129,7 +129,7 @@ def _closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
         except ModelNotFound as err:
             raise Failure(str(err)) from err
         location = graph.location
-        acks = in_force(graph, settings)
+        acks = in_force(graph, settings, scan.acknowledgements)
         unserved, unlinked = (Unserved(), ()) if config.models else left_out(graph, closures, scan, scanned_at_ms)
     return _closures_output(Closures(scanned_at_ms, location, tuple(closures), whole_estate=not config.models,
                                      acks=acks, rescan=rescan, without_production=unserved, unlinked=unlinked))
@@ -144,7 +144,7 @@ def _gathered(config: ScanConfig, recall: RecallResource, shards: int) -> Output
     except ConfigError as err:
         raise Failure(str(err)) from err
     with recall.open_graph() as graph:
-        location, acks = graph.location, in_force(graph, settings)
+        location, acks = graph.location, in_force(graph, settings, recall.configuration().scan.acknowledgements)
         unserved, unlinked = left_out(graph, whole.closures, recall.configuration().scan, whole.scanned_at_ms)
     return _closures_output(Closures(whole.scanned_at_ms, location, whole.closures, whole_estate=True, acks=acks,
                                      rescan=whole.rescan, found=whole.found, without_production=unserved,
@@ -174,13 +174,13 @@ def risk_findings(model_closures: Closures, config: FindingsConfig, recall: Reca
         if config.accept_schema:
             raise Failure("accept a table's schema on a scan of the whole estate (recall scan --accept-schema): a "
                           "shard may not hold the table")
-        detection = finish_detection(read.closures, read.found, scan, acks=read.acks,
+        detection = finish_detection(read.closures, read.found, scan, acks=read.acks.honoured,
                                      at_ms=read.scanned_at_ms)
     else:
         found = find_again(read.closures, scan, JsonStateStore(settings.state_dir),
                            snapshots=SnapshotStore(settings.state_dir), rescan=read.rescan,
                            accept_schema=config.accept_schema)
-        detection = finish_detection(read.closures, found, scan, acks=read.acks, at_ms=read.scanned_at_ms,
+        detection = finish_detection(read.closures, found, scan, acks=read.acks.honoured, at_ms=read.scanned_at_ms,
                                      snapshots=SnapshotStore(settings.state_dir), rescan=read.rescan)
     findings = [f for found in detection.findings.values() for f in found]
     return Output(
@@ -202,7 +202,7 @@ def impact_tests(model_closures: Closures, risk_findings: Detection, recall: Rec
         measured = measured_detection(
             graph, model_closures.closures, risk_findings, loaded.scan,
             finding_measure(loaded.lifecycle, loaded.impact, recall.models()),
-            acks=model_closures.acks, at_ms=model_closures.scanned_at_ms,
+            acks=model_closures.acks.honoured, at_ms=model_closures.scanned_at_ms,
         )
     findings = [f for found in measured.findings.values() for f in found if "measured" in f.evidence]
     verdicts = [str(f.evidence["measured"].get("verdict") or "UNMEASURED") for f in findings]
@@ -235,10 +235,11 @@ def _scored(model_closures: Closures, impact_tests: Detection, recall: RecallRes
     result = ScanResult(
         scanned_at_ms=at,
         graph=model_closures.graph,
-        models=score_models(model_closures.closures, impact_tests, config, acks=acks, at_ms=at),
+        models=score_models(model_closures.closures, impact_tests, config, acks=acks.honoured, at_ms=at),
         blast_radius=impact_tests.blast_radius,
         config=config,
-        acks=acks,
+        acks=acks.honoured,
+        ignored_acks=acks.ignored,
         rescan=model_closures.rescan,
         without_production=model_closures.without_production,
         unlinked=model_closures.unlinked,

@@ -82,6 +82,15 @@ class ProfileDriftConfig:
 
 
 @dataclass(frozen=True)
+class AckPolicy:
+    """Which acknowledgements a scan honours (``acknowledgements`` in recall.yaml)."""
+
+    max_days: int = 90  # the longest an acknowledgement may last
+    trusted_authors: frozenset[str] = frozenset()  # DataHub users whose unsigned documents count
+    key_env: str = "RECALL_ACK_KEY"  # where the key shared by the instances on one graph is, when it is
+
+
+@dataclass(frozen=True)
 class DetectorConfig:
     enabled: bool
     severity: Mapping[str, Severity]  # case name -> severity
@@ -101,6 +110,7 @@ class RecallConfig:
     profile_drift: ProfileDriftConfig
     reach: ReachOptions = ReachOptions()  # how far a failing test is followed (lifecycle.table_level, .name_matching)
     failing_results: frozenset[str] = frozenset({"FAILURE"})  # what a failing test is (lifecycle.failing_results)
+    acknowledgements: AckPolicy = AckPolicy()
 
     def failing(self, result: str | None) -> bool:
         return result is not None and result in self.failing_results

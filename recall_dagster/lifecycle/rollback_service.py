@@ -186,7 +186,7 @@ def _rescan(graph: MetadataGraph, settings: Settings, config: RecallConfig, lc: 
     marked = production_marks(aliases, config.resolve.production_aliases)
     live = tuple(v.name for v in judged.values() if v.live_deployments and v.verdict.status is Status.CONTAMINATED)
     scanned = run_scan(graph, config, JsonStateStore(settings.state_dir), scanned_at_ms=now_ms, models=[model],
-                       acks=in_force(graph, settings))
+                       acks=in_force(graph, settings, config.acknowledgements))
     return AfterRollback({a: judged.get(v) for a, v in marked.items()}, live, scanned.models)
 
 

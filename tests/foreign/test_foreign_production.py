@@ -4,6 +4,7 @@ so the registry itself is asked; a registered model nothing marks is named and u
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -78,9 +79,12 @@ def ownerless(record: dict[str, Any]) -> dict[str, Any]:
     return stock(record)
 
 
+IN_A_MONTH = (datetime.now(timezone.utc) + timedelta(days=30)).date().isoformat()  # within max_days
+
+
 def ack(shop: Settings, subject: str, model: str) -> None:
     args = ["ack", "ownership_vacuum", subject, "--model", model, "--reason", "owners come with the reorg",
-            "--until", "2999-01-01", "--graph", shop.graph, "--config", str(Path(shop.graph).with_name("recall.yaml"))]
+            "--until", IN_A_MONTH, "--graph", shop.graph, "--config", str(Path(shop.graph).with_name("recall.yaml"))]
     done = CliRunner().invoke(cli, args, env={"RECALL_HOME": str(shop.home), "RECALL_USER": "ana"})
     assert done.exit_code == 0, done.output
 

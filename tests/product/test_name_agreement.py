@@ -24,6 +24,7 @@ import asyncio
 import json
 import tempfile
 from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -135,9 +136,12 @@ def _agree(s: Shop, what: str, names: Sequence[str], asks: Mapping[str, Callable
             f"{json.dumps(answers[differing[0]], indent=1)[:3000]}")
 
 
+IN_A_MONTH = (datetime.now(timezone.utc) + timedelta(days=30)).date().isoformat()  # within max_days
+
+
 def _ack(s: Shop, detector: str, subject: str, *model: str) -> Any:
     """``recall ack`` kept local: what it accepts (subject, findings), or that it refused."""
-    made = _cli(s, "ack", detector, subject, "--reason", "known", "--until", "2099-12-31", *model, "--no-write")
+    made = _cli(s, "ack", detector, subject, "--reason", "known", "--until", IN_A_MONTH, *model, "--no-write")
     return made if made == REFUSED else {k: made[k] for k in ("exit", "detector", "subject", "fingerprints")}
 
 

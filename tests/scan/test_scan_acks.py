@@ -21,6 +21,7 @@ from recall_dagster.results import score_models
 USER_STATS = "urn:li:dataset:(urn:li:dataPlatform:bigquery,proj.features.user_stats,PROD)"
 TOMORROW = (datetime.now(timezone.utc) + timedelta(days=1)).date().isoformat()
 AFTER_EXPIRY = (datetime.now(timezone.utc) + timedelta(days=3)).date().isoformat()
+SHARED_KEY = "a secret every instance on the graph is given"
 
 
 def stale_closure(last_updated_ms: int, scanned_at_ms: int = NOW):
@@ -125,6 +126,7 @@ def recall(estate, tmp_path, monkeypatch):
     monkeypatch.setenv("RECALL_GRAPH", str(graph))
     monkeypatch.setenv("RECALL_USER", "ana")
     monkeypatch.delenv("RECALL_CONFIG", raising=False)
+    monkeypatch.delenv("RECALL_ACK_KEY", raising=False)
 
     def run(*args: str, code: int | None = 0) -> tuple[str, object]:
         result = CliRunner().invoke(cli, list(args))
@@ -146,6 +148,7 @@ def test_ack_list_scan_expiry_and_revoke_on_the_command_line(recall, tmp_path, m
 
     before = models(recall("scan", "--json")[0])["engagement_3"]
     assert staleness(before)["acknowledged"] is None and before["score"] > 0
+    monkeypatch.setenv("RECALL_ACK_KEY", SHARED_KEY)  # what every instance on one graph shares
 
     out, _ = recall("ack", "upstream_staleness", "features.user_stats", "--reason", "the export moves on Monday",
                     "--until", TOMORROW, "--json")
@@ -167,16 +170,26 @@ def test_ack_list_scan_expiry_and_revoke_on_the_command_line(recall, tmp_path, m
     assert staleness(expired)["acknowledged"] is None and expired["score"] == before["score"]
 
     listed = json.loads(recall("ack", "list", "--json")[0])
-    assert [(a["id"], a["in_force"]) for a in listed] == [(made["id"], True)]
+    assert [(a["id"], a["in_force"], a["ignored"]) for a in listed] == [(made["id"], True, None)]
 
     monkeypatch.setenv("RECALL_HOME", str(tmp_path / "elsewhere"))  # another instance, the same graph
-    elsewhere = models(recall("scan", "--json")[0])["engagement_3"]
-    assert staleness(elsewhere)["acknowledged"]["id"] == made["id"], "the published document is honoured"
+    monkeypatch.delenv("RECALL_ACK_KEY")  # not given the shared key: its own home's
+    alone_out = recall("scan", "--json")[0]
+    alone = json.loads(alone_out)
+    assert staleness(models(alone_out)["engagement_3"])["acknowledged"] is None, "signed with another home's key"
+    [ignored] = alone["ignored_acknowledgements"]
+    assert ignored["id"] == made["id"] and "set RECALL_ACK_KEY alike on every instance" in ignored["why"]
+    monkeypatch.setenv("RECALL_ACK_KEY", SHARED_KEY)  # given it
+    shared_out = recall("scan", "--json")[0]
+    shared = json.loads(shared_out)
+    assert staleness(models(shared_out)["engagement_3"])["acknowledged"]["id"] == made["id"], "honoured elsewhere"
+    assert shared["ignored_acknowledgements"] == []
 
     out, _ = recall("ack", "revoke", made["id"])
     assert f"revoked {made['id']}" in out
     assert staleness(models(recall("scan", "--json")[0])["engagement_3"])["acknowledged"] is None
     monkeypatch.setenv("RECALL_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("RECALL_ACK_KEY")
     assert staleness(models(recall("scan", "--json")[0])["engagement_3"])["acknowledged"] is None, (
         "revoked elsewhere: the copy kept here is not honoured")
 
@@ -221,3 +234,108 @@ def test_an_acknowledgement_carrying_an_instant_outside_the_calendar_is_not_one(
         Acknowledgement.from_json({**record, "created_ms": 10**30})
     assert iso_instant(YEAR_10000_MS).startswith(f"{YEAR_10000_MS} ms")
     assert Accepted("a", "ana", "r", YEAR_10000_MS).to_json()["until"].startswith(str(YEAR_10000_MS))
+
+
+def _forge(graph_path: str, ack: Acknowledgement, *, author: str, signature: str | None = None) -> None:
+    """A document an acknowledgement's record, published to the graph by ``author`` (not through Recall)."""
+    from datahub.emitter.mcp import MetadataChangeProposalWrapper
+    from datahub.metadata.schema_classes import (
+        AuditStampClass,
+        DocumentContentsClass,
+        DocumentInfoClass,
+        DocumentStateClass,
+        DocumentStatusClass,
+    )
+
+    from recall_dagster.acks.store import MARK, RECORD_KEY, SIGNATURE_KEY, document_urn
+    from recall_dagster.cli.options import opened_graph
+    from recall_dagster.estate.marks import MANAGED_BY_KEY
+    from recall_dagster.settings import Settings
+
+    stamp = AuditStampClass(time=NOW, actor=author)
+    props = {MANAGED_BY_KEY: MARK, RECORD_KEY: json.dumps(ack.to_json()), **({SIGNATURE_KEY: signature} if signature
+                                                                             else {})}
+    info = DocumentInfoClass(contents=DocumentContentsClass(text="accepted"), created=stamp, lastModified=stamp,
+                             customProperties=props, title="Acknowledged",
+                             status=DocumentStatusClass(state=DocumentStateClass.PUBLISHED))
+    with opened_graph(replace(Settings.from_env(), graph=graph_path), read_only=False) as graph:
+        graph.emit_mcps([MetadataChangeProposalWrapper(entityUrn=document_urn(ack.id), aspect=info)])
+
+
+def _current_staleness(recall) -> tuple[dict, int]:
+    """The scan's answer on engagement_3's stale user_stats, and its exit code."""
+    out, result = recall("scan", "--json", code=None)
+    [found] = [f for f in models(out)["engagement_3"]["findings"]
+               if f["detector"] == "upstream_staleness" and f["subject"] == USER_STATS]
+    return found, result.exit_code
+
+
+def test_a_forged_acknowledgement_in_the_graph_silences_nothing_and_is_listed(recall, estate, monkeypatch):
+    """Anyone who can publish a document could write `recall-ack-*`: unsigned, or signed with a key not
+    Recall's, it covers no finding, the scan's exit code stays, and the scan and `ack list` say why."""
+    graph = str(estate("healthy"))
+    monkeypatch.setenv("RECALL_GRAPH", graph)
+    found, code = _current_staleness(recall)
+    assert found["acknowledged"] is None
+    fingerprints = [_fingerprint_of(found)]
+    created = int(datetime.now(timezone.utc).timestamp() * 1000) - HOUR
+    unsigned = Acknowledgement.make("upstream_staleness", USER_STATS, None, fingerprints, "trust me", "ana",
+                                    created, created + 10 * 24 * HOUR)
+    _forge(graph, unsigned, author="urn:li:corpuser:mallory")
+    wrong_key = replace(unsigned, id="f0f0f0f0f0f0")
+    _forge(graph, wrong_key, author="urn:li:corpuser:recall", signature="0" * 64)
+
+    after, after_code = _current_staleness(recall)
+    assert after["acknowledged"] is None and after_code == code, "the finding still counts, the exit is the same"
+    out, _ = recall("scan", "--json", code=None)
+    why = {i["id"]: i["why"] for i in json.loads(out)["ignored_acknowledgements"]}
+    assert "no signature of Recall's, and its author urn:li:corpuser:mallory is not in " \
+           "acknowledgements.trusted_authors" in why[unsigned.id]
+    assert "signature does not match this instance's key" in why[wrong_key.id]
+    text, _ = recall("scan", code=None)
+    assert "Acknowledgements ignored (2)" in text and "mallory" in text
+    listed = {a["id"]: a for a in json.loads(recall("ack", "list", "--json")[0])}
+    assert not listed[unsigned.id]["in_force"] and "mallory" in listed[unsigned.id]["ignored"]
+
+
+def test_a_trusted_author_s_document_counts(recall, estate, monkeypatch, tmp_path):
+    """`acknowledgements.trusted_authors` names the DataHub users whose documents count unsigned, as a bare
+    user name or a URN."""
+    graph = str(estate("healthy"))
+    monkeypatch.setenv("RECALL_GRAPH", graph)
+    found, _ = _current_staleness(recall)
+    created = int(datetime.now(timezone.utc).timestamp() * 1000) - HOUR
+    ack = Acknowledgement.make("upstream_staleness", USER_STATS, None, [_fingerprint_of(found)], "ok by data eng",
+                               "bea", created, created + 10 * 24 * HOUR)
+    _forge(graph, ack, author="urn:li:corpuser:bea")
+    config = tmp_path / "trust.yaml"
+    config.write_text("acknowledgements:\n  trusted_authors: [bea]\n")
+    monkeypatch.setenv("RECALL_CONFIG", str(config))
+    after, _ = _current_staleness(recall)
+    assert after["acknowledged"]["id"] == ack.id and after["acknowledged"]["by"] == "bea"
+
+
+def test_an_acknowledgement_longer_than_the_config_allows_is_refused_or_ignored(recall, tmp_path, monkeypatch):
+    """`--until` past `acknowledgements.max_days` exits 2 before anything is kept; one kept that lasts longer
+    (the limit lowered since, or the file edited) is ignored and listed."""
+    far = (datetime.now(timezone.utc) + timedelta(days=120)).date().isoformat()
+    _, result = recall("ack", "upstream_staleness", "features.user_stats", "--reason", "x", "--until", far, code=2)
+    assert "more than 90 days ahead, longer than acknowledgements.max_days allows" in result.output
+    assert not list((tmp_path / "home").rglob("acknowledgements.json")), "nothing kept"
+
+    out, _ = recall("ack", "upstream_staleness", "features.user_stats", "--reason", "x", "--until", TOMORROW,
+                    "--json", "--no-write")
+    made = json.loads(out)
+    config = tmp_path / "short.yaml"
+    config.write_text("acknowledgements:\n  max_days: 1\n")
+    monkeypatch.setenv("RECALL_CONFIG", str(config))
+    found, _ = _current_staleness(recall)
+    assert found["acknowledged"] is None
+    [ignored] = json.loads(recall("scan", "--json", code=None)[0])["ignored_acknowledgements"]
+    assert ignored["id"] == made["id"] and "longer than acknowledgements.max_days (1)" in ignored["why"]
+
+
+def _fingerprint_of(shown: dict) -> str:
+    """The fingerprint a finding as `scan --json` shows it has."""
+    return fingerprint(Finding(shown["detector"], Severity(shown["severity"]), shown["subject"], shown["message"],
+                               shown["evidence"], shown["cause"]))
