@@ -6,16 +6,31 @@ the same JSON contract (``recall scan --model X --json``, ``recall gate X
 written: no schema baseline is recorded, no DataHub aspect, no evidence file.
 Built on the official ``mcp`` SDK (FastMCP): stdio by default, streamable HTTP
 bound to localhost when asked.
+
+A client's request is bounded in size and its tool call in time, so one
+request cannot hold the server (a 5 MB argument once held it nine minutes):
+
+* a message is at most :data:`~recall_dagster.mcp_stdio.MAX_MESSAGE_BYTES`:
+  on stdio, see :mod:`recall_dagster.mcp_stdio` (which also answers a line
+  that is no message as JSON-RPC says); an HTTP body, ``413``.
+* a tool call answers within ``RECALL_MCP_TOOL_SECONDS`` (default
+  :data:`TOOL_SECONDS`), or with an error saying it ran past that limit.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
+import math
+import os
+import threading
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Awaitable, Callable, Iterator, TypeVar
 
+import anyio
 from mcp.server.fastmcp import FastMCP
 
 from recall_dagster.acks.service import in_force
@@ -26,7 +41,8 @@ from recall_dagster.impact.measured import gate_measure, measure_scan
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.impact.service import ImpactRequest, impact_test
 from recall_dagster.clock import clock_ms
-from recall_dagster.errors import RecallError
+from recall_dagster.errors import ConfigError, RecallError, ServiceUnreachable
+from recall_dagster.mcp_stdio import MAX_MESSAGE_BYTES, bounded_stdio
 from recall_dagster.lifecycle.service import blind_window_report, judge_retrain, list_incidents
 from recall_dagster.narrate import DEFAULT_STEP, WHAT_TO_DO, finding_paragraph
 from recall_dagster.baselines import JsonStateStore, MemoryStateStore
@@ -45,7 +61,62 @@ INSTRUCTIONS = (
 )
 
 
+TOOL_SECONDS = 120.0
+"""How long a tool call may run: past a GMS read's own 30 s timeout and its retries, so that a slow DataHub is
+reported by the graph as what it is, and still within what an assistant waits for a tool."""
+TOOL_SECONDS_ENV = "RECALL_MCP_TOOL_SECONDS"
 Tool = TypeVar("Tool", bound=Callable[..., Any])
+T = TypeVar("T")
+
+
+class ToolTimeout(ServiceUnreachable):
+    """A tool ran past its time limit: to its caller, a service that did not answer in time."""
+
+
+def _tool_seconds() -> float:
+    """Read as the server is built, so that a mistyped value stops ``recall mcp`` rather than every tool call."""
+    raw = os.environ.get(TOOL_SECONDS_ENV)
+    if not raw:
+        return TOOL_SECONDS
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ConfigError(f"{TOOL_SECONDS_ENV} must be a positive number of seconds, not {raw!r}")
+    return seconds
+
+
+async def _within(seconds: float, name: str, call: Callable[[], T]) -> T:
+    """``call()``'s value, or :class:`ToolTimeout` once ``seconds`` have passed.
+
+    A thread cannot be killed: a tool past its limit runs on to its end and its answer is dropped.  It runs in a
+    daemon thread of its own so that the event loop answers other requests meanwhile, and so that a tool stuck on a
+    silent service does not hold the process open once the client has gone (an anyio worker thread would)."""
+    future: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(call())
+        except Exception as err:  # the caller's to report, as the SDK reports a tool's error
+            future.set_exception(err)
+
+    threading.Thread(target=run, name=f"recall-mcp-{name}", daemon=True).start()
+    with anyio.move_on_after(seconds):
+        return await asyncio.wrap_future(future)
+    raise ToolTimeout(f"{name} ran past its {seconds:g} s limit ({TOOL_SECONDS_ENV}) and was abandoned: "
+                      "its graph or a service it reads is slow, or the estate is larger than that limit allows")
+
+
+def _bounded(seconds: float, name: str, tool: Callable[..., T]) -> Callable[..., Awaitable[T]]:
+    """``tool`` as a coroutine the server awaits within ``seconds`` (:func:`_within`): the SDK runs a plain
+    function on its event loop, where a slow one stalls every other request."""
+
+    @functools.wraps(tool)
+    async def bounded(*args: Any, **kwargs: Any) -> T:
+        return await _within(seconds, name, functools.partial(tool, *args, **kwargs))
+
+    return bounded
 
 
 def _masked(value: Any) -> Any:
@@ -92,24 +163,35 @@ def _scan(model: str | None, config_path: str | None) -> ScanResult:
         return measure_scan(graph, result, lc, ic, MlflowModels(settings.mlflow_uri, ic))
 
 
+class _Server(FastMCP):
+    """FastMCP over :func:`~recall_dagster.mcp_stdio.bounded_stdio`."""
+
+    async def run_stdio_async(self) -> None:
+        async with bounded_stdio(MAX_MESSAGE_BYTES) as (incoming, outgoing):
+            await self._mcp_server.run(incoming, outgoing, self._mcp_server.create_initialization_options())
+
+
 def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: int = 8000) -> FastMCP:
     """The server with Recall's tools; ``config_path`` is a recall.yaml layer, as ``--config`` is."""
-    server = FastMCP("recall", instructions=INSTRUCTIONS, host=host, port=port)
+    server = _Server("recall", instructions=INSTRUCTIONS, host=host, port=port,
+                     max_request_body_size=MAX_MESSAGE_BYTES)
+    seconds = _tool_seconds()
 
-    @server.tool()
-    @_answers_as_data
+    def tool(name: str | None = None) -> Callable[[Callable[..., Any]], Any]:
+        """Registers a tool answering as data (:func:`_answers_as_data`) within the time limit."""
+        return lambda fn: server.tool(name=name)(_bounded(seconds, name or fn.__name__, _answers_as_data(fn)))
+
+    @tool()
     def scan_model(model: str) -> dict[str, Any]:
         """Scan one model (registered name: its production versions; name/version; or URN): findings, score, tier."""
         return _scan(model, config_path).to_json()
 
-    @server.tool()
-    @_answers_as_data
+    @tool()
     def blast_radius() -> list[dict[str, Any]]:
         """Datasets at risk across the estate, ranked by the production models and live deployments they endanger."""
         return _scan(None, config_path).to_json()["blast_radius"]
 
-    @server.tool()
-    @_answers_as_data
+    @tool()
     def blind_window(target: str | None = None) -> dict[str, Any]:
         """When the data behind a failing test (or dataset) was bad, which model versions trained on it, where to
         roll back; without a target, every root cause."""
@@ -118,8 +200,7 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
         with _graph() as (_, graph):
             return blind_window_report(graph, config, lc, target, clock_ms()).to_json()
 
-    @server.tool()
-    @_answers_as_data
+    @tool()
     def retrain_gate(model: str) -> dict[str, Any]:
         """GO / NO-GO / UNVERIFIED for retraining a model, with every named check and what it saw."""
         loaded = load(config_path)
@@ -128,8 +209,7 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
             measure = gate_measure(settings, lc, ic)
             return judge_retrain(graph, settings, config, lc, model, clock_ms(), measure).to_json()
 
-    @server.tool(name="impact_test")
-    @_answers_as_data
+    @tool(name="impact_test")
     def impact(dataset: str, column: str, mutation: str, fraction: float | None = None) -> dict[str, Any]:
         """Replay a change of one column (mutation OP[:ARG]) on every production model it reaches: PASS/WARN/BLOCK."""
         loaded = load(config_path)
@@ -139,8 +219,7 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
                                  MlflowModels(settings.mlflow_uri, ic), clock_ms())
             return report.to_json()
 
-    @server.tool()
-    @_answers_as_data
+    @tool()
     def explain_finding(model: str, detector: str, subject: str | None = None) -> list[dict[str, Any]]:
         """A model's findings of one detector (on one subject, when given), each narrated: what, why it matters
         for which deployments, whom to call, what to do."""
@@ -152,8 +231,7 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
             if f.detector == detector and (subject is None or f.about(m.closure, subject))
         ]
 
-    @server.tool(name="list_incidents")
-    @_answers_as_data
+    @tool(name="list_incidents")
     def incidents() -> dict[str, Any]:
         """The data incidents Recall's ledger holds for this graph, open ones first."""
         settings = Settings.from_env()
