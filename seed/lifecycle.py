@@ -241,8 +241,8 @@ def train_and_deploy(
     settings: Settings, registry: FeatureRegistry, state: EstateState, progress: Progress,
     models: tuple[str, ...] | None = None, redeploy: bool = True, promote: bool = True,
 ) -> dict[str, int]:
-    """Train each model through the demo location's training assets in one Dagster run (dagster-mlflow ties
-    every MLflow run to it), moving its alias unless ``promote`` is off; deployments pick up the aliased
+    """Train each model through the demo location's training assets in one Dagster run (each MLflow run is
+    tagged with it), moving its alias unless ``promote`` is off; deployments pick up the aliased
     version. The estate's own history is made here, so the retrain gate is not asked: a scenario trains on
     bad data as a team without Recall did."""
     from ml_models.tracking import promote_version

@@ -22,8 +22,6 @@ from dagster import (
     in_process_executor,
 )
 
-from dagster_mlflow import end_mlflow_on_run_finished
-
 from ml_models.registry import load_registry
 from recall_dagster.defs import RecallResource, metric_gate, recall_definitions, retrain_gate
 from recall_dagster.settings import Settings
@@ -32,7 +30,7 @@ from seed.dagster.feast import GROUP as FEAST_GROUP
 from seed.dagster.feast import feast_assets
 from seed.dagster.ingest import INGEST_KEY, datahub_metadata_asset
 from seed.dagster.training import GROUP as TRAINING_GROUP
-from seed.dagster.training import mlflow_resource, promotion_asset, training_asset, training_key
+from seed.dagster.training import promotion_asset, training_asset, training_key
 from seed.dagster.warehouse import GROUP as WAREHOUSE_GROUP
 from seed.dagster.warehouse import dbt_cli, dbt_project, raw_layer, warehouse_dbt_assets
 
@@ -60,7 +58,6 @@ def build_definitions(settings: Settings | None = None, with_recall: bool = Fals
     retrain = define_asset_job(
         "retrain_models", AssetSelection.groups(TRAINING_GROUP) | AssetSelection.assets(INGEST_KEY),
         description="Retrain every model behind Recall's gate, promote what passes its metric gate, then ingest.",
-        hooks={end_mlflow_on_run_finished},
     )
     demo = Definitions(
         assets=[raw_layer, dbt, feast, *gated, *promotions, datahub_metadata_asset([*promotions, feast])],
@@ -70,7 +67,7 @@ def build_definitions(settings: Settings | None = None, with_recall: bool = Fals
             name="daily_dbt_build", job=dbt_build, cron_schedule="0 5 * * *", execution_timezone="UTC"
         )],
         sensors=[location_datahub_sensor(estate, registry, dbt, feast)],
-        resources={"recall": resource, "dbt": dbt_cli(), "mlflow": mlflow_resource(estate)},
+        resources={"recall": resource, "dbt": dbt_cli()},
         executor=in_process_executor,
     )
     if not with_recall:

@@ -11,21 +11,18 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from dagster import DagsterInstance, Definitions, build_sensor_context, define_asset_job
-from dagster_mlflow import end_mlflow_on_run_finished
-from mlflow import MlflowClient
 
 from ml_models.registry import load_registry
-from ml_models.tracking import ensure_experiment
 from recall_dagster.cli.dagster_cmd import dagster_home
 from recall_dagster.defs import RecallResource
 from recall_dagster.settings import Settings
 from seed.dagster.datahub_sensor import SENSOR, location_datahub_sensor
 from seed.dagster.feast import feast_assets
-from seed.dagster.training import MLFLOW_EXPERIMENT, mlflow_resource, training_asset, training_key
+from seed.dagster.training import training_asset, training_key
 from seed.dagster.warehouse import dbt_project, warehouse_dbt_assets
 
 
-JOB = "estate_training"  # the Dagster job, and the name of the MLflow run dagster-mlflow opens for it
+JOB = "estate_training"  # the Dagster job
 
 
 @dataclass(frozen=True)
@@ -43,11 +40,10 @@ def train_in_dagster(settings: Settings, models: tuple[str, ...]) -> TrainingRun
     home = dagster_home(settings)
     defs = Definitions(
         assets=[training_asset(spec, registry, dbt) for spec in specs],
-        jobs=[define_asset_job(JOB, hooks={end_mlflow_on_run_finished})],
+        jobs=[define_asset_job(JOB)],
         sensors=[location_datahub_sensor(settings, registry, dbt, feast_assets(registry, dbt))],
-        resources={"recall": RecallResource.from_settings(settings), "mlflow": mlflow_resource(settings)},
+        resources={"recall": RecallResource.from_settings(settings)},
     )
-    ensure_experiment(MlflowClient(settings.mlflow_uri), MLFLOW_EXPERIMENT, settings.mlflow_uri)
     with DagsterInstance.from_config(str(home)) as instance:
         before = _tick(defs, instance, None)
         result = defs.resolve_job_def(JOB).execute_in_process(instance=instance)

@@ -6,56 +6,28 @@ in front of it and :func:`recall_dagster.defs.metric_gate` a blocking check on
 it, so a regressed candidate is never promoted, through the public API, as for
 any team.
 
-MLflow is reached through dagster-mlflow's resource, as a Dagster team
-would: it opens one MLflow run per Dagster run (in the ``demo_estate``
-experiment, tagged ``dagster_run_id``) and the hook ends it with the job. Each
-model is still trained in a run of its own, in its own experiment, so that a
-version's run holds only what trained it; that run is a child of the Dagster
-run's (``mlflow.parentRunId``) and carries the same ``dagster_run_id``, which
-Recall reads to name the Dagster run behind every version.
+Each model is trained in an MLflow run of its own, in its own experiment, so
+that a version's run holds only what trained it. The asset tags that run with
+its Dagster run (``dagster_run_id``, the tag dagster-mlflow's resource writes
+for teams that train through it) and its asset key: Recall reads the tag to name
+the Dagster run behind every version.
 """
 
-from typing import Any, Iterator
+from typing import Any
 
-from dagster import (
-    AssetExecutionContext,
-    AssetKey,
-    AssetsDefinition,
-    InitResourceContext,
-    MaterializeResult,
-    ResourceDefinition,
-    asset,
-)
+from dagster import AssetExecutionContext, AssetKey, AssetsDefinition, MaterializeResult, asset
 from dagster_dbt import get_asset_key_for_model
-from dagster_mlflow import mlflow_tracking
-from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
 from ml_models.query import build_training_query
 from ml_models.registry import FeatureRegistry, ModelSpec
 from recall_dagster.defs import RecallResource
 from recall_dagster.run_tags import DAGSTER_RUN_TAG
-from recall_dagster.settings import Settings
-from ml_models.tracking import mlflow_process_state, promote_version
+from ml_models.tracking import promote_version
 from seed.injuries import training_registry
 from seed.lifecycle import EstateState, train_models
 
 GROUP = "training"
-MLFLOW_EXPERIMENT = "demo_estate"  # where dagster-mlflow keeps the run of each Dagster run
 ASSET_TAG = "dagster_asset_key"
-
-
-def mlflow_resource(settings: Settings) -> ResourceDefinition:
-    """dagster-mlflow's resource on the estate's tracking store, which leaves the process's MLflow settings as it
-    found them when the run ends: an in-process run (``seed build``, a test) would otherwise point every later
-    MLflow client of that process, and ``Settings.from_env``, at this estate's store."""
-    restoring = ResourceDefinition(resource_fn=_restoring_mlflow_tracking, config_schema=mlflow_tracking.config_schema,
-                                   description=mlflow_tracking.description)
-    return restoring.configured({"experiment_name": MLFLOW_EXPERIMENT, "mlflow_tracking_uri": settings.mlflow_uri})
-
-
-def _restoring_mlflow_tracking(context: InitResourceContext) -> Iterator[Any]:
-    with mlflow_process_state():
-        yield from mlflow_tracking.resource_fn(context)
 
 
 def training_key(spec: ModelSpec) -> AssetKey:
@@ -78,14 +50,10 @@ def training_asset(spec: ModelSpec, registry: FeatureRegistry, dbt: AssetsDefini
         description=spec.description,
         kinds={"feast", "mlflow", "scikitlearn"},
         metadata={"registered_name": spec.registered_name, "alias": spec.alias},
-        required_resource_keys={"recall", "mlflow"},
+        required_resource_keys={"recall"},
     )
     def train(context: AssetExecutionContext) -> MaterializeResult:
-        tags = {
-            DAGSTER_RUN_TAG: context.run.run_id,
-            ASSET_TAG: context.asset_key.to_user_string(),
-            MLFLOW_PARENT_RUN_ID: context.resources.mlflow.active_run().info.run_id,
-        }
+        tags = {DAGSTER_RUN_TAG: context.run.run_id, ASSET_TAG: context.asset_key.to_user_string()}
         return MaterializeResult(metadata=_train(context.resources.recall, spec, tags))
 
     return train
