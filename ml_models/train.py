@@ -11,8 +11,10 @@ reruns it when a run logged no evaluation rows).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
+import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -90,10 +92,12 @@ def train_model(
         source = log_sklearn_model(client, run_id, fitted.pipeline, fitted.train_features.head(5))
         log_evaluation(client, run_id, fitted.test_features, fitted.test_label)
     except BaseException:
-        client.set_terminated(run_id, RunStatus.to_string(RunStatus.FAILED))
+        with _links_aside():
+            client.set_terminated(run_id, RunStatus.to_string(RunStatus.FAILED))
         raise
     end_ms = now_ms + int((time.monotonic() - started) * 1000) if now_ms is not None else None
-    client.set_terminated(run_id, RunStatus.to_string(RunStatus.FINISHED), end_time=end_ms)
+    with _links_aside():
+        client.set_terminated(run_id, RunStatus.to_string(RunStatus.FINISHED), end_time=end_ms)
     version = register_version(
         client,
         model,
@@ -125,6 +129,12 @@ def evaluate_model(
     ``before``: only rows loaded before that instant (a retrain on the window before a failure)."""
     rows = training_rows(model, registry, read_sql, _instant(None), before)
     return fit_and_evaluate(prepare(rows.served, model), model).metrics
+
+
+def _links_aside() -> contextlib.AbstractContextManager:
+    """MLflow prints a run's links to stdout when a tracking server ends it; they go to stderr, so a caller's own
+    output (``--json``) stays clean."""
+    return contextlib.redirect_stdout(sys.stderr)
 
 
 def _instant(now_ms: int | None) -> datetime:

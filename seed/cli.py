@@ -44,7 +44,7 @@ def build_command(scale: float | None) -> None:
 
 @estate.command("reset")
 def reset_command() -> None:
-    """Stop the embedded warehouse and empty RECALL_HOME."""
+    """Stop the embedded warehouse and the MLflow tracking server, and empty RECALL_HOME."""
     lifecycle.reset(Settings.from_env(), Progress())
 
 

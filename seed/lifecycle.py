@@ -1,8 +1,9 @@
 """The demo estate's lifecycle: build it from nothing, break it, heal it, reset it.
 
-Each step runs on the system it belongs to (Postgres, dbt, MLflow, Feast,
-DataHub's ingestion) and skips what already exists, so a second ``build`` reuses the
-warehouse, the data and the registered models and only refreshes metadata.
+Each step runs on the system it belongs to (Postgres, dbt, MLflow through its
+tracking server, Feast, DataHub's ingestion) and skips what already exists, so a
+second ``build`` reuses the warehouse, the data and the registered models and only
+refreshes metadata.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from seed.stack.dbt import (
 )
 from seed.stack.feast import feast_repo, serve_features
 from seed.stack.profiles import profile_mcps
+from seed.stack.tracking import ensure_tracking_server, stop_tracking_server
 from seed.stack.warehouse import Warehouse, ensure_warehouse, stop_warehouse
 from seed import injuries
 from seed.generate import load_raw
@@ -78,9 +80,12 @@ def build(settings: Settings, progress: Progress, scale: float | None = None) ->
     state = EstateState(settings)
     registry = load_registry()
     summary = EstateSummary()
+    tracking = ensure_tracking_server(settings, wait=False)  # it readies its store while the warehouse loads
     with progress.step("warehouse (embedded PostgreSQL 16, or RECALL_WAREHOUSE_URL)"):
         warehouse = ensure_warehouse(settings)
         progress.note(warehouse.where)
+        progress.note(f"MLflow tracking server {tracking}"
+                      + ("" if settings.mlflow_tracking_uri else f" over {settings.mlflow_uri}"))
     if "anchor" not in state.data:
         with progress.step("raw layer: deterministic load"):
             summary.raw_rows = load_raw_layer(state, warehouse, scale)
@@ -117,6 +122,7 @@ def break_estate(settings: Settings, progress: Progress, scenario: str = "injuri
         return _summary(settings)
     if scenario not in SCENARIOS:
         raise StackError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
+    ensure_tracking_server(settings, wait=False)  # running since the build, or started again meanwhile
     warehouse = ensure_warehouse(settings)
     if scenario == "bad_load":
         with progress.step("warehouse: the device vendor reloads its recent rows in percent"):
@@ -167,6 +173,7 @@ def heal(settings: Settings, progress: Progress) -> EstateSummary:
     if not state.data.get("broken"):
         progress.note("the estate is healthy")
         return _summary(settings)
+    ensure_tracking_server(settings, wait=False)
     warehouse = ensure_warehouse(settings)
     registry = load_registry()
     if state.data.get("scenario") in ("regression", "ambiguous", "bad_load"):
@@ -252,7 +259,7 @@ def train_and_deploy(
     names = tuple(s.name for s in registry.models if models is None or s.name in models)
     with progress.step(f"train {', '.join(names)} in Dagster → MLflow"):
         run = train_in_dagster(settings, names)
-        client = mlflow_client(settings.mlflow_uri, ALIAS_READ_LIMITS)
+        client = mlflow_client(ensure_tracking_server(settings), ALIAS_READ_LIMITS)
         for spec in registry.models:
             if spec.name not in run.versions:
                 continue
@@ -273,18 +280,19 @@ def train_and_deploy(
 def train_models(
     settings: Settings, registry: FeatureRegistry, models: tuple[str, ...], tags: Mapping[str, str],
 ) -> dict[str, int]:
-    """Train and register each model in MLflow as a candidate, its run carrying ``tags`` (the Dagster run's):
-    what a training asset does."""
+    """Train and register each model in MLflow (through the tracking server) as a candidate, its run carrying
+    ``tags`` (the Dagster run's): what a training asset does."""
     from ml_models.train import train_model
 
     trained: dict[str, int] = {}
+    tracking = ensure_tracking_server(settings)
     with sql_connection(ensure_warehouse(settings).url) as conn:
         def read_sql(query: str) -> pd.DataFrame:
             return pd.read_sql(sqlalchemy.text(query), conn)
 
         for spec in registry.models:
             if spec.name in models:
-                record = train_model(spec, registry, read_sql, settings.mlflow_uri, promote=False, tags=tags)
+                record = train_model(spec, registry, read_sql, tracking, promote=False, tags=tags)
                 trained[spec.name] = record.version
     return trained
 
@@ -338,8 +346,9 @@ def entity_counts(settings: Settings) -> dict[str, int]:
 
 
 def reset(settings: Settings, progress: Progress) -> None:
-    """Stop the embedded warehouse and remove RECALL_HOME entirely."""
+    """Stop the embedded warehouse and the MLflow tracking server, and remove RECALL_HOME entirely."""
     with progress.step(f"reset {settings.home}"):
+        stop_tracking_server(settings)
         stop_warehouse(settings)
         if settings.home.exists():
             shutil.rmtree(settings.home)

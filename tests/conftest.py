@@ -143,8 +143,8 @@ def built_estate(home: Path, scale: float = 0.05) -> Iterator["Settings"]:
     from seed import lifecycle
 
     settings = Settings.under(home)
-    lifecycle.build(settings, Progress(quiet=True), scale=scale)
     try:
+        lifecycle.build(settings, Progress(quiet=True), scale=scale)
         yield settings
     finally:
         lifecycle.reset(settings, Progress(quiet=True))

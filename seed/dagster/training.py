@@ -23,6 +23,9 @@ from ml_models.registry import FeatureRegistry, ModelSpec
 from recall_dagster.defs import RecallResource
 from recall_dagster.run_tags import DAGSTER_RUN_TAG
 from ml_models.tracking import promote_version
+from recall_dagster.graph import ALIAS_READ_LIMITS
+from recall_dagster.registry import mlflow_client
+from seed.stack.tracking import ensure_tracking_server
 from seed.injuries import training_registry
 from seed.lifecycle import EstateState, train_models
 
@@ -65,7 +68,7 @@ def promotion_asset(spec: ModelSpec) -> AssetsDefinition:
     @asset(key=promotion_key(spec), deps=[training_key(spec)], group_name=GROUP, kinds={"mlflow"},
            description=f"Moves {spec.registered_name}'s {spec.alias} alias to the version just trained.")
     def promote(recall: RecallResource) -> MaterializeResult:
-        client = recall.mlflow_client()
+        client = mlflow_client(ensure_tracking_server(recall.settings()), ALIAS_READ_LIMITS)
         version = max(int(v.version) for v in client.search_model_versions(f"name = '{spec.registered_name}'"))
         promote_version(client, spec, version)
         state = EstateState(recall.settings())

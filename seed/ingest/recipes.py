@@ -31,8 +31,9 @@ def dbt_recipe(settings: Settings, target_dir: Path, run_results: list[Path]) ->
     return recipes.dbt_recipe(target_dir, "postgres", sink_config(settings), run_results)
 
 
-def mlflow_recipe(settings: Settings) -> dict[str, Any]:
-    return recipes.mlflow_recipe(settings.mlflow_uri, sink_config(settings))
+def mlflow_recipe(settings: Settings, tracking_uri: str) -> dict[str, Any]:
+    """The official mlflow source over the estate's tracking server, as a team points it at theirs."""
+    return recipes.mlflow_recipe(tracking_uri, sink_config(settings))
 
 
 def feast_recipe(settings: Settings, repo: Path, registry: FeatureRegistry) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from seed.ingest.mlflow_state import VersionState, read_mlflow_state
 from seed.ingest.recipes import dbt_recipe, feast_recipe, mlflow_recipe, run_recipe
 from recall_dagster.settings import Settings
 from seed.stack.dbt import DbtArtifacts
+from seed.stack.tracking import ensure_tracking_server
 
 
 @dataclass(frozen=True)
@@ -37,11 +38,12 @@ def ingest_all(
     feast_repo: Path,
 ) -> IngestSummary:
     """Run the dbt, mlflow and feast recipes, then write the enrichment through the graph port."""
+    tracking = ensure_tracking_server(settings)
     written = run_recipe(settings, "dbt", dbt_recipe(settings, artifacts.manifest.parent, [artifacts.run_results]))
-    written += run_recipe(settings, "mlflow", mlflow_recipe(settings))
+    written += run_recipe(settings, "mlflow", mlflow_recipe(settings, tracking))
     if (feast_repo / "feature_store.yaml").exists():  # a Dagster dbt step may ingest before Feast first serves
         written += run_recipe(settings, "feast", feast_recipe(settings, feast_repo, registry))
-    versions = read_mlflow_state(settings.mlflow_uri, [spec.registered_name for spec in registry.models])
+    versions = read_mlflow_state(tracking, [spec.registered_name for spec in registry.models])
     graph = open_graph(settings)
     try:
         urns = [enrich.model_version_urn(registry, v.registered_name, v.version) for v in versions]
