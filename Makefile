@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test test-slow test-envs install dagster docs clean
 
 # uv installs when it can, pip when it cannot (RECALL_INSTALLER=pip|uv forces one); constraints.txt pins both.
-$(STAMP): pyproject.toml constraints.txt scripts/install_venv.py
+$(STAMP): pyproject.toml constraints.txt constraints-ingest.txt scripts/install_venv.py
 	$(PYTHON) scripts/install_venv.py $(VENV)
 	@touch $(STAMP)
 

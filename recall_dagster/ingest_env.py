@@ -188,9 +188,10 @@ def _link_recall(env: IngestEnv) -> None:
         (site / "recall-sink.pth").write_text(f"{folder}\n", encoding="utf-8")
 
 
-def ingest(env: IngestEnv, recipe: Path, run: Run = _run) -> None:
-    """``datahub ingest -c RECIPE`` in the environment, its progress on this terminal."""
-    _must(run, [str(env.datahub), "ingest", "-c", str(recipe)], f"datahub ingest -c {recipe}")
+def ingest(env: IngestEnv, recipe: Path, run: Run = _run, options: Sequence[str] = ()) -> None:
+    """``datahub ingest -c RECIPE [OPTIONS]`` in the environment, its progress on this terminal (or where
+    ``run`` puts it)."""
+    _must(run, [str(env.datahub), "ingest", "-c", str(recipe), *options], f"datahub ingest -c {recipe}")
 
 
 def _must(run: Run, command: Sequence[str], what: str) -> None:

@@ -8,12 +8,19 @@ its files and PIP_* variables) are passed to uv as its own flags. ``constraints.
 of versions for both installers. If installing uv, or installing with it, fails, pip installs instead and
 one line says so. RECALL_INSTALLER=pip or =uv forces one installer (with no fallback).
 
+The demo's DataHub ingestion runs in an environment of its own (``recall ingest``'s, see
+``recall_dagster/ingest_env.py``): its sources pin what the demo's stack has moved past. It is made here too,
+beside the project's, at ``.venv/ingest/acryl-datahub-<version>``, by the same installer from its own lock,
+``constraints-ingest.txt``, and recorded as ``recall ingest`` records what it installed, so the demo's first
+ingestion finds it ready.
+
 Run by the Makefile's stamp target: ``python3.11 scripts/install_venv.py .venv``.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import os
 import subprocess
 import sys
@@ -22,6 +29,9 @@ from typing import Callable, Mapping, Sequence
 
 UV = "uv==0.13.9"  # the bootstrap installer's own pin; the project's versions live in constraints.txt
 PROJECT = ("-c", "constraints.txt", "-e", ".[dev,demo]")
+INGEST_LOCK = "constraints-ingest.txt"  # the ingestion environment's lock, apart from the project's
+INGEST_EXTRAS = ("dbt", "feast", "mlflow")  # DataHub's sources the demo runs (seed/ingest/recipes.py)
+INGEST_RECORD = "recall-installed.json"  # what recall ingest reads to know what an environment holds
 INSTALLERS = ("uv", "pip")
 # pip's sections that apply to `pip install`, lowest precedence first; PIP_* variables show as ":env:".
 SECTIONS = ("global", "install", ":env:")
@@ -90,32 +100,58 @@ def _truthy(value: str) -> bool:
 
 
 def install(venv: Path, environ: Mapping[str, str], run: Run, config_list: Callable[[], str],
-            say: Callable[[str], None]) -> str:
-    """Install the project into ``venv`` with the first installer that succeeds; returns its name."""
+            say: Callable[[str], None], lock: str | None = None) -> str:
+    """Install the project into ``venv``, then the ingestion environment beside it when ``lock`` (the text of
+    ``constraints-ingest.txt``) is given, with the first installer that succeeds; returns its name."""
     chosen = installers(environ)
     for name, instead in zip(chosen, chosen[1:]):
         try:
-            _install_with(name, venv, environ, run, config_list)
+            _install_with(name, venv, environ, run, config_list, lock)
             return name
         except InstallError as err:
             say(f"install_venv: {name} failed ({err}); installing with {instead} instead")
-    _install_with(chosen[-1], venv, environ, run, config_list)
+    _install_with(chosen[-1], venv, environ, run, config_list, lock)
     return chosen[-1]
 
 
-def _install_with(name: str, venv: Path, environ: Mapping[str, str], run: Run, config_list: Callable[[], str]) -> None:
+def ingestion_env(venv: Path, lock: str) -> Path:
+    """Where ``recall ingest``'s code looks for the environment of the acryl-datahub the lock pins, when its
+    root is ``venv/ingest`` (``IngestEnv.path``)."""
+    pins = [line.partition("==")[2].strip() for line in lock.splitlines() if line.startswith("acryl-datahub==")]
+    if len(pins) != 1:
+        raise InstallError(f"{INGEST_LOCK} pins no acryl-datahub version (one `acryl-datahub==` line)")
+    return venv / "ingest" / f"acryl-datahub-{pins[0]}"
+
+
+def _install_with(name: str, venv: Path, environ: Mapping[str, str], run: Run, config_list: Callable[[], str],
+                  lock: str | None) -> None:
     python = str(venv / "bin" / "python")
+    ingest = ingestion_env(venv, lock) if lock is not None else None
+    requirement = ("-c", INGEST_LOCK, f"acryl-datahub[{','.join(INGEST_EXTRAS)}]=={ingest.name.rpartition('-')[2]}"
+                   ) if ingest else ()
+    if ingest and not (ingest / "bin" / "python").exists():
+        run([sys.executable, "-m", "venv", str(ingest)], environ)
     if name == "pip":
         run([python, "-m", "pip", "install", "-q", "--upgrade", "pip"], environ)
         run([python, "-m", "pip", "install", "-q", *PROJECT], environ)
-        return
-    home = venv / ".uv"
-    if not (home / f"{UV.replace('==', '-')}.dist-info").exists():  # missing, or another pin's uv
-        # -qq: pip warns of every file:// index that has no uv folder; an error still shows
-        run([python, "-m", "pip", "install", "-qq", "--only-binary", ":all:", "--upgrade", "--target", str(home), UV],
-            environ)
-    flags, env = uv_index(pip_settings(config_list()))
-    run([str(home / "bin" / "uv"), "pip", "install", "-q", "--python", python, *flags, *PROJECT], {**environ, **env})
+        if ingest:
+            run([str(ingest / "bin" / "python"), "-m", "pip", "install", "-q", *requirement], environ)
+    else:
+        home = venv / ".uv"
+        if not (home / f"{UV.replace('==', '-')}.dist-info").exists():  # missing, or another pin's uv
+            # -qq: pip warns of every file:// index that has no uv folder; an error still shows
+            run([python, "-m", "pip", "install", "-qq", "--only-binary", ":all:", "--upgrade", "--target", str(home),
+                 UV], environ)
+        flags, env = uv_index(pip_settings(config_list()))
+        uv = str(home / "bin" / "uv")
+        run([uv, "pip", "install", "-q", "--python", python, *flags, *PROJECT], {**environ, **env})
+        if ingest:
+            run([uv, "pip", "install", "-q", "--python", str(ingest / "bin" / "python"), *flags, *requirement],
+                {**environ, **env})
+    if ingest:
+        ingest.mkdir(parents=True, exist_ok=True)
+        (ingest / INGEST_RECORD).write_text(json.dumps({"extras": sorted(INGEST_EXTRAS), "packages": []}),
+                                            encoding="utf-8")
 
 
 def _run(command: Sequence[str], environ: Mapping[str, str]) -> None:
@@ -135,8 +171,10 @@ def main(argv: Sequence[str]) -> int:
         return subprocess.run([python, "-m", "pip", "config", "list"], capture_output=True, text=True,
                               check=False).stdout
 
+    lock = Path(INGEST_LOCK)
     try:
-        install(venv, os.environ, _run, config_list, lambda line: print(line, file=sys.stderr))
+        install(venv, os.environ, _run, config_list, lambda line: print(line, file=sys.stderr),
+                lock.read_text(encoding="utf-8") if lock.exists() else None)
     except InstallError as err:
         print(f"install_venv: {err}", file=sys.stderr)
         return 1

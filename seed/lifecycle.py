@@ -328,9 +328,11 @@ def publish(
 def ingest(
     settings: Settings, registry: FeatureRegistry, state: EstateState, progress: Progress
 ) -> list[tuple[str, int, tuple[str, ...]]]:
-    """DataHub's dbt, mlflow and feast sources over the estate as it stands, then the enrichment."""
-    with progress.step("DataHub ingestion: dbt, mlflow and feast sources, then enrichment"):
-        result = ingest_all(settings, registry, dbt_artifacts(settings), state.deployed, feast_repo(settings))
+    """DataHub's dbt, mlflow and feast sources over the estate as it stands (in their own environment, as
+    ``recall ingest`` runs them), then the enrichment."""
+    with progress.step("DataHub ingestion: dbt, mlflow and feast sources (their own environment), then enrichment"):
+        result = ingest_all(settings, registry, dbt_artifacts(settings), state.deployed, feast_repo(settings),
+                            progress.note)
         progress.note(f"{result.source_records} records from sources, {result.enrichment_records} enrichment")
     held = read_registry(settings.mlflow_uri, ALIAS_READ_LIMITS)
     aliases = held.aliases if held else {}

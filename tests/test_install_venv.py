@@ -112,3 +112,53 @@ def test_a_uv_already_bootstrapped_is_reused_and_another_pins_uv_is_replaced(tmp
     machine.install({}, venv)
     bootstrap = machine.by("uv")[0]
     assert "--upgrade" in bootstrap and bootstrap[-1] == "uv==0.13.9", "a bumped pin takes effect in an old .venv"
+
+
+LOCK = "acryl-datahub==1.7.0.17\nfeast==0.47.0\n"
+
+
+def test_the_ingestion_environment_is_made_beside_the_project_from_its_own_lock(tmp_path: Path) -> None:
+    venv = tmp_path / ".venv"
+    machine = Machine()
+    assert install(venv, {}, machine.run, lambda: MACHINE, machine.said.append, LOCK) == "uv"
+    ingest = venv / "ingest" / "acryl-datahub-1.7.0.17"
+    made, *_ = [c for c in machine.commands if c[1:3] == ["-m", "venv"]]
+    assert made[-1] == str(ingest)
+    *_, project, sources = machine.by("uv")
+    assert project[-4:] == ["-c", "constraints.txt", "-e", ".[dev,demo]"]
+    assert sources[sources.index("--python") + 1] == str(ingest / "bin" / "python")
+    assert sources[-3:] == ["-c", "constraints-ingest.txt", "acryl-datahub[dbt,feast,mlflow]==1.7.0.17"]
+    assert "--find-links" in sources, "the same indexes as the project's"
+
+
+def test_the_ingestion_environment_is_recorded_as_recall_ingest_reads_it(tmp_path: Path) -> None:
+    from recall_dagster.ingest_env import IngestEnv
+
+    venv = tmp_path / ".venv"
+    machine = Machine()
+    install(venv, {}, machine.run, lambda: MACHINE, machine.said.append, LOCK)
+    env = IngestEnv(venv / "ingest", "1.7.0.17")
+    assert env.installed() == ({"dbt", "feast", "mlflow"}, set()), "the demo's first ingestion installs nothing"
+
+
+def test_pip_makes_the_ingestion_environment_when_uv_cannot(tmp_path: Path) -> None:
+    venv = tmp_path / ".venv"
+    machine = Machine("uv")
+    assert install(venv, {}, machine.run, lambda: MACHINE, machine.said.append, LOCK) == "pip"
+    sources = machine.by("pip")[-1]
+    assert sources[0] == str(venv / "ingest" / "acryl-datahub-1.7.0.17" / "bin" / "python")
+    assert sources[-3:] == ["-c", "constraints-ingest.txt", "acryl-datahub[dbt,feast,mlflow]==1.7.0.17"]
+
+
+def test_a_lock_without_one_acryl_datahub_pin_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InstallError, match="pins no acryl-datahub"):
+        install(tmp_path / ".venv", {}, Machine().run, lambda: MACHINE, print, "feast==0.47.0\n")
+
+
+def test_both_locks_pin_the_acryl_datahub_recall_reads_with() -> None:
+    """The seed looks for the environment of the acryl-datahub installed beside Recall (seed/ingest/recipes.py):
+    the two locks must agree on it, or the demo's first ingestion makes another with pip."""
+    root = Path(__file__).resolve().parent.parent
+    pins = [{line for line in (root / lock).read_text().splitlines() if line.startswith("acryl-datahub==")}
+            for lock in ("constraints.txt", "constraints-ingest.txt")]
+    assert pins[0] == pins[1] and len(pins[0]) == 1, pins

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 import pyarrow.parquet as pq
 
@@ -17,7 +17,7 @@ from ml_models.registry import FeatureRegistry
 from recall_dagster.graph import open_graph
 from seed.ingest import enrich
 from seed.ingest.mlflow_state import VersionState, read_mlflow_state
-from seed.ingest.recipes import dbt_recipe, feast_recipe, mlflow_recipe, run_recipe
+from seed.ingest.recipes import dbt_recipe, feast_recipe, mlflow_recipe, run_recipes
 from recall_dagster.settings import Settings
 from seed.stack.dbt import DbtArtifacts
 from seed.stack.tracking import ensure_tracking_server
@@ -36,13 +36,16 @@ def ingest_all(
     artifacts: DbtArtifacts,
     deployed: Mapping[str, int],
     feast_repo: Path,
+    say: Callable[[str], None] = lambda line: None,
 ) -> IngestSummary:
-    """Run the dbt, mlflow and feast recipes, then write the enrichment through the graph port."""
+    """Run the dbt, mlflow (over the tracking server) and feast recipes in DataHub's ingestion environment, then
+    write the enrichment through the graph port."""
     tracking = ensure_tracking_server(settings)
-    written = run_recipe(settings, "dbt", dbt_recipe(settings, artifacts.manifest.parent, [artifacts.run_results]))
-    written += run_recipe(settings, "mlflow", mlflow_recipe(settings, tracking))
+    recipes = [("dbt", dbt_recipe(settings, artifacts.manifest.parent, [artifacts.run_results])),
+               ("mlflow", mlflow_recipe(settings, tracking))]
     if (feast_repo / "feature_store.yaml").exists():  # a Dagster dbt step may ingest before Feast first serves
-        written += run_recipe(settings, "feast", feast_recipe(settings, feast_repo, registry))
+        recipes.append(("feast", feast_recipe(settings, feast_repo, registry)))
+    written = run_recipes(settings, recipes, say)
     versions = read_mlflow_state(tracking, [spec.registered_name for spec in registry.models])
     graph = open_graph(settings)
     try:
