@@ -1,5 +1,8 @@
 # Two entry points for a fresh machine: `make demo` and `make test`; CI also runs `make test-slow`.
-PYTHON ?= python3.11
+# The demo's lock, constraints.txt, is made for 3.12 (envs/demo.in), the newest Python its whole stack supports:
+# pyenv's build of 3.12 where pyenv has one (its shim answers only for the versions pyenv has selected), else PATH's.
+PYENV_ROOT ?= $(HOME)/.pyenv
+PYTHON ?= $(or $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/3.12.*/bin/python3.12))),python3.12)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed

@@ -4,19 +4,16 @@ Each feature table is exported from the dbt marts to a parquet file (Feast's
 file offline store), applied to a Feast registry, and its newest rows are
 materialised into a SQLite online store under ``RECALL_HOME``. A small serving
 check then reads features back online, so the demo's serving path is what Feast
-actually serves. The export is also what DataHub's feast source describes: each
+actually serves. Feast itself runs in its own environment (:mod:`ml_models.feast_env`). The export is also what DataHub's feast source describes: each
 feature's source dataset is the file, and the feature's values are typed exactly
 as training fits on them (:func:`typed_feature`).
 
 Training reads the same views back point in time (:mod:`ml_models.historical`).
-Feast is imported lazily: reading the registry needs none of it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
-import sys
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -25,6 +22,7 @@ from typing import Any, Callable, Mapping
 import pandas as pd
 import yaml
 
+from ml_models.feast_env import run_feast
 from ml_models.fit import CATEGORICAL_TYPES, TrainingDataError
 from ml_models.query import loaded_before
 from ml_models.registry import Feature, FeatureRegistry, FeatureTable
@@ -187,83 +185,74 @@ def write_config(repo: Path) -> Path:
 
 
 def serve(repo: Path, registry: FeatureRegistry, read_sql: ReadSql, now: datetime) -> ServedRepository:
-    """Export, apply, materialise and read back every feature table of ``registry``; idempotent."""
+    """Export, apply, materialise and read back every feature table of ``registry``; idempotent. Feast does its
+    part in its own environment (:mod:`ml_models.feast_env`), in one job."""
     exports = export_views(repo, registry.feature_tables, registry, read_sql, now)
-    with feast_output():
-        store, removed = apply_views(repo, registry.feature_tables, exports)
-        checks = tuple(
-            _materialise_and_check(store, table, exports[table.name].frame) for table in registry.feature_tables
-        )
-    return ServedRepository(repo=repo, checks=checks, removed=removed)
+    windows = {table.name: _online_window(exports[table.name].frame) for table in registry.feature_tables}
+    samples = {table.name: _sample(table, exports[table.name].frame, *windows[table.name])
+               for table in registry.feature_tables}
+    answer = run_feast({
+        "repo": str(repo),
+        "views": view_specs(registry.feature_tables, exports),
+        "delete_others": True,
+        "materialize": [{"view": name, "start": start.isoformat(), "end": end.isoformat()}
+                        for name, (start, end) in windows.items()],
+        "online": [{"features": [feature_ref(table.name, f.name) for f in table.features],
+                    "entity_rows": [{k: row[k] for k in table.keys} for row in samples[table.name][1]]}
+                   for table in registry.feature_tables],
+    })
+    checks = tuple(
+        _check(table, exports[table.name].frame, *samples[table.name], served)
+        for table, served in zip(registry.feature_tables, answer["online"])
+    )
+    return ServedRepository(repo=repo, checks=checks, removed=tuple(answer["removed"]))
 
 
-def feast_output() -> contextlib.AbstractContextManager:
-    """Feast prints its progress to stdout; it goes to stderr so a caller's own output (``--json``) stays clean."""
-    return contextlib.redirect_stdout(sys.stderr)
+def view_specs(tables: tuple[FeatureTable, ...], exports: Mapping[str, Export]) -> list[dict[str, Any]]:
+    """The feature views Feast is to apply, one per table over its export, as :mod:`ml_models.feast_worker`
+    reads them: string entity keys, each feature a Float64 or a String as the export holds it."""
+    return [
+        {
+            "name": table.name,
+            "keys": list(table.keys),
+            "features": [{"name": f.name, "description": f.description,
+                          "dtype": "Float64" if exports[table.name].frame[f.name].dtype == "float64" else "String"}
+                         for f in table.features],
+            "source": source_path(table.name),
+            "timestamp_field": TIMESTAMP,
+            "description": table.description,
+            "owner": table.owners[0].id if table.owners else "",
+        }
+        for table in tables
+    ]
 
 
-def apply_views(
-    repo: Path, tables: tuple[FeatureTable, ...], exports: Mapping[str, Export]
-) -> tuple[Any, tuple[str, ...]]:
-    """``feast apply`` of the views over their exports, deleting the views ``tables`` no longer lists;
-    returns the repository's ``FeatureStore`` and the names of the views deleted."""
-    from feast import FeatureStore
-
-    store = FeatureStore(repo_path=str(repo))
-    wanted = {table.name for table in tables}
-    stale = [view for view in store.list_feature_views() if view.name not in wanted]
-    store.apply(_feast_objects(tables, exports), objects_to_delete=stale, partial=False)
-    return store, tuple(sorted(view.name for view in stale))
+def _online_window(frame: pd.DataFrame) -> tuple[datetime, datetime]:
+    """The newest day of the view, as Feast's materialisation window (which excludes its end)."""
+    end = frame[TIMESTAMP].max().to_pydatetime() + timedelta(seconds=1)
+    return end - ONLINE_WINDOW - timedelta(seconds=1), end
 
 
-def _feast_objects(tables: tuple[FeatureTable, ...], exports: Mapping[str, Export]) -> list[Any]:
-    from feast import Entity, FeatureView, Field, FileSource, ValueType
-    from feast.types import Float64, String
-
-    entities = {
-        key: Entity(name=key, join_keys=[key], value_type=ValueType.STRING) for table in tables for key in table.keys
-    }
-    views = []
-    for table in tables:
-        frame = exports[table.name].frame
-        schema = [
-            Field(name=f.name, dtype=Float64 if frame[f.name].dtype == "float64" else String,
-                  tags={"description": f.description})
-            for f in table.features
-        ]
-        views.append(FeatureView(
-            name=table.name,
-            entities=[entities[key] for key in table.keys],
-            schema=schema,
-            source=FileSource(name=f"{table.name}_export", path=source_path(table.name), timestamp_field=TIMESTAMP),
-            ttl=timedelta(0),  # no expiry: the online store keeps the newest row of each entity
-            online=True,
-            description=table.description,
-            owner=table.owners[0].id if table.owners else "",
-        ))
-    return [*entities.values(), *views]
-
-
-def _materialise_and_check(store: Any, table: FeatureTable, frame: pd.DataFrame) -> ServingCheck:
-    """Load the view's newest window online, then read a sample back and compare it with the export."""
-    end = frame[TIMESTAMP].max().to_pydatetime() + timedelta(seconds=1)  # Feast's window excludes its end
-    start = end - ONLINE_WINDOW - timedelta(seconds=1)
-    store.materialize(start_date=start, end_date=end, feature_views=[table.name])
+def _sample(table: FeatureTable, frame: pd.DataFrame, start: datetime, end: datetime
+            ) -> tuple[int, list[dict[str, Any]]]:
+    """Rows the online store holds after the window is loaded (the newest of each entity), and the first
+    ``SAMPLE_ROWS`` of them by key, which the serving check reads back."""
     window = frame[(frame[TIMESTAMP] >= start) & (frame[TIMESTAMP] < end)]
     latest = window.sort_values(TIMESTAMP).drop_duplicates(list(table.keys), keep="last")
-    sample = latest.sort_values(list(table.keys)).head(SAMPLE_ROWS).to_dict("records")
+    return len(latest), latest.sort_values(list(table.keys)).head(SAMPLE_ROWS).to_dict("records")
+
+
+def _check(table: FeatureTable, frame: pd.DataFrame, online_rows: int, sample: list[dict[str, Any]],
+           served: Mapping[str, list[Any]]) -> ServingCheck:
+    """The sample as Feast served it online, compared with the export."""
     names = [f.name for f in table.features]
-    served = store.get_online_features(
-        features=[feature_ref(table.name, n) for n in names],
-        entity_rows=[{k: row[k] for k in table.keys} for row in sample],
-    ).to_dict()
     mismatches = []
     for i, row in enumerate(sample):
         for name in names:
             if not _same(served[name][i], row[name]):
                 key = ",".join(str(row[k]) for k in table.keys)
                 mismatches.append(f"{key}: {name} served {served[name][i]!r}, exported {row[name]!r}")
-    return ServingCheck(table.name, len(frame), len(latest), len(sample), tuple(mismatches))
+    return ServingCheck(table.name, len(frame), online_rows, len(sample), tuple(mismatches))
 
 
 def _same(online: Any, exported: Any) -> bool:

@@ -19,11 +19,12 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import pandas as pd
 
-from ml_models.feature_store import TIMESTAMP, Export, apply_views, export_views, feast_output, feature_ref, utc_stamps
+from ml_models.feast_env import run_feast
+from ml_models.feature_store import TIMESTAMP, Export, export_views, feature_ref, utc_stamps, view_specs
 from ml_models.fit import TrainingDataError
 from ml_models.query import feature_column, key_column, label_query
 from ml_models.registry import FeatureRegistry, FeatureTable, ModelSpec
@@ -49,7 +50,8 @@ def training_rows(
     now: datetime,
     before: datetime | None = None,
 ) -> TrainingRows:
-    """Every labelled row of ``model`` with its features, read through Feast."""
+    """Every labelled row of ``model`` with its features, read through Feast (one job in Feast's environment:
+    :mod:`ml_models.feast_env`)."""
     labels = read_sql(label_query(model, registry, before)).reset_index(drop=True)
     views = {table.name: table for table in registry.feature_tables}
     tables = tuple(views[name] for name in model.feature_tables)
@@ -58,16 +60,22 @@ def training_rows(
         exports = export_views(repo, tables, registry, read_sql, now, before)
         read = labels.copy()
         served = labels.copy()
-        with feast_output():
-            store, _ = apply_views(repo, tables, exports)
-            for table in tables:
-                names = [f.name for f in model.features if f.feature_table == table.name]
-                rows = _entity_rows(table, labels, exports[table.name], now)
-                answers = _historical(store, table, names, rows)
-                raw = rows[[feature_column(n) for n in names]]
-                for name in names:
-                    read[feature_column(name)] = raw[feature_column(name)].to_numpy()
-                    served[feature_column(name)] = answers[name].to_numpy()
+        asks, rows = [], {}
+        for table in tables:
+            names = [f.name for f in model.features if f.feature_table == table.name]
+            rows[table.name] = _entity_rows(table, labels, exports[table.name], now)
+            entity = repo / f"entity.{table.name}.parquet"
+            _entity_frame(table, rows[table.name]).to_parquet(entity, index=False)
+            asks.append({"features": [feature_ref(table.name, n) for n in names], "entity_df": str(entity),
+                         "out": str(repo / f"answer.{table.name}.parquet")})
+        run_feast({"repo": str(repo), "views": view_specs(tables, exports), "historical": asks})
+        for table, ask in zip(tables, asks):
+            names = [f.name for f in model.features if f.feature_table == table.name]
+            answers = _in_label_order(pd.read_parquet(ask["out"]), len(rows[table.name]), names)
+            raw = rows[table.name][[feature_column(n) for n in names]]
+            for name in names:
+                read[feature_column(name)] = raw[feature_column(name)].to_numpy()
+                served[feature_column(name)] = answers[name].to_numpy()
     return TrainingRows(served=served, read=read)
 
 
@@ -92,11 +100,14 @@ def _entity_rows(table: FeatureTable, labels: pd.DataFrame, export: Export, now:
     return rows
 
 
-def _historical(store: Any, table: FeatureTable, names: list[str], rows: pd.DataFrame) -> pd.DataFrame:
+def _entity_frame(table: FeatureTable, rows: pd.DataFrame) -> pd.DataFrame:
+    """Feast's entity frame: the keys, each row's moment, and its row number."""
     entity = pd.DataFrame({k: rows[key_column(k)] for k in table.keys})
     entity[ENTITY_TIMESTAMP] = rows[TIMESTAMP]
     entity[ROW] = range(len(rows))
-    answers = store.get_historical_features(
-        entity_df=entity, features=[feature_ref(table.name, n) for n in names]
-    ).to_df()
-    return answers.set_index(ROW).reindex(range(len(rows)))[names]  # label order, whatever order Feast answers in
+    return entity
+
+
+def _in_label_order(answers: pd.DataFrame, count: int, names: list[str]) -> pd.DataFrame:
+    """Feast's answers put back in label order, whatever order it answered in."""
+    return answers.set_index(ROW).reindex(range(count))[names]

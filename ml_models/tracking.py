@@ -99,7 +99,11 @@ def log_sklearn_model(client: MlflowClient, run_id: str, pipeline: Any, example:
 
     Requirements are pinned to the sklearn flavor's defaults instead of being
     inferred, because inference re-imports the model in a subprocess: seconds
-    per training, for a list that would come out the same.
+    per training, for a list that would come out the same. The model is
+    cloudpickled, as MLflow 2 saved it, not in skops' format, MLflow 3's
+    default: skops finds a type's module by asking every imported module for
+    it, and DataHub's SDK module answers an unknown name with a KeyError, which
+    skops does not expect (the demo's processes import both).
     """
     signature = infer_signature(example, pipeline.predict(example))
     with tempfile.TemporaryDirectory() as tmp:
@@ -109,6 +113,7 @@ def log_sklearn_model(client: MlflowClient, run_id: str, pipeline: Any, example:
             path,
             signature=signature,
             pip_requirements=mlflow.sklearn.get_default_pip_requirements(),
+            serialization_format=mlflow.sklearn.SERIALIZATION_FORMAT_CLOUDPICKLE,
         )
         client.log_artifacts(run_id, str(path), MODEL_ARTIFACT_PATH)
     return f"{client.get_run(run_id).info.artifact_uri}/{MODEL_ARTIFACT_PATH}"

@@ -15,7 +15,7 @@ import pandas as pd
 
 def day_of_week(values: pd.Series) -> pd.Series:
     """Monday = 0 … Sunday = 6; NULL dates stay NULL so the row is counted as dropped."""
-    return pd.to_datetime(values, errors="raise").dt.dayofweek.astype("float64")
+    return pd.to_datetime(values, errors="raise").dt.day_of_week.astype("float64")
 
 
 def ip_trust(values: pd.Series) -> pd.Series:

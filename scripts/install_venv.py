@@ -14,7 +14,7 @@ beside the project's, at ``.venv/ingest/acryl-datahub-<version>``, by the same i
 ``constraints-ingest.txt``, and recorded as ``recall ingest`` records what it installed, so the demo's first
 ingestion finds it ready.
 
-Run by the Makefile's stamp target: ``python3.11 scripts/install_venv.py .venv``.
+Run by the Makefile's stamp target: ``python3.12 scripts/install_venv.py .venv``.
 """
 
 from __future__ import annotations

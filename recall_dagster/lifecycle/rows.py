@@ -26,7 +26,7 @@ from recall_dagster.config.warehouse import Warehouse
 from recall_dagster.warehouse import warehouse_connection
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Connection
+    from sqlalchemy.engine import URL, Connection
 
 ENV_PREFIX = "env:"
 
@@ -59,13 +59,31 @@ def resolve_url(value: str, environ: Mapping[str, str]) -> tuple[str | None, str
     return (url, "") if url else (None, f"{variable} is not set")
 
 
+def engine_url(url: str) -> "str | URL":
+    """``url`` as SQLAlchemy is to open it. A Postgres URL that names no driver is opened with psycopg2 where
+    psycopg (3) is not installed: SQLAlchemy 2.1 takes psycopg for it where 2.0 took psycopg2, which is what
+    Recall's ``postgres`` extra brings, so the same URL reads the same warehouse on both."""
+    from importlib.util import find_spec
+
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return url  # SQLAlchemy says what is wrong with it when it is opened
+    if parsed.drivername == "postgresql" and find_spec("psycopg") is None and find_spec("psycopg2") is not None:
+        return parsed.set(drivername="postgresql+psycopg2")
+    return url
+
+
 @contextmanager
 def sql_connection(url: str) -> Iterator["Connection"]:
     """One connection to any SQLAlchemy URL, given up after 5 s on Postgres, the engine disposed after."""
     import sqlalchemy
 
     connect_args = {"connect_timeout": 5} if url.startswith(("postgresql", "postgres")) else {}
-    engine = sqlalchemy.create_engine(url, connect_args=connect_args, poolclass=sqlalchemy.pool.NullPool)
+    engine = sqlalchemy.create_engine(engine_url(url), connect_args=connect_args, poolclass=sqlalchemy.pool.NullPool)
     try:
         with engine.connect() as conn:
             yield conn

@@ -131,6 +131,9 @@ def _start(settings: Settings) -> tuple[dict, psutil.Process]:
         "--no-serve-artifacts", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}  # the store is the one named here
+    # MLflow 3's server also starts a job runner and its consumers (GenAI scorers, trace archival): eight more
+    # processes the demo has no work for, which would share its two cores while it trains.
+    env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] = "false"
     with log.open("ab") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=settings.mlflow_dir, env=env)

@@ -1,7 +1,10 @@
 """A team that trains in Dagster through dagster-mlflow's resource: each MLflow run carries its Dagster run id
 (``dagster_run_id``), which DataHub's mlflow source drops. The blind window, the gate and the incident Recall
 raises name the Dagster run that trained each version, linked to it when ``dagster.webserver_url`` is set. (No future annotations: Dagster reads the `context`
-annotation of the asset here.)"""
+annotation of the asset here.)
+
+dagster-mlflow pins pandas below 3, so it is in neither the demo's lock nor the newest team environments: this
+runs in the oldest (``make test-envs``, envs/team-oldest.in) and is skipped where dagster-mlflow is missing."""
 
 import json
 import os
@@ -12,7 +15,9 @@ import mlflow
 import pytest
 from click.testing import CliRunner
 from dagster import AssetExecutionContext, AssetKey, DagsterInstance, asset, instance_for_test, materialize
-from dagster_mlflow import mlflow_tracking
+
+mlflow_tracking = pytest.importorskip("dagster_mlflow", reason="dagster-mlflow pins pandas below 3: "
+                                     "the oldest team environment runs this").mlflow_tracking
 from foreign_estate import OVERLAY, fail_the_test, shop_as, stock
 from mlflow import MlflowClient
 
@@ -122,11 +127,3 @@ def test_the_incident_recall_raises_names_the_run(shop: tuple[Settings, list[str
     descriptions = [a[IncidentInfoClass.ASPECT_NAME].description for a in incidents.values()
                     if IncidentInfoClass.ASPECT_NAME in a]
     assert any(f"Dagster run {runs[1][:8]}" in (d or "") for d in descriptions), descriptions
-
-
-def test_without_the_tag_or_the_address_nothing_is_invented(tmp_path: Path) -> None:
-    from recall_dagster.lifecycle.trained_by import DagsterRun
-
-    assert DagsterRun.of({}, UI) is None
-    assert DagsterRun.of({"dagster_run_id": "abc-123"}, "") == DagsterRun("abc-123", None)
-    assert DagsterRun.of({"dagster_run_id": "abc-123"}, UI).url == f"{UI}/runs/abc-123"

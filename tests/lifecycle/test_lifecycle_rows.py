@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from recall_dagster.lifecycle.rows import identity, sql_row_counter
 
 ORDERS = "urn:li:dataset:(urn:li:dataPlatform:sqlite,main.orders,PROD)"
@@ -41,3 +43,24 @@ def test_no_connection_or_an_unreachable_one_skips_with_the_reason(tmp_path: Pat
     assert none.skipped["main.orders"] == "no connection in lifecycle.row_counts or the dbt profile matches sqlite:main.orders"
     broken = sql_row_counter((("sqlite:*", f"sqlite:///{tmp_path}/missing/dir/x.db"),))({"main.orders": [ORDERS]})
     assert broken.counts == {} and "OperationalError" in broken.skipped["main.orders"]
+
+
+def test_a_postgres_url_naming_no_driver_opens_with_psycopg2_where_psycopg_is_not_installed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLAlchemy 2.1 takes psycopg (3) for ``postgresql://`` where 2.0 took psycopg2, which the postgres extra
+    brings: the same URL keeps reading the same warehouse."""
+    import importlib.util
+
+    from recall_dagster.lifecycle import rows
+
+    real = importlib.util.find_spec
+    installed = {"psycopg2"}
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name in installed else (None if name == "psycopg" else real(name, *a)))
+    url = "postgresql://analyst:p%40ss@db.shop.example:5432/analytics"
+    opened = rows.engine_url(url)
+    assert opened.drivername == "postgresql+psycopg2" and opened.password == "p@ss" and opened.database == "analytics"
+    assert rows.engine_url("postgresql+psycopg://db/analytics") == "postgresql+psycopg://db/analytics", "a named driver"
+    assert rows.engine_url("duckdb:///shop.duckdb") == "duckdb:///shop.duckdb"
+    installed.add("psycopg")
+    assert rows.engine_url(url) == url, "with psycopg installed, SQLAlchemy's own choice stands"

@@ -102,7 +102,7 @@ def _demand_tables(rng: np.random.Generator, days: int) -> dict[str, pd.DataFram
     rows = []
     for category, base in {"books": 40, "garden": 25, "toys": 60}.items():
         for date in dates:
-            units = int(base * (1.5 if date.dayofweek >= 5 else 1.0) + rng.normal(0, 3))
+            units = int(base * (1.5 if date.day_of_week >= 5 else 1.0) + rng.normal(0, 3))
             price = round(float(rng.uniform(8, 12)), 2)
             rows.append(
                 {

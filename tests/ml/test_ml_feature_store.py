@@ -1,4 +1,5 @@
-"""The demo's Feast repository, served from the SQLite stand-in, and what DataHub's feast source makes of it."""
+"""The demo's Feast repository, served from the SQLite stand-in, and what DataHub's feast source makes of it (in
+the ingestion environment, where Feast itself runs)."""
 
 from __future__ import annotations
 
@@ -10,18 +11,17 @@ from typing import Any
 
 import pandas as pd
 from datahub.emitter.mce_builder import make_schema_field_urn
-from datahub.ingestion.api.common import PipelineContext
-from datahub.ingestion.source.feast import FeastRepositorySource
-from datahub.metadata.schema_classes import MetadataChangeEventClass as MetadataChangeEvent
 from datahub.metadata.schema_classes import MLModelPropertiesClass
 
 from ml_models import FeatureRegistry
+from ml_models.feast_env import run_feast
 from ml_models.feature_store import ONLINE_WINDOW, feature_ref, serve, source_path
 from ml_models.train import train_model
+from recall_dagster.graph import open_graph
 from seed.ingest import enrich
 from seed.ingest.mlflow_state import read_mlflow_state
 from recall_dagster.settings import Settings
-from seed.ingest.recipes import feast_recipe
+from seed.ingest.recipes import feast_recipe, run_recipes
 from seed.ingest.run import read_exports
 
 NOW = datetime(2024, 3, 2, tzinfo=timezone.utc)
@@ -29,14 +29,17 @@ FRAUD = "fraud_transaction_features"
 
 
 def _source_aspects(repo: Path, registry: FeatureRegistry) -> dict[str, dict[str, Any]]:
-    """Every aspect DataHub's feast source emits for the repository, configured as the demo's recipe is."""
-    config = feast_recipe(Settings.under(repo.parent), repo, registry)["source"]["config"]
-    source = FeastRepositorySource.create(config, PipelineContext(run_id="recall-test"))
-    aspects: dict[str, dict[str, Any]] = defaultdict(dict)
-    for unit in source.get_workunits():
-        for part in unit.decompose_mce_into_mcps() if isinstance(unit.metadata, MetadataChangeEvent) else [unit]:
-            aspects[part.metadata.entityUrn][part.metadata.aspectName] = part.metadata.aspect
-    return aspects
+    """Every aspect DataHub's feast source writes for the repository, run as the demo runs its recipe."""
+    settings = Settings.under(repo.parent / "home")
+    settings.ensure_home()
+    run_recipes(settings, [("feast", feast_recipe(settings, repo, registry))])
+    graph = open_graph(settings, read_only=True)
+    try:
+        urns = [u for etype in ("mlFeatureTable", "mlFeature", "mlPrimaryKey", "dataset")
+                for u in graph.list_urns(etype)]
+        return defaultdict(dict, graph.get_aspects(urns))
+    finally:
+        graph.close()
 
 
 def test_every_feature_table_is_served_online_as_exported(registry: FeatureRegistry, warehouse, tmp_path: Path) -> None:
@@ -71,16 +74,12 @@ def test_the_online_store_holds_the_newest_day_of_event_rows_and_the_whole_snaps
 def test_a_feature_table_dropped_from_the_registry_leaves_feast(
     registry: FeatureRegistry, warehouse, tmp_path: Path
 ) -> None:
-    from feast import FeatureStore
-
     repo = tmp_path / "feast"
     serve(repo, registry, warehouse.read_sql, NOW)
     kept = replace(registry, feature_tables=tuple(t for t in registry.feature_tables if t.name != "demand_features"))
     served = serve(repo, kept, warehouse.read_sql, NOW)
     assert served.removed == ("demand_features",)
-    assert sorted(v.name for v in FeatureStore(repo_path=str(repo)).list_feature_views()) == sorted(
-        t.name for t in kept.feature_tables
-    )
+    assert run_feast({"repo": str(repo), "list": True})["views"] == sorted(t.name for t in kept.feature_tables)
     assert serve(repo, kept, warehouse.read_sql, NOW).removed == ()
 
 

@@ -18,6 +18,7 @@ from ml_models.feature_store import typed_feature
 from ml_models.fit import TrainingDataError
 from ml_models.historical import training_rows
 from ml_models.query import build_training_query, feature_column
+from recall_dagster.lifecycle.rows import engine_url
 from ml_models.train import evaluate_model
 from seed.stack.warehouse import ensure_warehouse, stop_warehouse
 
@@ -31,7 +32,7 @@ def postgres(stand_in_tables: dict[str, pd.DataFrame]) -> Iterator[sqlalchemy.En
     """The stand-in tables in an embedded PostgreSQL, typed as dbt would build them, device rows stamped
     with when they were loaded."""
     settings = fresh_settings("recall-feast-pg-")
-    engine = sqlalchemy.create_engine(ensure_warehouse(settings).url)
+    engine = sqlalchemy.create_engine(engine_url(ensure_warehouse(settings).url))
     typed = {name: frame.copy() for name, frame in stand_in_tables.items()}
     transactions, devices, demand = (typed[f"marts.{t}"] for t in ("fct_transactions", "fct_device_features",
                                                                    "fct_daily_demand"))
