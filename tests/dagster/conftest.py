@@ -47,7 +47,10 @@ def postgres_storage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]
         cursor.execute("CREATE DATABASE dagster")
     conn.close()
     try:
-        yield {"storage": {"postgres": {"postgres_url": replace(warehouse, database="dagster").url}}}
+        # dagster-postgres brings psycopg2 and hands the URL to SQLAlchemy, which (2.1) opens a URL naming no
+        # driver with psycopg: a deployment on SQLAlchemy 2.1 names the driver, as this does.
+        url = replace(warehouse, database="dagster").url.replace("postgresql://", "postgresql+psycopg2://", 1)
+        yield {"storage": {"postgres": {"postgres_url": url}}}
     finally:
         stop_warehouse(settings)
 
