@@ -14,7 +14,6 @@ from typing import Any, Sequence
 
 import click
 from rich.console import Console
-from rich.markup import escape as esc
 
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import as_of_option, config_option, graph_option, instant_ms, json_option, opened_graph
@@ -40,6 +39,7 @@ from recall_dagster.lifecycle.service import (
 from recall_dagster.rewrite import Rewrite
 from recall_dagster.narrate import gate_paragraph, window_paragraph
 from recall_dagster.settings import Settings
+from recall_dagster.terminal import esc
 
 
 
@@ -159,7 +159,7 @@ def _render_gate(result: GateResult, console: Console, rewrite: Rewrite) -> None
         for detail in check.details if check.status in ("FAIL", "WARN") else ():
             console.print(f"         - {esc(detail)}")
     for finding, accepted in result.accepted:
-        console.print(f"  [dim]relied on acknowledgement {accepted.id} ({esc(accepted.by)}, until "
+        console.print(f"  [dim]relied on acknowledgement {esc(accepted.id)} ({esc(accepted.by)}, until "
                       f"{iso_instant(accepted.until_ms)}): {finding.detector}: {esc(finding.message)}[/dim]",
                       highlight=False)
     console.print()

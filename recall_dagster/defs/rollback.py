@@ -19,6 +19,8 @@ from recall_dagster.defs.translator import RecallTranslator
 from recall_dagster.errors import RecallError
 from recall_dagster.lifecycle.rollback import RollbackRequest
 from recall_dagster.lifecycle.rollback_service import Registry, RollbackResult, roll_back
+from recall_dagster.markdown import md_list
+from recall_dagster.shown import shown
 
 OP = "roll_back"
 JOB = "recall_rollback"  # its name unless a translator says otherwise
@@ -44,7 +46,7 @@ def rollback_run_config(model: str, to_version: str, reason: str = "") -> dict[s
 def _metadata(result: RollbackResult) -> dict[str, Any]:
     plan, after = result.plan, result.after
     metadata: dict[str, Any] = {
-        "plan": MetadataValue.md("\n".join(f"- {line}" for line in plan.lines())),
+        "plan": MetadataValue.md(md_list(plan.lines())),
         "moved": ", ".join(f"{m.alias}: {m.from_version} -> {plan.to_version}" for m in plan.moves) or "nothing",
         "document": result.document or "none",
     }
@@ -74,7 +76,7 @@ def _roll_back(context: OpExecutionContext, config: RollbackConfig, recall: Reca
         raise Failure(description=str(err)) from None
     metadata = _metadata(result)
     for line in result.plan.lines():
-        context.log.info(line)
+        context.log.info(shown(line))
     context.instance.add_run_tags(context.run_id, {
         f"{RUN_TAG_PREFIX}{result.plan.model}": f"version {result.plan.to_version} by {request.by}",
     })

@@ -50,6 +50,7 @@ from recall_dagster.writeback.keys import stamp
 from recall_dagster.writeback.writes import Write
 from recall_dagster.files import write_record
 from recall_dagster.markdown import md_text
+from recall_dagster.shown import shown
 from recall_dagster.narrate import trained_version
 
 MANAGED_BY = {MANAGED_BY_KEY: "recall-lifecycle"}
@@ -99,14 +100,14 @@ def incident_info(
         status = IncidentStatusClass(
             state=IncidentStateClass.ACTIVE,
             stage=current.status.stage if keep and current else IncidentStageClass.TRIAGE,
-            message=f"Recall: {entry.timeline[-1]['detail']}" if entry.timeline else None,
+            message=shown(f"Recall: {entry.timeline[-1]['detail']}") if entry.timeline else None,
             lastUpdated=stamp(entry.updated_at_ms),
         )
     else:
         status = IncidentStatusClass(
             state=IncidentStateClass.RESOLVED,
             stage=IncidentStageClass.FIXED,
-            message=f"Recall: {entry.timeline[-1]['detail']}" if entry.timeline else None,
+            message=shown(f"Recall: {entry.timeline[-1]['detail']}") if entry.timeline else None,
             lastUpdated=stamp(entry.updated_at_ms),
         )
     names = ", ".join(a["name"] for a in entry.snapshot.get("assertions", ()))
@@ -114,7 +115,7 @@ def incident_info(
     return IncidentInfoClass(
         type=IncidentTypeClass.CUSTOM,
         customType=INCIDENT_TYPE,
-        title=f"Poisoned data: {names}",
+        title=shown(f"Poisoned data: {names}"),
         description=incident_description(entry),
         entities=[*_datasets(entry), *(_models(entry) if on_models else [])],
         priority=priority,
@@ -133,9 +134,9 @@ def postmortem_urn(entry: IncidentEntry) -> str:
 def postmortem_info(entry: IncidentEntry, pm: Postmortem) -> DocumentInfoClass:
     at = entry.resolved_at_ms or entry.updated_at_ms
     return DocumentInfoClass(
-        title=pm.title,
+        title=shown(pm.title),
         status=DocumentStatusClass(state=DocumentStateClass.PUBLISHED),
-        contents=DocumentContentsClass(text=pm.text),
+        contents=DocumentContentsClass(text=shown(pm.text, lines=True)),
         source=DocumentSourceClass(
             sourceType=DocumentSourceTypeClass.EXTERNAL, externalId=f"recall-lifecycle:{entry.id}"
         ),

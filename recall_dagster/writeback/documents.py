@@ -27,6 +27,7 @@ from recall_dagster.narrate import finding_paragraph, owners_text
 from recall_dagster.results import ModelReport
 from recall_dagster.instants import iso_instant
 from recall_dagster.markdown import md_text
+from recall_dagster.shown import shown
 from recall_dagster.writeback.context import PlanContext
 from recall_dagster.writeback.keys import MANAGED_BY, assertion_urn, document_urn, managed, stamp
 from recall_dagster.writeback.writes import Write
@@ -80,12 +81,14 @@ def recall_document(
     current: DocumentInfoClass | None,
     now_ms: int,
 ) -> DocumentInfoClass:
-    """A published document of Recall's about ``related`` assets, stamped so that an unchanged one is no write."""
+    """A published document of Recall's about ``related`` assets, stamped so that an unchanged one is no write;
+    its ``title`` (which names a model or a table) one line of :func:`shown` text, and its ``text`` shown line
+    by line: the Markdown builders escape what Markdown acts on, and no document holds a control character."""
     return restamped(
         DocumentInfoClass(
-            title=title,
+            title=shown(title),
             status=DocumentStatusClass(state=DocumentStateClass.PUBLISHED),
-            contents=DocumentContentsClass(text=text),
+            contents=DocumentContentsClass(text=shown(text, lines=True)),
             source=DocumentSourceClass(sourceType=DocumentSourceTypeClass.EXTERNAL, externalId=external_id),
             relatedAssets=[RelatedAssetClass(asset=u) for u in related],
             customProperties=dict(properties),

@@ -1,0 +1,44 @@
+"""The Markdown the Dagster UI renders from the retrain gate and the rollback plan: text from the graph is text
+there, its escape sequences and bidi overrides written out, its links and brackets inert."""
+
+from __future__ import annotations
+
+import re
+
+from recall_dagster.defs.gate import MEASURED_CHECK, measured_metadata, verdict_metadata
+from recall_dagster.defs.rollback import _metadata
+from recall_dagster.detect import Finding, Severity
+from recall_dagster.lifecycle.gate import CheckResult, GateResult
+from recall_dagster.lifecycle.rollback import AliasMove, RollbackPlan
+from recall_dagster.lifecycle.rollback_service import RollbackResult
+
+# A table named with an OSC 8 hyperlink, a right-to-left override and a Markdown link.
+NAME = "orders\x1b]8;;http://evil\x1b\\click\x1b]8;;\x1b\\ \u202e[x](http://evil)"
+SHOWN = "orders\\\\x1b\\]8;;http://evil\\\\x1b\\\\click\\\\x1b\\]8;;\\\\x1b\\\\ \\\\u202e\\[x\\](http://evil)"
+
+
+def _safe(markdown: str) -> str:
+    """``markdown`` once checked to carry no escape, no override and no link a reader could click."""
+    assert "\x1b" not in markdown and "\u202e" not in markdown and not re.search(r"(?<!\\)\]\(", markdown), markdown
+    return markdown
+
+
+def test_the_gate_s_findings_and_check_details_show_a_name_as_text() -> None:
+    finding = Finding("failing_assertion", Severity.CRITICAL, "urn:li:assertion:a", f"not_null on {NAME} failed")
+    check = CheckResult("failing_assertions", "FAIL", "1 failing test(s) upstream", (f"not_null on {NAME}",))
+    verdict = GateResult("m_1", "m_1", "m", 0, (check,), (finding,))
+    metadata = verdict_metadata(verdict)
+    for key in ("critical_findings", "check_details"):
+        assert SHOWN in _safe(metadata[key].value)
+
+
+def test_the_measured_check_s_details_show_a_replayed_finding_as_text() -> None:
+    measured = CheckResult(MEASURED_CHECK, "FAIL", "1 finding BLOCKs", (f"{NAME}: BLOCK, accuracy -0.2",))
+    assert _safe(measured_metadata(measured, None)["details"].value) == f"- {SHOWN}: BLOCK, accuracy -0.2"
+
+
+def test_the_rollback_plan_shows_a_model_name_as_text() -> None:
+    plan = RollbackPlan(model=NAME, to_version="1", moves=(AliasMove("production", "2"),), kept=(), target=None,
+                        safe=None, forced=False, by="ana", reason="", withdrawn={})
+    lines = _safe(_metadata(RollbackResult(plan, applied=False, record=None))["plan"].value).split("\n")
+    assert lines[0] == f"- move production of {SHOWN} from version 2 to version 1"
