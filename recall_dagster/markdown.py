@@ -14,19 +14,14 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from recall_dagster.drawn import md_escaped
 from recall_dagster.shown import shown
-
-# What makes Markdown (CommonMark with GitHub's tables, and the HTML it passes through) act: a link or image
-# needs brackets, HTML and autolinks need angle brackets, code needs a backtick, a table cell ends at a pipe.
-_ESCAPES = str.maketrans({"\\": "\\\\", "`": "\\`", "[": "\\[", "]": "\\]", "|": "\\|",
-                          "&": "&amp;", "<": "&lt;", ">": "&gt;"})
-
 
 def md_text(value: object) -> str:
     """``value`` as one line of inert Markdown text: :func:`shown` (secrets masked, line breaks a space, a
     control or format character such as ESC or a right-to-left override written as its escape), then the
     characters Markdown acts on escaped."""
-    return shown(value).translate(_ESCAPES)
+    return md_escaped(shown(value))
 
 
 def md_list(items: Iterable[object]) -> str:

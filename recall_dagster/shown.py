@@ -24,21 +24,15 @@ text, which JSON itself escapes.
 
 from __future__ import annotations
 
+from recall_dagster.drawn import drawn
 from recall_dagster.secrets import redact
 
 
 def shown(value: object, *, lines: bool = False) -> str:
-    """``value`` as text to show: secrets masked (:func:`redact`), whitespace a space, and every other character
-    that is not drawn as itself (control, format, surrogate, private-use, unassigned) written as its escape.
-    With ``lines``, line breaks stay and each line is shown so: a message or a patch keeps its lines."""
+    """``value`` as text to show: secrets masked (:func:`redact`), then :func:`~recall_dagster.drawn.drawn`
+    (whitespace a space, every character not drawn as itself written as its escape). With ``lines``, line
+    breaks stay and each line is shown so: a message or a patch keeps its lines."""
     text = redact(str(value))
     if lines:
-        return "\n".join(_line(line) for line in text.split("\n"))
-    return _line(text)
-
-
-def _line(text: str) -> str:
-    if text.isprintable():  # nearly every name: one pass in C
-        return text
-    return "".join(c if c.isprintable() else " " if c.isspace() else c.encode("unicode_escape").decode("ascii")
-                   for c in text)
+        return "\n".join(drawn(line) for line in text.split("\n"))
+    return drawn(text)
