@@ -26,6 +26,7 @@ from dagster import (
 from pydantic import Field
 
 from recall_dagster.acks.trust import AckBook
+from recall_dagster.shown import shown
 from recall_dagster.acks.service import in_force
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.detect import Detection, count_by_severity
@@ -253,6 +254,8 @@ def _scored(model_closures: Closures, impact_tests: Detection, recall: RecallRes
             "coverage": MetadataValue.md(coverage_list(result)),
             "max_score": max((m.score.value for m in result.models), default=0),
             "at_fail_tier": len(failing),
+            "acknowledgements_ignored": shown("; ".join(f"{i.ack.id} by {i.ack.by}: {i.why}"
+                                                        for i in result.ignored_acks) or "none"),
         },
     )
     yield AssetCheckResult(

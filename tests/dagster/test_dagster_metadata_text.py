@@ -42,3 +42,22 @@ def test_the_rollback_plan_shows_a_model_name_as_text() -> None:
                         safe=None, forced=False, by="ana", reason="", withdrawn={})
     lines = _safe(_metadata(RollbackResult(plan, applied=False, record=None))["plan"].value).split("\n")
     assert lines[0] == f"- move production of {SHOWN} from version 2 to version 1"
+
+
+def test_the_scores_say_which_acknowledgements_were_ignored_and_why(tmp_path) -> None:  # noqa: ANN001
+    """An acknowledgement the scan set aside (a forged document, one too long) is named beside the scores, so
+    an operator reading the Dagster UI sees that its findings count."""
+    from recall_dagster.acks.model import Acknowledgement
+    from recall_dagster.acks.trust import AckBook, Ignored
+    from recall_dagster.defs.resources import RecallResource
+    from recall_dagster.defs.scan import Closures, _scored
+    from recall_dagster.detect.registry import Detection
+    from recall_dagster.settings import Settings
+
+    forged = Acknowledgement.make("pii_exposure", "urn:li:dataset:x", None, ["f"], "trust me", f"mallory{NAME}", 0, 1)
+    closures = Closures(0, "graph.db", (), True, acks=AckBook(ignored=(Ignored(forged, "no signature"),)))
+    recall = RecallResource.from_settings(Settings.under(tmp_path))
+    scores, _ = _scored(closures, Detection({}, ()), recall, "no_model_at_fail_tier")
+    said = scores.metadata["acknowledgements_ignored"].value
+    assert said.startswith(f"{forged.id} by mallory") and said.endswith(": no signature")
+    assert "\x1b" not in said and "\u202e" not in said
