@@ -222,7 +222,9 @@ def _risk_scores(translator: RecallTranslator) -> AssetsDefinition:
     check = translator.check_name(FAIL_TIER_CHECK)
 
     @recall_asset(translator, "risk_scores", ("model_closures", "impact_tests"),
-                  check_specs=[AssetCheckSpec(check, asset=translator.asset_key("risk_scores"))])
+                  check_specs=[AssetCheckSpec(check, asset=translator.asset_key("risk_scores"),
+                                              description="Fails (WARN) when a model reaches the fail tier "
+                                                          "(scoring.fail_tier).")])
     def risk_scores(model_closures: Closures, impact_tests: Detection, recall: RecallResource) -> Iterator[Any]:
         """A score and a tier per model, worst first, leaving out what an acknowledgement in force covers; the
         check fails (WARN) when a model reaches the fail tier."""

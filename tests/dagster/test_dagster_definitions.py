@@ -204,3 +204,16 @@ def test_the_resource_honours_the_lock_wait(monkeypatch: pytest.MonkeyPatch, tmp
     monkeypatch.setenv("RECALL_LOCK_WAIT_SECONDS", "7.5")
     with RecallResource.from_env().process_config_and_initialize_cm() as resolved:
         assert resolved.settings().lock_wait_seconds == 7.5
+
+
+def test_every_sensor_schedule_job_and_check_of_recall_says_what_it_does(definitions) -> None:
+    """The Dagster UI lists each, Recall's and the demo's, with its description: none reads "No description
+    provided"."""
+    repo = definitions.get_repository_def()
+    described = {f"sensor {s.name}": s.description for s in repo.sensor_defs}
+    described |= {f"schedule {s.name}": s.description for s in repo.schedule_defs}
+    described |= {f"job {j.name}": j.description for j in repo.get_all_jobs() if not j.name.startswith("__")}
+    described |= {f"check {spec.key.to_user_string()}": spec.description
+                  for a in repo.assets_defs_by_key.values() for spec in a.check_specs
+                  if "recall" in (a.group_names_by_key.get(spec.asset_key) or "")}
+    assert described and not [what for what, text in described.items() if not text], described
