@@ -164,6 +164,10 @@ def test_the_workspace_serves_recall_and_the_demo_as_two_locations(
     assert {s.default_status for s in recall.sensors} == {DefaultSensorStatus.RUNNING}, "automation: running"
     assert {"ml/fraud_detector", "ml/fraud_detector_retrain_gate", "datahub_metadata"} <= keys(demo)
     assert not keys(recall) & keys(demo), "no asset is defined in both locations"
+    from dagster.components.core.component_tree import ComponentTree
+
+    project = ComponentTree.for_project(REPO_ROOT / targets["recall"]["working_directory"])
+    assert project.code_location_name == "recall", "the name it is served under: Dagster warns of no mismatch"
 
 
 def test_asset_metadata_tables_stay_bounded_and_say_what_they_left_out() -> None:
