@@ -26,7 +26,6 @@ from datahub.metadata.schema_classes import (
     DataProcessInstanceInputClass,
     DataProcessInstancePropertiesClass,
     DatasetFieldProfileClass,
-    DatasetLineageTypeClass,
     DatasetProfileClass,
     DatasetPropertiesClass,
     DeprecationClass,
@@ -54,6 +53,7 @@ from datahub.utilities.urns.urn import Urn
 
 from recall_dagster.estate.names import display_name
 from recall_dagster.estate.production import registry_marks_production
+from recall_dagster.estate.twins import twin_of
 from recall_dagster.estate.views import (
     AssertionResult,
     Assertion,
@@ -277,7 +277,7 @@ def parse_dataset(
         tags=tag_names(_get(aspects, GlobalTagsClass)),
         terms=_terms(_get(aspects, GlossaryTermsClass), glossary),
         upstreams=_unique(u.dataset for u in (lineage.upstreams if lineage else ())),
-        copy_of=_copy_source(lineage) or _primary_sibling(_get(aspects, SiblingsClass)),  # type: ignore[arg-type]
+        copy_of=twin_of(lineage, _get(aspects, SiblingsClass)),  # type: ignore[arg-type]
         column_lineage=_column_lineage(lineage),
         operations_ms=operations_ms,
         builds_ms=builds_ms,
@@ -615,21 +615,6 @@ def parse_assertion(urn: str, info: AssertionInfoClass | None, runs: Iterable[Ru
             for r in completed
         ),
     )
-
-
-def _copy_source(lineage: UpstreamLineageClass | None) -> str | None:
-    """The one dataset this one merely copies (e.g. the mlflow source's reference to a table)."""
-    ups = list(lineage.upstreams) if lineage else []
-    if len(ups) == 1 and ups[0].type == DatasetLineageTypeClass.COPY:
-        return ups[0].dataset
-    return None
-
-
-def _primary_sibling(siblings: SiblingsClass | None) -> str | None:
-    """On a GMS, the table a secondary sibling (a dbt node) stands for; Lite keeps the COPY edge instead."""
-    if siblings is None or siblings.primary or len(siblings.siblings) != 1:
-        return None
-    return siblings.siblings[0]
 
 
 def assertion_kind(info: AssertionInfoClass | None) -> str | None:
