@@ -1,77 +1,27 @@
 """Recall only reads a warehouse: a replayed training query that is not one read is refused by name before it
 runs, and the connections for replays and row counts cannot write and stop a statement at the read timeout,
-on a real PostgreSQL (the demo's, from pgserver), SQLite and DuckDB."""
+on SQLite and DuckDB (the demo's PostgreSQL: test_impact_read_only_stack.py)."""
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 import duckdb
 import pandas as pd
 import pytest
 import sqlalchemy
-from mlflow import MlflowClient
-from sklearn.linear_model import LogisticRegression
+from replays import ROWS, Registry, made_registry
 
-from recall_dagster.estate.closure import ModelClosure
-from recall_dagster.estate.views import Model
-from recall_dagster.impact.models import MlflowModels, ModelUnavailable, Subject
+from recall_dagster.impact.models import ModelUnavailable, Subject
 from recall_dagster.read_only_sql import ReadTimedOut, sql_connection, why_not_a_read
-from seed.stack.warehouse import Warehouse, ensure_warehouse, stop_warehouse
-from tests.configured import configured
-from tests.stack_homes import fresh_settings
-
-ROWS = pd.DataFrame({"x": [0.1, 0.4, 0.6, 0.9, 0.2, 0.8], "label": [0, 0, 1, 1, 0, 1],
-                     "note": ["a;b", "c", "a;b", "d", "e", "f"]})
-
-
-@dataclass
-class Registry:
-    """A local MLflow tracking store and model registry, with a model any replay can load."""
-
-    uri: str
-    client: MlflowClient
-    model_dir: Path
-
-    def replay(self, warehouse_url: str, sql: str) -> tuple[Subject | ModelUnavailable, str]:
-        """What ``recall impact`` gets for a model version whose run logged ``sql`` and no held-out rows, with
-        the warehouse at ``warehouse_url``; and the run's id."""
-        experiment = self.client.create_experiment(f"replay-{time.monotonic_ns()}")
-        run_id = self.client.create_run(experiment).info.run_id
-        self.client.log_text(run_id, sql, "training_query.sql")
-        self.client.log_artifacts(run_id, str(self.model_dir), "model")
-        name = f"guarded_{time.monotonic_ns()}"
-        self.client.create_registered_model(name)
-        version = self.client.create_model_version(name, f"{self.client.get_run(run_id).info.artifact_uri}/model",
-                                                   run_id=run_id).version
-        overlay = {"evaluation": {"artifact": "evaluation/never_logged.parquet",
-                                  "query": {"connection": warehouse_url}}}
-        closure = ModelClosure(
-            model=Model(urn=f"urn:li:mlModel:(urn:li:dataPlatform:mlflow,{name}_{version},PROD)",
-                        name=f"{name}_{version}", version=str(version),
-                        groups=(f"urn:li:mlModelGroup:(urn:li:dataPlatform:mlflow,{name},PROD)",)),
-            production=True, scanned_at_ms=0,
-        )
-        try:
-            return MlflowModels(self.uri, configured({"impact": overlay}).impact).load(closure), run_id
-        except ModelUnavailable as err:
-            return err, run_id
 
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Registry:
-    import mlflow.sklearn
-
-    root = tmp_path_factory.mktemp("mlflow")
-    model_dir = root / "model"
-    mlflow.sklearn.save_model(LogisticRegression().fit(ROWS[["x"]], ROWS["label"]), str(model_dir))
-    uri = f"sqlite:///{root / 'mlflow.db'}"
-    return Registry(uri, MlflowClient(tracking_uri=uri, registry_uri=uri), model_dir)
+    return made_registry(tmp_path_factory)
 
 
 @pytest.fixture
@@ -90,31 +40,6 @@ def duck(tmp_path: Path) -> tuple[str, Callable[[], int]]:
                 return -1
 
     return f"duckdb:///{path}", rows
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[Warehouse]:
-    """The demo's embedded PostgreSQL in a home of its own, holding table ``t``."""
-    settings = fresh_settings("recall-read-only-")
-    try:
-        warehouse = ensure_warehouse(settings)
-        with warehouse.connect() as conn, conn.cursor() as cur:
-            cur.execute("CREATE TABLE t (x float, label int, note text)")
-            cur.executemany("INSERT INTO t VALUES (%s, %s, %s)", ROWS.itertuples(index=False))
-        yield warehouse
-    finally:
-        stop_warehouse(settings)
-        shutil.rmtree(settings.home, ignore_errors=True)
-
-
-def pg_rows(warehouse: Warehouse) -> int:
-    """How many rows table ``t`` holds now; -1 when it is gone."""
-    with warehouse.connect() as conn, conn.cursor() as cur:
-        cur.execute("SELECT to_regclass('public.t')")
-        if cur.fetchone()[0] is None:
-            return -1
-        cur.execute("SELECT count(*) FROM t")
-        return cur.fetchone()[0]
 
 
 @pytest.mark.parametrize(
@@ -248,48 +173,3 @@ def test_an_in_process_statement_past_the_read_timeout_is_stopped(tmp_path: Path
         with sql_connection(f"{kind}:///{path}", timeout_s=0.2) as conn:
             pd.read_sql_query(sqlalchemy.text(endless), conn)
     assert time.monotonic() - started < 5
-
-
-@pytest.mark.stack
-@pytest.mark.parametrize("sql, named", [("SELECT 1 AS x; DROP TABLE t", "2 statements (SELECT, DROP)"),
-                                       ("COMMIT; DROP TABLE t", "2 statements (COMMIT, DROP)")])
-def test_on_postgres_a_second_statement_is_refused_and_the_table_stays(
-    registry: Registry, postgres: Warehouse, sql: str, named: str,
-) -> None:
-    refused, run_id = registry.replay(postgres.url, sql)
-    assert isinstance(refused, ModelUnavailable)
-    assert f"refused to run the training query training_query.sql of run {run_id}" in str(refused)
-    assert named in str(refused)
-    assert pg_rows(postgres) == len(ROWS)
-
-
-@pytest.mark.stack
-def test_on_postgres_a_writable_cte_that_passed_any_check_is_refused_by_the_read_only_transaction(
-    postgres: Warehouse,
-) -> None:
-    with sql_connection(postgres.url) as conn, pytest.raises(sqlalchemy.exc.InternalError,
-                                                             match="read-only transaction"):
-        pd.read_sql_query(sqlalchemy.text("WITH gone AS (DELETE FROM t RETURNING *) SELECT * FROM gone"), conn)
-    assert pg_rows(postgres) == len(ROWS)
-
-
-@pytest.mark.stack
-def test_on_postgres_the_training_query_is_replayed_on_a_read_only_connection(
-    registry: Registry, postgres: Warehouse,
-) -> None:
-    subject, _ = registry.replay(postgres.url, "SELECT x, label FROM t WHERE note <> 'a;b' ORDER BY x")
-    assert isinstance(subject, Subject), subject
-    with sql_connection(postgres.url) as conn:
-        assert conn.exec_driver_sql("SHOW transaction_read_only").scalar() == "on"
-
-
-@pytest.mark.stack
-def test_on_postgres_a_statement_past_the_read_timeout_is_stopped_by_the_server(postgres: Warehouse) -> None:
-    started = time.monotonic()
-    with pytest.raises(ReadTimedOut, match=r"^ran past the read timeout of 0\.2 s and was stopped$"):
-        with sql_connection(postgres.url, timeout_s=0.2) as conn:
-            pd.read_sql_query(sqlalchemy.text("SELECT pg_sleep(5)"), conn)
-    assert time.monotonic() - started < 4
-    with postgres.connect() as conn, conn.cursor() as cur:
-        cur.execute("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(5)' AND state = 'active'")
-        assert cur.fetchone() == (0,), "the server stopped the statement, not only Recall's wait for it"
