@@ -25,6 +25,7 @@ from recall_dagster.errors import RecallError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL, Connection
+    from sqlalchemy.exc import DBAPIError
 
 STATEMENT_TIMEOUT_SECONDS = 300.0
 QUERY_CANCELED = "57014"  # PostgreSQL's SQLSTATE for a statement its statement_timeout stopped
@@ -146,14 +147,26 @@ def sql_connection(url: str, timeout_s: float = STATEMENT_TIMEOUT_SECONDS) -> It
                 sqlalchemy.event.listen(conn, "before_cursor_execute", watchdog.restart)
             try:
                 yield conn
-            except sqlalchemy.exc.DBAPIError as err:
-                if watchdog.fired or getattr(err.orig, "pgcode", None) == QUERY_CANCELED:
+            except Exception as err:
+                driver = database_error(err)
+                if driver is not None and (watchdog.fired or getattr(driver.orig, "pgcode", None) == QUERY_CANCELED):
                     raise ReadTimedOut(f"ran past the read timeout of {timeout_s:g} s and was stopped") from None
                 raise
             finally:
                 watchdog.stop()
     finally:
         engine.dispose()
+
+
+def database_error(err: BaseException) -> "DBAPIError | None":
+    """The driver's error ``err`` is or wraps: pandas 3's ``read_sql_query`` raises its own ``DatabaseError``
+    from SQLAlchemy's, where pandas 2 let SQLAlchemy's through."""
+    import sqlalchemy
+
+    for candidate in (err, err.__cause__):
+        if isinstance(candidate, sqlalchemy.exc.DBAPIError):
+            return candidate
+    return None
 
 
 def _read_only_sqlite(url: "URL") -> "URL":

@@ -29,7 +29,7 @@ from recall_dagster.errors import RecallError, ServiceUnreachable, reason
 from recall_dagster.estate import ModelClosure
 from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.measure import Predictor, Task
-from recall_dagster.read_only_sql import ReadTimedOut, sql_connection, why_not_a_read
+from recall_dagster.read_only_sql import ReadTimedOut, database_error, sql_connection, why_not_a_read
 from recall_dagster.registry import failing, mlflow_client, sqlite_store, unreachable
 
 
@@ -98,9 +98,13 @@ def _read_sql(url: str, sql: str, where: str, artifact: str, timeout_s: float) -
             return pd.read_sql_query(sqlalchemy.text(sql), conn)
     except ReadTimedOut as err:
         raise ModelUnavailable(f"the training query of {where} {err}") from None
-    except sqlalchemy.exc.OperationalError as err:
-        raise ServiceUnreachable(f"the warehouse did not answer the training query of {where}: {reason(err)}") from None
-    except sqlalchemy.exc.SQLAlchemyError as err:
+    except Exception as raised:  # pandas 3 wraps the driver's error in its own (read_only_sql.database_error)
+        err = database_error(raised) or raised
+        if isinstance(err, sqlalchemy.exc.OperationalError):
+            raise ServiceUnreachable(
+                f"the warehouse did not answer the training query of {where}: {reason(err)}") from None
+        if not isinstance(err, sqlalchemy.exc.SQLAlchemyError):
+            raise
         raise ModelUnavailable(f"the training query of {where} failed on the warehouse: {reason(err)}") from None
 
 

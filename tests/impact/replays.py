@@ -60,6 +60,9 @@ def made_registry(tmp_path_factory: pytest.TempPathFactory) -> Registry:
 
     root = tmp_path_factory.mktemp("mlflow")
     model_dir = root / "model"
-    mlflow.sklearn.save_model(LogisticRegression().fit(ROWS[["x"]], ROWS["label"]), str(model_dir))
+    # cloudpickle, not MLflow 3's default skops: skops looks up names in every module loaded, and DataHub's
+    # datahub.sdk (which another test of the process may have imported) answers an unknown name with KeyError.
+    mlflow.sklearn.save_model(LogisticRegression().fit(ROWS[["x"]], ROWS["label"]), str(model_dir),
+                              serialization_format="cloudpickle")
     uri = f"sqlite:///{root / 'mlflow.db'}"
     return Registry(uri, MlflowClient(tracking_uri=uri, registry_uri=uri), model_dir)
