@@ -4,22 +4,21 @@ is seen, written out; Markdown and the terminal add their own escapes to this on
 
 from __future__ import annotations
 
-import ast
 import io
 import os
 import re
 import unicodedata
-from pathlib import Path
 from unittest.mock import patch
 
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
-import recall_dagster
 from recall_dagster.markdown import md_text
 from recall_dagster.shown import shown
 from recall_dagster.terminal import esc
+
+from tests.syntax_trees import PACKAGE, imported_modules, package_trees
 
 # What does harm where text is shown: an OSC 8 hyperlink, a screen clear, an OSC 0 window title, a C1 CSI, DEL,
 # a right-to-left override and a left-to-right isolate, zero-width characters, a lone surrogate, line breaks,
@@ -89,9 +88,6 @@ def test_a_terminal_receives_no_escape_sequence_but_recall_s_own_styles(text: st
 def test_every_renderer_puts_outside_text_into_rich_markup_through_the_terminal_s_esc() -> None:
     """``rich.markup.escape`` alone passes an ESC to the terminal: only :mod:`recall_dagster.terminal` imports
     it, for :func:`esc`, which shows the text first."""
-    root = Path(recall_dagster.__file__).parent
-    importing = sorted(str(path.relative_to(root)) for path in root.rglob("*.py")
-                       if any(isinstance(node, ast.ImportFrom) and node.module == "rich.markup"
-                              or isinstance(node, ast.Import) and any(a.name == "rich.markup" for a in node.names)
-                              for node in ast.walk(ast.parse(path.read_text()))))
+    importing = sorted(str(path.relative_to(PACKAGE)) for path, tree in package_trees().items()
+                       if "rich.markup" in imported_modules(tree))
     assert importing == ["terminal.py"]
