@@ -142,6 +142,7 @@ def _versions(
                     verdict=judge(spans.get(closure.urn, ()), windows, poisoned),
                     spans=spans.get(closure.urn, ()),
                     live_deployments=tuple(d.urn for d in closure.live_deployments),
+                    production=closure.model.registry_production,
                     poisoned_inputs=poisoned,
                     gate_override=GateOverride.from_version(closure.model.properties),
                     trained_by=DagsterRun.of(closure.model.properties, dagster_url),

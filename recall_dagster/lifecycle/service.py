@@ -97,12 +97,12 @@ class BlindWindowReport:
     def _live(self, status: Status) -> tuple[str, ...]:
         return tuple(dict.fromkeys(
             v.name for c in self.causes for m in c.models for v in m.versions
-            if v.verdict.status is status and v.live_deployments
+            if v.verdict.status is status and v.serves
         ))
 
     @property
     def contaminated_live(self) -> tuple[str, ...]:
-        """Names of CONTAMINATED versions that a live deployment serves right now."""
+        """Names of CONTAMINATED versions serving right now: a live deployment's, or the production alias's."""
         return self._live(Status.CONTAMINATED)
 
     @property
