@@ -51,6 +51,7 @@ from datahub.metadata.urns import DataJobUrn
 from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
 from datahub.utilities.urns.urn import Urn
 
+from recall_dagster.estate.measures import metric_name
 from recall_dagster.estate.names import display_name
 from recall_dagster.estate.production import registry_marks_production
 from recall_dagster.estate.twins import twin_of
@@ -537,24 +538,6 @@ def _assertion_name(urn: str, info: AssertionInfoClass | None) -> str:
     return _text(info.description) or _text(native) or (aliases[-1] if aliases else display_name(urn))
 
 
-_ROWS_AGGREGATIONS = {"IDENTITY", "_NATIVE_", None}  # a dataset assertion whose value is the failing rows' count
-
-
-def _metric_name(info: AssertionInfoClass | None) -> str | None:
-    """What ``actualAggValue`` measures when it is not a count of failing rows; None when it is one."""
-    if info is None:
-        return "value"  # nobody said what was measured: never read it as rows
-    if info.volumeAssertion is not None:
-        return "row_count"
-    field_metric = info.fieldAssertion.fieldMetricAssertion if info.fieldAssertion else None
-    if field_metric is not None:
-        return str(field_metric.metric).lower()
-    if info.datasetAssertion is not None and info.datasetAssertion.aggregation in _ROWS_AGGREGATIONS:
-        return None
-    aggregation = info.datasetAssertion.aggregation if info.datasetAssertion else None
-    return str(aggregation).lower() if aggregation else "value"
-
-
 class Run(NamedTuple):
     """What a scan reads of one assertion run (:data:`RUN_FIELDS` of the event): a large estate keeps twenty runs
     per assertion, and reading only these values, not whole events, was half of a full scan."""
@@ -581,7 +564,7 @@ def _failed_rows(run: Run, info: AssertionInfoClass | None) -> int | None:
         value = native.get(key, "")
         if value.strip().isdigit():
             return int(value)
-    if run.agg_value is not None and _metric_name(info) is None:
+    if run.agg_value is not None and metric_name(info) is None:
         return int(run.agg_value)
     return None
 
@@ -589,7 +572,7 @@ def _failed_rows(run: Run, info: AssertionInfoClass | None) -> int | None:
 def _metric(info: AssertionInfoClass | None, run: Run | None) -> tuple[str, float] | None:
     """A metric or volume assertion's measured value under its own name (``row_count``, ``mean``, ...)."""
     value = run.agg_value if run is not None and run.result is not None else None
-    name = _metric_name(info)
+    name = metric_name(info)
     return (name, float(value)) if value is not None and name is not None else None
 
 

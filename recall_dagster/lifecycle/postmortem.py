@@ -18,6 +18,7 @@ from recall_dagster.lifecycle.assess import RootCause
 from recall_dagster.lifecycle.blast import describe
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.incidents import IncidentEntry
+from recall_dagster.lifecycle.records import weight_text
 from recall_dagster.lifecycle.verdict import Status, VersionVerdict, judge
 from recall_dagster.instants import iso_instant
 
@@ -132,7 +133,8 @@ def postmortem(entry: IncidentEntry, cause: RootCause | None, config: LifecycleC
         "## Failing tests",
         *(
             f"- {md_escaped(r.name)} on {md_escaped(r.where)}"
-            + (f": {cause.failed_rows[r.urn]:,} failing rows" if cause.failed_rows.get(r.urn) is not None else "")
+            + (f": {md_escaped(weight)}" if (weight := weight_text(cause.failed_rows.get(r.urn),
+                                                                   cause.measured.get(r.urn))) else "")
             for r in (cause.records if cause else ())
         ),
         "",

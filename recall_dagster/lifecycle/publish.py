@@ -40,6 +40,7 @@ from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.lifecycle.blast import describe
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.incidents import INCIDENT_TYPE, IncidentEntry
+from recall_dagster.lifecycle.records import weight_text
 from recall_dagster.lifecycle.postmortem import Postmortem
 from recall_dagster.writeback.config import RetryPolicy
 from recall_dagster.writeback.emit import emit
@@ -69,7 +70,7 @@ def incident_description(entry: IncidentEntry) -> str:
     failing = [a for a in snapshot.get("assertions", ()) if a.get("failing")] or list(snapshot.get("assertions", ()))
     tests = "; ".join(
         f"{a['name']} on {a['on']}"
-        + (f" ({a['failed_rows']:,} failing rows)" if a.get("failed_rows") is not None else "")
+        + (f" ({weight})" if (weight := weight_text(a.get("failed_rows"), a.get("measured"))) else "")
         for a in failing
     )
     window = snapshot.get("window") or {}

@@ -294,6 +294,7 @@ class SyncResult:
                 "models": [
                     {
                         **{k: m[k] for k in ("name", "summary", "severity", "failed_rows", "live_deployments")},
+                        "measured": m.get("measured", []),  # an incident kept before measurements were named
                         "suspect": [f["name"] for f in m.get("suspect_features", ())],
                     }
                     for m in blast.get("models", ())
