@@ -23,7 +23,7 @@ from datahub.metadata.schema_classes import (
 
 from recall_dagster.detect import Finding
 from recall_dagster.estate import ModelClosure, display_name
-from recall_dagster.narrate import finding_paragraph, owners_text
+from recall_dagster.narrate import finding_paragraph, owners_text, worst_first
 from recall_dagster.results import ModelReport
 from recall_dagster.instants import iso_instant
 from recall_dagster.markdown import md_text
@@ -49,8 +49,7 @@ def premortem(report: ModelReport) -> str:
         f"serving from {len(closure.live_deployments)} live deployment(s). "
         f"Model owners: {md_text(owners_text(model.owners))}.",
     ]
-    worst_first = sorted(report.findings, key=lambda f: (f.severity.rank, f.detector, f.subject))
-    for number, finding in enumerate(worst_first, 1):
+    for number, finding in enumerate(worst_first(report.findings), 1):
         chain = " → ".join(display_name(u) for u in finding.evidence.get("path", []))
         lines += ["", f"## {number}. {finding.severity.value}: {finding.detector}", "",
                   md_text(finding_paragraph(closure, finding)), ""]

@@ -61,3 +61,32 @@ def test_the_scores_say_which_acknowledgements_were_ignored_and_why(tmp_path) ->
     said = scores.metadata["acknowledgements_ignored"].value
     assert said.startswith(f"{forged.id} by mallory") and said.endswith(": no signature")
     assert "\x1b" not in said and "\u202e" not in said
+
+
+def test_each_model_s_verdict_is_a_line_in_the_scores_table_not_behind_a_click(tmp_path) -> None:  # noqa: ANN001
+    """What an operator reads in the asset's table: the scan in one line, and each model with findings its tier,
+    top reason and next step, as text (Markdown sits behind "[Show Markdown]"); graph text is shown, not obeyed."""
+    from recall_dagster.defs.resources import RecallResource
+    from recall_dagster.defs.scan import Closures, _scored, _summary
+    from recall_dagster.detect.registry import Detection
+    from recall_dagster.estate import ModelClosure
+    from recall_dagster.estate.views import Model
+    from recall_dagster.settings import Settings
+
+    sick, well = (ModelClosure(Model(f"urn:li:mlModel:(urn:li:dataPlatform:mlflow,{n},PROD)", n), True, 0)
+                  for n in ("fraud_1", "churn_1"))
+    failing = Finding("failing_assertion", Severity.CRITICAL, "urn:li:assertion:a",
+                      f"assertion not_null on {NAME}.price failed in its latest run (4,073 failing rows)")
+    owner = Finding("ownership_vacuum", Severity.WARN, "urn:li:dataset:o", "nobody owns orders")
+    closures = Closures(0, "graph.db", (sick, well), True)
+    recall = RecallResource.from_settings(Settings.under(tmp_path))
+    scores, _ = _scored(closures, Detection({sick.urn: (owner, failing)}, ()), recall, "no_model_at_fail_tier")
+    shown_in_table = {key: value.value for key, value in scores.metadata.items() if isinstance(value.value, str)}
+    assert shown_in_table["summary"] == "2 model(s) scanned, none at CRITICAL; worst AT_RISK"
+    assert _summary(scores.value, ["fraud_1"], "CRITICAL") == "1 of 2 model(s) at CRITICAL: fraud_1"
+    verdict = shown_in_table["verdict: fraud_1"]
+    assert verdict.startswith("AT_RISK ") and "assertion not_null on orders" in verdict, verdict
+    assert verdict.endswith("(+1 more). Next: Fix the data the failing test names and rerun the test before the "
+                            "next retrain."), "the worst finding leads, the next step follows"
+    assert "\x1b" not in verdict and "\u202e" not in verdict
+    assert "verdict: churn_1" not in shown_in_table, "a model with nothing to say adds no line"
