@@ -55,6 +55,20 @@ def test_the_scan_and_incidents_run_after_what_recall_yaml_names(tmp_path: Path,
     assert {p.to_user_string() for p in graph.get(AssetKey("blind_window")).parent_keys} == {"data_incidents"}
 
 
+def test_in_the_demo_recall_sits_downstream_of_the_ingestion_that_feeds_the_graph(defs_settings: Settings) -> None:
+    """The global lineage an operator watches runs raw → dbt → training → DataHub ingestion → Recall's scan and
+    incidents: Recall is no island (the demo's recall.yaml names its ingestion in dagster.scan_after)."""
+    from seed.lifecycle import DEMO_CONFIG
+
+    resource = RecallResource.from_settings(defs_settings, config_path=str(DEMO_CONFIG))
+    recall = recall_definitions(resource).resolve_asset_graph()
+    for key in ("model_closures", "data_incidents"):
+        assert {p.to_user_string() for p in recall.get(AssetKey(key)).parent_keys} == {"datahub_metadata"}
+    demo = demo_location.build_definitions(defs_settings).resolve_asset_graph()
+    ingested = {p.to_user_string() for p in demo.get(AssetKey("datahub_metadata")).parent_keys}
+    assert {f"ml/{m}_promotion" for m in MODELS} <= ingested and "feast/fraud_transaction_features" in ingested
+
+
 def test_the_scan_is_a_chain(definitions) -> None:
     graph = definitions.resolve_asset_graph()
     parents = {k: {p.to_user_string() for p in graph.get(AssetKey(k)).parent_keys} for k in SCAN}
