@@ -45,7 +45,7 @@ def _sources(closures: Sequence[ModelClosure]) -> list[dict[str, Any]]:
                 "dataset": name,
                 "name": d.name,
                 "read_directly": name in direct,
-                "upstreams": sorted({display_name(closure.canonical(u)) for u in d.upstreams} - {d.name}),
+                "upstreams": sorted({display_name(u) for u in closure.upstream_tables(urn)}),
                 "owners": [o.urn for o in d.owners if o.active],
                 "description": d.description,
             }

@@ -14,7 +14,10 @@ request cannot hold the server (a 5 MB argument once held it nine minutes):
   on stdio, see :mod:`recall_dagster.mcp_stdio` (which also answers a line
   that is no message as JSON-RPC says); an HTTP body, ``413``.
 * a tool call answers within ``RECALL_MCP_TOOL_SECONDS`` (default
-  :data:`TOOL_SECONDS`), or with an error saying it ran past that limit.
+  :data:`TOOL_SECONDS`), or with an error saying it ran past that limit;
+* at most :data:`MAX_RUNNING` tool calls run at once, the abandoned ones
+  included: past it a call is refused at once, so a client repeating a call
+  a silent service holds cannot pile up threads without end.
 """
 
 from __future__ import annotations
@@ -65,6 +68,9 @@ TOOL_SECONDS = 120.0
 """How long a tool call may run: past a GMS read's own 30 s timeout and its retries, so that a slow DataHub is
 reported by the graph as what it is, and still within what an assistant waits for a tool."""
 TOOL_SECONDS_ENV = "RECALL_MCP_TOOL_SECONDS"
+MAX_RUNNING = 4
+"""Tool calls running at once, those past their limit included: each holds a thread that cannot be killed."""
+_RUNNING = threading.BoundedSemaphore(MAX_RUNNING)
 Tool = TypeVar("Tool", bound=Callable[..., Any])
 T = TypeVar("T")
 
@@ -94,12 +100,17 @@ async def _within(seconds: float, name: str, call: Callable[[], T]) -> T:
     daemon thread of its own so that the event loop answers other requests meanwhile, and so that a tool stuck on a
     silent service does not hold the process open once the client has gone (an anyio worker thread would)."""
     future: Future[T] = Future()
+    if not _RUNNING.acquire(blocking=False):
+        raise ToolTimeout(f"{name} was not started: {MAX_RUNNING} tool calls are still running, those past their "
+                          "limit waiting on a slow graph or service; call again once they end")
 
     def run() -> None:
         try:
             future.set_result(call())
         except Exception as err:  # the caller's to report, as the SDK reports a tool's error
             future.set_exception(err)
+        finally:
+            _RUNNING.release()
 
     threading.Thread(target=run, name=f"recall-mcp-{name}", daemon=True).start()
     with anyio.move_on_after(seconds):

@@ -69,6 +69,20 @@ def finding_paragraph(closure: ModelClosure, finding: Finding) -> str:
             f"What to do: {WHAT_TO_DO.get(finding.detector, DEFAULT_STEP)}")
 
 
+def worst_first(findings: Sequence[Finding]) -> list[Finding]:
+    """Findings in the order a person reads them: most serious first, then by detector and subject."""
+    return sorted(findings, key=lambda f: (f.severity.rank, f.detector, f.subject))
+
+
+def headline(tier: str, score: int, findings: Sequence[Finding]) -> str:
+    """A model's verdict in one line an operator reads in a table: its tier, its top reason and the next step."""
+    if not findings:
+        return f"{tier} {score}: no findings"
+    top, more = worst_first(findings)[0], len(findings) - 1
+    also = f" (+{more} more)" if more else ""
+    return f"{tier} {score}: {top.message}{also}. Next: {WHAT_TO_DO.get(top.detector, DEFAULT_STEP)}"
+
+
 def gate_paragraph(gate: Mapping[str, Any]) -> str:
     """A retrain gate verdict (its JSON) in a sentence or three."""
     name, verdict = gate["registered_model"], gate["verdict"]

@@ -13,6 +13,7 @@ from typing import Iterator, TextIO
 from rich.console import Console
 
 from recall_dagster.log_streams import root_handlers_onto
+from recall_dagster.terminal import esc
 
 
 class Progress:
@@ -40,7 +41,7 @@ class Progress:
 
     def note(self, message: str) -> None:
         if not self.quiet:
-            self.console.print(f"  [dim]{message}[/]")
+            self.console.print(f"  [dim]{esc(message)}[/]")
 
 
 @contextmanager

@@ -25,6 +25,9 @@ LITE_SINK = "recall_dagster.graph.lite_sink.RecallLiteSink"
 
 # The build's run_results.json, kept aside: ``dbt docs generate`` rewrites run_results.json.
 BUILD_RESULTS = "run_results.build.json"
+# Where a team's dbt leaves run results: the CLI's own (``run_results.json`` of the last command, and the build's
+# copy :data:`DBT_ORDER` keeps), and one folder per dagster-dbt invocation (``target/<assets>-<run>-<hash>/``).
+RUN_RESULTS = ("run_results*.json", "*/run_results.json")
 # The order that keeps every artifact the dbt source reads. ``dbt source freshness`` and ``dbt test`` write a
 # manifest without compiled SQL, and ``docs generate`` one with it (the dbt source's column lineage needs it), so
 # ``docs generate`` comes last, after the build's results are copied where it does not write.
@@ -50,17 +53,18 @@ def dbt_recipe(
     target_dir: Path, target_platform: str, sink: Mapping[str, Any], run_results: list[Path] | None = None
 ) -> dict[str, Any]:
     """DataHub's dbt source over a project's artifacts: tests become assertions with their runs, model builds
-    become process instances (Recall's freshness), the catalog supplies schemas."""
+    become process instances (Recall's freshness), the catalog supplies schemas. Unless named, the run results
+    are whatever the team's dbt leaves (:data:`RUN_RESULTS`); ``recall ingest`` reads the artifacts that exist
+    (:mod:`recall_dagster.dbt_artifacts`)."""
     config: dict[str, Any] = {
         "manifest_path": str(target_dir / "manifest.json"),
         "catalog_path": str(target_dir / "catalog.json"),
-        "run_results_paths": [str(p) for p in (run_results or [target_dir / BUILD_RESULTS])],
+        "sources_path": str(target_dir / "sources.json"),
+        "run_results_paths": [str(p) for p in (run_results or [target_dir / g for g in RUN_RESULTS])],
         "target_platform": target_platform,
         "include_column_lineage": True,
         "infer_dbt_schemas": True,
     }
-    if (target_dir / "sources.json").exists():  # the dbt source fails on a sources_path that is not there
-        config["sources_path"] = str(target_dir / "sources.json")
     if sink["type"] != "datahub-rest":  # PATCH merges with what a server holds: no server, no PATCH
         config["write_semantics"] = "OVERRIDE"
     return {"source": {"type": "dbt", "config": config}, "sink": dict(sink)}

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Iterable
 
 from rich.console import Console
-from rich.markup import escape as esc
 from rich.table import Table
 from rich.text import Text
 
@@ -25,7 +24,8 @@ from recall_dagster.narrate import DEFAULT_STEP, WHAT_TO_DO, whom_to_call
 from recall_dagster.results import ModelReport, ScanResult
 from recall_dagster.instants import iso_instant
 from recall_dagster.scan import production_markers
-from recall_dagster.terminal import narrow_table
+from recall_dagster.shown import shown
+from recall_dagster.terminal import esc, narrow_table
 
 _TIER_STYLE = {"CRITICAL": "bold red", "AT_RISK": "yellow", "WATCH": "cyan", "HEALTHY": "green"}
 _SEVERITY_STYLE = {Severity.CRITICAL: "bold red", Severity.WARN: "yellow", Severity.INFO: "dim"}
@@ -101,10 +101,11 @@ def render_report(result: ScanResult, console: Console) -> None:
     for versions in _registered(result.models).values():
         grouped = len(versions) > 1
         if grouped:
-            table.add_row(Text(versions[0].closure.registered_name, style="bold"), *[""] * (len(table.columns) - 1))
+            table.add_row(Text(shown(versions[0].closure.registered_name), style="bold"),
+                          *[""] * (len(table.columns) - 1))
         for report in versions:
             label = f"  {_version(report)}" if grouped else report.closure.model.name
-            _model_row(table, report, Text(label), scoring, bar)
+            _model_row(table, report, Text(shown(label)), scoring, bar)
     console.print(table)
     console.print("[dim]Coverage: " + esc("; ".join(result.coverage.lines())) + "[/]", highlight=False)
     if unlinked := unlinked_line(result.unlinked):
@@ -132,7 +133,7 @@ def render_report(result: ScanResult, console: Console) -> None:
         for report, f, a in accepted:
             console.print(f"  [bold]{esc(report.closure.model.name)}[/] [dim]{f.detector}[/]  {esc(f.message)}",
                           highlight=False)
-            console.print(f"    [dim]{esc(a.by)} until {iso_instant(a.until_ms)}: {esc(a.reason)} ({a.id})[/]",
+            console.print(f"    [dim]{esc(a.by)} until {iso_instant(a.until_ms)}: {esc(a.reason)} ({esc(a.id)})[/]",
                           highlight=False)
 
     if result.ignored_acks:
@@ -140,7 +141,7 @@ def render_report(result: ScanResult, console: Console) -> None:
         console.print(Text(f"Acknowledgements ignored ({len(result.ignored_acks)}): their findings count",
                            style="yellow"))
         for i in result.ignored_acks:
-            console.print(f"  {i.ack.id} [dim]{esc(i.ack.detector)} on {esc(display_name(i.ack.subject))} by "
+            console.print(f"  {esc(i.ack.id)} [dim]{esc(i.ack.detector)} on {esc(display_name(i.ack.subject))} by "
                           f"{esc(i.ack.by)}[/]: {esc(i.why)}", highlight=False)
 
     if result.blast_radius:
@@ -150,9 +151,9 @@ def render_report(result: ScanResult, console: Console) -> None:
                               ("live", "number"))
         for b in result.blast_radius:
             radius.add_row(
-                Text(display_name(b.dataset)),
-                Text(", ".join(b.flagged_by)),
-                Text(", ".join(display_name(m) for m in b.models) or "-"),
+                Text(shown(display_name(b.dataset))),
+                Text(shown(", ".join(b.flagged_by))),
+                Text(shown(", ".join(display_name(m) for m in b.models) or "-")),
                 str(b.deployments),
             )
         console.print(radius)

@@ -16,7 +16,7 @@ from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.results import ScanResult
 from recall_dagster.instants import iso_instant
 from recall_dagster.estate.unlinked import unlinked_line
-from recall_dagster.markdown import md_text
+from recall_dagster.markdown import md_list, md_text
 
 if TYPE_CHECKING:
     from recall_dagster.detect import Detection
@@ -157,7 +157,7 @@ def coverage_list(result: ScanResult) -> str:
     lines = [*result.coverage.lines(),
              *([f"UNVERIFIED: nothing marks a version of {', '.join(unmarked)} as production"] if unmarked else []),
              *([unlinked] if unlinked else [])]
-    return "\n".join(f"- {md_text(line)}" for line in lines)
+    return md_list(lines)
 
 
 def scan_report(result: ScanResult, limit: int | None = None) -> str:

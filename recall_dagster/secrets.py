@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import lru_cache
 from typing import Iterable, Mapping
 from urllib.parse import urlsplit
 
@@ -26,12 +27,19 @@ def redact(text: str, values: Iterable[str] = (), environ: Mapping[str, str] | N
     """``text`` with every secret masked: the known variables' values, those of every variable named like a
     secret (``*_TOKEN``, ``*_WEBHOOK_URL``, ``*PASSWORD*``...), and ``values`` (a channel's own)."""
     env = os.environ if environ is None else environ
-    named = {name for name in env if _SECRET_NAME.search(name)}
+    named = {name for name in env if _secret_name(name)}
     secrets = {env.get(name, "") for name in (*SECRET_VARIABLES, *named)} | set(values)
     secrets |= {_path(v) for v in secrets}  # HTTP errors quote a URL's path without its host
     for value in sorted((v for v in secrets if len(v) >= _SHORTEST), key=len, reverse=True):
         text = text.replace(value, MASK)
     return _userinfo_masked(text)
+
+
+@lru_cache(maxsize=4096)
+def _secret_name(name: str) -> bool:
+    """Whether a variable's name says it holds a secret: asked of every variable on every mask, and every text
+    Recall shows is masked (:func:`recall_dagster.shown.shown`), so each name is matched once."""
+    return _SECRET_NAME.search(name) is not None
 
 
 _SCHEME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")

@@ -13,6 +13,7 @@ cannot read, is a reason shown where a count is skipped, never a guess.
 
 from __future__ import annotations
 
+import ast
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,11 +143,42 @@ def warehouse_connection(warehouse: Warehouse, environ: Mapping[str, str] | None
         return globs, None, f"dbt profile: {err}"
 
 
+class _Marked(str):
+    """A value a dbt filter marked: ``as_number``, ``as_bool`` and ``as_native`` ask for a Python literal,
+    ``as_text`` for the text as written (dbt's native rendering, which its profiles go through)."""
+
+    want: str = "text"
+
+
+_FILTERS = {f"as_{want}": type(f"_As{want.title()}", (_Marked,), {"want": want})
+            for want in ("text", "number", "bool", "native")}
+
+
+def _native(nodes: list[Any], value: str) -> Any:
+    """What dbt makes of a rendered profile value: one marked node becomes the literal it asks for (a number
+    that is not one is an error, as in dbt), anything else stays what the template produced."""
+    if len(nodes) != 1:
+        return "".join(str(node) for node in nodes)
+    node = nodes[0]
+    if not isinstance(node, _Marked) or node.want == "text":
+        return str(node) if isinstance(node, _Marked) else node
+    try:
+        result = ast.literal_eval(node)
+    except (ValueError, SyntaxError, MemoryError):
+        result = str(node)
+    is_number = isinstance(result, (int, float)) and not isinstance(result, bool)
+    if node.want == "number" and not is_number or node.want == "bool" and not isinstance(result, bool):
+        raise ConfigError(f"the dbt profile value {value!r} gives {str(node)!r}, which is not a {node.want}")
+    return result
+
+
 def _render(value: Any, env: Mapping[str, str]) -> Any:
-    """A profile value with dbt's ``env_var`` filled in; other values as written."""
+    """A profile value rendered as dbt renders it: ``env_var`` from the environment, dbt's ``as_number``,
+    ``as_bool``, ``as_native`` and ``as_text`` filters; other values as written."""
     if not isinstance(value, str) or "{{" not in value:
         return value
     from jinja2 import StrictUndefined
+    from jinja2.nativetypes import NativeCodeGenerator
     from jinja2.sandbox import SandboxedEnvironment
 
     missing = object()
@@ -158,13 +190,19 @@ def _render(value: Any, env: Mapping[str, str]) -> Any:
             raise ConfigError(f"the dbt profile reads env_var({name!r}), which is not set")
         return default
 
-    jinja = SandboxedEnvironment(undefined=StrictUndefined)
+    class NativeSandbox(SandboxedEnvironment):
+        code_generator_class = NativeCodeGenerator  # keeps each node's type, so a filter's mark survives
+
+    jinja = NativeSandbox(undefined=StrictUndefined)
+    jinja.filters.update(_FILTERS)
     try:
-        return jinja.from_string(value).render(env_var=env_var)
+        template = jinja.from_string(value)
+        nodes = list(template.root_render_func(template.new_context({"env_var": env_var})))
     except ConfigError:
         raise
     except Exception as err:  # noqa: BLE001 - any template dbt could render but we cannot is a reason, not a crash
         raise ConfigError(f"the dbt profile value {value!r} cannot be rendered: {err}") from None
+    return _native(nodes, value)
 
 
 def _yaml(path: Path) -> dict[str, Any]:

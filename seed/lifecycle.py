@@ -22,7 +22,7 @@ import sqlalchemy
 from ml_models.registry import FeatureRegistry, load_registry
 from recall_dagster.graph import ALIAS_READ_LIMITS, open_graph
 from recall_dagster.registry import read_registry
-from recall_dagster.lifecycle.rows import sql_connection
+from recall_dagster.read_only_sql import sql_connection
 from seed.ingest.enrich import dataset_urn
 from seed.ingest.run import ingest_all
 from recall_dagster.errors import StackError

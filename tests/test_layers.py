@@ -13,12 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).parents[1]
-PURE = (
-    "recall_dagster.detect.registry", "recall_dagster.score", "recall_dagster.lifecycle.gate",
-    "recall_dagster.lifecycle.window", "recall_dagster.lifecycle.postmortem", "recall_dagster.lifecycle.incidents",
-    "recall_dagster.estate.columns", "recall_dagster.estate.closure",
-)
+from tests.pure_core import ROOT, pure_modules
+
+PURE = pure_modules()
 IO = ("recall_dagster.graph", "recall_dagster.settings", "recall_dagster.files", "recall_dagster.config.load",
       "recall_dagster.scan", "recall_dagster.clock", "recall_dagster.warehouse", "recall_dagster.writeback",
       "yaml", "sqlite3", "sqlalchemy", "dagster", "mlflow", "pandas")

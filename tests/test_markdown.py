@@ -11,8 +11,10 @@ def test_a_name_that_is_markdown_is_shown_as_text() -> None:
     assert shown == ("orders\\[click\\](http://evil.example) &lt;img src=x onerror=alert(1)&gt; \\`x\\` a\\|b \\\\")
 
 
-def test_a_description_stays_on_its_line_and_shows_no_control_characters() -> None:
-    assert md_text("first\n# heading\r\x1b[31mred\u202eevil\u200b") == "first # heading  \\[31mred evil "
+def test_a_description_stays_on_its_line_and_writes_out_its_control_characters() -> None:
+    """A browser shows ``\\x1b`` and ``\\u202e`` where the escape and the override stood (:func:`shown`)."""
+    assert md_text("first\n# heading\r\x1b[31mred\u202eevil\u200b") == (
+        "first # heading \\\\x1b\\[31mred\\\\u202eevil\\\\u200b")
 
 
 def test_a_password_in_a_name_is_masked() -> None:

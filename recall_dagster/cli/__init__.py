@@ -22,6 +22,7 @@ from recall_dagster.errors import RecallError
 from recall_dagster.extras import missing_extra
 from recall_dagster.log_streams import root_handlers_onto
 from recall_dagster.secrets import redact
+from recall_dagster.shown import shown
 
 # Command name -> (the module that registers it on `cli` when imported, the first line of its docstring).
 # The help line is what `recall --help` shows without importing the module; keep it the command's own.
@@ -119,7 +120,7 @@ def _printing_no_secrets() -> Iterator[None]:
 
 class RecallGroup(click.Group):
     """Turns every RecallError, and a module an uninstalled extra brings, into its message and exit code,
-    never a traceback; prints no secret."""
+    never a traceback; prints no secret, and no escape sequence from a name it quotes (:func:`shown`)."""
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         with _printing_no_secrets():
@@ -132,7 +133,7 @@ class RecallGroup(click.Group):
                 click.secho(f"recall: {known}", fg="red", err=True)
                 ctx.exit(known.exit_code)
             except RecallError as err:
-                click.secho(f"recall: {err}", fg="red", err=True)
+                click.secho(shown(f"recall: {err}", lines=True), fg="red", err=True)
                 ctx.exit(err.exit_code)
 
 

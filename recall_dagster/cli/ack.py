@@ -12,7 +12,6 @@ from datetime import timedelta
 
 import click
 from rich.console import Console
-from rich.markup import escape as esc
 
 from recall_dagster.acks.service import AckRequest, acknowledge, in_force, listing, revoke, who
 from recall_dagster.cli import RecallGroup, cli
@@ -22,6 +21,8 @@ from recall_dagster.clock import clock_ms
 from recall_dagster.instants import datetime_ms, iso_instant, parse_instant
 from recall_dagster.config.load import load
 from recall_dagster.settings import Settings
+from recall_dagster.shown import shown
+from recall_dagster.terminal import esc
 
 DEFAULT = "accept"
 
@@ -76,10 +77,10 @@ def accept(ctx: click.Context, detector: str, subject: str, reason: str, until: 
         click.echo(json.dumps({**made.to_json(), "writes": landed, "failures": failures}, indent=2))
     else:
         scope = f"on {made.model}" if made.model else "on every model it reaches"
-        click.echo(f"acknowledged {made.id}: {made.detector} on {made.subject} {scope} until "
-                   f"{iso_instant(made.until_ms)}, by {made.by}")
+        click.echo(shown(f"acknowledged {made.id}: {made.detector} on {made.subject} {scope} until "
+                         f"{iso_instant(made.until_ms)}, by {made.by}"))
         for failure in failures:
-            click.secho(f"not published yet: {failure}", fg="yellow")
+            click.secho(shown(f"not published yet: {failure}"), fg="yellow")
     if failures:
         ctx.exit(EXIT_UNREACHABLE)
 
@@ -124,8 +125,8 @@ def revoke_command(ctx: click.Context, ack_id: str, by: str | None, no_write: bo
     with opened_graph(settings, read_only=no_write) as graph:
         gone, _, failures = revoke(graph, settings, ack_id, by or who(), clock_ms(), loaded.scan.acknowledgements,
                                    loaded.writeback.retry, write=not no_write)
-    click.echo(f"revoked {gone.id}: {gone.detector} on {gone.subject}")
+    click.echo(shown(f"revoked {gone.id}: {gone.detector} on {gone.subject}"))
     for failure in failures:
-        click.secho(f"not unpublished yet: {failure}", fg="yellow")
+        click.secho(shown(f"not unpublished yet: {failure}"), fg="yellow")
     if failures:
         ctx.exit(EXIT_UNREACHABLE)

@@ -13,7 +13,6 @@ import os
 
 import click
 from rich.console import Console
-from rich.markup import escape as esc
 
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
@@ -27,6 +26,8 @@ from recall_dagster.clock import clock_ms
 from recall_dagster.progress import Progress
 from recall_dagster.scan_markdown import number
 from recall_dagster.settings import Settings
+from recall_dagster.shown import shown
+from recall_dagster.terminal import esc
 
 COLOURS = {"PASS": "green", "REGRESSION": "red", "INCONCLUSIVE": "yellow"}
 
@@ -103,7 +104,7 @@ def render_diagnosis(d: Diagnosis, record: DiagnosisRecord, console: Console) ->
             console.print(esc(f"    {r.metric}: {number(r.metric_before)} -> {number(r.metric_after)}"),
                           highlight=False)
         if r.patch:
-            console.print(r.patch.rstrip("\n"), highlight=False, markup=False)
+            console.print(shown(r.patch.rstrip("\n"), lines=True), highlight=False, markup=False)
     console.print(f"[dim]Evidence: {esc(', '.join(str(p) for p in record.evidence))}[/dim]", highlight=False)
     for line in record.failures:
         console.print(f"[yellow]write-back pending:[/yellow] {esc(line)}", highlight=False)

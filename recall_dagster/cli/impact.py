@@ -12,8 +12,7 @@ import json
 
 import click
 from rich.console import Console
-from rich.markup import escape as esc
-from recall_dagster.terminal import narrow_table
+from recall_dagster.terminal import esc, narrow_table
 
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
@@ -29,6 +28,7 @@ from recall_dagster.clock import clock_ms
 from recall_dagster.progress import Progress
 from recall_dagster.scan_markdown import number
 from recall_dagster.settings import Settings
+from recall_dagster.shown import shown
 
 IMPACT_EXIT = {
     Verdict.PASS: EXIT_OK,
@@ -126,6 +126,6 @@ def _render_record(published: ImpactPublished) -> None:
     if published.failures:
         click.echo(f"Write-back incomplete ({len(published.failures)} write(s)); the evidence holds the experiment:")
         for line in published.failures:
-            click.echo(f"  {line}")
+            click.echo(shown(f"  {line}"))
     elif published.writes:
         click.echo(f"Wrote {published.writes} aspect(s) to the graph: the verdict property and a document per model.")

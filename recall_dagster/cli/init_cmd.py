@@ -3,11 +3,12 @@
 DataHub recipes for its stack (dbt with the write semantics its sink needs,
 mlflow, feast when it has a feature repository), for a DataHub Lite file or a
 GMS, and a commented starter ``recall.yaml``; then the order of commands that
-keeps every artifact DataHub's dbt source reads. Existing files are kept
+keeps every artifact DataHub's dbt source reads. Run in a repository's root
+with no ``--dbt-project``, it takes the one dbt project it finds there. Existing files are kept
 unless ``--force``: a second run changes nothing.
 
 Exit codes: 0 written (or already there), 2 bad usage (a dbt project without a
-profile, a file that exists without ``--force``).
+profile, several dbt projects and none named, nothing to write recipes for).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ STARTER = """\
 @cli.command("init")
 @click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               show_default=True, help="Where recipes/ and recall.yaml are written.")
-@click.option("--dbt-project", type=click.Path(file_okay=False, path_type=Path), help="The dbt project folder.")
+@click.option("--dbt-project", type=click.Path(file_okay=False, path_type=Path), help="The dbt project folder [default: the one under the current folder].")
 @click.option("--profiles-dir", type=click.Path(file_okay=False, path_type=Path), help="Where profiles.yml is.")
 @click.option("--feast-repo", type=click.Path(file_okay=False, path_type=Path), help="A Feast repository.")
 @click.option("--graph", "graph_target", metavar="FILE|URL",
@@ -71,6 +72,11 @@ def init_command(
     sink = recipes.sink_config(graph, "DATAHUB_GMS_TOKEN" if remote else None)
     planned: dict[str, dict] = {}
     platform = None
+    if dbt_project is None:
+        dbt_project = found_dbt_project(Path.cwd())
+        if dbt_project is not None:
+            click.echo(f"found the dbt project {dbt_project} (its dbt_project.yml); --dbt-project names another",
+                       err=True)
     if dbt_project is not None:
         target = dbt_target(dbt_project.resolve(), profiles_dir.resolve() if profiles_dir else None)
         target_dir, platform = target.target_dir, target.platform
@@ -105,8 +111,28 @@ def init_command(
         why = "  # DataHub's sources, in an environment of their own: their pins would rewrite this one" if not n else ""
         click.echo(f"  recall ingest {folder / 'recipes' / f'{name}.yml'}{why}")
     click.echo(f"  RECALL_GRAPH={graph} RECALL_CONFIG={config} recall scan")
-    if "dbt" in planned:
-        click.echo("  (rerun `recall init --force` once target/sources.json exists, so the dbt recipe reads it)")
+
+
+# Folders a dbt project is never in: dbt's own output and packages, environments, version control.
+NOT_PROJECTS = frozenset({"target", "dbt_packages", "dbt_modules", "logs", "node_modules", "site-packages",
+                          "__pycache__"})
+
+
+def found_dbt_project(root: Path, depth: int = 3) -> Path | None:
+    """The one dbt project in or under the folder init runs in (a team runs it in its repository's root), None
+    when there is none; several are a usage error naming each, since which one trains the models is the team's
+    to say."""
+    found: list[Path] = []
+    for folder, subfolders, files in os.walk(root):
+        level = len(Path(folder).relative_to(root).parts)
+        subfolders[:] = sorted(d for d in subfolders if level < depth and not d.startswith(".")
+                               and d not in NOT_PROJECTS)
+        if "dbt_project.yml" in files:
+            found.append(Path(folder))
+    if len(found) > 1:
+        named = ", ".join(str(p.relative_to(root)) or "." for p in found)
+        raise ConfigError(f"found {len(found)} dbt projects here ({named}): name one with --dbt-project")
+    return found[0] if found else None
 
 
 def _starter(dbt_project: Path | None, profiles_dir: Path | None, platform: str | None) -> str:

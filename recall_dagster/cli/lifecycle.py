@@ -14,7 +14,6 @@ from typing import Any, Sequence
 
 import click
 from rich.console import Console
-from rich.markup import escape as esc
 
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import as_of_option, config_option, graph_option, instant_ms, json_option, opened_graph
@@ -40,6 +39,7 @@ from recall_dagster.lifecycle.service import (
 from recall_dagster.rewrite import Rewrite
 from recall_dagster.narrate import gate_paragraph, window_paragraph
 from recall_dagster.settings import Settings
+from recall_dagster.terminal import esc
 
 
 
@@ -107,8 +107,8 @@ def _render_window(report: BlindWindowReport, console: Console, rewrite: Rewrite
             console.print(f"  [bold]{esc(model.name)}[/bold]: {esc(model.rollback_note)}")
             for v in model.versions:
                 colour = {"CONTAMINATED": "red", "UNKNOWN": "yellow", "CLEAN": "green"}[v.verdict.status.value]
-                serves = ", ".join(display_name(d) for d in v.live_deployments)
-                serving = f" (serves {serves})" if serves else ""
+                serves = [display_name(d) for d in v.live_deployments] + (["its production mark"] if v.production else [])
+                serving = f" (serves through {', '.join(serves)})" if serves else ""
                 status = f"[{colour}]{v.verdict.status.value:<12}[/{colour}]"
                 console.print(f"    {status} {esc(v.name + serving)}: {esc(v.verdict.reason)}")
         console.print(f"  {esc(rewrite(window_paragraph(said)))}", highlight=False)
@@ -159,7 +159,7 @@ def _render_gate(result: GateResult, console: Console, rewrite: Rewrite) -> None
         for detail in check.details if check.status in ("FAIL", "WARN") else ():
             console.print(f"         - {esc(detail)}")
     for finding, accepted in result.accepted:
-        console.print(f"  [dim]relied on acknowledgement {accepted.id} ({esc(accepted.by)}, until "
+        console.print(f"  [dim]relied on acknowledgement {esc(accepted.id)} ({esc(accepted.by)}, until "
                       f"{iso_instant(accepted.until_ms)}): {finding.detector}: {esc(finding.message)}[/dim]",
                       highlight=False)
     console.print()

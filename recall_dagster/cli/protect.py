@@ -7,8 +7,7 @@ import json
 
 import click
 from rich.console import Console
-from rich.markup import escape as esc
-from recall_dagster.terminal import narrow_table
+from recall_dagster.terminal import esc, narrow_table
 
 from recall_dagster.cli import cli
 from recall_dagster.cli.options import as_of_option, config_option, graph_option, instant_ms, json_option, opened_graph
@@ -16,6 +15,7 @@ from recall_dagster.estate import display_name
 from recall_dagster.config.load import load
 from recall_dagster.protect.service import ProtectReport, protect_report
 from recall_dagster.settings import Settings
+from recall_dagster.shown import shown
 
 
 @cli.command("protect")
@@ -52,4 +52,4 @@ def render_protect(report: ProtectReport, console: Console) -> None:
     console.print(gaps)
     if report.dbt_tests:
         console.print("dbt tests to add (merge into the properties files that declare these models and sources):")
-        console.print(report.dbt_tests, highlight=False, markup=False)
+        console.print(shown(report.dbt_tests, lines=True), highlight=False, markup=False)

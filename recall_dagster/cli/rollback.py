@@ -25,6 +25,7 @@ from recall_dagster.lifecycle.rollback import RollbackRequest
 from recall_dagster.lifecycle.rollback_service import Registry, RollbackResult, roll_back
 from recall_dagster.lifecycle.verdict import Status
 from recall_dagster.settings import Settings
+from recall_dagster.shown import shown
 
 
 @cli.command("rollback")
@@ -67,17 +68,17 @@ def rollback_command(
 def _render(result: RollbackResult) -> None:
     plan = result.plan
     head = "Rollback" if result.applied else "Dry run (nothing written; --apply to roll back)"
-    click.secho(f"{head}: {plan.model} to version {plan.to_version}", bold=True)
+    click.secho(shown(f"{head}: {plan.model} to version {plan.to_version}"), bold=True)
     for line in plan.lines():
-        click.echo(f"  {line}")
+        click.echo(shown(f"  {line}"))
     if result.record is not None:
-        click.echo(f"  recorded: by {result.record.by} at {result.record.at}: {result.record.reason}")
+        click.echo(shown(f"  recorded: by {result.record.by} at {result.record.at}: {result.record.reason}"))
     for path in result.evidence:
         click.echo(f"  evidence: {path}")
     if result.document:
         click.echo(f"  DataHub: {result.document} ({result.writes} write(s))")
     for failure in result.failures:
-        click.secho(f"  not written yet (the next run writes it): {failure}", fg="yellow")
+        click.secho(shown(f"  not written yet (the next run writes it): {failure}"), fg="yellow")
     after = result.after
     if after is None:
         return
@@ -86,10 +87,10 @@ def _render(result: RollbackResult) -> None:
             click.secho(f"  now {alias} serves a version the metadata graph does not hold", fg="yellow")
             continue
         clean = version.verdict.status is Status.CLEAN
-        click.secho(f"  now {alias} serves {version.name}: {version.verdict.status.value}, {version.verdict.reason}",
-                    fg="green" if clean else "red")
+        click.secho(shown(f"  now {alias} serves {version.name}: {version.verdict.status.value}, "
+                          f"{version.verdict.reason}"), fg="green" if clean else "red")
     for name in after.contaminated_live:
-        click.secho(f"  a live deployment still serves {name}, which the blind window convicts", fg="red")
+        click.secho(shown(f"  a live deployment still serves {name}, which the blind window convicts"), fg="red")
     for model in after.scanned:
-        click.echo(f"  rescanned {model.closure.model.name}: {model.score.tier} ({model.score.value}), "
-                   f"{len(model.findings)} open finding(s)")
+        click.echo(shown(f"  rescanned {model.closure.model.name}: {model.score.tier} ({model.score.value}), "
+                         f"{len(model.findings)} open finding(s)"))

@@ -35,6 +35,7 @@ from recall_dagster.report import render_report
 from recall_dagster.baselines import JsonStateStore
 from recall_dagster.scan import run_scan
 from recall_dagster.settings import Settings
+from recall_dagster.shown import shown
 from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.writeback.report import WritebackReport
 from recall_dagster.writeback.run import dry_run, write_back
@@ -153,13 +154,13 @@ def _print_writeback(report: WritebackReport) -> None:
     if report.dry_run:
         click.echo(f"Dry run {report.run_id}: {len(plan.writes)} write(s) to {report.graph}, {unchanged} already true")
         for write in (*report.carried_over, *plan.writes):
-            click.echo(f"  {write.path:<9} {write.aspect_name:<22} {write.urn}  ({write.why})")
+            click.echo(shown(f"  {write.path:<9} {write.aspect_name:<22} {write.urn}  ({write.why})"))
     else:
         click.echo(
             f"Write-back {report.run_id} to {report.graph}: {len(outcome.landed)} landed, {unchanged} already true, "
             f"{len(outcome.refused)} refused, {len(outcome.pending)} pending; evidence in {report.evidence_dir}"
         )
         for write, reason in (*outcome.refused, *outcome.pending):
-            click.echo(f"  failed {write.path} {write.urn}: {reason}", err=True)
+            click.echo(shown(f"  failed {write.path} {write.urn}: {reason}"), err=True)
     for note in (*report.notes, *(f"{n.channel} {n.event}: {n.error}" for n in report.notices if n.error)):
-        click.echo(f"  note: {note}", err=True)
+        click.echo(shown(f"  note: {note}"), err=True)

@@ -16,6 +16,7 @@ from recall_dagster.errors import EXIT_FINDINGS
 from recall_dagster.clock import clock_ms
 from recall_dagster.config.load import load
 from recall_dagster.settings import Settings
+from recall_dagster.shown import shown
 from recall_dagster.writeback.verify import verify
 
 
@@ -38,7 +39,7 @@ def verify_command(
     else:
         click.echo(f"recall verify against {result.graph}")
         for check in result.checks:
-            click.echo(f"  {'ok  ' if check.ok else 'FAIL'} {check.phase:<10} {check.path:<9} {check.detail}")
+            click.echo(shown(f"  {'ok  ' if check.ok else 'FAIL'} {check.phase:<10} {check.path:<9} {check.detail}"))
         for name, present in result.capabilities.items():
             click.echo(f"  capability {name}: {'yes' if present else 'no'}")
         click.echo(f"  removed (soft delete): {len(result.removed)}; left: {', '.join(result.left) or 'nothing'}")

@@ -197,7 +197,8 @@ def _diagnose(d: Diagnose, source: str) -> DiagnoseConfig:
 
 def build(f: RecallFile, source: str) -> Configuration:
     """Each domain's view of the checked file ``f``; ``source`` is the file that spoke last, for messages."""
-    warehouse = Warehouse(f.warehouse.dbt_project, f.warehouse.profiles_dir, f.warehouse.target)
+    warehouse = Warehouse(f.warehouse.dbt_project, f.warehouse.profiles_dir, f.warehouse.target,
+                          f.warehouse.read_timeout_seconds)
     d = f.dagster
     return Configuration(
         source=source,

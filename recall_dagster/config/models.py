@@ -229,6 +229,9 @@ class WarehouseSection(Section):
     profiles_dir: Text | None = Field(
         description="Where profiles.yml is; null: DBT_PROFILES_DIR, the project, ~/.dbt, as dbt looks.")
     target: Text | None = Field(description="The profile's output; null: DBT_TARGET, then the profile's own target.")
+    read_timeout_seconds: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(
+        description="Each row count and training-query replay (on a connection that can only read) is stopped "
+                    "after this long.")
 
 
 class LifecycleSeverity(Section):

@@ -16,3 +16,4 @@ class Warehouse:
     dbt_project: str | None  # the dbt project folder; None: DBT_PROJECT_DIR, as dbt reads it, or no warehouse
     profiles_dir: str | None  # None: DBT_PROFILES_DIR, the project, ~/.dbt
     target: str | None  # None: DBT_TARGET, then the profile's own target
+    read_timeout_seconds: float = 300.0  # each statement read there (recall_dagster.read_only_sql)

@@ -61,6 +61,7 @@ class AssertionHistory(Part):
     kind: str | None
     failing: bool
     failed_rows: int | None
+    measured: str | None = None  # what its newest failing run measured, when not failing rows (an addition)
     windows: list[Window]
 
 
@@ -89,6 +90,7 @@ class ModelImpact(Part):
     live_deployments: list[str]
     production: bool
     failed_rows: int | None
+    measured: list[str] = []  # what the tests weighed measured, when not failing rows (an addition)
     observed_by: list[str]
     table_reach: list[str] = []  # input columns reached by table lineage only (no column lineage): suspect
 
@@ -165,6 +167,7 @@ class IncidentModel(Part):
     summary: str
     severity: str
     failed_rows: int | None
+    measured: list[str] = []  # an addition: incidents kept before it lack it
     live_deployments: list[str]
     suspect: list[str]
 

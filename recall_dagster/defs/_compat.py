@@ -26,14 +26,15 @@ from dagster import (
 # define_asset_job's return type is not exported; Recall's job factories are typed with it.
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
-# The run tag Dagster sets on every run of a backfill; there is no public constant or accessor for it.
-from dagster._core.storage.tags import BACKFILL_ID_TAG
+# The run tag Dagster sets on every run of a backfill, and the one Dagster+ sets to the user who launched a run;
+# there is no public constant or accessor for either.
+from dagster._core.storage.tags import BACKFILL_ID_TAG, USER_TAG
 
 # The ends of pyproject's Dagster range that CI runs: the demo's lock and the newest team environments (1.13.27),
 # the oldest team environment (1.13.0); see envs/ and docs/install.md.
 VERIFIED_WITH = ("1.13.0", "1.13.27")
 
-__all__ = ["BACKFILL_ID_TAG", "VERIFIED_WITH", "UnresolvedAssetJobDefinition", "asset_graph_of",
+__all__ = ["BACKFILL_ID_TAG", "USER_TAG", "VERIFIED_WITH", "UnresolvedAssetJobDefinition", "asset_graph_of",
            "compute_fn_of", "freshness_window_hours", "latest_check_executions", "other_components_defs",
            "with_compute_and_input"]
 

@@ -42,4 +42,6 @@ def nightly_scan(job: UnresolvedAssetJobDefinition, cron: str = "0 2 * * *",
     """The nightly scan; STOPPED unless ``default_status`` says otherwise (one status for sensors and schedules)."""
     return ScheduleDefinition(name=(translator or RecallTranslator()).schedule_name("nightly_scan"), job=job,
                               cron_schedule=cron, execution_timezone="UTC",
-                              default_status=DefaultScheduleStatus(default_status.value))
+                              default_status=DefaultScheduleStatus(default_status.value),
+                              description="Scans every production model, writes the diagnosis to DataHub and "
+                                          "syncs data incidents.")

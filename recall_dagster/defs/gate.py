@@ -72,7 +72,9 @@ from recall_dagster.lifecycle.override import (
 from recall_dagster.estate.naming import model_name
 from recall_dagster.lifecycle.observed import Observed
 from recall_dagster.lifecycle.service import judge_retrain
+from recall_dagster.markdown import md_list
 from recall_dagster.scan_markdown import check_details, checks_table, findings_table
+from recall_dagster.shown import shown
 from recall_dagster.instants import seconds_ms
 
 if TYPE_CHECKING:
@@ -295,8 +297,8 @@ def _decision(context: AssetExecutionContext, recall: RecallResource, verdict: s
 def _refusal(model: str, verdict: GateResult) -> str:
     failing = ", ".join(c.name for c in verdict.failing) or ", ".join(c.name for c in verdict.unverified_checks)
     why = f"failing checks: {failing}" if failing else (verdict.reason or "nothing could be verified")
-    return (f"Recall's retrain gate refuses to retrain {model}: {verdict.verdict} ({why}). "
-            f"To retrain anyway, launch the run with the tags {OVERRIDE_BY_TAG} and {OVERRIDE_REASON_TAG}.")
+    return shown(f"Recall's retrain gate refuses to retrain {model}: {verdict.verdict} ({why}). "
+                 f"To retrain anyway, launch the run with the tags {OVERRIDE_BY_TAG} and {OVERRIDE_REASON_TAG}.")
 
 
 def _tag_run(context: AssetExecutionContext, model: str, decision: GateDecision) -> None:
@@ -353,12 +355,7 @@ def _gate_asset(
         yield AssetCheckResult(
             asset_key=gate_key, check_name=measured_check, passed=not blocks or decision.override is not None,
             severity=AssetCheckSeverity.ERROR,
-            metadata={
-                "status": measured.status if measured else "SKIP",
-                "summary": measured.summary if measured else verdict.reason or "no version to judge",
-                "details": MetadataValue.md("\n".join(f"- {d}" for d in measured.details) if measured else "-"),
-                **decision_metadata(decision),
-            },
+            metadata={**measured_metadata(measured, verdict.reason), **decision_metadata(decision)},
         )
 
     return gate
@@ -432,6 +429,15 @@ def _with_upstream_checks(
     return replace(verdict, checks=(*verdict.checks, check))
 
 
+def measured_metadata(measured: CheckResult | None, reason: str | None) -> dict[str, Any]:
+    """What the measured-impact check shows: its status, its summary (else why no version could be judged) and
+    each replayed finding's result, the findings' text shown as text."""
+    if measured is None:
+        return {"status": "SKIP", "summary": shown(reason or "no version to judge"), "details": MetadataValue.md("-")}
+    return {"status": measured.status, "summary": shown(measured.summary),
+            "details": MetadataValue.md(md_list(measured.details))}
+
+
 def verdict_metadata(verdict: GateResult) -> dict[str, Any]:
     """What the UI shows on the gate: the verdict, every named check, and the findings to fix first."""
     metadata: dict[str, Any] = {
@@ -441,7 +447,7 @@ def verdict_metadata(verdict: GateResult) -> dict[str, Any]:
         "unverified_checks": ", ".join(c.name for c in verdict.unverified_checks) or "none",
     }
     if verdict.reason:
-        metadata["reason"] = verdict.reason
+        metadata["reason"] = shown(verdict.reason)
     if verdict.checks:
         metadata["checks"] = MetadataValue.md(checks_table(verdict))
         if details := check_details(verdict):

@@ -19,6 +19,7 @@ from recall_dagster.defs.rollback import JOB, rollback_run_config
 from recall_dagster.defs.translator import RecallTranslator, recall_asset
 from recall_dagster.lifecycle.assess import RootCause
 from recall_dagster.lifecycle.rollback import advised
+from recall_dagster.markdown import md_text
 
 
 
@@ -75,8 +76,8 @@ def _rollback_configs(causes: Sequence[RootCause], job: str) -> str:
     """For each model the blind window advises rolling back, the rollback ``job``'s run config to paste into
     the launchpad (adding ``by``: who rolls back)."""
     blocks = [
-        f"{model}: roll back to version {target.version} ({target.name}: {target.verdict.reason})\n\n"
-        f"```yaml\n{yaml.safe_dump(rollback_run_config(model, str(target.version)), sort_keys=False)}```"
+        md_text(f"{model}: roll back to version {target.version} ({target.name}: {target.verdict.reason})")
+        + f"\n\n```yaml\n{yaml.safe_dump(rollback_run_config(model, str(target.version)), sort_keys=False)}```"
         for model, target in sorted(advised(causes).items())
     ]
     return "\n\n".join(blocks) or f"no model to roll back: launch {job} only with a version the blind window clears"

@@ -8,17 +8,20 @@ person adds their name. The op runs
 and the run's id goes into the record the registry and DataHub keep.
 """
 
-from typing import Any
+from typing import Any, Mapping
 
 from dagster import Config, Failure, JobDefinition, MetadataValue, OpExecutionContext, Output, job, op
 from pydantic import Field
 
 from recall_dagster.clock import clock_ms
+from recall_dagster.defs._compat import USER_TAG
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.defs.translator import RecallTranslator
 from recall_dagster.errors import RecallError
 from recall_dagster.lifecycle.rollback import RollbackRequest
 from recall_dagster.lifecycle.rollback_service import Registry, RollbackResult, roll_back
+from recall_dagster.markdown import md_list
+from recall_dagster.shown import shown
 
 OP = "roll_back"
 JOB = "recall_rollback"  # its name unless a translator says otherwise
@@ -30,21 +33,33 @@ class RollbackConfig(Config):
 
     model: str = Field(description="The registered model, as the registry names it.")
     to_version: str = Field(description="The registry version its production alias moves back to.")
-    by: str = Field(description="Who rolls back: recorded in MLflow and DataHub.")
+    by: str = Field(default="", description="Who rolls back, recorded in MLflow and DataHub; when empty, the "
+                                            "user who launched the run (Dagster+ tags it), else the run is refused.")
     reason: str = Field(default="", description="Why; the blind window's verdict on the version when empty.")
     force: bool = Field(default=False, description="Roll back to a version the blind window convicts or cannot clear.")
 
 
 def rollback_run_config(model: str, to_version: str, reason: str = "") -> dict[str, Any]:
-    """Run config for the rollback job, all but who (``by``), which the person launching it adds."""
+    """Run config for the rollback job as the launchpad takes it: who (``by``) is the launching user, or the
+    name the person types there."""
     config = {"model": model, "to_version": to_version, **({"reason": reason} if reason else {})}
     return {"ops": {OP: {"config": config}}}
+
+
+def who_rolls_back(config: RollbackConfig, run_tags: Mapping[str, str]) -> str:
+    """The name a rollback is recorded under: the config's, else the launching user's (Dagster+ tags a run
+    with it); a rollback nobody answers for is refused before anything moves, saying where to name them."""
+    by = config.by.strip() or run_tags.get(USER_TAG, "").strip()
+    if not by:
+        raise Failure(description=f"name who rolls back {config.model}: set by in the launchpad's config "
+                                  f"(ops.{OP}.config.by); nothing was moved")
+    return by
 
 
 def _metadata(result: RollbackResult) -> dict[str, Any]:
     plan, after = result.plan, result.after
     metadata: dict[str, Any] = {
-        "plan": MetadataValue.md("\n".join(f"- {line}" for line in plan.lines())),
+        "plan": MetadataValue.md(md_list(plan.lines())),
         "moved": ", ".join(f"{m.alias}: {m.from_version} -> {plan.to_version}" for m in plan.moves) or "nothing",
         "document": result.document or "none",
     }
@@ -63,7 +78,8 @@ def _metadata(result: RollbackResult) -> dict[str, Any]:
 def _roll_back(context: OpExecutionContext, config: RollbackConfig, recall: RecallResource) -> Output[dict]:
     """Move the production alias, record who and why in MLflow and DataHub, and scan the model again."""
     settings, loaded = recall.settings(), recall.configuration()
-    request = RollbackRequest(config.model, config.to_version, config.reason.strip(), config.by.strip(), config.force)
+    by = who_rolls_back(config, context.run.tags)
+    request = RollbackRequest(config.model, config.to_version, config.reason.strip(), by, config.force)
     try:
         result = roll_back(
             recall.open_graph, settings, loaded.scan, loaded.lifecycle,
@@ -74,7 +90,7 @@ def _roll_back(context: OpExecutionContext, config: RollbackConfig, recall: Reca
         raise Failure(description=str(err)) from None
     metadata = _metadata(result)
     for line in result.plan.lines():
-        context.log.info(line)
+        context.log.info(shown(line))
     context.instance.add_run_tags(context.run_id, {
         f"{RUN_TAG_PREFIX}{result.plan.model}": f"version {result.plan.to_version} by {request.by}",
     })

@@ -26,6 +26,7 @@ from dagster import (
 from pydantic import Field
 
 from recall_dagster.acks.trust import AckBook
+from recall_dagster.shown import shown
 from recall_dagster.acks.service import in_force
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.detect import Detection, count_by_severity
@@ -40,6 +41,7 @@ from recall_dagster.baselines import JsonStateStore
 from recall_dagster.results import ScanResult, score_models
 from recall_dagster.scan import find_again, finish_detection, gather, kept_lists, left_out, scan_closures
 from recall_dagster.instants import iso_instant
+from recall_dagster.narrate import headline
 from recall_dagster.estate.unlinked import Outside
 from recall_dagster.estate.unserved import Unserved
 from recall_dagster.scan_markdown import (
@@ -59,6 +61,7 @@ from recall_dagster.writeback.run import write_back
 from recall_dagster.defs.translator import RecallTranslator, op_name, recall_asset
 
 FAIL_TIER_CHECK = "no_model_at_fail_tier"
+VERDICT_ROWS = 10  # models whose verdict is a line of its own in the scores' table, worst first
 COUNTS = ("planned", "landed", "refused", "pending")
 
 
@@ -221,7 +224,9 @@ def _risk_scores(translator: RecallTranslator) -> AssetsDefinition:
     check = translator.check_name(FAIL_TIER_CHECK)
 
     @recall_asset(translator, "risk_scores", ("model_closures", "impact_tests"),
-                  check_specs=[AssetCheckSpec(check, asset=translator.asset_key("risk_scores"))])
+                  check_specs=[AssetCheckSpec(check, asset=translator.asset_key("risk_scores"),
+                                              description="Fails (WARN) when a model reaches the fail tier "
+                                                          "(scoring.fail_tier).")])
     def risk_scores(model_closures: Closures, impact_tests: Detection, recall: RecallResource) -> Iterator[Any]:
         """A score and a tier per model, worst first, leaving out what an acknowledgement in force covers; the
         check fails (WARN) when a model reaches the fail tier."""
@@ -245,14 +250,20 @@ def _scored(model_closures: Closures, impact_tests: Detection, recall: RecallRes
         unlinked=model_closures.unlinked,
     )
     failing = [m.closure.model.name for m in result.failing]
+    verdicts = {f"verdict: {m.closure.model.name}": shown(headline(m.score.tier, m.score.value, m.findings))
+                for m in result.models[:VERDICT_ROWS] if m.findings}
     yield Output(
         result,
         metadata={
+            "summary": shown(_summary(result, failing, config.scoring.fail_tier)),
+            **verdicts,
             "models": MetadataValue.md(models_table(result)),
             "blast_radius": MetadataValue.md(blast_radius_table(result.blast_radius)),
             "coverage": MetadataValue.md(coverage_list(result)),
             "max_score": max((m.score.value for m in result.models), default=0),
             "at_fail_tier": len(failing),
+            "acknowledgements_ignored": shown("; ".join(f"{i.ack.id} by {i.ack.by}: {i.why}"
+                                                        for i in result.ignored_acks) or "none"),
         },
     )
     yield AssetCheckResult(
@@ -261,6 +272,15 @@ def _scored(model_closures: Closures, impact_tests: Detection, recall: RecallRes
         severity=AssetCheckSeverity.WARN,
         metadata={"fail_tier": config.scoring.fail_tier, "models": ", ".join(failing) or "none"},
     )
+
+
+def _summary(result: ScanResult, failing: Sequence[str], fail_tier: str) -> str:
+    """The scan in the one line Dagster shows in the asset's table, before any Markdown."""
+    if not result.models:
+        return "no production model scanned"
+    if not failing:
+        return f"{len(result.models)} model(s) scanned, none at {fail_tier}; worst {result.models[0].score.tier}"
+    return f"{len(failing)} of {len(result.models)} model(s) at {fail_tier}: {', '.join(failing)}"
 
 
 def datahub_writeback(model_closures: Closures, risk_scores: ScanResult, recall: RecallResource) -> MaterializeResult:

@@ -110,7 +110,9 @@ def datahub_assertion_sensor(job: Job, interval_s: int = 60, default_status: Def
 
     names = translator or RecallTranslator()
 
-    @sensor(name=names.sensor_name("datahub_assertion_results"), job=job, minimum_interval_seconds=interval_s, default_status=default_status)
+    @sensor(name=names.sensor_name("datahub_assertion_results"), job=job, minimum_interval_seconds=interval_s,
+            default_status=default_status,
+            description="Rescans the production models downstream of each assertion that newly fails in DataHub.")
     def datahub_assertion_results(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
         outcomes = recall.configuration().lifecycle.failing_results
         with recall.open_graph() as graph:
@@ -162,7 +164,9 @@ def mlflow_sensor(job: Job, models: Sequence[str] = (), interval_s: int = 60,
     """
     watched, names = frozenset(models), translator or RecallTranslator()
 
-    @sensor(name=names.sensor_name("mlflow_new_versions"), job=job, minimum_interval_seconds=interval_s, default_status=default_status)
+    @sensor(name=names.sensor_name("mlflow_new_versions"), job=job, minimum_interval_seconds=interval_s,
+            default_status=default_status,
+            description="Scans each model version registered in MLflow, once DataHub holds it.")
     def mlflow_new_versions(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
         client = recall.mlflow_client()
         try:
@@ -215,7 +219,9 @@ def dbt_test_failure_sensor(
     names = translator or RecallTranslator()
     dbt_checks = sorted(dbt.check_keys, key=lambda key: key.to_user_string())
 
-    @sensor(name=names.sensor_name("dbt_test_failures"), job=job, minimum_interval_seconds=interval_s, default_status=default_status)
+    @sensor(name=names.sensor_name("dbt_test_failures"), job=job, minimum_interval_seconds=interval_s,
+            default_status=default_status,
+            description="Rescans the production models downstream of a dbt test that just failed in Dagster.")
     def dbt_test_failures(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
         handled: dict[str, int] = json.loads(context.cursor) if context.cursor else {}
         latest = latest_check_executions(context.instance, dbt_checks)

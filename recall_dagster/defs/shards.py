@@ -124,7 +124,8 @@ def sharded_nightly_scan(job: Job, count: int, cron: str = "0 2 * * *",
     t = translator or RecallTranslator()
 
     @schedule(name=t.schedule_name("nightly_scan"), job=job, cron_schedule=cron, execution_timezone="UTC",
-              default_status=DefaultScheduleStatus(default_status.value))
+              default_status=DefaultScheduleStatus(default_status.value),
+              description="Scans every shard of the estate at the tick's instant, one run each.")
     def nightly_scan(context: ScheduleEvaluationContext) -> list[RunRequest]:
         at = iso_instant(datetime_ms(context.scheduled_execution_time))
         return [RunRequest(run_key=f"{s.key}@{at}", partition_key=s.key, run_config=_shard_config(at, t))
@@ -139,7 +140,9 @@ def shard_merge_sensor(job: Job, count: int, interval_s: int = 60,
     """Launch the scan job once every shard holds a part of one instant newer than the last merged; the
     cursor is that instant, so each set of parts is merged once."""
 
-    @sensor(name=(translator or RecallTranslator()).sensor_name("shard_merge"), job=job, minimum_interval_seconds=interval_s, default_status=default_status)
+    @sensor(name=(translator or RecallTranslator()).sensor_name("shard_merge"), job=job,
+            minimum_interval_seconds=interval_s, default_status=default_status,
+            description="Merges the shards' parts into one scan once every shard holds a part of one instant.")
     def shard_merge(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
         settings = recall.settings()
         instants = ShardParts(settings.state_dir, settings.graph).instants(count)

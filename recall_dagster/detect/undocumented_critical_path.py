@@ -1,9 +1,11 @@
 """A dataset where many inputs converge feeds a production model, and nobody wrote down what it means.
 
-Fan-in is the number of distinct upstream datasets a dataset is built from:
-the tables where most logic concentrates, and the first place an on-call
-engineer must understand.  A description or a dataset-level glossary term is
-enough documentation.
+Fan-in is the number of distinct upstream tables a table is built from
+(:meth:`~recall_dagster.estate.closure.ModelClosure.upstream_tables`: twins are
+one table, so a view's own dbt node never counts): the tables where most logic
+concentrates, and the first place an on-call engineer must understand.  A
+description or a dataset-level glossary term on any of its twins is enough
+documentation.  Each table is judged once, named by its canonical twin.
 """
 
 from __future__ import annotations
@@ -21,21 +23,25 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
     if not closure.production:
         return []
     findings: list[Finding] = []
-    for urn, dataset in sorted(closure.datasets.items()):
-        fan_in = len(dataset.upstreams)
-        if dataset.missing or fan_in < config.min_fan_in:
+    judged: set[str] = set()
+    for urn in sorted(closure.datasets):
+        table = closure.canonical(urn)
+        if table in judged:
             continue
-        if any(d.description or d.terms for d in closure.same_table(urn)):
+        judged.add(table)
+        fan_in = len(closure.upstream_tables(urn))
+        if fan_in < config.min_fan_in or any(d.description or d.terms for d in closure.same_table(urn)):
             continue
+        subject = table if table in closure.datasets else urn  # its canonical twin, unless beyond the walk
         findings.append(
             finding(
                 closure,
                 NAME,
                 config.severity(NAME, "undocumented"),
-                urn,
-                f"{dataset.name} merges {fan_in} upstream datasets into production model "
+                subject,
+                f"{closure.dataset(subject).name} merges {fan_in} upstream datasets into production model "
                 f"{closure.model.name} but has neither a description nor a glossary term",
-                cause=urn,
+                cause=subject,
                 fan_in=fan_in,
             )
         )

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 
 from recall_dagster.estate.names import MLFLOW_DATASET, assertion_named_by, display_name, named_by
 from recall_dagster.estate.storage import is_object_store
+from recall_dagster.estate.twins import table_of
 from recall_dagster.estate.views import Assertion, Dataset, Deployment, Feature, FeatureTable, Model, TrainingRun
 
 if TYPE_CHECKING:
@@ -92,20 +93,17 @@ class ModelClosure:
         return tuple(dict.fromkeys(self.canonical(i) for r in self.training_runs for i in r.inputs))
 
     def canonical(self, urn: str) -> str:
-        """The end of a chain of pure COPY edges: one name for one table.
-
-        DataHub's sources describe one physical table several times — the
-        warehouse table, its dbt model, the mlflow source's reference to it —
-        linked by COPY lineage; comparing paths needs a single name for them.
-        """
+        """One name for one table (:func:`~recall_dagster.estate.twins.table_of`): DataHub's sources describe
+        one physical table several times (the warehouse table, its dbt node, the mlflow source's reference to
+        it), and counting or comparing tables needs a single name for them."""
         current = self.datasets.get(urn)
         if current is None or not current.copy_of:
             return urn  # most tables have one name: no chain to walk
-        seen = {urn}
-        while current is not None and current.copy_of and current.copy_of not in seen:
-            seen.add(current.copy_of)
-            urn, current = current.copy_of, self.datasets.get(current.copy_of)
-        return urn
+        return table_of(urn, self._copy_of)
+
+    def _copy_of(self, urn: str) -> str | None:
+        dataset = self.datasets.get(urn)
+        return dataset.copy_of if dataset is not None else None
 
     @cached_property
     def twins(self) -> Mapping[str, tuple[Dataset, ...]]:
@@ -124,6 +122,13 @@ class ModelClosure:
     def same_table(self, urn: str) -> tuple[Dataset, ...]:
         """Every closure dataset that describes the same table as ``urn`` (its COPY chain)."""
         return self.twins.get(self.canonical(urn)) or (self.dataset(urn),)
+
+    def upstream_tables(self, urn: str) -> frozenset[str]:
+        """The tables ``urn``'s table is built from, by :meth:`canonical` name: what any of its twins records
+        upstream, never the table itself (a warehouse view's lineage names its own dbt node beside what the view
+        selects from, and that node is the view)."""
+        table = self.canonical(urn)
+        return frozenset(self.canonical(u) for d in self.same_table(urn) for u in d.upstreams) - {table}
 
     @cached_property
     def assertions(self) -> Mapping[str, Assertion]:

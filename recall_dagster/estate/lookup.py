@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from datahub.metadata.schema_classes import (
-    DatasetLineageTypeClass,
     DatasetPropertiesClass,
     SchemaMetadataClass,
     SiblingsClass,
@@ -25,6 +24,7 @@ from recall_dagster.errors import ConfigError
 from recall_dagster.estate.columns import ColumnGraph
 from recall_dagster.estate.names import MLFLOW_DATASET, display_name, named_by
 from recall_dagster.estate.parse import dataset_aliases
+from recall_dagster.estate.twins import table_of, twin_of
 from recall_dagster.graph.port import MetadataGraph
 
 DATASET_URN = "urn:li:dataset:"
@@ -70,33 +70,21 @@ def catalogued(graph: MetadataGraph, target: str) -> tuple[str, ...]:
 
 
 def one_table(graph: MetadataGraph, urns: tuple[str, ...]) -> tuple[str, ...]:
-    """``urns`` with the twins of one table folded into the table: DataHub's dbt source writes a model twice,
-    the dbt node a COPY of its warehouse table (on a GMS, also ``siblings``); the warehouse table stands for
-    both, whether or not it is among ``urns``. What stays is one URN per distinct table."""
-    source: dict[str, str] = {}
+    """``urns`` with the twins of one table folded into the table (:func:`twin_of`), named as closures name it
+    whether or not that description is among ``urns``. What stays is one URN per distinct table."""
+    stands_for: dict[str, str] = {}
     pending, read_already = list(urns), set()
-    while pending:  # a twin's own source is read in turn: chains are short, usually one hop
+    while pending:  # the description a twin stands for is read in turn
         read = graph.get_aspects(pending, [UpstreamLineageClass, SiblingsClass])
         read_already.update(pending)
         for urn in pending:
-            lineage = read.get(urn, {}).get(UpstreamLineageClass.ASPECT_NAME)
-            copies = [u.dataset for u in (lineage.upstreams if lineage else ())  # type: ignore[attr-defined]
-                      if u.type == DatasetLineageTypeClass.COPY]
-            siblings = read.get(urn, {}).get(SiblingsClass.ASPECT_NAME)
-            if len(copies) == 1:
-                source[urn] = copies[0]
-            elif siblings is not None and not siblings.primary and siblings.siblings:  # type: ignore[attr-defined]
-                source[urn] = siblings.siblings[0]  # type: ignore[attr-defined]
-        pending = sorted({source[u] for u in pending if u in source} - read_already)
-
-    def root(urn: str) -> str:
-        seen = {urn}
-        while urn in source and source[urn] not in seen:
-            urn = source[urn]
-            seen.add(urn)
-        return urn
-
-    return tuple(dict.fromkeys(root(u) for u in urns))
+            aspects = read.get(urn, {})
+            twin = twin_of(aspects.get(UpstreamLineageClass.ASPECT_NAME),  # type: ignore[arg-type]
+                           aspects.get(SiblingsClass.ASPECT_NAME))  # type: ignore[arg-type]
+            if twin is not None:
+                stands_for[urn] = twin
+        pending = sorted({stands_for[u] for u in pending if u in stands_for} - read_already)
+    return tuple(dict.fromkeys(table_of(u, stands_for.get) for u in urns))
 
 
 def recorded_columns(graph: MetadataGraph, urns: tuple[str, ...]) -> tuple[str, ...]:

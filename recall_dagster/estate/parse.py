@@ -26,7 +26,6 @@ from datahub.metadata.schema_classes import (
     DataProcessInstanceInputClass,
     DataProcessInstancePropertiesClass,
     DatasetFieldProfileClass,
-    DatasetLineageTypeClass,
     DatasetProfileClass,
     DatasetPropertiesClass,
     DeprecationClass,
@@ -52,8 +51,10 @@ from datahub.metadata.urns import DataJobUrn
 from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
 from datahub.utilities.urns.urn import Urn
 
+from recall_dagster.estate.measures import metric_name
 from recall_dagster.estate.names import display_name
 from recall_dagster.estate.production import registry_marks_production
+from recall_dagster.estate.twins import twin_of
 from recall_dagster.estate.views import (
     AssertionResult,
     Assertion,
@@ -277,7 +278,7 @@ def parse_dataset(
         tags=tag_names(_get(aspects, GlobalTagsClass)),
         terms=_terms(_get(aspects, GlossaryTermsClass), glossary),
         upstreams=_unique(u.dataset for u in (lineage.upstreams if lineage else ())),
-        copy_of=_copy_source(lineage) or _primary_sibling(_get(aspects, SiblingsClass)),  # type: ignore[arg-type]
+        copy_of=twin_of(lineage, _get(aspects, SiblingsClass)),  # type: ignore[arg-type]
         column_lineage=_column_lineage(lineage),
         operations_ms=operations_ms,
         builds_ms=builds_ms,
@@ -537,24 +538,6 @@ def _assertion_name(urn: str, info: AssertionInfoClass | None) -> str:
     return _text(info.description) or _text(native) or (aliases[-1] if aliases else display_name(urn))
 
 
-_ROWS_AGGREGATIONS = {"IDENTITY", "_NATIVE_", None}  # a dataset assertion whose value is the failing rows' count
-
-
-def _metric_name(info: AssertionInfoClass | None) -> str | None:
-    """What ``actualAggValue`` measures when it is not a count of failing rows; None when it is one."""
-    if info is None:
-        return "value"  # nobody said what was measured: never read it as rows
-    if info.volumeAssertion is not None:
-        return "row_count"
-    field_metric = info.fieldAssertion.fieldMetricAssertion if info.fieldAssertion else None
-    if field_metric is not None:
-        return str(field_metric.metric).lower()
-    if info.datasetAssertion is not None and info.datasetAssertion.aggregation in _ROWS_AGGREGATIONS:
-        return None
-    aggregation = info.datasetAssertion.aggregation if info.datasetAssertion else None
-    return str(aggregation).lower() if aggregation else "value"
-
-
 class Run(NamedTuple):
     """What a scan reads of one assertion run (:data:`RUN_FIELDS` of the event): a large estate keeps twenty runs
     per assertion, and reading only these values, not whole events, was half of a full scan."""
@@ -581,7 +564,7 @@ def _failed_rows(run: Run, info: AssertionInfoClass | None) -> int | None:
         value = native.get(key, "")
         if value.strip().isdigit():
             return int(value)
-    if run.agg_value is not None and _metric_name(info) is None:
+    if run.agg_value is not None and metric_name(info) is None:
         return int(run.agg_value)
     return None
 
@@ -589,7 +572,7 @@ def _failed_rows(run: Run, info: AssertionInfoClass | None) -> int | None:
 def _metric(info: AssertionInfoClass | None, run: Run | None) -> tuple[str, float] | None:
     """A metric or volume assertion's measured value under its own name (``row_count``, ``mean``, ...)."""
     value = run.agg_value if run is not None and run.result is not None else None
-    name = _metric_name(info)
+    name = metric_name(info)
     return (name, float(value)) if value is not None and name is not None else None
 
 
@@ -615,21 +598,6 @@ def parse_assertion(urn: str, info: AssertionInfoClass | None, runs: Iterable[Ru
             for r in completed
         ),
     )
-
-
-def _copy_source(lineage: UpstreamLineageClass | None) -> str | None:
-    """The one dataset this one merely copies (e.g. the mlflow source's reference to a table)."""
-    ups = list(lineage.upstreams) if lineage else []
-    if len(ups) == 1 and ups[0].type == DatasetLineageTypeClass.COPY:
-        return ups[0].dataset
-    return None
-
-
-def _primary_sibling(siblings: SiblingsClass | None) -> str | None:
-    """On a GMS, the table a secondary sibling (a dbt node) stands for; Lite keeps the COPY edge instead."""
-    if siblings is None or siblings.primary or len(siblings.siblings) != 1:
-        return None
-    return siblings.siblings[0]
 
 
 def assertion_kind(info: AssertionInfoClass | None) -> str | None:

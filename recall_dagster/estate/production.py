@@ -11,6 +11,7 @@ nothing marks at all is unverified, never "not there".
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import AbstractSet, Iterable, Mapping, Sequence
 
 from recall_dagster.estate.closure import ModelClosure
@@ -42,6 +43,25 @@ def served_by(model: Model, deployments: Mapping[str, Deployment]) -> Mapping[st
     """The deployments listed under the version that really serve it: an endpoint the mlflow or Vertex
     source lists under every version of a model serves only the version it records."""
     return {d: deployments[d] for d in model.deployments if d in deployments and deployments[d].serves(model.version)}
+
+
+def served_where_recorded(models: Mapping[str, Model], deployments: Mapping[str, Deployment]) -> dict[str, Model]:
+    """The versions with every deployment that serves them: one listed under a version of a registered model
+    that records serving another of its versions (a rollout stalled on one endpoint, a rollback nobody
+    recorded) serves that other version, and is listed under it too, so the version it really serves is
+    production and raises ``version_mismatch`` when the registry marks another."""
+    by_version = {(g, m.version): urn for urn, m in sorted(models.items()) if m.version and not m.removed
+                  for g in m.groups}
+    extra: dict[str, dict[str, None]] = {}
+    for urn, m in sorted(models.items()):
+        for d in m.deployments:
+            recorded = deployments[d].version if d in deployments else None
+            if recorded is None or recorded == m.version:
+                continue
+            for sibling in dict.fromkeys(by_version.get((g, recorded)) for g in m.groups):
+                if sibling is not None and d not in models[sibling].deployments:
+                    extra.setdefault(sibling, {})[d] = None
+    return {u: replace(m, deployments=(*m.deployments, *extra[u])) if u in extra else m for u, m in models.items()}
 
 
 def is_production(model: Model, deployments: Mapping[str, Deployment]) -> bool:

@@ -25,7 +25,7 @@ from datahub.metadata.schema_classes import (
 )
 
 from recall_dagster.estate import parse
-from recall_dagster.estate.production import is_production
+from recall_dagster.estate.production import is_production, served_where_recorded
 from recall_dagster.estate.closure import ModelClosure, assemble_closure
 from recall_dagster.estate.lookup import named_inputs
 from recall_dagster.estate.names import MLFLOW_DATASET, display_name
@@ -78,7 +78,7 @@ def _read_models(
     deployments = {
         u: parse.parse_deployment(u, raw_deployments.get(u, {}), options.live_statuses) for u in deployment_urns
     }
-    return models, deployments
+    return served_where_recorded(models, deployments), deployments
 
 
 def _read_datasets(graph: MetadataGraph, seeds: Iterable[str], max_depth: int) -> AspectMap:

@@ -139,7 +139,7 @@ class Dataset:
     tags: tuple[str, ...] = ()
     terms: tuple[Term, ...] = ()
     upstreams: tuple[str, ...] = ()
-    copy_of: str | None = None  # the dataset this one is a plain COPY of, if that is all it is
+    copy_of: str | None = None  # the description of the same table this one stands for (estate.twins)
     column_lineage: tuple[ColumnEdge, ...] = ()
     # operation history as (reported at, data last updated at), newest report first
     operations_ms: tuple[tuple[int, int], ...] = ()

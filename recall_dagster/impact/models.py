@@ -9,7 +9,9 @@ no artifact, a flavor that will not load) is a :class:`ModelUnavailable`
 naming it, which the experiment turns into INCOMPLETE; a tracking server or
 warehouse that does not answer, before or in the middle of a run, is a
 :class:`~recall_dagster.errors.ServiceUnreachable` (exit 3) naming what was
-being read (:mod:`recall_dagster.registry` tells the two apart).
+being read (:mod:`recall_dagster.registry` tells the two apart). A training
+query the run logged is replayed only when it is one read statement, on a
+connection that can only read (:mod:`recall_dagster.read_only_sql`).
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from recall_dagster.errors import RecallError, ServiceUnreachable, reason
 from recall_dagster.estate import ModelClosure
 from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.measure import Predictor, Task
+from recall_dagster.read_only_sql import ReadTimedOut, database_error, sql_connection, why_not_a_read
 from recall_dagster.registry import failing, mlflow_client, sqlite_store, unreachable
-from recall_dagster.lifecycle.rows import sql_connection
 
 
 class ModelUnavailable(RecallError):
@@ -79,16 +81,30 @@ class PyfuncPredictor:
         return scores, (scores >= 0.5).astype(int) if self.task == "classification" else None
 
 
-def _read_sql(url: str, sql: str, where: str) -> pd.DataFrame:
-    """Run the training query; a database that does not answer is a failing service, not a missing input."""
+def _read_sql(url: str, sql: str, where: str, artifact: str, timeout_s: float) -> pd.DataFrame:
+    """Run the training query ``artifact`` logged, if it is one read: whoever can log to the run wrote it, and
+    it runs with Recall's credentials. A database that does not answer is a failing service, not a missing
+    input."""
     import sqlalchemy
 
+    refused = why_not_a_read(sql)
+    if refused:
+        raise ModelUnavailable(
+            f"Recall refused to run {artifact} of {where} on the warehouse: {refused}; a training query is "
+            "replayed only when it is one read statement (SELECT, WITH ... SELECT, VALUES or TABLE)"
+        )
     try:
-        with sql_connection(url) as conn:
+        with sql_connection(url, timeout_s) as conn:
             return pd.read_sql_query(sqlalchemy.text(sql), conn)
-    except sqlalchemy.exc.OperationalError as err:
-        raise ServiceUnreachable(f"the warehouse did not answer the training query of {where}: {reason(err)}") from None
-    except sqlalchemy.exc.SQLAlchemyError as err:
+    except ReadTimedOut as err:
+        raise ModelUnavailable(f"the training query of {where} {err}") from None
+    except Exception as raised:  # pandas 3 wraps the driver's error in its own (read_only_sql.database_error)
+        err = database_error(raised) or raised
+        if isinstance(err, sqlalchemy.exc.OperationalError):
+            raise ServiceUnreachable(
+                f"the warehouse did not answer the training query of {where}: {reason(err)}") from None
+        if not isinstance(err, sqlalchemy.exc.SQLAlchemyError):
+            raise
         raise ModelUnavailable(f"the training query of {where} failed on the warehouse: {reason(err)}") from None
 
 
@@ -217,7 +233,8 @@ class MlflowModels:
                 f"the training run {run_id} of {where} logged neither evaluation rows at {self.config.artifact} "
                 f"nor a training query at {query.artifact} ({err})"
             ) from None
-        frame = _read_sql(url, sql, where)
+        frame = _read_sql(url, sql, where, f"the training query {query.artifact} of run {run_id}",
+                          query.warehouse.read_timeout_seconds)
         labels = [c for c in frame.columns if str(c).startswith(query.label_prefix)]
         if len(labels) != 1:
             raise ModelUnavailable(

@@ -62,6 +62,7 @@ class RootCause:
     failing: tuple[str, ...]  # URNs of those failing now
     windows: Mapping[str, tuple[BlindWindow, ...]]  # assertion URN -> its failing streaks, oldest first
     failed_rows: Mapping[str, int | None]  # assertion URN -> rows failing on its newest failing run
+    measured: Mapping[str, str | None]  # assertion URN -> what that run measured, when not failing rows
     blast: BlastRadius
     models: tuple[ModelVersions, ...]
 
@@ -97,6 +98,7 @@ class RootCause:
                     "kind": r.kind,
                     "failing": r.urn in self.failing,
                     "failed_rows": self.failed_rows.get(r.urn),
+                    "measured": self.measured.get(r.urn),
                     "windows": [w.to_json() for w in self.windows.get(r.urn, ())],
                 }
                 for r in self.records
@@ -142,6 +144,7 @@ def _versions(
                     verdict=judge(spans.get(closure.urn, ()), windows, poisoned),
                     spans=spans.get(closure.urn, ()),
                     live_deployments=tuple(d.urn for d in closure.live_deployments),
+                    production=closure.model.registry_production,
                     poisoned_inputs=poisoned,
                     gate_override=GateOverride.from_version(closure.model.properties),
                     trained_by=DagsterRun.of(closure.model.properties, dagster_url),
@@ -177,6 +180,7 @@ def root_causes(
                 failing=tuple(r.urn for r in group if r.latest is not None and config.failing(r.latest.result)),
                 windows={r.urn: windows[r.urn] for r in group},
                 failed_rows={r.urn: r.failed_rows(config.failing) for r in group},
+                measured={r.urn: r.measured(config.failing) for r in group},
                 blast=blast,
                 models=_versions(estate, blast, all_windows, spans, config.dagster_url),
             )

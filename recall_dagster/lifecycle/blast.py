@@ -17,7 +17,7 @@ from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.estate.columns import Col, ColumnGraph, column_name
 from recall_dagster.estate.reach import PoisonedFeature, failing_columns, origins_of, reach_of
 from recall_dagster.lifecycle.config import LifecycleConfig, SeverityConfig
-from recall_dagster.lifecycle.records import AssertionRecord
+from recall_dagster.lifecycle.records import AssertionRecord, AssertionRun
 from recall_dagster.severity import Severity
 
 SUSPECT_CAP = "MEDIUM"  # the loudest a model reached only through suspect columns can be
@@ -37,6 +37,7 @@ class ModelImpact:
     live_deployments: tuple[str, ...]
     production: bool
     failed_rows: int | None  # rows failing on the tests that watch its path (every test when none does)
+    measured: tuple[str, ...]  # what those tests measured when not failing rows ("row_count 1,520, expected ≥ 40,000")
     observed_by: tuple[str, ...]  # assertions whose own failing column reaches its features
     share: float  # poisoned features over all its features; without features, poisoned over read training columns
     severity: str  # the incident band (lifecycle.severity.bands)
@@ -74,6 +75,7 @@ class ModelImpact:
             "live_deployments": list(self.live_deployments),
             "production": self.production,
             "failed_rows": self.failed_rows,
+            "measured": list(self.measured),
             "observed_by": list(self.observed_by),
             "table_reach": [column_name(c) for c in self.table_reach],
         }
@@ -111,7 +113,7 @@ def _impact(
     closure: ModelClosure,
     reach: tuple[Mapping[Col, Col | None], Mapping[Col, Col | None]],
     observed: Mapping[str, frozenset[Col]],
-    failed_rows: Mapping[str, int | None],
+    failures: Mapping[str, AssertionRun | None],
     passing: frozenset[Col],
     graph: ColumnGraph,
     config: LifecycleConfig,
@@ -126,8 +128,8 @@ def _impact(
     training_columns = found.training_columns
     cols = {f.column for f in (*poisoned, *suspect)} | set(read) | set(read_suspect) | set(by_table)
     watching = tuple(a for a, columns in observed.items() if cols & columns)
-    weighed = watching or tuple(failed_rows)  # no test on its own path: the failure as a whole
-    counts = [n for a in weighed if (n := failed_rows[a]) is not None]
+    weighed = [run for a in watching or tuple(failures) if (run := failures[a])]  # none on its path: all of them
+    counts = [run.failed_rows for run in weighed if run.failed_rows is not None]
     live = closure.live_deployments
     # a model that records no features (the mlflow source writes none) is judged through what its training read
     total = len(closure.features) or len(training_columns)
@@ -151,6 +153,7 @@ def _impact(
         live_deployments=tuple(d.urn for d in live),
         production=closure.production,
         failed_rows=max(counts) if counts else None,
+        measured=tuple(dict.fromkeys(run.measured for run in weighed if run.measured)),
         observed_by=watching,
         share=share,
         severity=severity,
@@ -177,11 +180,11 @@ def blast_radius(
     confirmed = graph.reach({c for r in records for c in failing_columns(r.dataset, r.column, graph, config.reach)})
     observed = {r.urn: frozenset(graph.reach(failing_columns(r.dataset, r.column, graph, config.reach)))
                 for r in records}
-    failed_rows = {r.urn: r.failed_rows(config.failing) for r in records}
+    failures = {r.urn: r.newest_failure(config.failing) for r in records}
     tables = frozenset(graph.canonical.get(r.dataset, r.dataset) for r in records)
     impacts = [
         i for c in closures
-        if (i := _impact(c, (confirmed, parents), observed, failed_rows, passing, graph, config, tables))
+        if (i := _impact(c, (confirmed, parents), observed, failures, passing, graph, config, tables))
     ]
     rank = config.severity.rank
     impacts.sort(key=lambda i: (rank(i.severity), -i.share, -len(i.live_deployments), i.name, i.model))
@@ -204,10 +207,10 @@ def describe(cause: Mapping[str, Any]) -> list[str]:
             retired.append(m)
             continue
         serving = ", ".join(display_name(d) for d in m["live_deployments"]) or "no live deployment"
-        rows = ""
-        if m.get("failed_rows") is not None:
-            where = "" if m["observed_by"] else " on tests off its path"
-            rows = f"; {m['failed_rows']:,} failing rows{where}"
+        weighed = ([f"{m['failed_rows']:,} failing rows"] if m.get("failed_rows") is not None else []) + list(
+            m.get("measured", ()))
+        where = "" if m["observed_by"] else " on tests off its path"
+        rows = f"; {', '.join(weighed)}{where}" if weighed else ""
         named = ", ".join(f["name"] + (" (by name)" if f["evidence"] == "name" else "") for f in m["features"])
         suspects = ", ".join(f["name"] for f in m.get("suspect_features", ()))
         named = ", ".join(p for p in (named, suspects and f"suspect: {suspects}") if p) or ", ".join(m["poisoned_inputs"])

@@ -12,11 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
+from recall_dagster.drawn import md_escaped
 from recall_dagster.estate import display_name
 from recall_dagster.lifecycle.assess import RootCause
 from recall_dagster.lifecycle.blast import describe
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.incidents import IncidentEntry
+from recall_dagster.lifecycle.records import weight_text
 from recall_dagster.lifecycle.verdict import Status, VersionVerdict, judge
 from recall_dagster.instants import iso_instant
 
@@ -113,14 +115,14 @@ def postmortem(entry: IncidentEntry, cause: RootCause | None, config: LifecycleC
     title = f"Postmortem: {' / '.join(classification['failure_modes'])} failure at {origins}"
     timeline = _timeline(entry, cause, bad)
     lines = [
-        f"# {title}",
+        f"# {md_escaped(title)}",
         "",
-        f"Incident {entry.urn}, raised {iso_instant(entry.raised_at_ms)}"
+        f"Incident {md_escaped(entry.urn)}, raised {iso_instant(entry.raised_at_ms)}"
         + (f", resolved {iso_instant(entry.resolved_at_ms)}." if entry.resolved_at_ms is not None else "."),
         f"Classification: {', '.join(classification['failure_modes'])}; impact {classification['impact']}.",
         "",
         "## Timeline",
-        *(f"- {iso_instant(at)}: {what}" for at, what in timeline),
+        *(f"- {iso_instant(at)}: {md_escaped(what)}" for at, what in timeline),
         "",
         "## Durations",
         f"- Time to detect (corruption to failing test, at most): {_span(durations['time_to_detect']) or 'unknown'}",
@@ -130,19 +132,20 @@ def postmortem(entry: IncidentEntry, cause: RootCause | None, config: LifecycleC
         "",
         "## Failing tests",
         *(
-            f"- {r.name} on {r.where}"
-            + (f": {cause.failed_rows[r.urn]:,} failing rows" if cause.failed_rows.get(r.urn) is not None else "")
+            f"- {md_escaped(r.name)} on {md_escaped(r.where)}"
+            + (f": {md_escaped(weight)}" if (weight := weight_text(cause.failed_rows.get(r.urn),
+                                                                   cause.measured.get(r.urn))) else "")
             for r in (cause.records if cause else ())
         ),
         "",
         "## Blast radius",
-        f"Origin columns: {origins}.",
-        *(f"- {line}" for line in describe(entry.snapshot)),
+        f"Origin columns: {md_escaped(origins)}.",
+        *(f"- {md_escaped(line)}" for line in describe(entry.snapshot)),
         "",
         "## Contaminated versions",
-        *(f"- {v.name}: {v.verdict.reason}" for v in bad),
+        *(f"- {md_escaped(v.name)}: {md_escaped(v.verdict.reason)}" for v in bad),
         *(["- none: no version was trained while the data was bad"] if not bad else []),
-        *(f"- {m.name}: {m.rollback_note}" for m in (cause.models if cause else ())),
+        *(f"- {md_escaped(m.name)}: {md_escaped(m.rollback_note)}" for m in (cause.models if cause else ())),
         "",
         "_Written by Recall when the incident resolved itself; the ledger entry and this text are in "
         "RECALL_HOME/evidence/postmortems/._",

@@ -40,6 +40,7 @@ from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.lifecycle.blast import describe
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.incidents import INCIDENT_TYPE, IncidentEntry
+from recall_dagster.lifecycle.records import weight_text
 from recall_dagster.lifecycle.postmortem import Postmortem
 from recall_dagster.writeback.config import RetryPolicy
 from recall_dagster.writeback.emit import emit
@@ -50,6 +51,7 @@ from recall_dagster.writeback.keys import stamp
 from recall_dagster.writeback.writes import Write
 from recall_dagster.files import write_record
 from recall_dagster.markdown import md_text
+from recall_dagster.shown import shown
 from recall_dagster.narrate import trained_version
 
 MANAGED_BY = {MANAGED_BY_KEY: "recall-lifecycle"}
@@ -68,7 +70,7 @@ def incident_description(entry: IncidentEntry) -> str:
     failing = [a for a in snapshot.get("assertions", ()) if a.get("failing")] or list(snapshot.get("assertions", ()))
     tests = "; ".join(
         f"{a['name']} on {a['on']}"
-        + (f" ({a['failed_rows']:,} failing rows)" if a.get("failed_rows") is not None else "")
+        + (f" ({weight})" if (weight := weight_text(a.get("failed_rows"), a.get("measured"))) else "")
         for a in failing
     )
     window = snapshot.get("window") or {}
@@ -99,14 +101,14 @@ def incident_info(
         status = IncidentStatusClass(
             state=IncidentStateClass.ACTIVE,
             stage=current.status.stage if keep and current else IncidentStageClass.TRIAGE,
-            message=f"Recall: {entry.timeline[-1]['detail']}" if entry.timeline else None,
+            message=shown(f"Recall: {entry.timeline[-1]['detail']}") if entry.timeline else None,
             lastUpdated=stamp(entry.updated_at_ms),
         )
     else:
         status = IncidentStatusClass(
             state=IncidentStateClass.RESOLVED,
             stage=IncidentStageClass.FIXED,
-            message=f"Recall: {entry.timeline[-1]['detail']}" if entry.timeline else None,
+            message=shown(f"Recall: {entry.timeline[-1]['detail']}") if entry.timeline else None,
             lastUpdated=stamp(entry.updated_at_ms),
         )
     names = ", ".join(a["name"] for a in entry.snapshot.get("assertions", ()))
@@ -114,7 +116,7 @@ def incident_info(
     return IncidentInfoClass(
         type=IncidentTypeClass.CUSTOM,
         customType=INCIDENT_TYPE,
-        title=f"Poisoned data: {names}",
+        title=shown(f"Poisoned data: {names}"),
         description=incident_description(entry),
         entities=[*_datasets(entry), *(_models(entry) if on_models else [])],
         priority=priority,
@@ -133,9 +135,9 @@ def postmortem_urn(entry: IncidentEntry) -> str:
 def postmortem_info(entry: IncidentEntry, pm: Postmortem) -> DocumentInfoClass:
     at = entry.resolved_at_ms or entry.updated_at_ms
     return DocumentInfoClass(
-        title=pm.title,
+        title=shown(pm.title),
         status=DocumentStatusClass(state=DocumentStateClass.PUBLISHED),
-        contents=DocumentContentsClass(text=pm.text),
+        contents=DocumentContentsClass(text=shown(pm.text, lines=True)),
         source=DocumentSourceClass(
             sourceType=DocumentSourceTypeClass.EXTERNAL, externalId=f"recall-lifecycle:{entry.id}"
         ),

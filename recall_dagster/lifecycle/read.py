@@ -24,6 +24,7 @@ from datahub.metadata.schema_classes import (
 
 from recall_dagster.detect import RecallConfig
 from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.estate.measures import measured
 from recall_dagster.estate.parse import Run, assertion_kind, parse_assertion
 from recall_dagster.estate.resolve import assertion_runs, resolve_closures
 from recall_dagster.estate.unlinked import failing_outside
@@ -104,12 +105,14 @@ def read_assertions(
     records = []
     for urn in wanted:
         dataset, column, name, aliases = found[urn]
-        info = infos.get(urn, {}).get(AssertionInfoClass.ASPECT_NAME)
+        aspect = infos.get(urn, {}).get(AssertionInfoClass.ASPECT_NAME)
+        info = aspect if isinstance(aspect, AssertionInfoClass) else None
         runs = []
         for run in histories[urn]:
-            one = parse_assertion(urn, None, [run])
-            runs.append(AssertionRun(run.at_ms or None, one.result, one.failed_rows))
-        kind = assertion_kind(info)  # type: ignore[arg-type]
+            one = parse_assertion(urn, info, [run])
+            runs.append(AssertionRun(run.at_ms or None, one.result, one.failed_rows,
+                                     measured(info, run.agg_value, run.native) if one.result else None))
+        kind = assertion_kind(info)
         records.append(
             AssertionRecord(
                 urn=urn,

@@ -22,7 +22,14 @@ class AssertionRun:
 
     at_ms: int | None
     result: str | None  # SUCCESS / FAILURE / ERROR
-    failed_rows: int | None = None
+    failed_rows: int | None = None  # only from a check that counted failing rows
+    measured: str | None = None  # what any other check measured, by its name ("row_count 1,520, expected ≥ 40,000")
+
+
+def weight_text(failed_rows: int | None, measured: str | None) -> str | None:
+    """What a failure weighed, as every report says it: the rows it counted failing, or what it measured."""
+    parts = ([f"{failed_rows:,} failing rows"] if failed_rows is not None else []) + ([measured] if measured else [])
+    return ", ".join(parts) or None
 
 
 @dataclass(frozen=True)
@@ -62,12 +69,21 @@ class AssertionRecord:
             return max(timed, key=lambda r: r.at_ms or 0)
         return self.runs[0] if self.runs else None
 
-    def failed_rows(self, failing: Callable[[str | None], bool]) -> int | None:
-        """Rows failing on the newest failing run: what the failure weighed, even after it healed."""
+    def newest_failure(self, failing: Callable[[str | None], bool]) -> AssertionRun | None:
+        """The newest failing run: what the failure weighed and measured, even after it healed."""
         failures = [r for r in self.runs if failing(r.result)]
         timed = [r for r in failures if r.at_ms is not None]
-        newest = max(timed, key=lambda r: r.at_ms or 0) if timed else (failures[0] if failures else None)
+        return max(timed, key=lambda r: r.at_ms or 0) if timed else (failures[0] if failures else None)
+
+    def failed_rows(self, failing: Callable[[str | None], bool]) -> int | None:
+        """Rows failing on the newest failing run."""
+        newest = self.newest_failure(failing)
         return newest.failed_rows if newest else None
+
+    def measured(self, failing: Callable[[str | None], bool]) -> str | None:
+        """What the newest failing run measured, when it measured something other than failing rows."""
+        newest = self.newest_failure(failing)
+        return newest.measured if newest else None
 
     @property
     def where(self) -> str:

@@ -115,7 +115,7 @@ class AfterRollback:
     of the model's production versions."""
 
     served: Mapping[str, VersionVerdict | None]  # production alias -> the version it names, judged
-    contaminated_live: tuple[str, ...]  # versions of the model a live deployment still serves, convicted
+    contaminated_live: tuple[str, ...]  # versions of the model still serving (deployed or marked production), convicted
     scanned: tuple[ModelReport, ...]
 
     @property
@@ -184,7 +184,7 @@ def _rescan(graph: MetadataGraph, settings: Settings, config: RecallConfig, lc: 
     assessment = assess(graph, config, lc, now_ms)
     judged = standings(model, assessment.estate.closures, assessment.causes)
     marked = production_marks(aliases, config.resolve.production_aliases)
-    live = tuple(v.name for v in judged.values() if v.live_deployments and v.verdict.status is Status.CONTAMINATED)
+    live = tuple(v.name for v in judged.values() if v.serves and v.verdict.status is Status.CONTAMINATED)
     scanned = run_scan(graph, config, JsonStateStore(settings.state_dir), scanned_at_ms=now_ms, models=[model],
                        acks=in_force(graph, settings, config.acknowledgements))
     return AfterRollback({a: judged.get(v) for a, v in marked.items()}, live, scanned.models)

@@ -8,25 +8,23 @@ holding one; after those, the team's dbt profile (``warehouse:``,
 :mod:`recall_dagster.warehouse`) reaches the tables of its own database. A
 connection whose variable is not set gives way to the next that matches. A
 table with no connection, or one that cannot be reached, is left out with the
-reason, never guessed.
+reason, never guessed. Each count runs on a connection that can only read, and
+is stopped at the read timeout (:mod:`recall_dagster.read_only_sql`).
 """
 
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from datahub.utilities.urns.dataset_urn import DatasetUrn
 
 from recall_dagster.errors import reason
 from recall_dagster.config.warehouse import Warehouse
+from recall_dagster.read_only_sql import sql_connection
 from recall_dagster.warehouse import warehouse_connection
-
-if TYPE_CHECKING:
-    from sqlalchemy.engine import URL, Connection
 
 ENV_PREFIX = "env:"
 
@@ -59,44 +57,12 @@ def resolve_url(value: str, environ: Mapping[str, str]) -> tuple[str | None, str
     return (url, "") if url else (None, f"{variable} is not set")
 
 
-def engine_url(url: str) -> "str | URL":
-    """``url`` as SQLAlchemy is to open it. A Postgres URL that names no driver is opened with psycopg2 where
-    psycopg (3) is not installed: SQLAlchemy 2.1 takes psycopg for it where 2.0 took psycopg2, which is what
-    Recall's ``postgres`` extra brings, so the same URL reads the same warehouse on both."""
-    from importlib.util import find_spec
-
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        return url  # SQLAlchemy says what is wrong with it when it is opened
-    if parsed.drivername == "postgresql" and find_spec("psycopg") is None and find_spec("psycopg2") is not None:
-        return parsed.set(drivername="postgresql+psycopg2")
-    return url
-
-
-@contextmanager
-def sql_connection(url: str) -> Iterator["Connection"]:
-    """One connection to any SQLAlchemy URL, given up after 5 s on Postgres, the engine disposed after."""
-    import sqlalchemy
-
-    connect_args = {"connect_timeout": 5} if url.startswith(("postgresql", "postgres")) else {}
-    engine = sqlalchemy.create_engine(engine_url(url), connect_args=connect_args, poolclass=sqlalchemy.pool.NullPool)
-    try:
-        with engine.connect() as conn:
-            yield conn
-    finally:
-        engine.dispose()
-
-
-def _count(url: str, name: str) -> int:
+def _count(url: str, name: str, timeout_s: float) -> int:
     import sqlalchemy
 
     parts = name.split(".")
     schema, table = (parts[-2] if len(parts) > 1 else None), parts[-1]
-    with sql_connection(url) as conn:
+    with sql_connection(url, timeout_s) as conn:
         query = sqlalchemy.select(sqlalchemy.func.count()).select_from(sqlalchemy.table(table, schema=schema))
         return int(conn.execute(query).scalar_one())
 
@@ -108,6 +74,7 @@ def sql_row_counter(
     """A counter over the configured connections, then the warehouse's dbt profile: the first entry whose glob
     matches a dataset's identity (without case, as warehouses fold names) and whose URL is set counts it."""
     env = os.environ if environ is None else environ
+    timeout_s = (warehouse or Warehouse(None, None, None)).read_timeout_seconds
     profile: list[tuple[tuple[str, ...], str | None, str]] = []  # read once, on the first table that needs it
 
     def entries() -> Iterator[tuple[str, str | None, str]]:
@@ -136,7 +103,7 @@ def sql_row_counter(
                     reasons.extend(f"{ident}: {why}" for _, why in matching)
                     continue
                 try:
-                    result.counts[key] = _count(url, ident.partition(":")[2])  # type: ignore[union-attr]
+                    result.counts[key] = _count(url, ident.partition(":")[2], timeout_s)  # type: ignore[union-attr]
                     break
                 except Exception as err:  # noqa: BLE001 - any driver's failure is a reason to skip, not a crash
                     reasons.append(f"{ident}: {reason(err)}")

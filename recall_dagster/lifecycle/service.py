@@ -97,12 +97,12 @@ class BlindWindowReport:
     def _live(self, status: Status) -> tuple[str, ...]:
         return tuple(dict.fromkeys(
             v.name for c in self.causes for m in c.models for v in m.versions
-            if v.verdict.status is status and v.live_deployments
+            if v.verdict.status is status and v.serves
         ))
 
     @property
     def contaminated_live(self) -> tuple[str, ...]:
-        """Names of CONTAMINATED versions that a live deployment serves right now."""
+        """Names of CONTAMINATED versions serving right now: a live deployment's, or the production alias's."""
         return self._live(Status.CONTAMINATED)
 
     @property
@@ -294,6 +294,7 @@ class SyncResult:
                 "models": [
                     {
                         **{k: m[k] for k in ("name", "summary", "severity", "failed_rows", "live_deployments")},
+                        "measured": m.get("measured", []),  # an incident kept before measurements were named
                         "suspect": [f["name"] for f in m.get("suspect_features", ())],
                     }
                     for m in blast.get("models", ())

@@ -44,9 +44,16 @@ class VersionVerdict:
     verdict: Verdict
     spans: tuple[TrainingSpan, ...]  # every training run it records
     live_deployments: tuple[str, ...] = ()
+    production: bool = False  # the registry marks it production (an alias, a stage): traffic goes where that points
     poisoned_inputs: tuple[str, ...] = ()  # "table.column" of each poisoned column it read
     gate_override: GateOverride | None = None  # trained past a refusing retrain gate, by whom and why
     trained_by: DagsterRun | None = None  # the Dagster run that trained it
+
+    @property
+    def serves(self) -> bool:
+        """Whether it answers traffic now: a live deployment serves it, or the registry's production mark
+        points at it (a team serving by alias has no deployment entity for DataHub to hold)."""
+        return bool(self.live_deployments) or self.production
 
     @property
     def span(self) -> TrainingSpan | None:

@@ -23,10 +23,11 @@ from datahub.metadata.schema_classes import (
 
 from recall_dagster.detect import Finding
 from recall_dagster.estate import ModelClosure, display_name
-from recall_dagster.narrate import finding_paragraph, owners_text
+from recall_dagster.narrate import finding_paragraph, owners_text, worst_first
 from recall_dagster.results import ModelReport
 from recall_dagster.instants import iso_instant
 from recall_dagster.markdown import md_text
+from recall_dagster.shown import shown
 from recall_dagster.writeback.context import PlanContext
 from recall_dagster.writeback.keys import MANAGED_BY, assertion_urn, document_urn, managed, stamp
 from recall_dagster.writeback.writes import Write
@@ -48,8 +49,7 @@ def premortem(report: ModelReport) -> str:
         f"serving from {len(closure.live_deployments)} live deployment(s). "
         f"Model owners: {md_text(owners_text(model.owners))}.",
     ]
-    worst_first = sorted(report.findings, key=lambda f: (f.severity.rank, f.detector, f.subject))
-    for number, finding in enumerate(worst_first, 1):
+    for number, finding in enumerate(worst_first(report.findings), 1):
         chain = " → ".join(display_name(u) for u in finding.evidence.get("path", []))
         lines += ["", f"## {number}. {finding.severity.value}: {finding.detector}", "",
                   md_text(finding_paragraph(closure, finding)), ""]
@@ -80,12 +80,14 @@ def recall_document(
     current: DocumentInfoClass | None,
     now_ms: int,
 ) -> DocumentInfoClass:
-    """A published document of Recall's about ``related`` assets, stamped so that an unchanged one is no write."""
+    """A published document of Recall's about ``related`` assets, stamped so that an unchanged one is no write;
+    its ``title`` (which names a model or a table) one line of :func:`shown` text, and its ``text`` shown line
+    by line: the Markdown builders escape what Markdown acts on, and no document holds a control character."""
     return restamped(
         DocumentInfoClass(
-            title=title,
+            title=shown(title),
             status=DocumentStatusClass(state=DocumentStateClass.PUBLISHED),
-            contents=DocumentContentsClass(text=text),
+            contents=DocumentContentsClass(text=shown(text, lines=True)),
             source=DocumentSourceClass(sourceType=DocumentSourceTypeClass.EXTERNAL, externalId=external_id),
             relatedAssets=[RelatedAssetClass(asset=u) for u in related],
             customProperties=dict(properties),

@@ -26,6 +26,7 @@ from recall_dagster.writeback.groups import FindingGroup
 from recall_dagster.writeback.keys import INCIDENT_TYPE_PREFIX, assertion_urn, incident_urn, stamp
 from recall_dagster.writeback.writes import Write
 from recall_dagster.markdown import md_text
+from recall_dagster.shown import shown
 
 # DataHub's incident priorities: 0 critical, 1 high, 2 medium, 3 low.
 _PRIORITY = {Severity.CRITICAL: 0, Severity.WARN: 2, Severity.INFO: 3}
@@ -46,11 +47,12 @@ def _description(group: FindingGroup) -> str:
 
 
 def _title(group: FindingGroup) -> str:
-    """What the incident is about, as a person would name it: a failing test by its name and table."""
+    """What the incident is about, as a person would name it: a failing test by its name and table, as one line
+    of :func:`shown` text (DataHub lists it, Slack and GitHub head their messages with it)."""
     about = display_name(group.subject)
     if group.subject.startswith("urn:li:assertion:") and group.dataset:
         about = f"{group.finding.evidence.get('assertion') or about} on {display_name(group.dataset)}"
-    return f"{about}: {group.detector.replace('_', ' ')}"
+    return shown(f"{about}: {group.detector.replace('_', ' ')}")
 
 
 def _open(ctx: PlanContext, current: IncidentInfoClass | None) -> IncidentStatusClass:

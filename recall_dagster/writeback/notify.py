@@ -19,6 +19,7 @@ import requests
 from datahub.metadata.schema_classes import IncidentInfoClass, IncidentStateClass
 
 from recall_dagster.secrets import redact
+from recall_dagster.shown import shown
 from recall_dagster.writeback.config import GithubConfig, SlackConfig, WritebackConfig
 from recall_dagster.writeback.writes import Write
 
@@ -54,17 +55,23 @@ def _checked(response: requests.Response) -> requests.Response:
 
 
 def slack_text(value: str | None) -> str:
-    """Text from the graph as Slack shows it, never as Slack acts on it: ``<!channel>``, ``<@U123>`` and
-    ``<http://evil|click>`` are its control sequences, so ``&``, ``<`` and ``>`` are escaped as Slack asks."""
-    return (value or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Text from the graph as Slack shows it, never as Slack acts on it: each line :func:`shown` (no escape
+    sequence, bidi override or secret), and ``<!channel>``, ``<@U123>`` and ``<http://evil|click>``, Slack's
+    control sequences, inert: ``&``, ``<`` and ``>`` are escaped as Slack asks."""
+    return shown(value or "", lines=True).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def github_text(value: str | None) -> str:
-    """Text from the graph as GitHub shows it, never as it acts on it: no ``@team`` ping (a zero-width space
-    after the ``@``), no HTML, no Markdown link to click (the brackets escaped)."""
-    text = (value or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    text = re.sub(r"@(?=[\w-])", "@\u200b", text)
-    return text.replace("[", "\\[").replace("]", "\\]")
+    """Text from the graph as GitHub shows it, never as it acts on it: each line :func:`shown`, no ``@team``
+    ping, no HTML, no Markdown link to click (the brackets escaped)."""
+    text = shown(value or "", lines=True).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _unmentioned(text).replace("[", "\\[").replace("]", "\\]")
+
+
+def _unmentioned(text: str) -> str:
+    """No ``@name`` in ``text`` pings anyone: a zero-width space after the ``@``, put there after :func:`shown`,
+    which would write it out."""
+    return re.sub(r"@(?=[\w-])", "@\u200b", text)
 
 
 class Slack:
@@ -104,7 +111,7 @@ class Github:
 
     def send(self, event: Event, urn: str, info: IncidentInfoClass, record: Record) -> Record:
         if event == "opened":
-            opened = self.announce(info.title or urn, f"{github_text(info.description)}\n\nDataHub incident: `{urn}`")
+            opened = self._open(info.title or urn, f"{github_text(info.description)}\n\nDataHub incident: `{urn}`")
             return {"state": info.status.state, **opened}
         issue_url = f"{self.issues}/{record['issue']}"
         comment = f"**{_HEADLINE[event]}**: {github_text(info.status.message)}"
@@ -114,9 +121,12 @@ class Github:
 
 
     def announce(self, title: str, text: str) -> Record:
-        body = re.sub(r"@(?=[\w-])", "@\u200b", text)  # Recall's own Markdown stays; no name in it pings anyone
-        title = "".join(c for c in " ".join(title.split()) if c.isprintable())  # one line, no terminal escapes
-        issue = self._call("POST", self.issues, {"title": f"[Recall] {title}", "body": body, "labels": ["recall"]})
+        return self._open(title, _unmentioned(shown(text, lines=True)))  # Recall's own Markdown stays
+
+    def _open(self, title: str, body: str) -> Record:
+        """An issue titled ``title`` as one line of :func:`shown` text, ``body`` as the caller made it."""
+        issue = self._call("POST", self.issues, {"title": f"[Recall] {shown(title)}", "body": body,
+                                                 "labels": ["recall"]})
         return {"issue": issue["number"]}
 
 

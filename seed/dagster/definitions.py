@@ -64,7 +64,8 @@ def build_definitions(settings: Settings | None = None, with_recall: bool = Fals
         asset_checks=metric_gates,
         jobs=[dbt_build, retrain],
         schedules=[ScheduleDefinition(
-            name="daily_dbt_build", job=dbt_build, cron_schedule="0 5 * * *", execution_timezone="UTC"
+            name="daily_dbt_build", job=dbt_build, cron_schedule="0 5 * * *", execution_timezone="UTC",
+            description="Builds and tests the warehouse with dbt every morning.",
         )],
         sensors=[location_datahub_sensor(estate, registry, dbt, feast)],
         resources={"recall": resource, "dbt": dbt_cli()},

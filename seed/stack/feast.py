@@ -11,7 +11,7 @@ import sqlalchemy
 from ml_models.feature_store import ServedRepository, serve
 from ml_models.registry import FeatureRegistry
 from recall_dagster.errors import StackError
-from recall_dagster.lifecycle.rows import sql_connection
+from recall_dagster.read_only_sql import sql_connection
 from recall_dagster.settings import Settings
 from seed.stack.warehouse import Warehouse
 

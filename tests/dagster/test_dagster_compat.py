@@ -3,13 +3,12 @@ verified on one Dagster version: an upgrade must fail here, loudly, until they a
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
 
 import dagster
 
 from recall_dagster.defs import _compat
 from recall_dagster.settings import REPO_ROOT
+from tests.syntax_trees import PACKAGE, imported_modules, package_trees
 
 
 def test_the_installed_dagster_is_the_one_the_internals_were_verified_with() -> None:
@@ -26,13 +25,7 @@ def test_the_installed_dagster_is_the_one_the_internals_were_verified_with() -> 
 
 
 def test_no_module_but_compat_imports_dagster_internals() -> None:
-    offenders = []
-    for path in sorted((REPO_ROOT / "recall_dagster").rglob("*.py")):
-        if path.name == "_compat.py":
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            module = node.module if isinstance(node, ast.ImportFrom) else None
-            names = [a.name for a in node.names] if isinstance(node, (ast.Import, ast.ImportFrom)) else []
-            if any(n and (n.startswith("dagster._") or n.startswith("dagster_shared")) for n in [module, *names]):
-                offenders.append(str(Path(path).relative_to(REPO_ROOT)))
+    offenders = sorted(str(path.relative_to(PACKAGE.parent)) for path, tree in package_trees().items()
+                       if path.name != "_compat.py" and any(name.startswith(("dagster._", "dagster_shared"))
+                                                            for name in imported_modules(tree)))
     assert offenders == [], "Dagster internals belong in recall_dagster/defs/_compat.py, each with its reason"

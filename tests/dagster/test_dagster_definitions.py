@@ -55,6 +55,20 @@ def test_the_scan_and_incidents_run_after_what_recall_yaml_names(tmp_path: Path,
     assert {p.to_user_string() for p in graph.get(AssetKey("blind_window")).parent_keys} == {"data_incidents"}
 
 
+def test_in_the_demo_recall_sits_downstream_of_the_ingestion_that_feeds_the_graph(defs_settings: Settings) -> None:
+    """The global lineage an operator watches runs raw → dbt → training → DataHub ingestion → Recall's scan and
+    incidents: Recall is no island (the demo's recall.yaml names its ingestion in dagster.scan_after)."""
+    from seed.lifecycle import DEMO_CONFIG
+
+    resource = RecallResource.from_settings(defs_settings, config_path=str(DEMO_CONFIG))
+    recall = recall_definitions(resource).resolve_asset_graph()
+    for key in ("model_closures", "data_incidents"):
+        assert {p.to_user_string() for p in recall.get(AssetKey(key)).parent_keys} == {"datahub_metadata"}
+    demo = demo_location.build_definitions(defs_settings).resolve_asset_graph()
+    ingested = {p.to_user_string() for p in demo.get(AssetKey("datahub_metadata")).parent_keys}
+    assert {f"ml/{m}_promotion" for m in MODELS} <= ingested and "feast/fraud_transaction_features" in ingested
+
+
 def test_the_scan_is_a_chain(definitions) -> None:
     graph = definitions.resolve_asset_graph()
     parents = {k: {p.to_user_string() for p in graph.get(AssetKey(k)).parent_keys} for k in SCAN}
@@ -164,6 +178,10 @@ def test_the_workspace_serves_recall_and_the_demo_as_two_locations(
     assert {s.default_status for s in recall.sensors} == {DefaultSensorStatus.RUNNING}, "automation: running"
     assert {"ml/fraud_detector", "ml/fraud_detector_retrain_gate", "datahub_metadata"} <= keys(demo)
     assert not keys(recall) & keys(demo), "no asset is defined in both locations"
+    from dagster.components.core.component_tree import ComponentTree
+
+    project = ComponentTree.for_project(REPO_ROOT / targets["recall"]["working_directory"])
+    assert project.code_location_name == "recall", "the name it is served under: Dagster warns of no mismatch"
 
 
 def test_asset_metadata_tables_stay_bounded_and_say_what_they_left_out() -> None:
@@ -204,3 +222,16 @@ def test_the_resource_honours_the_lock_wait(monkeypatch: pytest.MonkeyPatch, tmp
     monkeypatch.setenv("RECALL_LOCK_WAIT_SECONDS", "7.5")
     with RecallResource.from_env().process_config_and_initialize_cm() as resolved:
         assert resolved.settings().lock_wait_seconds == 7.5
+
+
+def test_every_sensor_schedule_job_and_check_of_recall_says_what_it_does(definitions) -> None:
+    """The Dagster UI lists each, Recall's and the demo's, with its description: none reads "No description
+    provided"."""
+    repo = definitions.get_repository_def()
+    described = {f"sensor {s.name}": s.description for s in repo.sensor_defs}
+    described |= {f"schedule {s.name}": s.description for s in repo.schedule_defs}
+    described |= {f"job {j.name}": j.description for j in repo.get_all_jobs() if not j.name.startswith("__")}
+    described |= {f"check {spec.key.to_user_string()}": spec.description
+                  for a in repo.assets_defs_by_key.values() for spec in a.check_specs
+                  if "recall" in (a.group_names_by_key.get(spec.asset_key) or "")}
+    assert described and not [what for what, text in described.items() if not text], described

@@ -8,6 +8,11 @@ sources write, dated around the moment the test runs, loaded with the file sourc
   streak, and serves traffic.
 * ``risk_model`` trained on ``marts.trained``; its feature table is served from ``marts.serving``, which
   joins ``trained`` with ``raw.bureau``, a source training never read.
+* ``rollout_model`` version 2 is the registry's production version, but the one endpoint listed under it
+  records serving version 1 (a rollout that stalled); ``steady_model``'s endpoint serves its production
+  version 2, as it should.
+* ``alias_model`` reads ``total``, trained inside the streak; the registry marks it production and no
+  deployment entity records it: it serves by its mark alone.
 * ``raw.events`` reports an operation forty days old but a ``lastModified`` an hour old; ``raw.bureau``
   reports only the forty-day-old operation.
 """
@@ -89,7 +94,9 @@ def _run(name: str, inputs: list[str], start_ms: int) -> list[dict[str, Any]]:
 
 
 def _version(group: str, version: int, runs: list[str], features: list[str], deployment: str | None = None,
-             ) -> list[dict[str, Any]]:
+             serves: int | None = None, stage: str | None = None) -> list[dict[str, Any]]:
+    """A version as the mlflow source writes it; its ``deployment`` records serving ``serves`` (this version
+    unless said), as a SageMaker or Vertex endpoint records it; ``stage`` is the registry's stage tag."""
     props: dict[str, Any] = {
         "name": f"{group}_{version}", "customProperties": {}, "version": {"versionTag": str(version)},
         "trainingJobs": [f"urn:li:dataProcessInstance:{r}" for r in runs], "mlFeatures": features,
@@ -100,7 +107,9 @@ def _version(group: str, version: int, runs: list[str], features: list[str], dep
         urn = f"urn:li:mlModelDeployment:(urn:li:dataPlatform:mlflow,{deployment},PROD)"
         props["deployments"] = [urn]
         out.append(_mcp(urn, "mlModelDeploymentProperties", {
-            "customProperties": {}, "version": {"versionTag": str(version)}, "status": "IN_SERVICE"}))
+            "customProperties": {}, "version": {"versionTag": str(serves or version)}, "status": "IN_SERVICE"}))
+    if stage:
+        out.append(_mcp(model(f"{group}_{version}"), "globalTags", {"tags": [{"tag": f"urn:li:tag:mlflow_{stage}"}]}))
     return [
         _mcp(f"urn:li:mlModelGroup:(urn:li:dataPlatform:mlflow,{group},PROD)", "mlModelGroupProperties",
              {"name": group, "customProperties": {}}),
@@ -167,6 +176,18 @@ def write_estate(path: Path, now_ms: int) -> Path:
         *_run("risk-fit-1", ["marts.trained"], now_ms - 2 * DAY),
         *_version("risk_model", 1, ["risk-fit-1"], ["urn:li:mlFeature:(risk_features,score)"],
                   deployment="risk-endpoint"),
+        *_table("marts.orders", ["n"], operation_ms=now_ms - HOUR),
+        *_features("order_stats", {"n": "marts.orders"}),
+        *(mcp for name in ("rollout", "steady") for v in (1, 2)
+          for mcp in _run(f"{name}-fit-{v}", ["marts.orders"], now_ms - (4 - v) * DAY)),
+        *_version("rollout_model", 1, ["rollout-fit-1"], ["urn:li:mlFeature:(order_stats,n)"]),
+        *_version("rollout_model", 2, ["rollout-fit-2"], ["urn:li:mlFeature:(order_stats,n)"],
+                  deployment="rollout-west", serves=1, stage="production"),
+        *_version("steady_model", 1, ["steady-fit-1"], ["urn:li:mlFeature:(order_stats,n)"]),
+        *_version("steady_model", 2, ["steady-fit-2"], ["urn:li:mlFeature:(order_stats,n)"],
+                  deployment="steady-west", stage="production"),
+        *_run("alias-fit-1", ["marts.mart"], streak + 5 * HOUR),
+        *_version("alias_model", 1, ["alias-fit-1"], ["urn:li:mlFeature:(mart_stats,total)"], stage="production"),
     ]
     path.write_text(json.dumps(mcps, indent=1))
     return path

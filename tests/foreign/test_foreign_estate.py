@@ -295,8 +295,8 @@ def test_the_cli_blind_window_and_gate_say_what_they_could_not_verify(shop: Sett
     env = {"RECALL_HOME": str(shop.home)}
     done = CliRunner().invoke(cli, ["blind-window", "--json", "--graph", shop.graph, "--config", overlay], env=env)
     window = json.loads(done.output)
-    assert done.exit_code == 4, "no live version is contaminated, but ltv_model_1's training is unknown"
-    assert window["contaminated_live"] == [] and window["unknown_live"] == ["ltv_model_1"]
+    assert done.exit_code == 1, "churn_model_2 holds the production alias, contaminated: it serves whatever loads it"
+    assert window["contaminated_live"] == ["churn_model_2"] and window["unknown_live"] == ["ltv_model_1"]
     assert window["coverage"] == {
         "versions": 3, "judged": 2, "unknown": {"ltv_model_1": "no training run is recorded for this version"},
         "unlinked_failing": [],
@@ -304,7 +304,7 @@ def test_the_cli_blind_window_and_gate_say_what_they_could_not_verify(shop: Sett
     hit = {m["name"]: (m["severity"], m["summary"]) for m in window["causes"][0]["blast_radius"]["models"]}
     assert hit == {
         "churn_model_1": ("HIGH", "1 of 3 training columns poisoned (it records no features)"),
-        "churn_model_2": ("MEDIUM", "1 of 3 training columns poisoned (it records no features)"),  # serves nothing
+        "churn_model_2": ("MEDIUM", "1 of 3 training columns poisoned (it records no features)"),  # no endpoint
         "ltv_model_1": ("HIGH", "1 of 3 features poisoned"),
     }, "a model with no features is weighed by the training columns it read"
     done = CliRunner().invoke(cli, ["gate", "ltv_model", "--json", "--graph", shop.graph, "--config", overlay], env=env)

@@ -87,6 +87,24 @@ def test_a_password_written_into_a_name_is_masked_in_mcp_answers(
     assert "hunter2-pw" not in answer and "[redacted]@db" in answer
 
 
+# An OSC 8 hyperlink ("click" pointing elsewhere), a screen clear and a right-to-left override; shown written out.
+CONTROLS = "\x1b]8;;http://evil\x1b\\click\x1b]8;;\x1b\\\x1b[2J\u202e"
+CONTROLS_SHOWN = "\\x1b]8;;http://evil\\x1b\\click\\x1b]8;;\\x1b\\\\x1b[2J\\u202e"
+
+
+@pytest.mark.parametrize(("name", "command"), [
+    ("customer_orders", ["scan"]), ("customer_orders", ["gate", "ltv_model"]), ("customer_orders", ["blind-window"]),
+    ("customer_orders", ["protect"]), ("not_null", ["incidents", "sync"]),
+])
+def test_escape_sequences_in_a_name_reach_the_terminal_written_out_never_obeyed(
+        tmp_path: Path, name: str, command: list[str]) -> None:
+    """A table, or a failing test, whose name carries terminal escape sequences and a bidi override: every
+    table and line that names it shows what is there as escapes, and sends the terminal none of it."""
+    said = run(renamed(tmp_path, name, name + json.dumps(CONTROLS)[1:-1], failing=True), command)
+    assert "\x1b" not in said and "\u202e" not in said
+    assert name + CONTROLS_SHOWN in said
+
+
 def test_markup_in_a_table_name_is_text_in_the_evidence_markdown(tmp_path: Path) -> None:
     shop = renamed(tmp_path, "customer_orders", "orders<img src=x onerror=alert>[x]")
     run(shop, ["evidence", "--model", "ltv_model", "--no-write"])
@@ -108,4 +126,4 @@ def test_a_model_named_with_parentheses_is_found_by_the_name_its_team_gave_it(tm
 
 def test_a_registered_name_ending_in_a_new_line_is_found_by_its_name(tmp_path: Path) -> None:
     said = run(renamed(tmp_path, "ltv_model", "ltv[/]\\n# heading\\n"), ["gate", "ltv[/]\n# heading\n"])
-    assert "Retrain ltv[/]# heading (judged on" in said
+    assert "Retrain ltv[/] # heading  (judged on" in said, "its line breaks shown as spaces"

@@ -74,3 +74,24 @@ def test_an_old_operation_with_a_newer_last_modified_is_not_stale(estate: dict[s
     (risk,) = scan["models"]
     stale = {f["subject"] for f in risk["findings"] if f["detector"] == "upstream_staleness"}
     assert stale == {dataset("raw.bureau")}, "raw.events changed an hour ago by its lastModified"
+
+
+def test_an_endpoint_serving_an_older_version_is_a_version_mismatch_naming_both(estate: dict[str, str]) -> None:
+    """The endpoint is listed under the production version but records serving version 1: version 1 serves, and
+    the mismatch names the endpoint and both versions; the endpoint serving its production version stays quiet."""
+    _, scan = recall(estate, "scan", "--model", "rollout_model")
+    found = {m["name"]: [f for f in m["findings"] if f["detector"] == "version_mismatch"] for m in scan["models"]}
+    (mismatch,) = found["rollout_model_1"]
+    assert mismatch["message"] == ("deployment rollout-west serves rollout_model_1, but the registry's production "
+                                   "version is rollout_model_2")
+    assert found["rollout_model_2"] == []
+    _, scan = recall(estate, "scan", "--model", "steady_model")
+    assert [(m["name"], [f["detector"] for f in m["findings"] if f["detector"] == "version_mismatch"])
+            for m in scan["models"]] == [("steady_model_2", [])]
+
+
+def test_a_contaminated_version_serving_by_its_production_mark_fails_the_blind_window(estate: dict[str, str]) -> None:
+    code, window = recall(estate, "blind-window")
+    versions = {v["name"]: v for c in window["causes"] for m in c["models"] for v in m["versions"]}
+    assert versions["alias_model_1"]["verdict"] == "CONTAMINATED" and versions["alias_model_1"]["live_deployments"] == []
+    assert code == 1 and "alias_model_1" in window["contaminated_live"], "no deployment entity, but it serves"

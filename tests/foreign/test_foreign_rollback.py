@@ -191,9 +191,14 @@ def test_the_dagster_job_rolls_back_from_the_config_the_blind_window_offers(shop
         assert offered.startswith("churn_model: roll back to version 1 (churn_model_1: trained before")
         pasted = yaml.safe_load(offered.split("```yaml\n", 1)[1].split("```", 1)[0])
         assert pasted == {"ops": {"roll_back": {"config": {"model": "churn_model", "to_version": "1"}}}}
-        pasted["ops"]["roll_back"]["config"]["by"] = "ana"
         job = defs.resolve_job_def("recall_rollback")
-        ran = job.execute_in_process(run_config=pasted, instance=instance)
+        nameless = job.execute_in_process(run_config=pasted, instance=instance, raise_on_error=False)
+        [failure] = nameless.get_step_failure_events()
+        assert failure.step_failure_data.user_failure_data.description == (
+            "name who rolls back churn_model: set by in the launchpad's config (ops.roll_back.config.by); "
+            "nothing was moved"), "launched as pasted, by nobody: refused by name, not a config error"
+        assert aliases(shop) == {"production": "2"}
+        ran = job.execute_in_process(run_config=pasted, instance=instance, tags={"user": "ana"})
         assert ran.success and aliases(shop) == {"production": "1"}
         assert tags(shop, "1")[RUN] == ran.run_id and tags(shop, "1")[BY] == "ana"
         [output] = [e for e in ran.all_node_events if e.event_type_value == "STEP_OUTPUT"]
@@ -201,6 +206,7 @@ def test_the_dagster_job_rolls_back_from_the_config_the_blind_window_offers(shop
         assert metadata["served_clean"] is True and metadata["moved"] == "production: 2 -> 1"
         assert instance.get_run_by_id(ran.run_id).tags["recall/rollback/churn_model"] == "version 1 by ana"
 
+        pasted["ops"]["roll_back"]["config"]["by"] = "ana"  # the name typed in the launchpad
         again = job.execute_in_process(run_config=pasted, instance=instance)
         assert again.success and tags(shop, "1")[RUN] == ran.run_id, "the second run moved and recorded nothing"
         pasted["ops"]["roll_back"]["config"]["to_version"] = "7"

@@ -1,10 +1,12 @@
 """Hostile names and descriptions through every command, write-back notification and MCP tool: nothing crashes,
-no file lands outside its folder, no notification pings, links or tags from the data, and no secret is repeated."""
+no file lands outside its folder, no notification pings, links or tags from the data, no terminal escape or
+invisible character from the data reaches a person, and no secret is repeated."""
 
 from __future__ import annotations
 
 import re
 import tempfile
+import unicodedata
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -24,6 +26,15 @@ GITHUB_LIVE = {
 }
 # Markdown Recall writes (evidence, documents) renders HTML tags and links the same way.
 MARKDOWN_LIVE = {"an HTML tag": GITHUB_LIVE["an HTML tag"], "a link": GITHUB_LIVE["a link"]}
+
+
+def unseen(text: str) -> set[str]:
+    """What in ``text`` a person does not see as itself: an ESC or other control the terminal obeys, a bidi
+    override that reorders what follows, a zero-width or other format character (but the one GitHub text puts
+    after an ``@`` so that it pings no one), a line or paragraph separator. Line breaks are Recall's own."""
+    return {f"U+{ord(c):04X}" for i, c in enumerate(text) if c != "\n"
+            and (unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp"))
+            and not (c == "\u200b" and text[i - 1:i] == "@")}
 
 
 def _outputs(said: Said) -> dict[str, str]:
@@ -55,6 +66,13 @@ def problems(said: Said) -> list[str]:
               for what, live in MARKDOWN_LIVE.items() if live.search(text)]
     found += [f"{where} repeats the secret {secret!r}:\n{text}"
               for where, text in _outputs(said).items() for secret in SECRETS if secret in text]
+    shown = {**{f"recall {c}": out for c, out in said.terminal.items()},
+             **{f"Slack message {i}": text for i, text in enumerate(said.slack)},
+             **{f"GitHub {call['method']} {part}": call[part] for call in said.github
+                for part in ("title", "body") if call.get(part)},
+             **markdown, **{f"document {i}": text for i, text in enumerate(said.documents)}}
+    found += [f"{where} carries {sorted(chars)} from the data:\n{text!r}"
+              for where, text in shown.items() if (chars := unseen(text))]
     return found
 
 

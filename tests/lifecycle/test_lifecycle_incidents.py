@@ -112,6 +112,28 @@ def test_incident_aspects_name_models_and_fall_back_to_datasets(lc: LifecycleCon
     assert all(e.startswith("urn:li:dataset:") for e in incident_info(entry, lc, None, on_models=False).entities)
 
 
+def test_an_incident_title_shows_a_test_name_s_escape_sequences_written_out(lc: LifecycleConfig) -> None:
+    """DataHub lists the incident by its title, and Slack and GitHub head their messages with it."""
+    entry = next(iter(reconcile({}, causes(lc, *FAILING), at(10.5)).entries.values()))
+    hostile = "not_null\x1b]8;;http://evil\x1b\\click\x1b]8;;\x1b\\\u202e"  # an OSC 8 link, a bidi override
+    named = [{**a, "name": hostile} for a in entry.snapshot["assertions"]]
+    info = incident_info(replace(entry, snapshot={**entry.snapshot, "assertions": named}), lc, None)
+    assert info.title == "Poisoned data: not_null\\x1b]8;;http://evil\\x1b\\click\\x1b]8;;\\x1b\\\\u202e"
+
+
+def test_a_postmortem_shows_a_test_s_name_as_text_never_as_markdown(lc: LifecycleConfig) -> None:
+    """The postmortem is a Markdown document in DataHub and on disk: a test named with a link, HTML, a line
+    break starting a heading or an escape sequence reads as those characters."""
+    raised = reconcile({}, causes(lc, *FAILING), at(10.5))
+    healed = causes(lc, *FAILING, (20, "SUCCESS"))
+    ((event),) = reconcile(raised.entries, healed, at(21)).events
+    hostile = "[click](http://evil)\n# owned <img src=x onerror=alert(1)>\x1b[2J"
+    cause = replace(healed[0], records=tuple(replace(r, name=hostile) for r in healed[0].records))
+    text = postmortem(event.entry, cause, lc).text
+    assert r"\[click\](http://evil) # owned &lt;img src=x onerror=alert(1)&gt;\\x1b\[2J" in text
+    assert "[click](" not in text and "<img" not in text and "\n# owned" not in text and "\x1b" not in text
+
+
 def test_a_postmortem_names_only_the_versions_its_own_streak_contaminated(lc: LifecycleConfig) -> None:
     first = (*FAILING, (20, "SUCCESS"))
     second = (*first, (30, "FAILURE"))

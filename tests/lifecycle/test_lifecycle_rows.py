@@ -51,7 +51,7 @@ def test_a_postgres_url_naming_no_driver_opens_with_the_driver_installed() -> No
     brings: the same URL keeps reading the same warehouse with whichever of the two is installed."""
     import sqlalchemy
 
-    from recall_dagster.lifecycle.rows import engine_url
+    from recall_dagster.read_only_sql import engine_url
 
     if find_spec("psycopg") is None and find_spec("psycopg2") is None:
         pytest.skip("neither psycopg nor psycopg2 is installed (Recall's postgres extra brings psycopg2)")
@@ -59,5 +59,5 @@ def test_a_postgres_url_naming_no_driver_opens_with_the_driver_installed() -> No
     engine = sqlalchemy.create_engine(engine_url(url))  # imports the driver: fails where it is not installed
     assert engine.dialect.driver == ("psycopg" if find_spec("psycopg") else "psycopg2")
     assert engine.url.password == "p@ss" and engine.url.database == "analytics"
-    assert engine_url("postgresql+psycopg://db/analytics") == "postgresql+psycopg://db/analytics", "a named driver"
-    assert engine_url("duckdb:///shop.duckdb") == "duckdb:///shop.duckdb"
+    assert str(engine_url("postgresql+psycopg://db/analytics")) == "postgresql+psycopg://db/analytics", "as named"
+    assert str(engine_url("duckdb:///shop.duckdb")) == "duckdb:///shop.duckdb"

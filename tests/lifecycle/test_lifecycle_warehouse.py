@@ -111,3 +111,17 @@ def test_init_names_the_project_so_gate_and_impact_reach_the_warehouse(tmp_path:
     assert query.url({"JAFFLE_DUCKDB": str(tmp_path / "jaffle.duckdb")}) == (
         f"duckdb:///{tmp_path / 'jaffle.duckdb'}", ""), "the training query reruns where dbt builds"
     assert load(None).impact.query.url({})[0] is None, "no project named: the fallback stays off"
+
+
+def test_dbt_s_own_filters_render_as_dbt_renders_them(tmp_path: Path) -> None:
+    """dbt's documented profile filters: a port written ``{{ env_var('PG_PORT') | as_number }}`` reaches the URL,
+    and a value dbt would refuse is refused with the value named."""
+    folder = team_project(tmp_path, {"type": "postgres", "host": "{{ env_var('PG_HOST') | as_text }}",
+                                     "port": "{{ env_var('PG_PORT') | as_number }}", "user": "ana",
+                                     "password": "{{ env_var('PG_PASSWORD') | as_native }}", "dbname": "analytics",
+                                     "schema": "marts", "keepalives_idle": "{{ 'True' | as_bool }}"})
+    target = dbt_target(folder, environ={"PG_HOST": "db", "PG_PORT": "6543", "PG_PASSWORD": "s3cret"})
+    assert sqlalchemy_url(target) == "postgresql+psycopg2://ana:s3cret@db:6543/analytics"
+    assert target.value("keepalives_idle") == "True"
+    with pytest.raises(ConfigError, match=r"gives 'sixty', which is not a number"):
+        sqlalchemy_url(dbt_target(folder, environ={"PG_HOST": "db", "PG_PORT": "sixty", "PG_PASSWORD": "s"}))

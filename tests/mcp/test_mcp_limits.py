@@ -23,7 +23,7 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import McpError
 
 from recall_dagster.cli import cli
-from recall_dagster.mcp_server import TOOL_SECONDS_ENV, build_server
+from recall_dagster.mcp_server import MAX_RUNNING, TOOL_SECONDS_ENV, build_server
 from recall_dagster.mcp_stdio import MAX_MESSAGE_BYTES
 
 RECALL = str(Path(sys.executable).with_name("recall"))
@@ -165,6 +165,13 @@ def test_a_tool_past_its_time_limit_answers_an_error_and_the_server_serves_on(si
         server.lists_its_tools(4)  # while the abandoned scan still waits on the silent DataHub
         server.send(_call(5, "blast_radius"))
         assert "ran past its 1 s limit" in server.answer(5)["result"]["content"][0]["text"]
+        for request in range(6, 6 + MAX_RUNNING - 2):  # until MAX_RUNNING abandoned calls hold their threads
+            server.send(_call(request, "blast_radius"))
+            assert "ran past its 1 s limit" in server.answer(request)["result"]["content"][0]["text"]
+        server.send(_call(99, "blast_radius"))
+        refused = server.answer(99)["result"]
+        assert refused["isError"] and f"{MAX_RUNNING} tool calls are still running" in refused["content"][0]["text"]
+        server.lists_its_tools(100)
     finally:
         server.process.kill()
         server.process.wait()

@@ -18,7 +18,7 @@ from ml_models.feature_store import typed_feature
 from ml_models.fit import TrainingDataError
 from ml_models.historical import training_rows
 from ml_models.query import build_training_query, feature_column
-from recall_dagster.lifecycle.rows import engine_url
+from recall_dagster.read_only_sql import engine_url
 from ml_models.train import evaluate_model
 from seed.stack.warehouse import ensure_warehouse, stop_warehouse
 

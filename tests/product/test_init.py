@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -38,7 +39,8 @@ def test_recipes_for_a_lite_file_override_and_name_recall_s_sink(tmp_path: Path)
     source = recipe["source"]["config"]
     assert (source["target_platform"], source["write_semantics"]) == ("duckdb", "OVERRIDE")
     assert source["manifest_path"] == str(dbt.resolve() / "build" / "manifest.json"), "the project's target-path"
-    assert "sources_path" not in source, "the dbt source fails on a sources.json that is not there"
+    assert source["sources_path"] == str(dbt.resolve() / "build" / "sources.json"), (
+        "named though not there yet: recall ingest reads it once dbt source freshness writes it")
     assert recipe["sink"]["type"] == LITE_SINK
     mlflow = yaml.safe_load((tmp_path / "recall" / "recipes" / "mlflow.yml").read_text())
     assert mlflow["source"]["config"]["tracking_uri"] == "sqlite:///mlflow.db"
@@ -46,8 +48,9 @@ def test_recipes_for_a_lite_file_override_and_name_recall_s_sink(tmp_path: Path)
     order = [next(i for i, line in enumerate(lines) if line.strip().startswith(c))
              for c in ("dbt source freshness", "dbt build", "cp ", "dbt docs generate", "recall ingest")]
     assert order == sorted(order), "docs generate's manifest (compiled SQL: column lineage) is the one ingested"
-    assert source["run_results_paths"] == [str(dbt.resolve() / "build" / "run_results.build.json")], (
-        "the build's results, kept where docs generate does not write")
+    assert source["run_results_paths"] == [str(dbt.resolve() / "build" / "run_results*.json"),
+                                           str(dbt.resolve() / "build" / "*" / "run_results.json")], (
+        "the build's results kept where docs generate does not write, the last command's, and dagster-dbt's")
     assert f"cp {dbt.resolve() / 'build'}/run_results.json {dbt.resolve() / 'build'}/run_results.build.json" in said
     assert load(str(tmp_path / "recall" / "recall.yaml")).scan.scoring.fail_tier == "CRITICAL", (
         "the starter is a valid, empty overlay")
@@ -62,22 +65,41 @@ def test_a_gms_keeps_patch_and_reads_the_token_from_the_environment(tmp_path: Pa
                               "config": {"server": "https://datahub.example.com", "token": "${DATAHUB_GMS_TOKEN}"}}
 
 
-def test_a_second_run_keeps_what_is_there_and_sources_json_joins_with_force(tmp_path: Path) -> None:
+def test_a_second_run_keeps_what_is_there_and_force_rewrites_it(tmp_path: Path) -> None:
     dbt = project(tmp_path)
     assert init(tmp_path, "--dbt-project", str(dbt))[0] == 0
     (tmp_path / "recall" / "recall.yaml").write_text("scoring: {fail_tier: AT_RISK}\n")
-    (dbt / "build").mkdir()
-    (dbt / "build" / "sources.json").write_text("{}")
     code, said = init(tmp_path, "--dbt-project", str(dbt))
     assert code == 0 and "kept" in said and "AT_RISK" in (tmp_path / "recall" / "recall.yaml").read_text()
     assert init(tmp_path, "--dbt-project", str(dbt), "--force")[0] == 0
+    assert "AT_RISK" not in (tmp_path / "recall" / "recall.yaml").read_text()
+
+
+def test_run_in_a_repository_root_it_finds_the_dbt_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As a team runs it, with no flags: the dbt project under the current folder, wherever it sits; dbt's own
+    output and packages are never taken for a second project."""
+    dbt = project(tmp_path)
+    (dbt / "dbt_packages" / "dbt_utils").mkdir(parents=True)
+    (dbt / "dbt_packages" / "dbt_utils" / "dbt_project.yml").write_text("name: dbt_utils\n")
+    monkeypatch.chdir(tmp_path)
+    code, said = init(tmp_path)
+    assert code == 0, said
+    assert f"found the dbt project {dbt}" in said
     source = yaml.safe_load((tmp_path / "recall" / "recipes" / "dbt.yml").read_text())["source"]["config"]
-    assert source["sources_path"] == str(dbt.resolve() / "build" / "sources.json")
+    assert source["manifest_path"] == str(dbt.resolve() / "build" / "manifest.json")
+    assert "dbt_project:" in (tmp_path / "recall" / "recall.yaml").read_text(), "row counts through its profile"
 
 
-def test_what_init_cannot_work_from_is_a_usage_error(tmp_path: Path) -> None:
+def test_what_init_cannot_work_from_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
     code, said = init(tmp_path)
     assert code == 2 and "nothing to write recipes for" in said
+    (tmp_path / "a").mkdir()
+    project(tmp_path / "a")
+    (tmp_path / "b").mkdir()
+    project(tmp_path / "b")
+    code, said = init(tmp_path)
+    assert code == 2 and "found 2 dbt projects here (a/jaffle, b/jaffle): name one with --dbt-project" in said
     (tmp_path / "bare").mkdir()
     (tmp_path / "bare" / "dbt_project.yml").write_text("name: bare\n")
     code, said = init(tmp_path, "--dbt-project", str(tmp_path / "bare"))

@@ -339,3 +339,14 @@ def _fingerprint_of(shown: dict) -> str:
     """The fingerprint a finding as `scan --json` shows it has."""
     return fingerprint(Finding(shown["detector"], Severity(shown["severity"]), shown["subject"], shown["message"],
                                shown["evidence"], shown["cause"]))
+
+
+def test_no_as_of_date_crashes_a_scan(recall):
+    """The last instant of the calendar scans (freshness judged there: every table stale), one past it is a
+    usage error; neither is a traceback."""
+    out, result = recall("scan", "--json", "--as-of", "9999-12-31T23:59:59Z", code=None)
+    assert result.exit_code in (0, 1, 4), result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), "an answer, not a traceback"
+    assert json.loads(out)["scanned_at"].startswith("9999-12-31T23:59:59")
+    _, result = recall("scan", "--as-of", "10000-01-01", code=2)
+    assert "is not an ISO-8601 date or time" in result.output

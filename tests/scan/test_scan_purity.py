@@ -3,29 +3,24 @@
 What it may import is the layer contracts' business (``tests/test_layers.py``,
 transitive over the import graph); what it calls is checked here, since a pure
 module can still reach ``open()`` or ``datetime.now()`` without importing anything.
+Both read the one list of pure modules, the ``pure-core`` contract (``tests/pure_core.py``).
 """
 
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-import recall_dagster
+from tests.pure_core import pure_files
+from tests.syntax_trees import package_trees, parsed
 
-ROOT = Path(recall_dagster.__file__).parent
-PURE = [
-    *sorted((ROOT / "detect").glob("*.py")),
-    ROOT / "estate" / "columns.py",
-    *(ROOT / "lifecycle" / f"{m}.py" for m in ("blast", "window", "verdict", "assess", "incidents", "postmortem",
-                                              "gate", "records", "override", "observed")),
-]
+PURE = pure_files()
 FORBIDDEN_CALLS = {"open", "exec", "eval", "compile", "__import__", "input", "breakpoint"}
 FORBIDDEN_ATTRIBUTES = {"now", "utcnow", "today", "read_text", "write_text", "system", "popen", "urlopen"}
 
 
-def violations(source: str, filename: str = "<source>") -> list[str]:
+def violations(filename: str, tree: ast.Module) -> list[str]:
     found = []
-    for node in ast.walk(ast.parse(source, filename)):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
             found.append(f"{filename}:{node.lineno} calls {node.func.id}()")
         if isinstance(node, ast.Attribute) and node.attr in FORBIDDEN_ATTRIBUTES:
@@ -34,11 +29,12 @@ def violations(source: str, filename: str = "<source>") -> list[str]:
 
 
 def test_the_pure_core_calls_nothing_impure():
-    assert len(PURE) >= 20
-    problems = [v for f in PURE for v in violations(f.read_text(), f.name)]
+    assert len(PURE) >= 40
+    trees = package_trees()
+    problems = [v for f in PURE for v in violations(f.name, trees[f])]
     assert problems == []
 
 
 def test_the_checker_catches_impurity():
     bad = "from datetime import datetime\nx = datetime.now()\nopen('f')\neval('1')\nPath('p').read_text()\n"
-    assert len(violations(bad)) == 4
+    assert len(violations("<source>", parsed({"bad": bad})["bad"])) == 4

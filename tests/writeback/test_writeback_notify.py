@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from contextlib import closing
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
-from wb_support import BREAK, HEAL_DATA, HEAL_TRAINING, lite_estate, scan
+from datahub.metadata.schema_classes import IncidentInfoClass
+from wb_support import BREAK, HEAL_DATA, HEAL_TRAINING, HEALTHY, lite_estate, scan
 
 from tests.conftest import Inbox
 
@@ -111,6 +114,34 @@ def test_a_password_or_token_from_the_graph_is_masked_in_every_message(inbox: In
 
 def test_a_github_issue_title_from_the_graph_is_one_line_of_text(inbox: Inbox) -> None:
     github = Github(GithubConfig("acme/models", "TEST_GH_TOKEN", inbox.url), "gh-token")
-    github.announce("orders\x1b[31m\nfailing\u202e", "body")
+    github.announce("orders\x1b[31m\nfailing\u202e", "body\x1b[2J")
     [(_, _, issue)] = inbox.take()
-    assert issue["title"] == "[Recall] orders[31m failing"
+    assert issue["title"] == "[Recall] orders\\x1b[31m failing\\u202e" and issue["body"] == "body\\x1b[2J"
+
+
+# An OSC 8 hyperlink ("click" pointing elsewhere), a screen clear and a right-to-left override; shown written out.
+CONTROLS = "\x1b]8;;http://evil\x1b\\click\x1b]8;;\x1b\\\x1b[2J\u202e"
+CONTROLS_SHOWN = "\\x1b]8;;http://evil\\x1b\\click\\x1b]8;;\\x1b\\\\x1b[2J\\u202e"
+
+
+def test_escape_sequences_in_a_table_name_reach_incident_titles_and_messages_written_out(
+    tmp_path, recall_config, settings, notifying, inbox
+) -> None:
+    """DataHub lists an incident by its title, and Slack and GitHub head their messages with it: each shows
+    the escapes the table's name holds, and no title, message or issue carries an ESC or the override."""
+    fixtures = []
+    for fixture in (HEALTHY, BREAK):
+        hostile = tmp_path / Path(fixture).name
+        hostile.write_text(Path(fixture).read_text().replace("user_stats", "user_stats" + json.dumps(CONTROLS)[1:-1]))
+        fixtures.append(str(hostile))
+    _write(lite_estate(Path(settings.graph), *fixtures), recall_config, settings, notifying, 1_000)
+    with closing(LiteGraph(settings.graph)) as graph:
+        incidents = graph.get_aspects(graph.list_urns("incident"), [IncidentInfoClass]).values()
+    titles = [aspects[IncidentInfoClass.ASPECT_NAME].title for aspects in incidents]
+    sent = inbox.take()
+    headlines = [body["text"].split("\n")[0] for _, path, body in sent if path == "/slack"]
+    issues = [body for _, path, body in sent if path.endswith("/issues")]
+    assert len(titles) == len(headlines) == len(issues) == 2
+    assert all(f"user_stats{CONTROLS_SHOWN}" in said for said in (*titles, *headlines, *(i["title"] for i in issues)))
+    said = "".join([*titles, *(v for _, _, body in sent for v in body.values() if isinstance(v, str))])
+    assert "\x1b" not in said and "\u202e" not in said

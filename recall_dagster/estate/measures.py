@@ -1,0 +1,106 @@
+"""What a failing assertion measured, under its own name and beside the bound it broke.
+
+An on-call engineer reads "1,520 failing rows" as 1,520 bad records; when the check counted the table
+(1,520 rows against a floor of 40,000), measured a mean or a null fraction, or timed a source's last load,
+that sentence sends them after the wrong problem. DataHub keeps what each runner measured: the assertion's
+aggregation or metric (Great Expectations' action, DataHub's own assertions), ``actualAggValue`` and the
+native results of each run (``observed_value``; dbt's source freshness records the load's age), and the
+bound in the assertion's parameters or, for dbt's freshness, its ``error_after`` properties. Failing rows stay
+the words for a check that counted failing rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from datahub.metadata.schema_classes import AssertionInfoClass, AssertionStdParametersClass
+
+# A dataset assertion whose value is the count of failing rows (a check on each value of a column), not a
+# measurement of its own. A runner's own kind of check (``_NATIVE_``) reports what it observed: Great
+# Expectations' action writes an expectation's ``observed_value`` there, a null fraction or a quantile.
+ROWS_AGGREGATIONS = frozenset({"IDENTITY", None})
+NAMED = {"_native_": "observed value"}
+FRESHNESS_AGE = "max_loaded_at_time_ago_in_s"  # what DataHub's dbt source records of a source freshness run
+OPERATORS = {"GREATER_THAN": ">", "GREATER_THAN_OR_EQUAL_TO": "≥", "LESS_THAN": "<", "LESS_THAN_OR_EQUAL_TO": "≤",
+             "EQUAL_TO": "=", "NOT_EQUAL_TO": "≠"}
+
+
+def metric_name(info: AssertionInfoClass | None) -> str | None:
+    """What ``actualAggValue`` measures when it is not a count of failing rows; None when it is one."""
+    if info is None:
+        return "value"  # nobody said what was measured: never read it as rows
+    if info.volumeAssertion is not None:
+        return "row_count"
+    field_metric = info.fieldAssertion.fieldMetricAssertion if info.fieldAssertion else None
+    if field_metric is not None:
+        return str(field_metric.metric).lower()
+    aggregation = info.datasetAssertion.aggregation if info.datasetAssertion else None
+    if info.datasetAssertion is not None and aggregation in ROWS_AGGREGATIONS:
+        return None
+    return NAMED.get(str(aggregation).lower(), str(aggregation).lower()) if aggregation else "value"
+
+
+def _number(text: object) -> float | None:
+    try:
+        return float(str(text))
+    except ValueError:
+        return None
+
+
+def _shown(value: float) -> str:
+    return f"{value:,.0f}" if value == int(value) and abs(value) < 1e15 else f"{value:,.4g}"
+
+
+def _bound(operator: object, parameters: AssertionStdParametersClass | None) -> str:
+    """The bound a measurement is held to, as ", expected between 40,000 and 60,000"; empty when not said."""
+    if parameters is None:
+        return ""
+
+    def said(parameter: Any) -> str | None:
+        value = _number(parameter.value) if parameter is not None else None
+        return _shown(value) if value is not None else None
+
+    low, high, value = said(parameters.minValue), said(parameters.maxValue), said(parameters.value)
+    if low and high:
+        return f", expected between {low} and {high}"
+    if low or high:
+        return f", expected {'≥ ' + low if low else '≤ ' + str(high)}"
+    symbol = OPERATORS.get(str(operator))
+    return f", expected {symbol} {value}" if value and symbol else ""
+
+
+def _held_to(info: AssertionInfoClass | None) -> str:
+    if info is None:
+        return ""
+    if info.volumeAssertion is not None and info.volumeAssertion.rowCountTotal is not None:
+        total = info.volumeAssertion.rowCountTotal
+        return _bound(total.operator, total.parameters)
+    field_metric = info.fieldAssertion.fieldMetricAssertion if info.fieldAssertion else None
+    if field_metric is not None:
+        return _bound(field_metric.operator, field_metric.parameters)
+    if info.datasetAssertion is not None:
+        return _bound(info.datasetAssertion.operator, info.datasetAssertion.parameters)
+    return ""
+
+
+def _freshness(age_seconds: float, properties: Mapping[str, str]) -> str:
+    hours = age_seconds / 3600
+    count, period = properties.get("error_after_count"), properties.get("error_after_period")
+    limit = f", expected within {count} {period}{'s' if count != '1' else ''}" if count and period else ""
+    return f"freshness lag {hours:,.1f} h{limit}"
+
+
+def measured(info: AssertionInfoClass | None, value: float | None, native: Mapping[str, str] | None) -> str | None:
+    """A run's measurement as an engineer reads it ("row_count 1,520, expected ≥ 40,000", "freshness lag
+    30.0 h, expected within 12 hours"); None for a check that counted failing rows, or measured nothing it says."""
+    native = native or {}
+    age = _number(native.get(FRESHNESS_AGE, ""))
+    if age is not None:
+        return _freshness(age, info.customProperties if info is not None else {})
+    name = metric_name(info)
+    if name is None:
+        return None
+    observed = value if value is not None else _number(native.get("observed_value", ""))
+    if observed is None:
+        return None
+    return f"{name} {_shown(observed)}{_held_to(info)}"
