@@ -66,10 +66,11 @@ def readable(recipe: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
             del config[key]
             said.append(f"{cost}; read without {path}")
     patterns = config.get("run_results_paths") or []
-    found = {p: sorted(glob.glob(_local(p))) for p in patterns if _local(p)}
-    said.extend(f"no run results at {_local(p)}" for p, matched in found.items() if not matched)
+    local = {p: path for p in patterns if (path := _local(p))}
+    found = {p: sorted(glob.glob(path)) for p, path in local.items()}
+    said.extend(f"no run results at {local[p]}" for p, matched in found.items() if not matched)
     if "run_results_paths" in config:
-        config["run_results_paths"] = [p for p in patterns if not _local(p) or found[p]]
+        config["run_results_paths"] = [p for p in patterns if not isinstance(p, str) or p not in local or found[p]]
     read = [Path(path) for matched in found.values() for path in matched]
     if found and not any(_command(path) in RESULTS_COMMANDS for path in read):
         among = f" among {', '.join(path.name for path in read)}" if read else ""

@@ -14,11 +14,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 if TYPE_CHECKING:
     from recall_dagster.settings import Settings
 
 DATAHUB_CLI = Path(sys.executable).with_name("datahub")
+
+# Tests do not time things: Hypothesis's 200 ms deadline per example, and its health check on slow data
+# generation, fail a property on a loaded machine (CI runs two workers on two cores) though nothing about the
+# property changed.
+hypothesis_settings.register_profile("recall", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+hypothesis_settings.load_profile("recall")
 
 
 @pytest.fixture(autouse=True)

@@ -54,7 +54,8 @@ STARTER = """\
 @cli.command("init")
 @click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               show_default=True, help="Where recipes/ and recall.yaml are written.")
-@click.option("--dbt-project", type=click.Path(file_okay=False, path_type=Path), help="The dbt project folder [default: the one under the current folder].")
+@click.option("--dbt-project", type=click.Path(file_okay=False, path_type=Path),
+              help="The dbt project folder [default: the one under the current folder].")
 @click.option("--profiles-dir", type=click.Path(file_okay=False, path_type=Path), help="Where profiles.yml is.")
 @click.option("--feast-repo", type=click.Path(file_okay=False, path_type=Path), help="A Feast repository.")
 @click.option("--graph", "graph_target", metavar="FILE|URL",

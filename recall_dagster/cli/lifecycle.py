@@ -107,7 +107,8 @@ def _render_window(report: BlindWindowReport, console: Console, rewrite: Rewrite
             console.print(f"  [bold]{esc(model.name)}[/bold]: {esc(model.rollback_note)}")
             for v in model.versions:
                 colour = {"CONTAMINATED": "red", "UNKNOWN": "yellow", "CLEAN": "green"}[v.verdict.status.value]
-                serves = [display_name(d) for d in v.live_deployments] + (["its production mark"] if v.production else [])
+                serves = [display_name(d) for d in v.live_deployments]
+                serves += ["its production mark"] if v.production else []
                 serving = f" (serves through {', '.join(serves)})" if serves else ""
                 status = f"[{colour}]{v.verdict.status.value:<12}[/{colour}]"
                 console.print(f"    {status} {esc(v.name + serving)}: {esc(v.verdict.reason)}")

@@ -172,6 +172,7 @@ def root_causes(
     causes = []
     for group in _groups(failed, origins):
         blast = blast_radius(group, estate.closures, estate.columns, config, passing)
+        newest = {r.urn: r.newest_failure(config.failing) for r in group}
         all_windows = [w for r in group for w in windows[r.urn]]
         causes.append(
             RootCause(
@@ -179,8 +180,8 @@ def root_causes(
                 records=tuple(group),
                 failing=tuple(r.urn for r in group if r.latest is not None and config.failing(r.latest.result)),
                 windows={r.urn: windows[r.urn] for r in group},
-                failed_rows={r.urn: r.failed_rows(config.failing) for r in group},
-                measured={r.urn: r.measured(config.failing) for r in group},
+                failed_rows={u: run.failed_rows if run else None for u, run in newest.items()},
+                measured={u: run.measured if run else None for u, run in newest.items()},
                 blast=blast,
                 models=_versions(estate, blast, all_windows, spans, config.dagster_url),
             )

@@ -17,7 +17,7 @@ from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.estate.columns import Col, ColumnGraph, column_name
 from recall_dagster.estate.reach import PoisonedFeature, failing_columns, origins_of, reach_of
 from recall_dagster.lifecycle.config import LifecycleConfig, SeverityConfig
-from recall_dagster.lifecycle.records import AssertionRecord, AssertionRun
+from recall_dagster.lifecycle.records import AssertionRecord, AssertionRun, weight_text
 from recall_dagster.severity import Severity
 
 SUSPECT_CAP = "MEDIUM"  # the loudest a model reached only through suspect columns can be
@@ -37,7 +37,7 @@ class ModelImpact:
     live_deployments: tuple[str, ...]
     production: bool
     failed_rows: int | None  # rows failing on the tests that watch its path (every test when none does)
-    measured: tuple[str, ...]  # what those tests measured when not failing rows ("row_count 1,520, expected ≥ 40,000")
+    measured: tuple[str, ...]  # what those tests measured when not failing rows ("row_count 1,520, ...")
     observed_by: tuple[str, ...]  # assertions whose own failing column reaches its features
     share: float  # poisoned features over all its features; without features, poisoned over read training columns
     severity: str  # the incident band (lifecycle.severity.bands)
@@ -207,10 +207,8 @@ def describe(cause: Mapping[str, Any]) -> list[str]:
             retired.append(m)
             continue
         serving = ", ".join(display_name(d) for d in m["live_deployments"]) or "no live deployment"
-        weighed = ([f"{m['failed_rows']:,} failing rows"] if m.get("failed_rows") is not None else []) + list(
-            m.get("measured", ()))
-        where = "" if m["observed_by"] else " on tests off its path"
-        rows = f"; {', '.join(weighed)}{where}" if weighed else ""
+        weight = weight_text(m.get("failed_rows"), ", ".join(m.get("measured", ())))
+        rows = f"; {weight}{'' if m['observed_by'] else ' on tests off its path'}" if weight else ""
         named = ", ".join(f["name"] + (" (by name)" if f["evidence"] == "name" else "") for f in m["features"])
         suspects = ", ".join(f["name"] for f in m.get("suspect_features", ()))
         named = ", ".join(p for p in (named, suspects and f"suspect: {suspects}") if p) or ", ".join(m["poisoned_inputs"])

@@ -75,16 +75,6 @@ class AssertionRecord:
         timed = [r for r in failures if r.at_ms is not None]
         return max(timed, key=lambda r: r.at_ms or 0) if timed else (failures[0] if failures else None)
 
-    def failed_rows(self, failing: Callable[[str | None], bool]) -> int | None:
-        """Rows failing on the newest failing run."""
-        newest = self.newest_failure(failing)
-        return newest.failed_rows if newest else None
-
-    def measured(self, failing: Callable[[str | None], bool]) -> str | None:
-        """What the newest failing run measured, when it measured something other than failing rows."""
-        newest = self.newest_failure(failing)
-        return newest.measured if newest else None
-
     @property
     def where(self) -> str:
         return f"{display_name(self.dataset)}.{self.column}" if self.column else display_name(self.dataset)
