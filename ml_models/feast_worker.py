@@ -1,17 +1,19 @@
-"""Feast's side of the demo's feature store, run in the environment Feast lives in (``python feast_worker.py JOB``).
+"""Feast's side of the demo's feature store, run in the environment Feast lives in (``python feast_worker.py``).
 
 Feast pins pandas below 3, so it cannot sit beside the demo's training stack: it runs in the ingestion
-environment (DataHub's feast source brings it), and :mod:`ml_models.feast_env` hands it a job as JSON. This
-file imports nothing of the checkout, only Feast and what Feast itself needs, since that environment holds
-nothing else. What it does is what :mod:`ml_models.feature_store` did with Feast in process: ``feast apply`` of
-the views described (deleting the repository's others when asked), materialise windows into the online store,
-read rows back online, and answer point-in-time joins from parquet entity frames into parquet.
+environment (DataHub's feast source brings it), and :mod:`ml_models.feast_env` hands it jobs. This file imports
+nothing of the checkout, only Feast and what Feast itself needs, since that environment holds nothing else. What
+it does is what :mod:`ml_models.feature_store` did with Feast in process: ``feast apply`` of the views described
+(deleting the repository's others when asked), materialise windows into the online store, read rows back online,
+and answer point-in-time joins from parquet entity frames into parquet.
 
-The job: ``{"repo", "views": [{"name", "keys", "features": [{"name", "dtype", "description"}], "source",
+It serves until its input closes, one job per line of input and one answer per line of output. The job:
+``{"repo", "views": [{"name", "keys", "features": [{"name", "dtype", "description"}], "source",
 "timestamp_field", "description", "owner"}], "delete_others", "materialize": [{"view", "start", "end"}],
 "online": [{"features", "entity_rows"}], "historical": [{"features", "entity_df", "out"}], "list"}``, each part
-optional but the repository; the answer, printed as the last line of stdout: ``{"removed": [...], "online":
-[{feature: [values]}], "views": [...]}``. Feast's own chatter goes to stderr.
+optional but the repository; the answer: ``{"answer": {"removed": [...], "online": [{feature: [values]}],
+"views": [...]}}``, or ``{"error": "the traceback's tail"}``. Anything else written, Feast's chatter included,
+goes to stderr: the answers keep the output to themselves.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import sys
+import traceback
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -81,14 +85,21 @@ def _plain(answer: dict) -> dict:
     return {name: [one(v) for v in values] for name, values in answer.items()}
 
 
-def main(argv: list[str]) -> int:
-    with open(argv[0], encoding="utf-8") as held:
-        job = json.load(held)
-    with contextlib.redirect_stdout(sys.stderr):
-        answer = run(job)
-    print(json.dumps(answer))
+def serve() -> int:
+    """Answer each job on stdin until it closes; stdout holds the answers alone (fd 1 is pointed at stderr, so
+    output written below Python's ``sys.stdout`` cannot land in one)."""
+    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    for line in sys.stdin:
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                reply = {"answer": run(json.loads(line))}
+        except Exception:  # a job that fails is answered, and the next one served
+            reply = {"error": "\n".join(traceback.format_exc().strip().splitlines()[-12:])}
+        answers.write(json.dumps(reply) + "\n")
+        answers.flush()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(serve())

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pytest
 from datahub.emitter.mce_builder import make_schema_field_urn
 from datahub.metadata.schema_classes import MLModelPropertiesClass
 
@@ -17,6 +18,7 @@ from ml_models import FeatureRegistry
 from ml_models.feast_env import run_feast
 from ml_models.feature_store import ONLINE_WINDOW, feature_ref, serve, source_path
 from ml_models.train import train_model
+from recall_dagster.errors import StackError
 from recall_dagster.graph import open_graph
 from seed.ingest import enrich
 from seed.ingest.mlflow_state import read_mlflow_state
@@ -81,6 +83,20 @@ def test_a_feature_table_dropped_from_the_registry_leaves_feast(
     assert served.removed == ("demand_features",)
     assert run_feast({"repo": str(repo), "list": True})["views"] == sorted(t.name for t in kept.feature_tables)
     assert serve(repo, kept, warehouse.read_sql, NOW).removed == ()
+
+
+def test_a_job_feast_fails_names_the_repository_and_the_worker_serves_the_next(
+    registry: FeatureRegistry, warehouse, tmp_path: Path
+) -> None:
+    """One Feast process serves every job: a failing one is answered with Feast's own error, and the next job
+    still gets its answer (no worker left dead or out of step)."""
+    repo = tmp_path / "feast"
+    serve(repo, registry, warehouse.read_sql, NOW)
+    missing = tmp_path / "no-such-repository"
+    with pytest.raises(StackError, match=f"failed on the repository {missing}") as raised:
+        run_feast({"repo": str(missing), "list": True})
+    assert "Traceback" in str(raised.value) or "Error" in str(raised.value)
+    assert run_feast({"repo": str(repo), "list": True})["views"] == sorted(t.name for t in registry.feature_tables)
 
 
 def test_datahub_feast_source_names_features_as_enrichment_links_them_and_the_export_reads_the_warehouse(
