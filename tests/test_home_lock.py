@@ -115,5 +115,6 @@ def starting_together(tmp_path: Path, rounds: int) -> None:
         assert not [p.name for p in (tmp_path / str(n)).iterdir() if p.name.startswith(".write-probe")]
 
 
+@pytest.mark.slow  # starts real processes for seconds each: `make test-slow`
 def test_two_processes_starting_on_one_empty_home_never_fail(tmp_path: Path) -> None:
     starting_together(tmp_path, 1000)

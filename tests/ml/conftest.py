@@ -129,12 +129,22 @@ def stand_in_tables() -> dict[str, pd.DataFrame]:
     return {**_fraud_tables(rng, 1500), **_churn_tables(rng, 400), **_demand_tables(rng, 120)}
 
 
-@pytest.fixture
-def warehouse(stand_in_tables: dict[str, pd.DataFrame]) -> Warehouse:
+def filled(tables: dict[str, pd.DataFrame]) -> Warehouse:
     house = Warehouse()
-    for name, frame in stand_in_tables.items():
+    for name, frame in tables.items():
         house.put(name, frame)
     return house
+
+
+@pytest.fixture
+def warehouse(stand_in_tables: dict[str, pd.DataFrame]) -> Warehouse:
+    return filled(stand_in_tables)
+
+
+@pytest.fixture(scope="module")
+def module_warehouse(stand_in_tables: dict[str, pd.DataFrame]) -> Warehouse:
+    """The stand-in warehouse for a module's fixtures that train once: they only read it."""
+    return filled(stand_in_tables)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 from datahub.api.entities.dataprocess.dataprocess_instance import DataProcessInstance
@@ -19,7 +19,7 @@ from mlflow import MlflowClient
 from datahub.ingestion.api.common import PipelineContext
 from datahub.ingestion.source.mlflow import MLflowSource
 
-from ml_models import FeatureRegistry
+from ml_models import load_registry
 from ml_models.train import TrainingRecord, train_model
 from recall_dagster.graph import LiteGraph, open_graph
 from recall_dagster.settings import Settings
@@ -27,11 +27,25 @@ from recall_dagster.settings import Settings
 Aspects = dict[str, dict[str, Any]]
 
 
-@pytest.fixture
-def trained(registry: FeatureRegistry, warehouse, tracking_uri: str) -> tuple[list[TrainingRecord], Aspects]:
-    model = registry.model("fraud_detector")
-    records = [train_model(model, registry, warehouse.read_sql, tracking_uri) for _ in range(2)]
-    source = MLflowSource.create({"tracking_uri": tracking_uri}, PipelineContext(run_id="recall-test"))
+@pytest.fixture(scope="module")
+def mlflow_store(tmp_path_factory: pytest.TempPathFactory, module_warehouse) -> Iterator[tuple[str, list[TrainingRecord]]]:
+    """Two trainings of fraud_detector in one SQLite MLflow, made once for the module (the source reads it once;
+    the one test that moves an alias does so after): its URI and the trainings."""
+    root = tmp_path_factory.mktemp("datahub-mlflow")
+    (root / "mlflow").mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)  # MLflow's SQL store makes ./mlruns wherever it runs
+        uri = f"sqlite:///{root / 'mlflow' / 'mlflow.db'}"
+        registry = load_registry()
+        records = [train_model(registry.model("fraud_detector"), registry, module_warehouse.read_sql, uri)
+                   for _ in range(2)]
+        yield uri, records
+
+
+@pytest.fixture(scope="module")
+def trained(mlflow_store: tuple[str, list[TrainingRecord]]) -> tuple[list[TrainingRecord], Aspects]:
+    uri, records = mlflow_store
+    source = MLflowSource.create({"tracking_uri": uri}, PipelineContext(run_id="recall-test"))
     aspects: Aspects = defaultdict(dict)
     for unit in source.get_workunits():
         aspects[unit.metadata.entityUrn][unit.metadata.aspectName] = unit.metadata.aspect
@@ -76,9 +90,10 @@ def test_aliases_do_not_reach_version_properties(trained: tuple[list[TrainingRec
 
 
 def test_recall_reads_the_aliases_the_source_left_out_from_the_registry(
-    trained: tuple[list[TrainingRecord], Aspects], tracking_uri: str, tmp_path: Path
+    trained: tuple[list[TrainingRecord], Aspects], mlflow_store: tuple[str, list[TrainingRecord]], tmp_path: Path
 ) -> None:
     _, aspects = trained
+    tracking_uri = mlflow_store[0]
     lite = LiteGraph(str(tmp_path / "datahub.db"))
     lite.emit_mcps(
         MetadataChangeProposalWrapper(entityUrn=urn, aspect=aspect)

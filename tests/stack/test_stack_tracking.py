@@ -25,6 +25,7 @@ def _pid(settings: Settings) -> int:
     return json.loads((settings.mlflow_dir / "server.json").read_text())["pid"]
 
 
+@pytest.mark.slow  # starts real processes for seconds each: `make test-slow`
 def test_a_home_starts_one_server_that_writes_the_store_recall_reads_and_stops_on_request() -> None:
     settings = fresh_settings("recall-mlflow-")
     try:
@@ -65,6 +66,7 @@ def test_a_team_tracking_uri_is_used_as_given_and_never_started_or_stopped(tmp_p
         shutil.rmtree(settings.home, ignore_errors=True)
 
 
+@pytest.mark.slow  # starts real processes for seconds each: `make test-slow`
 def test_a_server_that_cannot_start_says_so_with_its_log(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = fresh_settings("recall-mlflow-")
     try:
