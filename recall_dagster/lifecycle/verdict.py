@@ -3,7 +3,9 @@
 A version is CONTAMINATED when its training overlapped a blind window on an
 input the failure poisoned, CLEAN when it provably did not, and UNKNOWN when
 the record cannot tell (no training run, a run without times, a window whose
-onset no passing run bounds).  Unknown times are reasoned about, not guessed:
+onset no passing run bounds).  One the failure reaches only as a suspect
+(:mod:`recall_dagster.estate.reach`) is at most SUSPECT: trained inside the
+window, on data the failing column may not have touched.  Unknown times are reasoned about, not guessed:
 a run with only a start could have lasted into the window, a run with only an
 end could have begun inside it.
 """
@@ -24,6 +26,7 @@ from recall_dagster.instants import iso_instant
 
 class Status(str, Enum):
     CONTAMINATED = "CONTAMINATED"
+    SUSPECT = "SUSPECT"
     UNKNOWN = "UNKNOWN"
     CLEAN = "CLEAN"
 
@@ -117,8 +120,8 @@ def _against(span: TrainingSpan, window: BlindWindow) -> Verdict:
 
 
 def worst(verdicts: Sequence[Verdict]) -> Verdict:
-    """CONTAMINATED over UNKNOWN over CLEAN: one bad window, run or root cause condemns a version."""
-    for status in (Status.CONTAMINATED, Status.UNKNOWN):
+    """CONTAMINATED over SUSPECT over UNKNOWN over CLEAN: one bad window, run or root cause condemns a version."""
+    for status in (Status.CONTAMINATED, Status.SUSPECT, Status.UNKNOWN):
         found = next((v for v in verdicts if v.status is status), None)
         if found is not None:
             return found
@@ -131,9 +134,18 @@ def _run(span: TrainingSpan, windows: Sequence[BlindWindow]) -> Verdict:
     return worst([_against(span, w) for w in windows])
 
 
-def judge(spans: Sequence[TrainingSpan], windows: Sequence[BlindWindow], poisoned_inputs: Sequence[str]) -> Verdict:
+def judge(spans: Sequence[TrainingSpan], windows: Sequence[BlindWindow], poisoned_inputs: Sequence[str],
+          suspect: str | None = None) -> Verdict:
     """The verdict of one version: the worst over every training run and every window, CLEAN when it reads
-    nothing poisoned.  With several runs the reason names the run that decided it."""
+    nothing poisoned.  With several runs the reason names the run that decided it.  ``suspect`` says why the
+    failure reaches it only as a suspect: then a training inside the window makes it SUSPECT, not CONTAMINATED."""
+    verdict = _judged(spans, windows, poisoned_inputs)
+    if suspect is not None and verdict.status is Status.CONTAMINATED:
+        return Verdict(Status.SUSPECT, f"{verdict.reason}, but the failure reaches it only as a suspect: {suspect}")
+    return verdict
+
+
+def _judged(spans: Sequence[TrainingSpan], windows: Sequence[BlindWindow], poisoned_inputs: Sequence[str]) -> Verdict:
     if not poisoned_inputs:
         return Verdict(Status.CLEAN, "reads none of the poisoned columns")
     if not windows:

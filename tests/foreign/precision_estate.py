@@ -13,6 +13,9 @@ sources write, dated around the moment the test runs, loaded with the file sourc
   version 2, as it should.
 * ``alias_model`` reads ``total``, trained inside the streak; the registry marks it production and no
   deployment entity records it: it serves by its mark alone.
+* ``region_model``'s one feature reads ``mart.region`` (from ``raw.lines.region``, no origin of ``total``), but its
+  training run, inside the streak, logged the whole of ``marts.mart`` as its input, as ``mlflow.log_input`` of a
+  table does.
 * ``raw.events`` reports an operation forty days old but a ``lastModified`` an hour old; ``raw.bureau``
   reports only the forty-day-old operation.
 """
@@ -153,11 +156,16 @@ def write_estate(path: Path, now_ms: int) -> Path:
     streak = now_ms - (STREAK + 1) * HOUR
     old = now_ms - 40 * DAY
     mcps = [
-        *_table("raw.lines", ["amount", "qty"], operation_ms=now_ms - HOUR),
-        *_table("marts.mart", ["total"], {"raw.lines": [("amount", "total"), ("qty", "total")]}, now_ms - HOUR),
+        *_table("raw.lines", ["amount", "qty", "region"], operation_ms=now_ms - HOUR),
+        *_table("marts.mart", ["total", "region"],
+                {"raw.lines": [("amount", "total"), ("qty", "total"), ("region", "region")]}, now_ms - HOUR),
         *_table("marts.qty_mart", ["qty"], {"raw.lines": [("qty", "qty")]}, now_ms - HOUR),
         *_assertion(streak),
         *_features("mart_stats", {"total": "marts.mart"}),
+        *_features("region_stats", {"region": "marts.mart"}),
+        *_run("region-fit-1", ["marts.mart"], streak + 3 * HOUR),
+        *_version("region_model", 1, ["region-fit-1"], ["urn:li:mlFeature:(region_stats,region)"],
+                  deployment="region-endpoint"),
         *_features("qty_stats", {"qty": "marts.qty_mart"}),
         *_run("total-fit-1", ["marts.mart"], streak - 3 * DAY),
         *_run("total-fit-2", ["marts.mart"], streak - DAY),

@@ -43,8 +43,33 @@ def test_a_failing_total_leaves_a_model_reading_only_qty_suspect_never_critical(
     assert (qty["poisoned_features"], [f["name"] for f in qty["suspect_features"]]) == (0, ["qty"])
     assert qty["severity"] == "MEDIUM", "it serves traffic, but only shares an origin column with the failure"
     assert hit["total_model_2"]["severity"] == "CRITICAL" and hit["total_model_2"]["poisoned_features"] == 1
+    assert (qty["reach"], hit["total_model_2"]["reach"]) == ("suspect", "confirmed")
     versions = {v["name"]: v for m in cause["models"] for v in m["versions"]}
-    assert versions["qty_model_1"]["verdict"] == "CONTAMINATED", "its training read a suspect column in the window"
+    qty_version = versions["qty_model_1"]
+    assert qty_version["verdict"] == "SUSPECT", "trained in the window, on a column sharing only an origin"
+    assert "shares only its origin shop.raw.lines.qty with the failing column" in qty_version["reason"]
+
+
+def test_a_whole_table_input_beside_features_reading_other_columns_is_suspect_not_contaminated(
+    estate: dict[str, str],
+) -> None:
+    """The run logged all of marts.mart; the one feature reads region, derived from none of total's origins: the
+    features say what it learned from, so the version is SUSPECT with that reason, in every command."""
+    code, window = recall(estate, "blind-window")
+    (cause,) = window["causes"]
+    region = next(m for m in cause["blast_radius"]["models"] if m["name"] == "region_model_1")
+    assert (region["reach"], region["severity"]) == ("suspect", "MEDIUM")
+    (version,) = next(m for m in cause["models"] if m["name"] == "region_model")["versions"]
+    assert version["verdict"] == "SUSPECT" and "logged shop.marts.mart whole as input, but none of its features " \
+        "reads shop.marts.mart.total" in version["reason"]
+    assert "region_model_1" in window["suspect_live"] and "region_model_1" not in window["contaminated_live"]
+    _, scan = recall(estate, "scan", "--model", "region_model")
+    (model,) = scan["models"]
+    (failing,) = [f for f in model["findings"] if f["detector"] == "failing_assertion"]
+    assert (failing["severity"], failing["evidence"]["reach"]) == ("WARN", "suspect")
+    _, scan = recall(estate, "scan", "--model", "total_model")
+    twins = [f for m in scan["models"] for f in m["findings"] if f["detector"] == "failing_assertion"]
+    assert {(f["severity"], f["evidence"]["reach"]) for f in twins} == {("CRITICAL", "confirmed")}
 
 
 def test_a_streak_longer_than_the_page_still_names_the_rollback_judging_every_run(estate: dict[str, str]) -> None:
