@@ -3,9 +3,12 @@
 A version is CONTAMINATED when its training overlapped a blind window on an
 input the failure poisoned, CLEAN when it provably did not, and UNKNOWN when
 the record cannot tell (no training run, a run without times, a window whose
-onset no passing run bounds).  One the failure reaches only as a suspect
-(:mod:`recall_dagster.estate.reach`) is at most SUSPECT: trained inside the
-window, on data the failing column may not have touched.  Unknown times are reasoned about, not guessed:
+onset no passing run bounds).  SUSPECT is what the record leaves likely but
+unproven: a version the failure reaches only as a suspect
+(:mod:`recall_dagster.estate.reach`), trained inside the window on data the
+failing column may not have touched; or one trained after the last passing run
+but before the write to the table that most likely brought the bad data (the
+window's onset, when a write narrows it).  Unknown times are reasoned about, not guessed:
 a run with only a start could have lasted into the window, a run with only an
 end could have begun inside it.
 """
@@ -98,9 +101,14 @@ def _against(span: TrainingSpan, window: BlindWindow) -> Verdict:
     latest_end = end if end is not None else _INF
     onset = window.onset_ms if window.onset_ms is not None else -_INF
     close = window.end_ms if window.end_ms is not None else _INF
+    until = "still open" if window.open else _at(window.end_ms)
+    if latest_end < onset and window.began_after_ms is not None and latest_end >= window.began_after_ms:
+        return Verdict(Status.SUSPECT, (
+            f"training ran {_at(start)} – {_at(end)}, after the last passing run at {_at(window.began_after_ms)} "
+            f"but before the table was written at {_at(window.onset_ms)}, when the bad data most likely landed "
+            "(a write the record misses could have brought it earlier)"))
     if earliest_start > close or latest_end < onset:
         side = "after the data healed" if earliest_start > close else "before the corruption could have begun"
-        until = "still open" if window.open else _at(window.end_ms)
         return Verdict(Status.CLEAN, f"trained {side} (blind window {_at(window.onset_ms)} – {until})")
     # conservatively, the whole window counts as bad; with no pass bounding its onset only the failing runs do
     bad_from = window.onset_ms if window.onset_ms is not None else window.began_by_ms
@@ -120,8 +128,9 @@ def _against(span: TrainingSpan, window: BlindWindow) -> Verdict:
 
 
 def worst(verdicts: Sequence[Verdict]) -> Verdict:
-    """CONTAMINATED over SUSPECT over UNKNOWN over CLEAN: one bad window, run or root cause condemns a version."""
-    for status in (Status.CONTAMINATED, Status.SUSPECT, Status.UNKNOWN):
+    """CONTAMINATED over UNKNOWN over SUSPECT over CLEAN: one bad window, run or root cause condemns a version, and
+    a run nothing could judge may have read the worst."""
+    for status in (Status.CONTAMINATED, Status.UNKNOWN, Status.SUSPECT):
         found = next((v for v in verdicts if v.status is status), None)
         if found is not None:
             return found
