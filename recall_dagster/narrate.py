@@ -129,9 +129,13 @@ def window_paragraph(cause: Mapping[str, Any]) -> str:
         bad = [trained_version(v) for v in model["versions"] if v["verdict"] == "CONTAMINATED"]
         live = [v["name"] for v in model["versions"] if v["verdict"] == "CONTAMINATED" and v["live_deployments"]]
         unknown = [v["name"] for v in model["versions"] if v["verdict"] == "UNKNOWN"]
+        suspect = [v["name"] for v in model["versions"] if v["verdict"] == "SUSPECT"]
         line = f"{model['name']}: " + (f"{', '.join(bad)} trained on it" if bad else "no version trained on it")
         if live:
             line += f", and {', '.join(live)} serve{'s' if len(live) == 1 else ''} traffic now"
+        if suspect:
+            line += (f"; {', '.join(suspect)} trained inside the window on data the failure reaches only as a "
+                     "suspect")
         if unknown:
             line += f"; {', '.join(unknown)} cannot be judged (training time unknown)"
         for v in model["versions"]:

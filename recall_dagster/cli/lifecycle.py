@@ -3,7 +3,8 @@
 Thin wiring over :mod:`recall_dagster.lifecycle.service`, the functions the
 Dagster assets, checks and sensor call.  Exit codes: ``gate`` 0 GO / 1 NO-GO /
 4 UNVERIFIED; ``blind-window`` 1 when a live deployment serves a CONTAMINATED
-version, else 4 when one serves a version whose training time is unknown;
+version, else 4 when one serves a version whose training time is unknown or
+that the failure reaches only as a suspect (SUSPECT);
 2 bad usage or config, 3 the graph is unreachable.
 """
 
@@ -74,7 +75,7 @@ def blind_window_command(
         _render_window(report, Console(), loaded.narration)
     if report.contaminated_live:
         ctx.exit(EXIT_FINDINGS)
-    if report.unknown_live:
+    if report.unknown_live or report.suspect_live:
         ctx.exit(EXIT_UNVERIFIED)
 
 
@@ -106,7 +107,7 @@ def _render_window(report: BlindWindowReport, console: Console, rewrite: Rewrite
         for model in cause.models:
             console.print(f"  [bold]{esc(model.name)}[/bold]: {esc(model.rollback_note)}")
             for v in model.versions:
-                colour = {"CONTAMINATED": "red", "UNKNOWN": "yellow", "CLEAN": "green"}[v.verdict.status.value]
+                colour = {"CONTAMINATED": "red", "SUSPECT": "yellow", "UNKNOWN": "yellow", "CLEAN": "green"}[v.verdict.status.value]
                 serves = [display_name(d) for d in v.live_deployments]
                 serves += ["its production mark"] if v.production else []
                 serving = f" (serves through {', '.join(serves)})" if serves else ""

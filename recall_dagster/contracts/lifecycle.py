@@ -93,6 +93,8 @@ class ModelImpact(Part):
     measured: list[str] = []  # what the tests weighed measured, when not failing rows (an addition)
     observed_by: list[str]
     table_reach: list[str] = []  # input columns reached by table lineage only (no column lineage): suspect
+    reach: Literal["confirmed", "suspect"] = "confirmed"  # how strongly the failure reaches it (an addition)
+    reach_reason: str = ""  # the evidence that decided it (an addition)
 
 
 class BlastRadius(Part):
@@ -112,7 +114,7 @@ class Version(Part):
     urn: str
     name: str
     version: str | None
-    verdict: Literal["CONTAMINATED", "UNKNOWN", "CLEAN"]
+    verdict: Literal["CONTAMINATED", "SUSPECT", "UNKNOWN", "CLEAN"]  # SUSPECT: an addition
     reason: str
     training_run: str | None  # the run it was last fit on
     training_started: Instant | None
@@ -158,6 +160,7 @@ class BlindWindow(Contract):
     assertions: list[str]
     contaminated_live: list[str]
     unknown_live: list[str]
+    suspect_live: list[str] = []  # serving SUSPECT versions (an addition)
     coverage: BlindWindowCoverage
     causes: list[NarratedCause]
 
@@ -170,6 +173,7 @@ class IncidentModel(Part):
     measured: list[str] = []  # an addition: incidents kept before it lack it
     live_deployments: list[str]
     suspect: list[str]
+    reach: Literal["confirmed", "suspect"] = "confirmed"  # an addition: incidents kept before it lack it
 
 
 class IncidentBrief(Part):

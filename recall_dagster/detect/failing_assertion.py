@@ -7,7 +7,8 @@ test on the closure's data (:func:`holds`).
 Reaches as every command judges it (:mod:`recall_dagster.estate.reach`): a
 failing column whose recorded lineage leads to none of the model's inputs (a
 column staging drops) is not the model's problem, while one lineage loses track
-of (an aggregate) still is, as a suspect.
+of (an aggregate) still is, as a suspect. A failure that reaches the model only as
+a suspect is at most WARN, with the evidence that left it one.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import Dataset, ModelClosure
 from recall_dagster.estate.columns import Col, ColumnGraph
 from recall_dagster.estate.reach import passing_columns, reaches
+from recall_dagster.severity import Severity
 
 NAME = "failing_assertion"
 CASES = ("FAILURE", "ERROR")
@@ -38,7 +40,8 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
             if graph is None:
                 graph = state.columns() if state.columns is not None else closure.columns
                 passing = passing_columns(closure, graph, closure.scanned_at_ms)
-            if not reaches(closure, graph, urn, assertion.column, config.reach, passing):
+            reach = reaches(closure, graph, urn, assertion.column, config.reach, passing)
+            if reach is None:
                 continue
             where = f"{dataset.name}.{assertion.column}" if assertion.column else dataset.name
             verb = "failed" if assertion.result == "FAILURE" else "errored"
@@ -47,13 +50,18 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
                 else f" ({assertion.metric[0]} {assertion.metric[1]:g})" if assertion.metric is not None
                 else ""
             )
+            severity = config.severity(NAME, assertion.result)
+            suspect = ""
+            if reach.strength == "suspect":
+                severity = Severity.WARN if severity.at_least(Severity.WARN) else severity
+                suspect = f"; it reaches the model only as a suspect: {reach.why}"
             findings.append(
                 finding(
                     closure,
                     NAME,
-                    config.severity(NAME, assertion.result),
+                    severity,
                     assertion.urn,
-                    f"assertion {assertion.name} on {where} {verb} in its latest run{rows}",
+                    f"assertion {assertion.name} on {where} {verb} in its latest run{rows}{suspect}",
                     cause=urn,
                     path=(*closure.path_to(urn), assertion.urn),
                     assertion=assertion.name,
@@ -65,6 +73,8 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
                     ran_at_ms=assertion.ran_at_ms,
                     since_ms=assertion.since_ms,
                     detail=assertion.detail,
+                    reach=reach.strength,
+                    reach_reason=reach.why,
                 )
             )
     return findings

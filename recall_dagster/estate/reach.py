@@ -13,6 +13,12 @@ recorded lineage on a table that descends from the failing one), the model is
 reached by table lineage only, as a suspect. A failure on a column whose lineage
 is recorded and leads to none of the model's inputs does not reach it.
 
+The sharpest record of what a version learned from decides how strongly it is
+reached: its features and their column lineage first, what its training runs
+logged next. A run that logged a whole table as input says only that the table
+was read; when the version's features name what it used and none of them is
+derived from the failing column, the whole-table input leaves it a suspect.
+
 The scan's ``failing_assertion`` detector, the retrain gate, the lifecycle's
 blast radius (incidents, the blind window) and ``recall impact`` all ask here,
 so they name the same versions for the same failure.
@@ -24,10 +30,12 @@ from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
 from recall_dagster.estate.closure import ModelClosure
+from recall_dagster.estate.names import display_name
 from recall_dagster.estate.columns import Col, ColumnGraph, column_name, lineage_to
 from recall_dagster.estate.options import ReachOptions
 
 Evidence = Literal["column", "name"]
+Strength = Literal["confirmed", "suspect"]
 
 
 @dataclass(frozen=True)
@@ -129,14 +137,47 @@ def cleared(hit: PoisonedFeature, passing: frozenset[Col]) -> bool:
 
 @dataclass(frozen=True)
 class Reach:
-    """What of one model version a failure reaches (at least one part is not empty)."""
+    """What of one model version a failure reaches (at least one part is not empty), and how strongly."""
 
     poisoned: tuple[PoisonedFeature, ...]  # confirmed features
     suspect: tuple[PoisonedFeature, ...]  # features sharing only an origin, not cleared by a passing test
-    read: tuple[Col, ...]  # confirmed columns its training read
+    read: tuple[Col, ...]  # confirmed columns its training read, judged so when it records no feature
     read_suspect: tuple[Col, ...]  # suspect columns its training read, judged so when it records no feature
     by_table: tuple[Col, ...]  # input columns reached by table lineage only
     training_columns: frozenset[Col]  # every column its training read
+    whole_table: tuple[Col, ...] = ()  # confirmed columns of a table its training logged whole, none a feature's
+
+    @property
+    def strength(self) -> Strength:
+        """Confirmed when a feature, or the training of a version recording none, reads a column derived from
+        the failing one; suspect otherwise."""
+        return "confirmed" if self.poisoned or self.read else "suspect"
+
+    @property
+    def why(self) -> str:
+        """The evidence that decided the strength, in one clause."""
+        if self.poisoned:
+            f = self.poisoned[0]
+            more = f" (and {len(self.poisoned) - 1} more)" if len(self.poisoned) > 1 else ""
+            return f"its feature {f.name} reads {column_name(f.column)}, derived from the failing column{more}"
+        if self.read:
+            return f"its training read {_listed(self.read)}, derived from the failing column"
+        if self.suspect:
+            f = self.suspect[0]
+            return (f"its feature {f.name} reads {column_name(f.column)}, which shares only its origin "
+                    f"{column_name(f.lineage[0])} with the failing column")
+        if self.read_suspect:
+            return f"its training read {_listed(self.read_suspect)}, which shares only an origin with the failing column"
+        if self.whole_table:
+            tables = ", ".join(dict.fromkeys(display_name(c[0]) for c in self.whole_table))
+            return (f"its training logged {tables} whole as input, but none of its features reads "
+                    f"{_listed(self.whole_table)} or anything derived from it")
+        return f"reached by table lineage only: {_listed(self.by_table)} has no column lineage"
+
+
+def _listed(cols: tuple[Col, ...]) -> str:
+    shown = ", ".join(column_name(c) for c in cols[:3])
+    return shown + (f" (and {len(cols) - 3} more)" if len(cols) > 3 else "")
 
 
 def reach_of(
@@ -156,15 +197,18 @@ def reach_of(
     training_columns = read_columns(closure, graph)
     read = tuple(sorted(c for c in training_columns if c in confirmed))
     read_suspect: tuple[Col, ...] = ()
-    if not closure.features:  # judged by what training read: a read column on the sibling path is suspect
+    whole_table: tuple[Col, ...] = ()
+    if closure.features:  # the features name what it learned from: a whole-table input alone is weaker
+        read, whole_table = (), read
+    else:  # judged by what training read: a read column on the sibling path is suspect
         read_suspect = tuple(sorted(c for c in training_columns if c in parents and c not in confirmed
                                     and c not in passing))
     by_table: tuple[Col, ...] = ()
-    if not poisoned and not read and not suspect and not read_suspect:
+    if not poisoned and not read and not suspect and not read_suspect and not whole_table:
         by_table = table_reach(closure, graph, failing_tables)
         if not by_table:
             return None
-    return Reach(poisoned, suspect, read, read_suspect, by_table, frozenset(training_columns))
+    return Reach(poisoned, suspect, read, read_suspect, by_table, frozenset(training_columns), whole_table)
 
 
 def passing_columns(closure: ModelClosure, graph: ColumnGraph, instant_ms: int) -> frozenset[Col]:
@@ -176,10 +220,10 @@ def passing_columns(closure: ModelClosure, graph: ColumnGraph, instant_ms: int) 
 
 
 def reaches(closure: ModelClosure, graph: ColumnGraph, dataset: str, column: str | None, options: ReachOptions,
-            passing: frozenset[Col]) -> bool:
-    """Whether a failing test on ``dataset`` (``column``, or the whole table) reaches ``closure``'s model,
-    over ``graph`` (the closure's column lineage, or the estate's it belongs to)."""
+            passing: frozenset[Col]) -> Reach | None:
+    """What a failing test on ``dataset`` (``column``, or the whole table) reaches of ``closure``'s model,
+    over ``graph`` (the closure's column lineage, or the estate's it belongs to); None when nothing."""
     confirmed = graph.reach(failing_columns(dataset, column, graph, options))
     parents = graph.reach(origins_of(dataset, column, graph, options))
     table = frozenset({graph.canonical.get(dataset, dataset)})
-    return reach_of(closure, confirmed, parents, passing, graph, options, table) is not None
+    return reach_of(closure, confirmed, parents, passing, graph, options, table)

@@ -136,12 +136,13 @@ def _versions(
                 continue
             impact = blast.impact_on(closure.urn)
             poisoned = impact.poisoned_inputs if impact else ()
+            suspect = impact.suspect_reason if impact else None
             versions.append(
                 VersionVerdict(
                     model=closure.urn,
                     name=closure.model.name,
                     version=closure.model.version,
-                    verdict=judge(spans.get(closure.urn, ()), windows, poisoned),
+                    verdict=judge(spans.get(closure.urn, ()), windows, poisoned, suspect),
                     spans=spans.get(closure.urn, ()),
                     live_deployments=tuple(d.urn for d in closure.live_deployments),
                     production=closure.model.registry_production,

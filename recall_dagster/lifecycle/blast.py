@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.estate.columns import Col, ColumnGraph, column_name
-from recall_dagster.estate.reach import PoisonedFeature, failing_columns, origins_of, reach_of
+from recall_dagster.estate.reach import PoisonedFeature, Strength, failing_columns, origins_of, reach_of
 from recall_dagster.lifecycle.config import LifecycleConfig, SeverityConfig
 from recall_dagster.lifecycle.records import AssertionRecord, AssertionRun, weight_text
 from recall_dagster.severity import Severity
@@ -45,6 +45,13 @@ class ModelImpact:
     training_columns: int = 0  # columns its training runs read, the measure when it records no feature
     suspect: tuple[PoisonedFeature, ...] = ()  # sharing only an origin with the failing column, not cleared by a test
     table_reach: tuple[Col, ...] = ()  # input columns with no column lineage, on a table descending from the failure
+    reach: Strength = "confirmed"  # how strongly the failure reaches it (estate.reach's one rule)
+    reach_reason: str = ""  # the evidence that decided it
+
+    @property
+    def suspect_reason(self) -> str | None:
+        """Why the failure reaches it only as a suspect; None when reached for sure."""
+        return self.reach_reason if self.reach == "suspect" else None
 
     @property
     def summary(self) -> str:
@@ -52,6 +59,8 @@ class ModelImpact:
             return (f"reached by table lineage only: {len(self.table_reach)} input column(s) with no column lineage "
                     f"(suspect)")
         suspect = f", {len(self.suspect)} suspect" if self.suspect else ""
+        if self.total_features and self.reach == "suspect" and not self.suspect:
+            suspect = f" (suspect: {self.reach_reason})"
         if self.total_features:
             return f"{len(self.poisoned)} of {self.total_features} features poisoned{suspect}"
         read = len(self.poisoned_inputs)
@@ -78,6 +87,8 @@ class ModelImpact:
             "measured": list(self.measured),
             "observed_by": list(self.observed_by),
             "table_reach": [column_name(c) for c in self.table_reach],
+            "reach": self.reach,
+            "reach_reason": self.reach_reason,
         }
 
 
@@ -123,25 +134,25 @@ def _impact(
     found = reach_of(closure, confirmed_parents, parents, passing, graph, config.reach, failing_tables)
     if found is None:
         return None
-    poisoned, suspect, read, read_suspect, by_table = (
-        found.poisoned, found.suspect, found.read, found.read_suspect, found.by_table)
+    poisoned, suspect, read, read_suspect, by_table, whole_table = (
+        found.poisoned, found.suspect, found.read, found.read_suspect, found.by_table, found.whole_table)
     training_columns = found.training_columns
-    cols = {f.column for f in (*poisoned, *suspect)} | set(read) | set(read_suspect) | set(by_table)
+    cols = {f.column for f in (*poisoned, *suspect)} | {*read, *read_suspect, *by_table, *whole_table}
     watching = tuple(a for a, columns in observed.items() if cols & columns)
     weighed = [run for a in watching or tuple(failures) if (run := failures[a])]  # none on its path: all of them
     counts = [run.failed_rows for run in weighed if run.failed_rows is not None]
     live = closure.live_deployments
     # a model that records no features (the mlflow source writes none) is judged through what its training read
     total = len(closure.features) or len(training_columns)
-    confirmed_share = (len(poisoned) if closure.features else len(read)) / total
-    suspect_share = ((len(suspect) if closure.features else len(read_suspect)) + len(by_table)) / total
-    if confirmed_share:
-        share, severity = confirmed_share, severity_of(confirmed_share, bool(live), config.severity)
+    if found.strength == "confirmed":  # poisoned features, or read columns of a version recording none
+        share = (len(poisoned) + len(read)) / total
+        severity = severity_of(share, bool(live), config.severity)
     else:  # reached only through suspects: never louder than the cap
+        share = min(1.0, (len(suspect) + len(read_suspect) + len(whole_table) + len(by_table)) / total)
         names = config.severity.names
-        found = names.index(severity_of(suspect_share, bool(live), config.severity))
+        band = names.index(severity_of(share, bool(live), config.severity))
         cap = names.index(SUSPECT_CAP) if SUSPECT_CAP in names else 0
-        share, severity = suspect_share, names[max(found, cap)]
+        severity = names[max(band, cap)]
     return ModelImpact(
         model=closure.urn,
         name=closure.model.name,
@@ -161,6 +172,8 @@ def _impact(
         training_columns=len(training_columns),
         suspect=suspect,
         table_reach=by_table,
+        reach=found.strength,
+        reach_reason=found.why,
     )
 
 

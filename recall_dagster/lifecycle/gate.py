@@ -43,7 +43,7 @@ from recall_dagster.narrate import gate_paragraph
 from recall_dagster.instants import iso_instant
 from recall_dagster.score import score_model
 
-CheckStatus = Literal["PASS", "WARN", "FAIL", "SKIP"]  # WARN: a failure recall.yaml makes advisory
+CheckStatus = Literal["PASS", "WARN", "FAIL", "SKIP"]  # WARN: heard, never blocking (a suspect, or advisory)
 Verdict = Literal["GO", "NO-GO", "UNVERIFIED"]
 
 
@@ -136,42 +136,46 @@ def failing_assertions(inputs: GateInputs) -> CheckResult:
     """Each test on the training data as it stood at the gate's instant, as the scan judges it: a run
     recorded after the instant is not yet known (``--as-of``, or a runner's clock ahead of ours), and a
     failure counts when it reaches the model by the rule every command applies
-    (:mod:`recall_dagster.estate.reach`)."""
+    (:mod:`recall_dagster.estate.reach`). One that reaches it only as a suspect warns without blocking."""
     closure = inputs.closure
     read = sorted(training_data(closure))
     if not any(closure.dataset(urn).assertions for urn in read):
         return CheckResult("failing_assertions", "SKIP", "no test or assertion covers its training data")
     passing = passing_columns(closure, inputs.columns, inputs.now_ms)
-    problems = [
-        f"{a.name} on {dataset.name}{'.' + a.column if a.column else ''}: {a.result}"
-        + (f" ({a.failed_rows:,} failing rows)" if a.failed_rows is not None else "")
+    reached = [
+        (f"{a.name} on {dataset.name}{'.' + a.column if a.column else ''}: {a.result}"
+         + (f" ({a.failed_rows:,} failing rows)" if a.failed_rows is not None else "")
+         + ("" if reach.strength == "confirmed" else f"; suspect: {reach.why}"), reach.strength)
         for urn in read
         for dataset in [closure.dataset(urn)]
         for a in (t.as_of(inputs.now_ms) for t in dataset.assertions)
         if inputs.config.failing(a.result)
-        and reaches(closure, inputs.columns, urn, a.column, inputs.config.reach, passing)
+        and (reach := reaches(closure, inputs.columns, urn, a.column, inputs.config.reach, passing)) is not None
     ]
+    problems = [line for line, _ in reached]
+    if problems and all(strength == "suspect" for _, strength in reached):
+        return CheckResult("failing_assertions", "WARN", f"{len(problems)} failing test(s) upstream reach it only "
+                           "as suspects", tuple(problems))
     return _result(
         "failing_assertions", problems, "every test on its training data passes", "{n} failing test(s) upstream"
     )
 
 
 def contaminated_version(inputs: GateInputs) -> CheckResult:
+    """CONTAMINATED blocks; UNKNOWN is a verdict nobody could reach, never a pass, and blocks only under
+    ``block_unknown``; SUSPECT (trained inside the window on data the failure may not have touched) warns."""
     verdicts = [v for c in inputs.causes if (v := c.versions_of(inputs.closure.urn)) is not None]
-    worst = next(
-        (v for status in (Status.CONTAMINATED, Status.UNKNOWN) for v in verdicts if v.verdict.status is status), None
-    )
+    unknown: CheckStatus = "FAIL" if inputs.config.gate.block_unknown else "SKIP"
+    outcome: dict[Status, CheckStatus] = {Status.CONTAMINATED: "FAIL", Status.UNKNOWN: unknown, Status.SUSPECT: "WARN"}
+    judged = sorted(((outcome[v.verdict.status], v) for v in verdicts if v.verdict.status in outcome),
+                    key=lambda pair: ("FAIL", "WARN", "SKIP").index(pair[0]))
     name = inputs.closure.model.name
-    if worst is None or worst.verdict.status is Status.CLEAN:
+    if not judged:
         return CheckResult("contaminated_version", "PASS", f"{name} was trained outside every blind window")
-    blocks = worst.verdict.status is Status.CONTAMINATED or inputs.config.gate.block_unknown
+    status, worst = judged[0]
     trained = (f"trained by {worst.trained_by.label}",) if worst.trained_by else ()
-    return CheckResult(
-        "contaminated_version",
-        "FAIL" if blocks else "SKIP",  # UNKNOWN is a verdict nobody could reach, never a pass
-        f"{name} is {worst.verdict.status.value}",
-        (worst.verdict.reason, *trained),
-    )
+    return CheckResult("contaminated_version", status, f"{name} is {worst.verdict.status.value}",
+                       (worst.verdict.reason, *trained))
 
 
 # What the gate looked for when it cannot tell a training input's freshness (Dataset.freshness_at).

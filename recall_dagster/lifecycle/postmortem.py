@@ -56,7 +56,8 @@ def contaminated(cause: RootCause | None) -> list[VersionVerdict]:
     found = []
     for model in cause.models:
         for v in model.versions:
-            verdict = judge(v.spans, latest, v.poisoned_inputs)
+            impact = cause.blast.impact_on(v.model)
+            verdict = judge(v.spans, latest, v.poisoned_inputs, impact.suspect_reason if impact else None)
             if verdict.status is Status.CONTAMINATED:
                 found.append(replace(v, verdict=verdict))
     return found

@@ -41,12 +41,11 @@ def read_estate(graph: MetadataGraph, config: RecallConfig, now_ms: int) -> Esta
 
 
 def _materialised(estate: Estate, aspects: Mapping[str, Mapping[str, object]], dataset: str) -> bool:
-    """Whether the table stores its rows (changes only when written), per any twin's view properties."""
-    for twin in estate.twins(dataset):
-        view = aspects.get(twin, {}).get(ViewPropertiesClass.ASPECT_NAME)
-        if isinstance(view, ViewPropertiesClass) and view.materialized:
-            return True
-    return False
+    """Whether the table stores its rows (changes only when written): a twin's view properties say so, and a
+    table no source describes as a view (a raw table a loader writes, a warehouse table) stores them too."""
+    views = [v for twin in estate.twins(dataset)
+             if isinstance(v := aspects.get(twin, {}).get(ViewPropertiesClass.ASPECT_NAME), ViewPropertiesClass)]
+    return not views or any(v.materialized for v in views)
 
 
 def _writes(estate: Estate, dataset: str) -> tuple[int, ...]:

@@ -111,6 +111,11 @@ class BlindWindowReport:
         return self._live(Status.UNKNOWN)
 
     @property
+    def suspect_live(self) -> tuple[str, ...]:
+        """Names of live versions trained inside a window on data the failure reaches only as a suspect."""
+        return self._live(Status.SUSPECT)
+
+    @property
     def coverage(self) -> dict[str, Any]:
         """How many judged versions had the training times a verdict needs, and why the others did not."""
         versions = {v.model: v for c in self.causes for m in c.models for v in m.versions}
@@ -126,6 +131,7 @@ class BlindWindowReport:
             "assertions": list(self.assertions),
             "contaminated_live": list(self.contaminated_live),
             "unknown_live": list(self.unknown_live),
+            "suspect_live": list(self.suspect_live),
             "coverage": self.coverage,
             "causes": [{**cause, "narrative": window_paragraph(cause)} for cause in (c.to_json() for c in self.causes)],
         }
@@ -296,6 +302,7 @@ class SyncResult:
                         **{k: m[k] for k in ("name", "summary", "severity", "failed_rows", "live_deployments")},
                         "measured": m.get("measured", []),  # an incident kept before measurements were named
                         "suspect": [f["name"] for f in m.get("suspect_features", ())],
+                        "reach": m.get("reach", "confirmed"),  # an incident kept before reach was named
                     }
                     for m in blast.get("models", ())
                 ],

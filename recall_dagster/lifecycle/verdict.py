@@ -3,7 +3,12 @@
 A version is CONTAMINATED when its training overlapped a blind window on an
 input the failure poisoned, CLEAN when it provably did not, and UNKNOWN when
 the record cannot tell (no training run, a run without times, a window whose
-onset no passing run bounds).  Unknown times are reasoned about, not guessed:
+onset no passing run bounds).  SUSPECT is what the record leaves likely but
+unproven: a version the failure reaches only as a suspect
+(:mod:`recall_dagster.estate.reach`), trained inside the window on data the
+failing column may not have touched; or one trained after the last passing run
+but before the write to the table that most likely brought the bad data (the
+window's onset, when a write narrows it).  Unknown times are reasoned about, not guessed:
 a run with only a start could have lasted into the window, a run with only an
 end could have begun inside it.
 """
@@ -24,6 +29,7 @@ from recall_dagster.instants import iso_instant
 
 class Status(str, Enum):
     CONTAMINATED = "CONTAMINATED"
+    SUSPECT = "SUSPECT"
     UNKNOWN = "UNKNOWN"
     CLEAN = "CLEAN"
 
@@ -95,9 +101,14 @@ def _against(span: TrainingSpan, window: BlindWindow) -> Verdict:
     latest_end = end if end is not None else _INF
     onset = window.onset_ms if window.onset_ms is not None else -_INF
     close = window.end_ms if window.end_ms is not None else _INF
+    until = "still open" if window.open else _at(window.end_ms)
+    if latest_end < onset and window.began_after_ms is not None and latest_end >= window.began_after_ms:
+        return Verdict(Status.SUSPECT, (
+            f"training ran {_at(start)} – {_at(end)}, after the last passing run at {_at(window.began_after_ms)} "
+            f"but before the table was written at {_at(window.onset_ms)}, when the bad data most likely landed "
+            "(a write the record misses could have brought it earlier)"))
     if earliest_start > close or latest_end < onset:
         side = "after the data healed" if earliest_start > close else "before the corruption could have begun"
-        until = "still open" if window.open else _at(window.end_ms)
         return Verdict(Status.CLEAN, f"trained {side} (blind window {_at(window.onset_ms)} – {until})")
     # conservatively, the whole window counts as bad; with no pass bounding its onset only the failing runs do
     bad_from = window.onset_ms if window.onset_ms is not None else window.began_by_ms
@@ -117,8 +128,9 @@ def _against(span: TrainingSpan, window: BlindWindow) -> Verdict:
 
 
 def worst(verdicts: Sequence[Verdict]) -> Verdict:
-    """CONTAMINATED over UNKNOWN over CLEAN: one bad window, run or root cause condemns a version."""
-    for status in (Status.CONTAMINATED, Status.UNKNOWN):
+    """CONTAMINATED over UNKNOWN over SUSPECT over CLEAN: one bad window, run or root cause condemns a version, and
+    a run nothing could judge may have read the worst."""
+    for status in (Status.CONTAMINATED, Status.UNKNOWN, Status.SUSPECT):
         found = next((v for v in verdicts if v.status is status), None)
         if found is not None:
             return found
@@ -131,9 +143,18 @@ def _run(span: TrainingSpan, windows: Sequence[BlindWindow]) -> Verdict:
     return worst([_against(span, w) for w in windows])
 
 
-def judge(spans: Sequence[TrainingSpan], windows: Sequence[BlindWindow], poisoned_inputs: Sequence[str]) -> Verdict:
+def judge(spans: Sequence[TrainingSpan], windows: Sequence[BlindWindow], poisoned_inputs: Sequence[str],
+          suspect: str | None = None) -> Verdict:
     """The verdict of one version: the worst over every training run and every window, CLEAN when it reads
-    nothing poisoned.  With several runs the reason names the run that decided it."""
+    nothing poisoned.  With several runs the reason names the run that decided it.  ``suspect`` says why the
+    failure reaches it only as a suspect: then a training inside the window makes it SUSPECT, not CONTAMINATED."""
+    verdict = _judged(spans, windows, poisoned_inputs)
+    if suspect is not None and verdict.status is Status.CONTAMINATED:
+        return Verdict(Status.SUSPECT, f"{verdict.reason}, but the failure reaches it only as a suspect: {suspect}")
+    return verdict
+
+
+def _judged(spans: Sequence[TrainingSpan], windows: Sequence[BlindWindow], poisoned_inputs: Sequence[str]) -> Verdict:
     if not poisoned_inputs:
         return Verdict(Status.CLEAN, "reads none of the poisoned columns")
     if not windows:

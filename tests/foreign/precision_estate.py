@@ -13,6 +13,12 @@ sources write, dated around the moment the test runs, loaded with the file sourc
   version 2, as it should.
 * ``alias_model`` reads ``total``, trained inside the streak; the registry marks it production and no
   deployment entity records it: it serves by its mark alone.
+* ``marts.fees.fee`` (from ``raw.payments.fee``) passed its test every four hours, the last time 4 hours before
+  it began failing; the loader wrote the table one hour before the first failure. ``fee_model`` version 1 trained
+  before the last pass, version 2 between the last pass and that write, version 3 after the first failure.
+* ``region_model``'s one feature reads ``mart.region`` (from ``raw.lines.region``, no origin of ``total``), but its
+  training run, inside the streak, logged the whole of ``marts.mart`` as its input, as ``mlflow.log_input`` of a
+  table does.
 * ``raw.events`` reports an operation forty days old but a ``lastModified`` an hour old; ``raw.bureau``
   reports only the forty-day-old operation.
 """
@@ -129,16 +135,19 @@ def _features(table: str, columns: dict[str, str]) -> list[dict[str, Any]]:
     ]
 
 
-def _assertion(streak_start_ms: int) -> list[dict[str, Any]]:
-    urn, on = "urn:li:assertion:shop-not-null-mart-total", dataset("marts.mart")
-    runs = [(streak_start_ms - (5 - i) * HOUR, "SUCCESS") for i in range(5)]
-    runs += [(streak_start_ms + i * HOUR, "FAILURE") for i in range(STREAK)]
+def _assertion(streak_start_ms: int, table: str = "marts.mart", column: str = "total", passes: int = 5,
+               streak: int = STREAK, every: int = HOUR) -> list[dict[str, Any]]:
+    """A dbt not_null test on ``table.column``: ``passes`` runs ``every`` apart, then ``streak`` failing ones."""
+    name = f"not_null_{table.split('.')[-1]}_{column}"
+    urn, on = f"urn:li:assertion:shop-{name.replace('_', '-')}", dataset(table)
+    runs = [(streak_start_ms - (passes - i) * every, "SUCCESS") for i in range(passes)]
+    runs += [(streak_start_ms + i * HOUR, "FAILURE") for i in range(streak)]
     return [
         _mcp(urn, "assertionInfo", {
             "type": "CUSTOM", "source": {"type": "EXTERNAL"},
-            "customProperties": {"dbt_unique_id": "test.shop.not_null_mart_total"},
-            "customAssertion": {"type": "dbt", "entity": on, "field": field("marts.mart", "total"),
-                                "fields": [field("marts.mart", "total")], "scope": "DATASET_COLUMN",
+            "customProperties": {"dbt_unique_id": f"test.shop.{name}"},
+            "customAssertion": {"type": "dbt", "entity": on, "field": field(table, column),
+                                "fields": [field(table, column)], "scope": "DATASET_COLUMN",
                                 "operator": "NOT_NULL", "aggregation": "IDENTITY", "nativeType": "not_null"},
         }),
         *(_mcp(urn, "assertionRunEvent", {
@@ -151,13 +160,27 @@ def _assertion(streak_start_ms: int) -> list[dict[str, Any]]:
 def write_estate(path: Path, now_ms: int) -> Path:
     """The estate as MCP JSON at ``path``, its streak ending an hour before ``now_ms``."""
     streak = now_ms - (STREAK + 1) * HOUR
+    fees = now_ms - 5 * HOUR  # the fee test's first failure
     old = now_ms - 40 * DAY
     mcps = [
-        *_table("raw.lines", ["amount", "qty"], operation_ms=now_ms - HOUR),
-        *_table("marts.mart", ["total"], {"raw.lines": [("amount", "total"), ("qty", "total")]}, now_ms - HOUR),
+        *_table("raw.lines", ["amount", "qty", "region"], operation_ms=now_ms - HOUR),
+        *_table("marts.mart", ["total", "region"],
+                {"raw.lines": [("amount", "total"), ("qty", "total"), ("region", "region")]}, now_ms - HOUR),
         *_table("marts.qty_mart", ["qty"], {"raw.lines": [("qty", "qty")]}, now_ms - HOUR),
         *_assertion(streak),
         *_features("mart_stats", {"total": "marts.mart"}),
+        *_features("region_stats", {"region": "marts.mart"}),
+        *_table("raw.payments", ["fee"]),
+        *_table("marts.fees", ["fee"], {"raw.payments": [("fee", "fee")]}, operation_ms=fees - HOUR),
+        *_assertion(fees, "marts.fees", "fee", passes=3, streak=3, every=4 * HOUR),
+        *_features("fee_stats", {"fee": "marts.fees"}),
+        *(mcp for v, at in ((1, fees - 14 * HOUR), (2, fees - 3 * HOUR), (3, fees + HOUR)) for mcp in (
+            *_run(f"fee-fit-{v}", ["marts.fees"], at),
+            *_version("fee_model", v, [f"fee-fit-{v}"], ["urn:li:mlFeature:(fee_stats,fee)"],
+                      deployment="fee-endpoint" if v == 3 else None))),
+        *_run("region-fit-1", ["marts.mart"], streak + 3 * HOUR),
+        *_version("region_model", 1, ["region-fit-1"], ["urn:li:mlFeature:(region_stats,region)"],
+                  deployment="region-endpoint"),
         *_features("qty_stats", {"qty": "marts.qty_mart"}),
         *_run("total-fit-1", ["marts.mart"], streak - 3 * DAY),
         *_run("total-fit-2", ["marts.mart"], streak - DAY),

@@ -35,21 +35,52 @@ def recall(estate: dict[str, str], *args: str) -> tuple[int, dict[str, Any]]:
     return done.exit_code, json.loads(done.output)
 
 
+def _total(window: dict[str, Any]) -> dict[str, Any]:
+    """The root cause of the failing test on mart.total."""
+    (cause,) = [c for c in window["causes"] if "shop.raw.lines.amount" in c["origins"]]
+    return cause
+
+
 def test_a_failing_total_leaves_a_model_reading_only_qty_suspect_never_critical(estate: dict[str, str]) -> None:
     _, window = recall(estate, "blind-window")
-    (cause,) = window["causes"]
+    cause = _total(window)
     hit = {m["name"]: m for m in cause["blast_radius"]["models"]}
     qty = hit["qty_model_1"]
     assert (qty["poisoned_features"], [f["name"] for f in qty["suspect_features"]]) == (0, ["qty"])
     assert qty["severity"] == "MEDIUM", "it serves traffic, but only shares an origin column with the failure"
     assert hit["total_model_2"]["severity"] == "CRITICAL" and hit["total_model_2"]["poisoned_features"] == 1
+    assert (qty["reach"], hit["total_model_2"]["reach"]) == ("suspect", "confirmed")
     versions = {v["name"]: v for m in cause["models"] for v in m["versions"]}
-    assert versions["qty_model_1"]["verdict"] == "CONTAMINATED", "its training read a suspect column in the window"
+    qty_version = versions["qty_model_1"]
+    assert qty_version["verdict"] == "SUSPECT", "trained in the window, on a column sharing only an origin"
+    assert "shares only its origin shop.raw.lines.qty with the failing column" in qty_version["reason"]
+
+
+def test_a_whole_table_input_beside_features_reading_other_columns_is_suspect_not_contaminated(
+    estate: dict[str, str],
+) -> None:
+    """The run logged all of marts.mart; the one feature reads region, derived from none of total's origins: the
+    features say what it learned from, so the version is SUSPECT with that reason, in every command."""
+    code, window = recall(estate, "blind-window")
+    cause = _total(window)
+    region = next(m for m in cause["blast_radius"]["models"] if m["name"] == "region_model_1")
+    assert (region["reach"], region["severity"]) == ("suspect", "MEDIUM")
+    (version,) = next(m for m in cause["models"] if m["name"] == "region_model")["versions"]
+    assert version["verdict"] == "SUSPECT" and "logged shop.marts.mart whole as input, but none of its features " \
+        "reads shop.marts.mart.total" in version["reason"]
+    assert "region_model_1" in window["suspect_live"] and "region_model_1" not in window["contaminated_live"]
+    _, scan = recall(estate, "scan", "--model", "region_model")
+    (model,) = scan["models"]
+    (failing,) = [f for f in model["findings"] if f["detector"] == "failing_assertion"]
+    assert (failing["severity"], failing["evidence"]["reach"]) == ("WARN", "suspect")
+    _, scan = recall(estate, "scan", "--model", "total_model")
+    twins = [f for m in scan["models"] for f in m["findings"] if f["detector"] == "failing_assertion"]
+    assert {(f["severity"], f["evidence"]["reach"]) for f in twins} == {("CRITICAL", "confirmed")}
 
 
 def test_a_streak_longer_than_the_page_still_names_the_rollback_judging_every_run(estate: dict[str, str]) -> None:
     code, window = recall(estate, "blind-window")
-    (cause,) = window["causes"]
+    cause = _total(window)
     (failing,) = cause["assertions"]
     assert [w["onset"] is not None for w in failing["windows"]] == [True], "the pass before the 30 failures bounds it"
     total = next(m for m in cause["models"] if m["name"] == "total_model")
@@ -59,6 +90,23 @@ def test_a_streak_longer_than_the_page_still_names_the_rollback_judging_every_ru
     assert status == "CONTAMINATED" and reason.startswith("run total-finetune-2 of 2:"), "fit clean, fine-tuned inside"
     assert total["rollback"]["name"] == "total_model_1"
     assert code == 1 and "total_model_2" in window["contaminated_live"]
+
+
+def test_a_version_trained_between_the_last_pass_and_the_load_is_suspect_naming_the_load(
+    estate: dict[str, str],
+) -> None:
+    """The fee test last passed 4 hours before it failed, and the loader wrote the table one hour before: the
+    write most likely brought the bad rows. Version 2, trained between the pass and the write, is SUSPECT naming
+    both; version 3, trained after, is CONTAMINATED; version 1, before the pass, stays CLEAN and is the rollback."""
+    _, window = recall(estate, "blind-window", "not_null_fees_fee")
+    (cause,) = window["causes"]
+    (fees,) = cause["models"]
+    verdicts = {v["name"]: (v["verdict"], v["reason"]) for v in fees["versions"]}
+    assert {name: status for name, (status, _) in verdicts.items()} == {
+        "fee_model_1": "CLEAN", "fee_model_2": "SUSPECT", "fee_model_3": "CONTAMINATED"}
+    assert "before the table was written at" in verdicts["fee_model_2"][1]
+    assert cause["window"]["onset"] > cause["window"]["began_after"], "the load narrows the window"
+    assert fees["rollback"]["name"] == "fee_model_1"
 
 
 def test_a_serving_table_joining_a_new_input_is_critical_skew(estate: dict[str, str]) -> None:

@@ -96,7 +96,7 @@ def test_root_causes_group_tests_with_one_origin_and_judge_every_version(lc: Lif
     history = [(0, "SUCCESS"), (10, "FAILURE"), (12, "FAILURE")]
     stg = record(history, urn_="urn:li:assertion:stg-price", dataset=STG, rows=130, writes=(9,))
     fct = record(history, writes=(9,))
-    spans = {model_urn(1): (span_for(2, 3),), model_urn(2): (span_for(11, 11.5),), model_urn(3): ()}
+    spans = {model_urn(1): (span_for(-3, -2),), model_urn(2): (span_for(11, 11.5),), model_urn(3): ()}
     (cause,) = root_causes([stg, fct], world, spans, lc)
     assert cause.active and set(cause.failing) == {stg.urn, fct.urn}
     (fraud,) = cause.models

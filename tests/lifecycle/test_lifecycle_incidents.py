@@ -28,9 +28,10 @@ def lc() -> LifecycleConfig:
 
 
 def causes(
-    lc: LifecycleConfig, *history: tuple[float | None, str], rows: int = 223, trained: tuple[float, float] = (2, 11)
+    lc: LifecycleConfig, *history: tuple[float | None, str], rows: int = 223, trained: tuple[float, float] = (-3, 11)
 ) -> tuple[RootCause, ...]:
-    """The hand-made estate with versions 1 and 2 trained for an hour from the given hours."""
+    """The hand-made estate with versions 1 and 2 trained for an hour from the given hours (version 1 before the
+    passing run at hour 0, version 2 inside the window)."""
     world = estate([closure(1, live=True), closure(2, live=True)])
     spans = {model_urn(1): (span_for(trained[0], trained[0] + 1),), model_urn(2): (span_for(trained[1], trained[1] + 1),)}
     return root_causes([record(history, rows=rows, writes=(9, 19, 29, 39))], world, spans, lc)

@@ -14,6 +14,7 @@ from recall_dagster.lifecycle.read import training_span
 from recall_dagster.lifecycle.records import AssertionRun, TrainingSpan
 from recall_dagster.lifecycle.verdict import Status, Verdict, VersionVerdict, judge, newest_first, rollback_target
 from recall_dagster.lifecycle.window import BlindWindow, blind_windows
+from recall_dagster.instants import iso_instant
 
 POISONED = ("warehouse.marts.fct_transactions.unit_price",)
 
@@ -33,9 +34,20 @@ def test_training_inside_the_window_is_contaminated() -> None:
     assert "still fails" in judge((span_for(12, 13),), OPEN, POISONED).reason
 
 
-def test_training_before_the_first_write_after_the_pass_is_clean() -> None:
+def test_training_after_the_pass_but_before_the_write_that_brought_the_data_is_suspect_naming_the_write() -> None:
+    """The write at hour 9 most likely brought the bad rows, but a write the record misses could have brought
+    them sooner: neither convicted nor cleared."""
     verdict = judge((span_for(2, 5),), HEALED, POISONED)
-    assert verdict.status is Status.CLEAN and "before" in verdict.reason
+    assert verdict.status is Status.SUSPECT
+    assert f"before the table was written at {iso_instant(at(9))}" in verdict.reason
+    assert f"after the last passing run at {iso_instant(at(0))}" in verdict.reason
+
+
+def test_training_before_the_last_passing_run_is_clean() -> None:
+    verdict = judge((span_for(-3, -1),), HEALED, POISONED)
+    assert verdict.status is Status.CLEAN and "before the corruption could have begun" in verdict.reason
+    unbounded = window((0, "SUCCESS"), (10, "FAILURE"), (20, "SUCCESS"))
+    assert judge((span_for(2, 5),), unbounded, POISONED).status is Status.CONTAMINATED, "no write: the pass bounds it"
 
 
 def test_training_after_the_heal_is_clean_and_an_open_window_never_ends() -> None:
@@ -56,7 +68,7 @@ def test_missing_times_are_reasoned_about_not_guessed() -> None:
     assert judge((span_for(None, None),), OPEN, POISONED).status is Status.UNKNOWN
     assert judge((span_for(5, None),), HEALED, POISONED).status is Status.UNKNOWN, "may have run into the window"
     assert judge((span_for(12, None),), OPEN, POISONED).status is Status.CONTAMINATED, "started inside it"
-    assert judge((span_for(None, 5),), HEALED, POISONED).status is Status.CLEAN, "ended before it could begin"
+    assert judge((span_for(None, -1),), HEALED, POISONED).status is Status.CLEAN, "ended before it could begin"
     assert judge((span_for(None, 25),), HEALED, POISONED).status is Status.UNKNOWN, "may have begun inside it"
 
 
@@ -74,7 +86,8 @@ def test_untimed_failures_leave_every_version_unknown() -> None:
 def test_the_worst_window_wins() -> None:
     two = window((0, "SUCCESS"), (1, "FAILURE"), (2, "SUCCESS"), (10, "FAILURE"), (20, "SUCCESS"), writes=(0.5, 1.8, 9, 19))
     assert judge((span_for(1.2, 1.5),), two, POISONED).status is Status.CONTAMINATED
-    assert judge((span_for(5, 6),), two, POISONED).status is Status.CLEAN
+    assert judge((span_for(1.9, 1.95),), two, POISONED).status is Status.CLEAN, "after one window, before the other"
+    assert judge((span_for(5, 6),), two, POISONED).status is Status.SUSPECT, "after the pass, before the write at 9"
 
 
 def run(name: str, start: float | None, end: float | None) -> TrainingSpan:
@@ -84,15 +97,15 @@ def run(name: str, start: float | None, end: float | None) -> TrainingSpan:
 
 def test_every_training_run_of_a_version_is_judged_and_the_worst_decides() -> None:
     """A version fit before the failure and fine-tuned inside it read bad data on its second run."""
-    verdict = judge((run("fit", 2, 3), run("finetune", 12, 13)), HEALED, POISONED)
+    verdict = judge((run("fit", -3, -2), run("finetune", 12, 13)), HEALED, POISONED)
     assert verdict.status is Status.CONTAMINATED and verdict.reason.startswith("run finetune of 2:")
-    assert judge((run("fit", 2, 3), run("refit", 21, 22)), HEALED, POISONED).status is Status.CLEAN
+    assert judge((run("fit", -3, -2), run("refit", 21, 22)), HEALED, POISONED).status is Status.CLEAN
     untimed = judge((run("fit", 2, 3), run("lost", None, None)), HEALED, POISONED)
     assert untimed.status is Status.UNKNOWN and "run lost of 2: its training run records neither" in untimed.reason
 
 
 def test_a_version_shows_the_run_it_was_last_fit_on_and_lists_them_all() -> None:
-    runs = (run("fit", 2, 3), run("finetune", 21, 22), run("lost", None, None))
+    runs = (run("fit", -3, -2), run("finetune", 21, 22), run("lost", None, None))
     version = VersionVerdict("urn:li:mlModel:m", "m", "1", judge(runs, HEALED, POISONED), runs)
     shown = version.to_json()
     assert shown["training_run"] == "urn:li:dataProcessInstance:finetune" and shown["verdict"] == "UNKNOWN"
