@@ -109,6 +109,26 @@ def test_a_version_trained_between_the_last_pass_and_the_load_is_suspect_naming_
     assert fees["rollback"]["name"] == "fee_model_1"
 
 
+def test_a_failing_test_that_stopped_the_builds_below_it_is_a_finding_naming_the_frozen_table(
+    estate: dict[str, str],
+) -> None:
+    """The test on refunds_clean.reason reaches no feature, but dbt build skipped refunds_daily since it failed: the
+    scan names the test and the frozen table (WARN), the gate says so without blocking, and the twin whose daily
+    table kept being built stays quiet."""
+    _, scan = recall(estate, "scan", "--model", "refunds_model")
+    (model,) = scan["models"]
+    (failing,) = [f for f in model["findings"] if f["detector"] == "failing_assertion"]
+    assert failing["severity"] == "WARN" and failing["evidence"]["reach"] is None
+    assert [f["table"] for f in failing["evidence"]["frozen"]] == [dataset("marts.refunds_daily")]
+    assert "the builds below it were skipped: shop.marts.refunds_daily (last built" in failing["message"]
+    code, gate = recall(estate, "gate", "refunds_model")
+    check = next(c for c in gate["checks"] if c["name"] == "failing_assertions")
+    assert check["status"] == "WARN" and "frozen: shop.marts.refunds_daily" in check["details"][0]
+    _, scan = recall(estate, "scan", "--model", "returns_model")
+    (twin,) = scan["models"]
+    assert [f for f in twin["findings"] if f["detector"] == "failing_assertion"] == []
+
+
 def test_a_serving_table_joining_a_new_input_is_critical_skew(estate: dict[str, str]) -> None:
     _, scan = recall(estate, "scan", "--model", "risk_model")
     (risk,) = scan["models"]
