@@ -51,6 +51,7 @@ class Window(Part):
     end: Instant | None
     open: bool
     untimed_runs: int
+    likely_onset: Instant | None = None  # the newest change stamped after the last pass (an addition)
 
 
 class AssertionHistory(Part):

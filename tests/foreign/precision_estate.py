@@ -14,7 +14,7 @@ sources write, dated around the moment the test runs, loaded with the file sourc
 * ``alias_model`` reads ``total``, trained inside the streak; the registry marks it production and no
   deployment entity records it: it serves by its mark alone.
 * ``marts.fees.fee`` (from ``raw.payments.fee``) passed its test every four hours, the last time 4 hours before
-  it began failing; the loader wrote the table one hour before the first failure. ``fee_model`` version 1 trained
+  it began failing; the platform stamps the table's newest change one hour before the first failure. ``fee_model`` version 1 trained
   before the last pass, version 2 between the last pass and that write, version 3 after the first failure.
 * ``refunds_model`` trains on ``marts.refunds_daily``, which ``dbt build`` stopped building when the test on
   ``refunds_clean.reason`` (a column nothing below reads) began failing; ``returns_model`` is its twin built by
@@ -214,7 +214,7 @@ def write_estate(path: Path, now_ms: int) -> Path:
         *_dbt_chain("refunds", now_ms - 3 * HOUR, skipped=True),
         *_dbt_chain("returns", now_ms - 3 * HOUR, skipped=False),
         *_table("raw.payments", ["fee"]),
-        *_table("marts.fees", ["fee"], {"raw.payments": [("fee", "fee")]}, operation_ms=fees - HOUR),
+        *_table("marts.fees", ["fee"], {"raw.payments": [("fee", "fee")]}, last_modified_ms=fees - HOUR),
         *_assertion(fees, "marts.fees", "fee", passes=3, streak=3, every=4 * HOUR),
         *_features("fee_stats", {"fee": "marts.fees"}),
         *(mcp for v, at in ((1, fees - 14 * HOUR), (2, fees - 3 * HOUR), (3, fees + HOUR)) for mcp in (
