@@ -161,7 +161,7 @@ def failing_assertions(inputs: GateInputs) -> CheckResult:
                     + (f"; builds below it skipped, frozen: {', '.join(f.text for f in frozen)}" if frozen else ""))
             reached.append((line, reach.strength if reach else "frozen"))
     problems = [line for line, _ in reached]
-    if problems and all(strength != "confirmed" for _, strength in reached):
+    if problems and all(strength in ("suspect", "frozen") for _, strength in reached):
         return CheckResult("failing_assertions", "WARN", f"{len(problems)} failing test(s) upstream reach it only "
                            "as suspects or froze the builds it reads", tuple(problems))
     return _result(
