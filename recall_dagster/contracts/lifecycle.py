@@ -51,6 +51,7 @@ class Window(Part):
     end: Instant | None
     open: bool
     untimed_runs: int
+    likely_onset: Instant | None = None  # the newest change stamped after the last pass (an addition)
 
 
 class AssertionHistory(Part):
@@ -93,7 +94,7 @@ class ModelImpact(Part):
     measured: list[str] = []  # what the tests weighed measured, when not failing rows (an addition)
     observed_by: list[str]
     table_reach: list[str] = []  # input columns reached by table lineage only (no column lineage): suspect
-    reach: Literal["confirmed", "suspect"] = "confirmed"  # how strongly the failure reaches it (an addition)
+    reach: Literal["confirmed", "table", "suspect"] = "confirmed"  # how strongly the failure reaches it (an addition)
     reach_reason: str = ""  # the evidence that decided it (an addition)
 
 
@@ -173,7 +174,7 @@ class IncidentModel(Part):
     measured: list[str] = []  # an addition: incidents kept before it lack it
     live_deployments: list[str]
     suspect: list[str]
-    reach: Literal["confirmed", "suspect"] = "confirmed"  # an addition: incidents kept before it lack it
+    reach: Literal["confirmed", "table", "suspect"] = "confirmed"  # an addition: incidents kept before it lack it
 
 
 class IncidentBrief(Part):

@@ -8,7 +8,10 @@ Reaches as every command judges it (:mod:`recall_dagster.estate.reach`): a
 failing column whose recorded lineage leads to none of the model's inputs (a
 column staging drops) is not the model's problem, while one lineage loses track
 of (an aggregate) still is, as a suspect. A failure that reaches the model only as
-a suspect is at most WARN, with the evidence that left it one.
+a suspect is at most WARN, with the evidence that left it one. A failure that
+skipped the builds of the model's inputs (:mod:`recall_dagster.estate.frozen`)
+is a finding too, at most WARN when it reaches nothing: the model reads the
+last good build and will retrain on it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from recall_dagster.detect.holds import first_after
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import Dataset, ModelClosure
 from recall_dagster.estate.columns import Col, ColumnGraph
+from recall_dagster.estate.frozen import frozen_inputs
 from recall_dagster.estate.reach import passing_columns, reaches
 from recall_dagster.severity import Severity
 
@@ -41,7 +45,9 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
                 graph = state.columns() if state.columns is not None else closure.columns
                 passing = passing_columns(closure, graph, closure.scanned_at_ms)
             reach = reaches(closure, graph, urn, assertion.column, config.reach, passing)
-            if reach is None:
+            frozen = (frozen_inputs(closure, urn, assertion.since_ms, closure.scanned_at_ms)
+                      if assertion.since_ms is not None else ())
+            if reach is None and not frozen:
                 continue
             where = f"{dataset.name}.{assertion.column}" if assertion.column else dataset.name
             verb = "failed" if assertion.result == "FAILURE" else "errored"
@@ -51,17 +57,21 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
                 else ""
             )
             severity = config.severity(NAME, assertion.result)
-            suspect = ""
-            if reach.strength == "suspect":
+            if reach is None or reach.strength == "suspect":
                 severity = Severity.WARN if severity.at_least(Severity.WARN) else severity
-                suspect = f"; it reaches the model only as a suspect: {reach.why}"
+            notes = "".join((
+                f"; it reaches the model only as a suspect: {reach.why}" if reach and reach.strength == "suspect" else "",
+                f"; the builds below it were skipped: {', '.join(f.text for f in frozen)} "
+                f"{'keeps its' if len(frozen) == 1 else 'keep their'} last good build, which the model and its next "
+                "retrain read" if frozen else "",
+            ))
             findings.append(
                 finding(
                     closure,
                     NAME,
                     severity,
                     assertion.urn,
-                    f"assertion {assertion.name} on {where} {verb} in its latest run{rows}{suspect}",
+                    f"assertion {assertion.name} on {where} {verb} in its latest run{rows}{notes}",
                     cause=urn,
                     path=(*closure.path_to(urn), assertion.urn),
                     assertion=assertion.name,
@@ -73,8 +83,9 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
                     ran_at_ms=assertion.ran_at_ms,
                     since_ms=assertion.since_ms,
                     detail=assertion.detail,
-                    reach=reach.strength,
-                    reach_reason=reach.why,
+                    reach=reach.strength if reach else None,
+                    reach_reason=reach.why if reach else None,
+                    frozen=[f.to_json() for f in frozen],
                 )
             )
     return findings

@@ -35,7 +35,7 @@ from recall_dagster.estate.columns import Col, ColumnGraph, column_name, lineage
 from recall_dagster.estate.options import ReachOptions
 
 Evidence = Literal["column", "name"]
-Strength = Literal["confirmed", "suspect"]
+Strength = Literal["confirmed", "table", "suspect"]
 
 
 @dataclass(frozen=True)
@@ -150,8 +150,13 @@ class Reach:
     @property
     def strength(self) -> Strength:
         """Confirmed when a feature, or the training of a version recording none, reads a column derived from
-        the failing one; suspect otherwise."""
-        return "confirmed" if self.poisoned or self.read else "suspect"
+        the failing one; table when only table lineage leads there (column lineage stops short, so what the
+        version reads may well derive from the failing column: judged as loudly as confirmed); suspect when
+        what it is known to read shares only an origin with the failing column, or is a whole-table input
+        its features contradict: at most WARN, SUSPECT, never blocking."""
+        if self.poisoned or self.read:
+            return "confirmed"
+        return "table" if self.by_table else "suspect"
 
     @property
     def why(self) -> str:

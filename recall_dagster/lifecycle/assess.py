@@ -163,7 +163,7 @@ def root_causes(
     config: LifecycleConfig,
 ) -> tuple[RootCause, ...]:
     """Every root cause with a failing run in the given histories; active ones first."""
-    windows = {r.urn: blind_windows(r.runs, config.failing, r.writes_ms) for r in records}
+    windows = {r.urn: blind_windows(r.runs, config.failing, r.writes_ms, r.last_change_ms) for r in records}
     failed = [r for r in records if windows[r.urn]]
     origins = {r.urn: origins_of(r.dataset, r.column, estate.columns, config.reach) for r in failed}
     passing = frozenset(

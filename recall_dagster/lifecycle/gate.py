@@ -30,6 +30,7 @@ from recall_dagster.detect import (
 )
 from recall_dagster.detect.freshness import judge_table
 from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.estate.frozen import frozen_inputs
 from recall_dagster.estate.reach import passing_columns, reaches
 from recall_dagster.lifecycle.assess import RootCause
 from recall_dagster.estate.columns import ColumnGraph
@@ -136,26 +137,33 @@ def failing_assertions(inputs: GateInputs) -> CheckResult:
     """Each test on the training data as it stood at the gate's instant, as the scan judges it: a run
     recorded after the instant is not yet known (``--as-of``, or a runner's clock ahead of ours), and a
     failure counts when it reaches the model by the rule every command applies
-    (:mod:`recall_dagster.estate.reach`). One that reaches it only as a suspect warns without blocking."""
+    (:mod:`recall_dagster.estate.reach`). One that reaches it only as a suspect, or that only skipped the builds of
+    the tables it reads (:mod:`recall_dagster.estate.frozen`: a retrain would read the last good build), warns
+    without blocking."""
     closure = inputs.closure
     read = sorted(training_data(closure))
     if not any(closure.dataset(urn).assertions for urn in read):
         return CheckResult("failing_assertions", "SKIP", "no test or assertion covers its training data")
     passing = passing_columns(closure, inputs.columns, inputs.now_ms)
-    reached = [
-        (f"{a.name} on {dataset.name}{'.' + a.column if a.column else ''}: {a.result}"
-         + (f" ({a.failed_rows:,} failing rows)" if a.failed_rows is not None else "")
-         + ("" if reach.strength == "confirmed" else f"; suspect: {reach.why}"), reach.strength)
-        for urn in read
-        for dataset in [closure.dataset(urn)]
-        for a in (t.as_of(inputs.now_ms) for t in dataset.assertions)
-        if inputs.config.failing(a.result)
-        and (reach := reaches(closure, inputs.columns, urn, a.column, inputs.config.reach, passing)) is not None
-    ]
+    reached = []
+    for urn in read:
+        dataset = closure.dataset(urn)
+        for a in (t.as_of(inputs.now_ms) for t in dataset.assertions):
+            if not inputs.config.failing(a.result):
+                continue
+            reach = reaches(closure, inputs.columns, urn, a.column, inputs.config.reach, passing)
+            frozen = frozen_inputs(closure, urn, a.since_ms, inputs.now_ms) if a.since_ms is not None else ()
+            if reach is None and not frozen:
+                continue
+            line = (f"{a.name} on {dataset.name}{'.' + a.column if a.column else ''}: {a.result}"
+                    + (f" ({a.failed_rows:,} failing rows)" if a.failed_rows is not None else "")
+                    + (f"; suspect: {reach.why}" if reach and reach.strength == "suspect" else "")
+                    + (f"; builds below it skipped, frozen: {', '.join(f.text for f in frozen)}" if frozen else ""))
+            reached.append((line, reach.strength if reach else "frozen"))
     problems = [line for line, _ in reached]
-    if problems and all(strength == "suspect" for _, strength in reached):
+    if problems and all(strength in ("suspect", "frozen") for _, strength in reached):
         return CheckResult("failing_assertions", "WARN", f"{len(problems)} failing test(s) upstream reach it only "
-                           "as suspects", tuple(problems))
+                           "as suspects or froze the builds it reads", tuple(problems))
     return _result(
         "failing_assertions", problems, "every test on its training data passes", "{n} failing test(s) upstream"
     )

@@ -49,14 +49,19 @@ def _materialised(estate: Estate, aspects: Mapping[str, Mapping[str, object]], d
 
 
 def _writes(estate: Estate, dataset: str) -> tuple[int, ...]:
-    """When the table's data was written, by every record of it: operations, the builds that wrote it (a dbt
-    model's, from run_results.json), and the platform's or dbt source freshness's last change."""
+    """When the table's data was written, by the records that list each write: operations, and the builds that
+    wrote it (a dbt model's, from run_results.json)."""
     twins = [estate.datasets[t] for t in estate.twins(dataset) if t in estate.datasets]
     return tuple(sorted({
         *(updated for twin in twins for _, updated in twin.operations_ms),
         *(built for twin in twins for built in twin.builds_ms),
-        *(twin.last_modified_ms for twin in twins if twin.last_modified_ms is not None),
     }))
+
+
+def _last_change(estate: Estate, dataset: str) -> int | None:
+    """The newest change a stamp records (the platform's lastModified, dbt source freshness's max_loaded_at)."""
+    twins = [estate.datasets[t] for t in estate.twins(dataset) if t in estate.datasets]
+    return max((twin.last_modified_ms for twin in twins if twin.last_modified_ms is not None), default=None)
 
 
 HISTORY_CEILING = 10_000  # runs read per assertion at the most, however long a failing streak is
@@ -112,6 +117,7 @@ def read_assertions(
             runs.append(AssertionRun(run.at_ms or None, one.result, one.failed_rows,
                                      measured(info, run.agg_value, run.native) if one.result else None))
         kind = assertion_kind(info)
+        stores = _materialised(estate, views, dataset)
         records.append(
             AssertionRecord(
                 urn=urn,
@@ -120,8 +126,9 @@ def read_assertions(
                 column=column,
                 kind=kind,
                 runs=tuple(runs),
-                writes_ms=_writes(estate, dataset) if _materialised(estate, views, dataset) else (),
+                writes_ms=_writes(estate, dataset) if stores else (),
                 aliases=aliases,
+                last_change_ms=_last_change(estate, dataset) if stores else None,
             )
         )
     return tuple(records)

@@ -42,10 +42,14 @@ class AssertionRecord:
     column: str | None  # None: a table-level assertion
     kind: str | None = None  # the test's native type or runner type, for the postmortem's classification
     runs: tuple[AssertionRun, ...] = ()
-    # when the asserted table's content last changed by a write, oldest first; empty unless the table
-    # is materialised (a view changes whenever its inputs do, so writes to it bound nothing)
+    # when the asserted table's content changed by a write, by records that list every write (operations,
+    # builds), oldest first; empty unless the table is materialised (a view changes whenever its inputs do,
+    # so writes to it bound nothing)
     writes_ms: tuple[int, ...] = ()
     aliases: tuple[str, ...] = ()  # a dbt test's unique_id and own name
+    # the newest change a stamp records (the platform's lastModified, dbt source freshness): one write, the
+    # latest, saying nothing of those before it; None when unknown or the table is not materialised
+    last_change_ms: int | None = None
 
     def named(self, target: str) -> bool:
         """Whether ``target`` names this assertion (:func:`assertion_named_by`: its URN, name, or a name its
@@ -57,9 +61,10 @@ class AssertionRecord:
         (``--as-of``); a run with no time is kept, as the scan keeps it (:meth:`recall_dagster.estate.views.Assertion.as_of`)."""
         runs = tuple(r for r in self.runs if r.at_ms is None or r.at_ms <= instant_ms)
         writes = tuple(w for w in self.writes_ms if w <= instant_ms)
-        if len(runs) == len(self.runs) and len(writes) == len(self.writes_ms):
+        changed = self.last_change_ms if self.last_change_ms is not None and self.last_change_ms <= instant_ms else None
+        if len(runs) == len(self.runs) and len(writes) == len(self.writes_ms) and changed == self.last_change_ms:
             return self
-        return replace(self, runs=runs, writes_ms=writes)
+        return replace(self, runs=runs, writes_ms=writes, last_change_ms=changed)
 
     @property
     def latest(self) -> AssertionRun | None:

@@ -7,8 +7,8 @@ onset no passing run bounds).  SUSPECT is what the record leaves likely but
 unproven: a version the failure reaches only as a suspect
 (:mod:`recall_dagster.estate.reach`), trained inside the window on data the
 failing column may not have touched; or one trained after the last passing run
-but before the write to the table that most likely brought the bad data (the
-window's onset, when a write narrows it).  Unknown times are reasoned about, not guessed:
+but before the table's newest change, when only a stamp of that change records
+its writes (:mod:`recall_dagster.lifecycle.window`'s likely onset).  Unknown times are reasoned about, not guessed:
 a run with only a start could have lasted into the window, a run with only an
 end could have begun inside it.
 """
@@ -101,15 +101,15 @@ def _against(span: TrainingSpan, window: BlindWindow) -> Verdict:
     latest_end = end if end is not None else _INF
     onset = window.onset_ms if window.onset_ms is not None else -_INF
     close = window.end_ms if window.end_ms is not None else _INF
-    until = "still open" if window.open else _at(window.end_ms)
-    if latest_end < onset and window.began_after_ms is not None and latest_end >= window.began_after_ms:
-        return Verdict(Status.SUSPECT, (
-            f"training ran {_at(start)} – {_at(end)}, after the last passing run at {_at(window.began_after_ms)} "
-            f"but before the table was written at {_at(window.onset_ms)}, when the bad data most likely landed "
-            "(a write the record misses could have brought it earlier)"))
     if earliest_start > close or latest_end < onset:
         side = "after the data healed" if earliest_start > close else "before the corruption could have begun"
+        until = "still open" if window.open else _at(window.end_ms)
         return Verdict(Status.CLEAN, f"trained {side} (blind window {_at(window.onset_ms)} – {until})")
+    if window.likely_onset_ms is not None and latest_end < window.likely_onset_ms:
+        return Verdict(Status.SUSPECT, (
+            f"training ran {_at(start)} – {_at(end)}, after the last passing run at {_at(window.began_after_ms)} "
+            f"but before the table's newest change at {_at(window.likely_onset_ms)}, when the bad data most likely "
+            "landed (only that change is stamped: an earlier write could have brought it)"))
     # conservatively, the whole window counts as bad; with no pass bounding its onset only the failing runs do
     bad_from = window.onset_ms if window.onset_ms is not None else window.began_by_ms
     if bad_from is not None and latest_start <= close and earliest_end >= bad_from:

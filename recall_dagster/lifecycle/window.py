@@ -6,8 +6,11 @@ first failing one, and ended after the last failing run and at or before the
 first passing one after it.  A materialised table's content changes only when
 it is written, so recorded writes tighten both bounds: the corruption cannot
 predate the first write after the last pass, nor outlast the last write before
-the heal.  Runs without a time bound nothing and are counted instead; a run
-that errored (the test could not run) neither passes nor fails.
+the heal.  A stamp of the newest change alone (the platform's ``lastModified``)
+says when the last write was, not that it was the only one: falling after the
+last pass it marks the *likely* onset, which leaves a version trained before it
+SUSPECT rather than clean.  Runs without a time bound nothing and are counted
+instead; a run that errored (the test could not run) neither passes nor fails.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ class BlindWindow:
     ended_by_ms: int | None  # the first passing run after the streak; None while it still fails
     end_ms: int | None  # latest the corruption can have lasted; None while open
     untimed_runs: int = 0  # runs of this assertion that carry no time and bound nothing
+    likely_onset_ms: int | None = None  # the newest change stamped after the last pass: the bad rows most likely
 
     @property
     def open(self) -> bool:
@@ -50,6 +54,7 @@ class BlindWindow:
             "end": at(self.end_ms),
             "open": self.open,
             "untimed_runs": self.untimed_runs,
+            "likely_onset": at(self.likely_onset_ms),
         }
 
 
@@ -57,6 +62,7 @@ def blind_windows(
     runs: Sequence[AssertionRun],
     failing: Callable[[str | None], bool],
     writes_ms: Sequence[int] = (),
+    last_change_ms: int | None = None,
 ) -> tuple[BlindWindow, ...]:
     """Every failing streak in the history, oldest first.
 
@@ -74,29 +80,34 @@ def blind_windows(
             streak.append(at)
         elif run.result == PASSING:
             if streak:
-                windows.append(_window(last_pass, streak, at, writes_ms, untimed))
+                windows.append(_window(last_pass, streak, at, writes_ms, last_change_ms, untimed))
                 streak = []
             last_pass = at
     if streak:
-        windows.append(_window(last_pass, streak, None, writes_ms, untimed))
+        windows.append(_window(last_pass, streak, None, writes_ms, last_change_ms, untimed))
     if not windows and any(failing(r.result) for r in runs if r.at_ms is None):
         windows.append(BlindWindow(None, None, None, None, None, None, untimed))
     return tuple(windows)
 
 
 def _window(
-    last_pass: int | None, streak: list[int], healed: int | None, writes_ms: Sequence[int], untimed: int
+    last_pass: int | None, streak: list[int], healed: int | None, writes_ms: Sequence[int],
+    last_change_ms: int | None, untimed: int,
 ) -> BlindWindow:
     first, last = streak[0], streak[-1]
     onset: int | None = None
+    likely: int | None = None
     if last_pass is not None:
         landed = [w for w in writes_ms if last_pass < w <= first]
         onset = min(landed) if landed else last_pass
+        if not landed and last_change_ms is not None and last_pass < last_change_ms <= first:
+            likely = last_change_ms
     end: int | None = None
-    if healed is not None:
-        cleaned = [w for w in writes_ms if last < w <= healed]
+    if healed is not None:  # the newest change stamped is the last write, whatever came before it
+        stamped = (last_change_ms,) if last_change_ms is not None else ()
+        cleaned = [w for w in (*writes_ms, *stamped) if last < w <= healed]
         end = max(cleaned) if cleaned else healed
-    return BlindWindow(last_pass, first, onset, last, healed, end, untimed)
+    return BlindWindow(last_pass, first, onset, last, healed, end, untimed, likely)
 
 
 def hull(windows: Sequence[BlindWindow]) -> BlindWindow | None:
@@ -120,4 +131,5 @@ def hull(windows: Sequence[BlindWindow]) -> BlindWindow | None:
         ended_by_ms=highest([w.ended_by_ms for w in windows]),
         end_ms=highest([w.end_ms for w in windows]),
         untimed_runs=max(w.untimed_runs for w in windows),
+        likely_onset_ms=lowest([w.likely_onset_ms for w in windows]),
     )

@@ -14,8 +14,11 @@ sources write, dated around the moment the test runs, loaded with the file sourc
 * ``alias_model`` reads ``total``, trained inside the streak; the registry marks it production and no
   deployment entity records it: it serves by its mark alone.
 * ``marts.fees.fee`` (from ``raw.payments.fee``) passed its test every four hours, the last time 4 hours before
-  it began failing; the loader wrote the table one hour before the first failure. ``fee_model`` version 1 trained
+  it began failing; the platform stamps the table's newest change one hour before the first failure. ``fee_model`` version 1 trained
   before the last pass, version 2 between the last pass and that write, version 3 after the first failure.
+* ``refunds_model`` trains on ``marts.refunds_daily``, which ``dbt build`` stopped building when the test on
+  ``refunds_clean.reason`` (a column nothing below reads) began failing; ``returns_model`` is its twin built by
+  ``dbt run`` then ``dbt test``, which kept building it.
 * ``region_model``'s one feature reads ``mart.region`` (from ``raw.lines.region``, no origin of ``total``), but its
   training run, inside the streak, logged the whole of ``marts.mart`` as its input, as ``mlflow.log_input`` of a
   table does.
@@ -124,6 +127,44 @@ def _version(group: str, version: int, runs: list[str], features: list[str], dep
     ]
 
 
+def _build(table: str, invocation: str, at_ms: int) -> list[dict[str, Any]]:
+    """One successful dbt build of ``table`` as DataHub's dbt source records it from ``run_results.json`` (a skipped
+    node it does not record at all)."""
+    urn = f"urn:li:dataProcessInstance:{invocation}_{table}"
+    return [
+        _mcp(urn, "dataProcessInstanceProperties", {"name": f"{invocation}_{table}", "type": "BATCH_SCHEDULED",
+                                                    "created": {"time": at_ms, "actor": "urn:li:corpuser:dbt"}}),
+        _mcp(urn, "dataProcessInstanceOutput", {"outputs": [dataset(table)]}),
+        _mcp(urn, "dataProcessInstanceRunEvent", {"timestampMillis": at_ms, "status": "STARTED"}),
+        _mcp(urn, "dataProcessInstanceRunEvent", {
+            "timestampMillis": at_ms + 60_000, "status": "COMPLETE", "durationMillis": 60_000,
+            "result": {"type": "SUCCESS", "nativeResultType": "dbt"}}),
+    ]
+
+
+def _dbt_chain(name: str, streak_ms: int, skipped: bool) -> list[dict[str, Any]]:
+    """``raw.<name>`` → ``marts.<name>_clean`` (amount, reason) → ``marts.<name>_daily`` (total, from amount), built
+    by hourly dbt invocations; a not_null test on ``<name>_clean.reason`` (which feeds nothing below) passed three
+    times and failed the last three. With ``skipped`` (``dbt build``) the daily table was not built again once the
+    test failed; without it (``dbt run`` then ``dbt test``) every invocation built it. ``<name>_model`` trains on
+    the daily table's ``total``."""
+    clean, daily = f"marts.{name}_clean", f"marts.{name}_daily"
+    invocations = [streak_ms + (i - 3) * HOUR for i in range(6)]
+    return [
+        *_table(f"raw.{name}", ["amount", "reason"]),
+        *_table(clean, ["amount", "reason"], {f"raw.{name}": [("amount", "amount")]}),
+        *_table(daily, ["total"], {clean: [("amount", "total")]}),
+        *(mcp for i, at in enumerate(invocations) for mcp in _build(clean, f"{name}-inv-{i}", at - 2 * 60_000)),
+        *(mcp for i, at in enumerate(invocations) if not skipped or at < streak_ms
+          for mcp in _build(daily, f"{name}-inv-{i}", at + 60_000)),
+        *_assertion(streak_ms, clean, "reason", passes=3, streak=3),
+        *_features(f"{name}_stats", {"total": daily}),
+        *_run(f"{name}-fit-1", [daily], streak_ms - 30 * 60_000),
+        *_version(f"{name}_model", 1, [f"{name}-fit-1"], [f"urn:li:mlFeature:({name}_stats,total)"],
+                  deployment=f"{name}-endpoint"),
+    ]
+
+
 def _features(table: str, columns: dict[str, str]) -> list[dict[str, Any]]:
     """A feast feature view: each feature named ``column`` reads the given source table."""
     urns = [f"urn:li:mlFeature:({table},{c})" for c in columns]
@@ -170,8 +211,10 @@ def write_estate(path: Path, now_ms: int) -> Path:
         *_assertion(streak),
         *_features("mart_stats", {"total": "marts.mart"}),
         *_features("region_stats", {"region": "marts.mart"}),
+        *_dbt_chain("refunds", now_ms - 3 * HOUR, skipped=True),
+        *_dbt_chain("returns", now_ms - 3 * HOUR, skipped=False),
         *_table("raw.payments", ["fee"]),
-        *_table("marts.fees", ["fee"], {"raw.payments": [("fee", "fee")]}, operation_ms=fees - HOUR),
+        *_table("marts.fees", ["fee"], {"raw.payments": [("fee", "fee")]}, last_modified_ms=fees - HOUR),
         *_assertion(fees, "marts.fees", "fee", passes=3, streak=3, every=4 * HOUR),
         *_features("fee_stats", {"fee": "marts.fees"}),
         *(mcp for v, at in ((1, fees - 14 * HOUR), (2, fees - 3 * HOUR), (3, fees + HOUR)) for mcp in (

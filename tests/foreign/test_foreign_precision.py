@@ -92,21 +92,42 @@ def test_a_streak_longer_than_the_page_still_names_the_rollback_judging_every_ru
     assert code == 1 and "total_model_2" in window["contaminated_live"]
 
 
-def test_a_version_trained_between_the_last_pass_and_the_load_is_suspect_naming_the_load(
+def test_a_version_trained_between_the_last_pass_and_a_stamped_change_is_suspect_naming_it(
     estate: dict[str, str],
 ) -> None:
-    """The fee test last passed 4 hours before it failed, and the loader wrote the table one hour before: the
-    write most likely brought the bad rows. Version 2, trained between the pass and the write, is SUSPECT naming
-    both; version 3, trained after, is CONTAMINATED; version 1, before the pass, stays CLEAN and is the rollback."""
+    """The fee test last passed 4 hours before it failed, and the platform's lastModified stamps the table one hour
+    before: that write most likely brought the bad rows, though an earlier one the stamp hides could have. Version 2,
+    trained between the pass and the stamp, is SUSPECT naming both; version 3, trained after, is CONTAMINATED;
+    version 1, before the pass, stays CLEAN and is the rollback."""
     _, window = recall(estate, "blind-window", "not_null_fees_fee")
     (cause,) = window["causes"]
     (fees,) = cause["models"]
     verdicts = {v["name"]: (v["verdict"], v["reason"]) for v in fees["versions"]}
     assert {name: status for name, (status, _) in verdicts.items()} == {
         "fee_model_1": "CLEAN", "fee_model_2": "SUSPECT", "fee_model_3": "CONTAMINATED"}
-    assert "before the table was written at" in verdicts["fee_model_2"][1]
-    assert cause["window"]["onset"] > cause["window"]["began_after"], "the load narrows the window"
+    assert "before the table's newest change at" in verdicts["fee_model_2"][1]
+    assert cause["window"]["likely_onset"] > cause["window"]["began_after"], "the stamp marks the likely onset"
     assert fees["rollback"]["name"] == "fee_model_1"
+
+
+def test_a_failing_test_that_stopped_the_builds_below_it_is_a_finding_naming_the_frozen_table(
+    estate: dict[str, str],
+) -> None:
+    """The test on refunds_clean.reason reaches no feature, but dbt build skipped refunds_daily since it failed: the
+    scan names the test and the frozen table (WARN), the gate says so without blocking, and the twin whose daily
+    table kept being built stays quiet."""
+    _, scan = recall(estate, "scan", "--model", "refunds_model")
+    (model,) = scan["models"]
+    (failing,) = [f for f in model["findings"] if f["detector"] == "failing_assertion"]
+    assert failing["severity"] == "WARN" and failing["evidence"]["reach"] is None
+    assert [f["table"] for f in failing["evidence"]["frozen"]] == [dataset("marts.refunds_daily")]
+    assert "the builds below it were skipped: shop.marts.refunds_daily (last built" in failing["message"]
+    code, gate = recall(estate, "gate", "refunds_model")
+    check = next(c for c in gate["checks"] if c["name"] == "failing_assertions")
+    assert check["status"] == "WARN" and "frozen: shop.marts.refunds_daily" in check["details"][0]
+    _, scan = recall(estate, "scan", "--model", "returns_model")
+    (twin,) = scan["models"]
+    assert [f for f in twin["findings"] if f["detector"] == "failing_assertion"] == []
 
 
 def test_a_serving_table_joining_a_new_input_is_critical_skew(estate: dict[str, str]) -> None:

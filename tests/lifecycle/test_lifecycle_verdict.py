@@ -19,9 +19,11 @@ from recall_dagster.instants import iso_instant
 POISONED = ("warehouse.marts.fct_transactions.unit_price",)
 
 
-def window(*pairs: tuple[float | None, str], writes: tuple[float, ...] = ()) -> tuple[BlindWindow, ...]:
+def window(*pairs: tuple[float | None, str], writes: tuple[float, ...] = (),
+           changed: float | None = None) -> tuple[BlindWindow, ...]:
     history = [AssertionRun(at(h) if h is not None else None, r) for h, r in reversed(pairs)]
-    return blind_windows(history, lambda r: r == "FAILURE", [at(w) for w in writes])
+    return blind_windows(history, lambda r: r == "FAILURE", [at(w) for w in writes],
+                         at(changed) if changed is not None else None)
 
 
 HEALED = window((0, "SUCCESS"), (10, "FAILURE"), (20, "SUCCESS"), writes=(9, 19))
@@ -34,13 +36,20 @@ def test_training_inside_the_window_is_contaminated() -> None:
     assert "still fails" in judge((span_for(12, 13),), OPEN, POISONED).reason
 
 
-def test_training_after_the_pass_but_before_the_write_that_brought_the_data_is_suspect_naming_the_write() -> None:
-    """The write at hour 9 most likely brought the bad rows, but a write the record misses could have brought
-    them sooner: neither convicted nor cleared."""
+def test_training_before_the_first_write_after_the_pass_is_clean() -> None:
     verdict = judge((span_for(2, 5),), HEALED, POISONED)
+    assert verdict.status is Status.CLEAN and "before" in verdict.reason
+
+
+def test_training_before_a_stamped_newest_change_is_suspect_naming_it() -> None:
+    """Only the table's newest change is stamped (lastModified at hour 9): the bad rows most likely came then, but
+    an earlier write the stamp hides could have brought them sooner: neither convicted nor cleared."""
+    stamped = window((0, "SUCCESS"), (10, "FAILURE"), changed=9)
+    verdict = judge((span_for(2, 5),), stamped, POISONED)
     assert verdict.status is Status.SUSPECT
-    assert f"before the table was written at {iso_instant(at(9))}" in verdict.reason
+    assert f"before the table's newest change at {iso_instant(at(9))}" in verdict.reason
     assert f"after the last passing run at {iso_instant(at(0))}" in verdict.reason
+    assert judge((span_for(9.5, 9.8),), stamped, POISONED).status is Status.CONTAMINATED
 
 
 def test_training_before_the_last_passing_run_is_clean() -> None:
@@ -87,7 +96,7 @@ def test_the_worst_window_wins() -> None:
     two = window((0, "SUCCESS"), (1, "FAILURE"), (2, "SUCCESS"), (10, "FAILURE"), (20, "SUCCESS"), writes=(0.5, 1.8, 9, 19))
     assert judge((span_for(1.2, 1.5),), two, POISONED).status is Status.CONTAMINATED
     assert judge((span_for(1.9, 1.95),), two, POISONED).status is Status.CLEAN, "after one window, before the other"
-    assert judge((span_for(5, 6),), two, POISONED).status is Status.SUSPECT, "after the pass, before the write at 9"
+    assert judge((span_for(5, 6),), two, POISONED).status is Status.CLEAN, "after the pass, before the write at 9"
 
 
 def run(name: str, start: float | None, end: float | None) -> TrainingSpan:

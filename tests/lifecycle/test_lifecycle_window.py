@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from lifecycle_estates import FCT, FCT_PG, at, closure, datasets, estate
 
-from recall_dagster.lifecycle.read import _writes
+from recall_dagster.lifecycle.read import _last_change, _writes
 from recall_dagster.lifecycle.records import AssertionRun
 from recall_dagster.lifecycle.window import blind_windows, hull
 
@@ -82,10 +82,20 @@ def test_the_hull_of_several_tests_is_open_while_any_is() -> None:
     assert hull([]) is None
 
 
-def test_a_stock_estate_s_builds_and_source_freshness_are_writes_too() -> None:
-    """Without operation aspects, a dbt model's builds (run_results.json) and the last change dbt source
-    freshness or the platform saw, on any twin of the table, say when it was written."""
+def test_a_stock_estate_s_builds_are_writes_and_its_source_freshness_the_newest_change() -> None:
+    """Without operation aspects, a dbt model's builds (run_results.json) list when it was written; the last change
+    dbt source freshness or the platform saw, on any twin of the table, stamps only the newest write."""
     views = datasets()
     views[FCT] = replace(views[FCT], operations_ms=(), builds_ms=(at(12), at(4)))
     views[FCT_PG] = replace(views[FCT_PG], operations_ms=(), last_modified_ms=at(9))
-    assert _writes(estate([closure(1, views=views)]), FCT_PG) == (at(4), at(9), at(12))
+    world = estate([closure(1, views=views)])
+    assert (_writes(world, FCT_PG), _last_change(world, FCT_PG)) == ((at(4), at(12)), at(9))
+
+
+def test_a_stamped_newest_change_after_the_pass_is_the_likely_onset_not_a_bound() -> None:
+    (window,) = blind_windows(runs((0, "SUCCESS"), (10, "FAILURE"), (20, "SUCCESS")), failing, (), at(9))
+    assert (window.onset_ms, window.likely_onset_ms) == (at(0), at(9)), "an earlier write could hide behind it"
+    (bounded,) = blind_windows(runs((0, "SUCCESS"), (10, "FAILURE"), (20, "SUCCESS")), failing, (at(4),), at(9))
+    assert (bounded.onset_ms, bounded.likely_onset_ms) == (at(4), None), "a listed write bounds it"
+    (healed,) = blind_windows(runs((0, "SUCCESS"), (10, "FAILURE"), (20, "SUCCESS")), failing, (), at(15))
+    assert healed.end_ms == at(15), "the newest change is the last write: the fix came by then"
