@@ -7,8 +7,9 @@ test on the closure's data (:func:`holds`).
 Reaches as every command judges it (:mod:`recall_dagster.estate.reach`): a
 failing column whose recorded lineage leads to none of the model's inputs (a
 column staging drops) is not the model's problem, while one lineage loses track
-of (an aggregate) still is, as a suspect. A failure that reaches the model only as
-a suspect is at most WARN, with the evidence that left it one. A failure that
+of (an aggregate) still is, through table lineage, as loudly. A failure that
+reaches the model only as a suspect (what it reads shares only an origin with
+the failing column) is at most WARN, with the evidence that left it one. A failure that
 skipped the builds of the model's inputs (:mod:`recall_dagster.estate.frozen`)
 is a finding too, at most WARN when it reaches nothing: the model reads the
 last good build and will retrain on it.
@@ -57,10 +58,11 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
                 else ""
             )
             severity = config.severity(NAME, assertion.result)
-            if reach is None or reach.strength == "suspect":
+            suspect = reach is not None and reach.strength == "suspect"
+            if reach is None or suspect:
                 severity = Severity.WARN if severity.at_least(Severity.WARN) else severity
             notes = "".join((
-                f"; it reaches the model only as a suspect: {reach.why}" if reach and reach.strength == "suspect" else "",
+                f"; it reaches the model only as a suspect: {reach.why}" if reach is not None and suspect else "",
                 f"; the builds below it were skipped: {', '.join(f.text for f in frozen)} "
                 f"{'keeps its' if len(frozen) == 1 else 'keep their'} last good build, which the model and its next "
                 "retrain read" if frozen else "",
@@ -97,14 +99,15 @@ def identity(f: Finding) -> dict[str, object]:
 
 
 def _next_run(dataset: Dataset, at_ms: int) -> int | None:
-    """The first run after ``at_ms`` of a test on ``dataset`` (runs are read newest first)."""
+    """The first run after ``at_ms`` of a test on ``dataset``, or build of it (a build ends a frozen table's
+    standing); runs are read newest first."""
     later = (r.at_ms for a in dataset.assertions for r in takewhile(lambda r: r.at_ms > at_ms, a.history))
-    return first_after(at_ms, (*(a.ran_at_ms for a in dataset.assertions), *later))
+    return first_after(at_ms, (*(a.ran_at_ms for a in dataset.assertions), *later, *dataset.builds_ms))
 
 
 def holds(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> int | None:
     """The verdict reads the instant only through what each test's latest run was then
-    (:meth:`~recall_dagster.estate.views.Assertion.as_of`): it holds until the first run after it of a test on
-    any of the closure's datasets."""
+    (:meth:`~recall_dagster.estate.views.Assertion.as_of`) and what was built by then: it holds until the first
+    run after it of a test on, or build of, any of the closure's datasets."""
     at = closure.scanned_at_ms
     return state.memo.judgements((NAME, "next run", at)).least(closure.datasets, lambda d: _next_run(d, at))
