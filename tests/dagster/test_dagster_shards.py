@@ -154,6 +154,7 @@ def test_an_unsharded_rescan_in_dagster_keeps_the_verdicts_on_closures_no_change
 
 
 
+@pytest.mark.slow  # four Dagster runs in processes: `make test-slow`
 def test_four_shard_runs_launched_at_once_on_one_home_all_finish_without_waiting_on_a_lock(
     general: Path, tmp_path: Path
 ) -> None:

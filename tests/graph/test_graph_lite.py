@@ -357,6 +357,7 @@ def test_unusable_files_raise_graph_error_with_a_message(tmp_path: Path) -> None
     assert not (tmp_path / "missing.db").exists()
 
 
+@pytest.mark.slow  # the embedded stack for seconds each: `make test-slow`
 def test_official_datahub_lite_cli_reads_what_was_written(graph_file: Path, estate: Estate, lite_cli) -> None:
     datahub = lite_cli(graph_file)
     model = json.loads(datahub("lite", "get", "--urn", estate.model))

@@ -19,6 +19,9 @@ from seed.stack.warehouse import Warehouse, ensure_warehouse, stop_warehouse
 from tests.stack_homes import fresh_settings
 
 
+
+pytestmark = pytest.mark.slow  # a Postgres server for each worker: `make test-slow`
+
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Registry:
     return made_registry(tmp_path_factory)

@@ -99,6 +99,7 @@ def test_a_job_feast_fails_names_the_repository_and_the_worker_serves_the_next(
     assert run_feast({"repo": str(repo), "list": True})["views"] == sorted(t.name for t in registry.feature_tables)
 
 
+@pytest.mark.slow  # the embedded stack for seconds each: `make test-slow`
 def test_datahub_feast_source_names_features_as_enrichment_links_them_and_the_export_reads_the_warehouse(
     registry: FeatureRegistry, warehouse, tmp_path: Path
 ) -> None:

@@ -60,7 +60,7 @@ def _on_postgres(engine: sqlalchemy.Engine) -> ReadSql:
     return read_sql
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.slow)])  # Postgres: make test-slow
 def read_sql(request: pytest.FixtureRequest) -> ReadSql:
     if request.param == "sqlite":
         return request.getfixturevalue("warehouse").read_sql
