@@ -29,6 +29,15 @@ hypothesis_settings.register_profile("recall", deadline=None, suppress_health_ch
 hypothesis_settings.load_profile("recall")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The same for what a session builds once (the Recall definitions the Dagster tests share): set up before
+    any test's own home, they would read the checkout's ``.recall/recall.yaml`` after ``make demo``."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RECALL_HOME", str(tmp_path_factory.mktemp("session-home")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _own_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test starts from an empty RECALL_HOME of its own, never the checkout's ``.recall``: ``make demo``
