@@ -134,8 +134,7 @@ def window_paragraph(cause: Mapping[str, Any]) -> str:
         if live:
             line += f", and {', '.join(live)} serve{'s' if len(live) == 1 else ''} traffic now"
         if suspect:
-            line += (f"; {', '.join(suspect)} trained inside the window on data the failure reaches only as a "
-                     "suspect")
+            line += f"; {', '.join(suspect)} may have (suspect, neither convicted nor cleared: see its reason)"
         if unknown:
             line += f"; {', '.join(unknown)} cannot be judged (training time unknown)"
         for v in model["versions"]:

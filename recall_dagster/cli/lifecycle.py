@@ -107,7 +107,7 @@ def _render_window(report: BlindWindowReport, console: Console, rewrite: Rewrite
         for model in cause.models:
             console.print(f"  [bold]{esc(model.name)}[/bold]: {esc(model.rollback_note)}")
             for v in model.versions:
-                colour = {"CONTAMINATED": "red", "SUSPECT": "yellow", "UNKNOWN": "yellow", "CLEAN": "green"}[v.verdict.status.value]
+                colour = {"CONTAMINATED": "red", "CLEAN": "green"}.get(v.verdict.status.value, "yellow")
                 serves = [display_name(d) for d in v.live_deployments]
                 serves += ["its production mark"] if v.production else []
                 serving = f" (serves through {', '.join(serves)})" if serves else ""

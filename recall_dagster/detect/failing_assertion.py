@@ -25,8 +25,8 @@ from recall_dagster.detect.holds import first_after
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import Dataset, ModelClosure
 from recall_dagster.estate.columns import Col, ColumnGraph
-from recall_dagster.estate.frozen import frozen_inputs
-from recall_dagster.estate.reach import passing_columns, reaches
+from recall_dagster.estate.failing_test import failing_test
+from recall_dagster.estate.reach import passing_columns
 from recall_dagster.severity import Severity
 
 NAME = "failing_assertion"
@@ -45,10 +45,8 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
             if graph is None:
                 graph = state.columns() if state.columns is not None else closure.columns
                 passing = passing_columns(closure, graph, closure.scanned_at_ms)
-            reach = reaches(closure, graph, urn, assertion.column, config.reach, passing)
-            frozen = (frozen_inputs(closure, urn, assertion.since_ms, closure.scanned_at_ms)
-                      if assertion.since_ms is not None else ())
-            if reach is None and not frozen:
+            verdict = failing_test(closure, graph, urn, assertion, config.reach, passing, closure.scanned_at_ms)
+            if verdict is None:
                 continue
             where = f"{dataset.name}.{assertion.column}" if assertion.column else dataset.name
             verb = "failed" if assertion.result == "FAILURE" else "errored"
@@ -58,22 +56,16 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
                 else ""
             )
             severity = config.severity(NAME, assertion.result)
-            suspect = reach is not None and reach.strength == "suspect"
-            if reach is None or suspect:
+            if verdict.quiet:
                 severity = Severity.WARN if severity.at_least(Severity.WARN) else severity
-            notes = "".join((
-                f"; it reaches the model only as a suspect: {reach.why}" if reach is not None and suspect else "",
-                f"; the builds below it were skipped: {', '.join(f.text for f in frozen)} "
-                f"{'keeps its' if len(frozen) == 1 else 'keep their'} last good build, which the model and its next "
-                "retrain read" if frozen else "",
-            ))
+            reach = verdict.reach
             findings.append(
                 finding(
                     closure,
                     NAME,
                     severity,
                     assertion.urn,
-                    f"assertion {assertion.name} on {where} {verb} in its latest run{rows}{notes}",
+                    f"assertion {assertion.name} on {where} {verb} in its latest run{rows}{verdict.notes}",
                     cause=urn,
                     path=(*closure.path_to(urn), assertion.urn),
                     assertion=assertion.name,
@@ -87,7 +79,7 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
                     detail=assertion.detail,
                     reach=reach.strength if reach else None,
                     reach_reason=reach.why if reach else None,
-                    frozen=[f.to_json() for f in frozen],
+                    frozen=[f.to_json() for f in verdict.frozen],
                 )
             )
     return findings

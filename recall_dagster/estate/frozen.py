@@ -52,7 +52,7 @@ def frozen_inputs(closure: ModelClosure, tested: str, failing_since_ms: int, ins
     for urn in closure.direct_inputs:
         if closure.canonical(urn) == table:
             continue
-        above = {closure.canonical(u) for twin in closure.same_table(urn) for u in closure.upstream_of([twin.urn])}
+        above = {closure.canonical(u) for u in closure.upstream_of(twin.urn for twin in closure.same_table(urn))}
         if table not in above:
             continue
         built = _newest_build(closure, urn, instant_ms)

@@ -30,8 +30,8 @@ from recall_dagster.detect import (
 )
 from recall_dagster.detect.freshness import judge_table
 from recall_dagster.estate import ModelClosure, display_name
-from recall_dagster.estate.frozen import frozen_inputs
-from recall_dagster.estate.reach import passing_columns, reaches
+from recall_dagster.estate.failing_test import failing_test
+from recall_dagster.estate.reach import passing_columns
 from recall_dagster.lifecycle.assess import RootCause
 from recall_dagster.estate.columns import ColumnGraph
 from recall_dagster.estate.views import Freshness
@@ -145,23 +145,18 @@ def failing_assertions(inputs: GateInputs) -> CheckResult:
     if not any(closure.dataset(urn).assertions for urn in read):
         return CheckResult("failing_assertions", "SKIP", "no test or assertion covers its training data")
     passing = passing_columns(closure, inputs.columns, inputs.now_ms)
-    reached = []
-    for urn in read:
-        dataset = closure.dataset(urn)
-        for a in (t.as_of(inputs.now_ms) for t in dataset.assertions):
-            if not inputs.config.failing(a.result):
-                continue
-            reach = reaches(closure, inputs.columns, urn, a.column, inputs.config.reach, passing)
-            frozen = frozen_inputs(closure, urn, a.since_ms, inputs.now_ms) if a.since_ms is not None else ()
-            if reach is None and not frozen:
-                continue
-            line = (f"{a.name} on {dataset.name}{'.' + a.column if a.column else ''}: {a.result}"
-                    + (f" ({a.failed_rows:,} failing rows)" if a.failed_rows is not None else "")
-                    + (f"; suspect: {reach.why}" if reach and reach.strength == "suspect" else "")
-                    + (f"; builds below it skipped, frozen: {', '.join(f.text for f in frozen)}" if frozen else ""))
-            reached.append((line, reach.strength if reach else "frozen"))
+    reached = [
+        (f"{a.name} on {dataset.name}{'.' + a.column if a.column else ''}: {a.result}"
+         + (f" ({a.failed_rows:,} failing rows)" if a.failed_rows is not None else "") + verdict.notes, verdict.quiet)
+        for urn in read
+        for dataset in [closure.dataset(urn)]
+        for a in (t.as_of(inputs.now_ms) for t in dataset.assertions)
+        if inputs.config.failing(a.result)
+        and (verdict := failing_test(closure, inputs.columns, urn, a, inputs.config.reach, passing,
+                                     inputs.now_ms)) is not None
+    ]
     problems = [line for line, _ in reached]
-    if problems and all(strength in ("suspect", "frozen") for _, strength in reached):
+    if problems and all(quiet for _, quiet in reached):
         return CheckResult("failing_assertions", "WARN", f"{len(problems)} failing test(s) upstream reach it only "
                            "as suspects or froze the builds it reads", tuple(problems))
     return _result(

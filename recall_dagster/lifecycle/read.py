@@ -23,7 +23,7 @@ from datahub.metadata.schema_classes import (
 )
 
 from recall_dagster.detect import RecallConfig
-from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.estate import Dataset, ModelClosure, display_name
 from recall_dagster.estate.measures import measured
 from recall_dagster.estate.parse import Run, assertion_kind, parse_assertion
 from recall_dagster.estate.resolve import assertion_runs, resolve_closures
@@ -48,10 +48,14 @@ def _materialised(estate: Estate, aspects: Mapping[str, Mapping[str, object]], d
     return not views or any(v.materialized for v in views)
 
 
+def _descriptions(estate: Estate, dataset: str) -> list[Dataset]:
+    return [estate.datasets[t] for t in estate.twins(dataset) if t in estate.datasets]
+
+
 def _writes(estate: Estate, dataset: str) -> tuple[int, ...]:
     """When the table's data was written, by the records that list each write: operations, and the builds that
-    wrote it (a dbt model's, from run_results.json)."""
-    twins = [estate.datasets[t] for t in estate.twins(dataset) if t in estate.datasets]
+    wrote it (a dbt model's, from run_results.json), on any description of it."""
+    twins = _descriptions(estate, dataset)
     return tuple(sorted({
         *(updated for twin in twins for _, updated in twin.operations_ms),
         *(built for twin in twins for built in twin.builds_ms),
@@ -60,8 +64,8 @@ def _writes(estate: Estate, dataset: str) -> tuple[int, ...]:
 
 def _last_change(estate: Estate, dataset: str) -> int | None:
     """The newest change a stamp records (the platform's lastModified, dbt source freshness's max_loaded_at)."""
-    twins = [estate.datasets[t] for t in estate.twins(dataset) if t in estate.datasets]
-    return max((twin.last_modified_ms for twin in twins if twin.last_modified_ms is not None), default=None)
+    stamps = [twin.last_modified_ms for twin in _descriptions(estate, dataset) if twin.last_modified_ms is not None]
+    return max(stamps, default=None)
 
 
 HISTORY_CEILING = 10_000  # runs read per assertion at the most, however long a failing streak is
