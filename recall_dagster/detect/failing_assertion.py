@@ -26,6 +26,7 @@ from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import Dataset, ModelClosure
 from recall_dagster.estate.columns import Col, ColumnGraph
 from recall_dagster.estate.failing_test import failing_test
+from recall_dagster.estate.measures import assertion_weight
 from recall_dagster.estate.reach import passing_columns
 from recall_dagster.severity import Severity
 
@@ -50,11 +51,8 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
                 continue
             where = f"{dataset.name}.{assertion.column}" if assertion.column else dataset.name
             verb = "failed" if assertion.result == "FAILURE" else "errored"
-            rows = (
-                f" ({assertion.failed_rows:,} failing rows)" if assertion.failed_rows is not None
-                else f" ({assertion.metric[0]} {assertion.metric[1]:g})" if assertion.metric is not None
-                else ""
-            )
+            weight = assertion_weight(assertion.failed_rows, assertion.metric, assertion.bound)
+            rows = f" ({weight})" if weight else ""
             severity = config.severity(NAME, assertion.result)
             if verdict.quiet:
                 severity = Severity.WARN if severity.at_least(Severity.WARN) else severity

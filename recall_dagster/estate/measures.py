@@ -69,7 +69,8 @@ def _bound(operator: object, parameters: AssertionStdParametersClass | None) -> 
     return f", expected {symbol} {value}" if value and symbol else ""
 
 
-def _held_to(info: AssertionInfoClass | None) -> str:
+def held_to(info: AssertionInfoClass | None) -> str:
+    """The bound the assertion holds its measurement to (", expected ≥ 40,000"); empty when it says none."""
     if info is None:
         return ""
     if info.volumeAssertion is not None and info.volumeAssertion.rowCountTotal is not None:
@@ -103,4 +104,20 @@ def measured(info: AssertionInfoClass | None, value: float | None, native: Mappi
     observed = value if value is not None else _number(native.get("observed_value", ""))
     if observed is None:
         return None
-    return f"{name} {_shown(observed)}{_held_to(info)}"
+    return metric_text(name, observed, held_to(info))
+
+
+def metric_text(name: str, value: float, bound: str) -> str:
+    """A measurement under its own name beside the bound it is held to ("row_count 1,520, expected ≥ 40,000")."""
+    return f"{name} {_shown(value)}{bound}"
+
+
+def weight_text(failed_rows: int | None, measured: str | None) -> str | None:
+    """What a failure weighed, as every report says it: the rows it counted failing, or what it measured."""
+    parts = ([f"{failed_rows:,} failing rows"] if failed_rows is not None else []) + ([measured] if measured else [])
+    return ", ".join(parts) or None
+
+
+def assertion_weight(failed_rows: int | None, metric: tuple[str, float] | None, bound: str) -> str | None:
+    """:func:`weight_text` of one run as the estate keeps it: its metric under its own name, beside its bound."""
+    return weight_text(failed_rows, metric_text(*metric, bound) if metric is not None else None)

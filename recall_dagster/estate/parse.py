@@ -51,7 +51,7 @@ from datahub.metadata.urns import DataJobUrn
 from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
 from datahub.utilities.urns.urn import Urn
 
-from recall_dagster.estate.measures import metric_name
+from recall_dagster.estate.measures import held_to, metric_name
 from recall_dagster.estate.names import display_name
 from recall_dagster.estate.production import registry_marks_production
 from recall_dagster.estate.twins import twin_of
@@ -588,6 +588,7 @@ def parse_assertion(urn: str, info: AssertionInfoClass | None, runs: Iterable[Ru
         result=sys.intern(str(latest.result)) if latest else None,
         failed_rows=_failed_rows(latest, info) if latest else None,
         metric=_metric(info, latest),
+        bound=held_to(info),
         ran_at_ms=latest.at_ms if latest else None,
         detail=_text((latest.native or {}).get("message")) if latest else None,
         since_ms=streak[-1] if streak else None,

@@ -76,6 +76,7 @@ class Assertion:
     result: str | None = None  # SUCCESS / FAILURE / ERROR, None when never run
     failed_rows: int | None = None  # only from results that count rows
     metric: tuple[str, float] | None = None  # a metric or volume assertion's value, under its own name
+    bound: str = ""  # what the assertion holds that value to (", expected ≥ 40,000"), from its parameters
     ran_at_ms: int | None = None
     detail: str | None = None  # the native result message, when the runner gave one
     since_ms: int | None = None  # the first run of the streak the latest result belongs to (within the runs read)

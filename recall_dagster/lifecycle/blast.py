@@ -17,7 +17,8 @@ from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.estate.columns import Col, ColumnGraph, column_name
 from recall_dagster.estate.reach import PoisonedFeature, Strength, failing_columns, origins_of, reach_of
 from recall_dagster.lifecycle.config import LifecycleConfig, SeverityConfig
-from recall_dagster.lifecycle.records import AssertionRecord, AssertionRun, weight_text
+from recall_dagster.estate.measures import weight_text
+from recall_dagster.lifecycle.records import AssertionRecord, AssertionRun
 from recall_dagster.severity import Severity
 
 SUSPECT_CAP = "MEDIUM"  # the loudest a model reached only through suspect columns can be

@@ -31,6 +31,7 @@ from recall_dagster.detect import (
 from recall_dagster.detect.freshness import judge_table
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.estate.failing_test import failing_test
+from recall_dagster.estate.measures import assertion_weight
 from recall_dagster.estate.reach import passing_columns
 from recall_dagster.lifecycle.assess import RootCause
 from recall_dagster.estate.columns import ColumnGraph
@@ -147,7 +148,8 @@ def failing_assertions(inputs: GateInputs) -> CheckResult:
     passing = passing_columns(closure, inputs.columns, inputs.now_ms)
     reached = [
         (f"{a.name} on {dataset.name}{'.' + a.column if a.column else ''}: {a.result}"
-         + (f" ({a.failed_rows:,} failing rows)" if a.failed_rows is not None else "") + verdict.notes, verdict.quiet)
+         + (f" ({weight})" if (weight := assertion_weight(a.failed_rows, a.metric, a.bound)) else "")
+         + verdict.notes, verdict.quiet)
         for urn in read
         for dataset in [closure.dataset(urn)]
         for a in (t.as_of(inputs.now_ms) for t in dataset.assertions)

@@ -18,7 +18,7 @@ from recall_dagster.lifecycle.assess import RootCause
 from recall_dagster.lifecycle.blast import describe
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.incidents import IncidentEntry
-from recall_dagster.lifecycle.records import weight_text
+from recall_dagster.estate.measures import weight_text
 from recall_dagster.lifecycle.verdict import Status, VersionVerdict, judge
 from recall_dagster.instants import iso_instant
 

@@ -40,7 +40,7 @@ from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.lifecycle.blast import describe
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.incidents import INCIDENT_TYPE, IncidentEntry
-from recall_dagster.lifecycle.records import weight_text
+from recall_dagster.estate.measures import weight_text
 from recall_dagster.lifecycle.postmortem import Postmortem
 from recall_dagster.writeback.config import RetryPolicy
 from recall_dagster.writeback.emit import emit

@@ -26,12 +26,6 @@ class AssertionRun:
     measured: str | None = None  # what any other check measured, by its name ("row_count 1,520, expected ≥ 40,000")
 
 
-def weight_text(failed_rows: int | None, measured: str | None) -> str | None:
-    """What a failure weighed, as every report says it: the rows it counted failing, or what it measured."""
-    parts = ([f"{failed_rows:,} failing rows"] if failed_rows is not None else []) + ([measured] if measured else [])
-    return ", ".join(parts) or None
-
-
 @dataclass(frozen=True)
 class AssertionRecord:
     """One assertion and its run history, newest first (as the graph serves it)."""
