@@ -76,6 +76,19 @@ def test_a_whole_table_input_beside_features_reading_other_columns_is_suspect_no
     _, scan = recall(estate, "scan", "--model", "total_model")
     twins = [f for m in scan["models"] for f in m["findings"] if f["detector"] == "failing_assertion"]
     assert {(f["severity"], f["evidence"]["reach"]) for f in twins} == {("CRITICAL", "confirmed")}
+    gates = {name: next(c for c in recall(estate, "gate", name)[1]["checks"] if c["name"] == "failing_assertions")
+             for name in ("region_model", "total_model")}
+    assert (gates["region_model"]["status"], gates["total_model"]["status"]) == ("WARN", "FAIL")
+    assert "it reaches the model only as a suspect: its training logged shop.marts.mart whole" in (
+        gates["region_model"]["details"][0])
+    _, synced = recall(estate, "incidents", "sync")
+    reached = {m["name"]: m["reach"] for i in synced["raised"] + synced["active"] for m in i["models"]}
+    assert (reached["region_model_1"], reached["total_model_2"]) == ("suspect", "confirmed")
+    _, impact = recall(estate, "impact", "marts.mart", "--column", "total", "--mutation", "null_fraction",
+                       "--no-write")
+    changed = {r["model"] for r in impact["results"]}
+    assert "total_model" in changed and "region_model" not in changed, (
+        "a change to total reaches what reads total, never a version that only logged its table whole")
 
 
 def test_a_streak_longer_than_the_page_still_names_the_rollback_judging_every_run(estate: dict[str, str]) -> None:

@@ -8,10 +8,13 @@ with ``--json``, as a team would. Three questions are asked of every command tha
    ``gate fraud`` (the version it judges, ``"model"``).
 2. Is each training input fresh: an ``upstream_staleness`` finding on the judged version in the scan, and the
    gate's ``input_freshness`` check (SKIP exactly when nobody records when an input changed).
-3. Which model versions a failing test reaches: ``failing_assertion`` findings in ``scan --all``, the gate's
-   ``failing_assertions`` check, the models of the incidents ``incidents sync`` keeps open, the blast radius of
-   the active causes of ``blind-window``, and ``impact`` on the failing column (production versions only; it
-   needs no MLflow model to name them, each result INCOMPLETE).
+3. Which model versions a failing test reaches, and how strongly (confirmed through column lineage, through
+   table lineage, or only a suspect): ``failing_assertion`` findings in ``scan --all`` (their ``reach``), the
+   gate's ``failing_assertions`` check (FAIL for a confirmed or table reach, WARN for a suspect), the models of
+   the incidents ``incidents sync`` keeps open and the blast radius of the active causes of ``blind-window``
+   (each model's ``reach``), and ``impact`` on the failing column (production versions only; it needs no MLflow
+   model to name them, each result INCOMPLETE; a suspect shares only an origin, so a change to the column does
+   not reach it).
 """
 
 from __future__ import annotations
@@ -127,9 +130,10 @@ def _brief(command: str, answer: Any) -> Any:
                 "checks": [c for c in answer["checks"] if c["name"] in ("input_freshness", "failing_assertions")]}
     if command.startswith("blind-window"):
         return [{"active": c["active"], "failing": [a["name"] for a in c["assertions"] if a["failing"]],
-                 "models": [m["urn"] for m in c["blast_radius"]["models"]]} for c in answer["causes"]]
+                 "models": [(m["urn"], m["reach"]) for m in c["blast_radius"]["models"]]} for c in answer["causes"]]
     if command.startswith("incidents"):
-        return [{"tests": i["tests"], "models": [m["name"] for m in i["models"]]} for i in answer["active"]]
+        return [{"tests": i["tests"], "models": [(m["name"], m["reach"]) for m in i["models"]]}
+                for i in answer["active"]]
     if command.startswith("impact"):
         return {"verdict": answer["verdict"], "models": [r["model_urn"] for r in answer["results"]]}
     return answer
@@ -229,6 +233,19 @@ def _stale_inputs_agree(s: Shop, scan: dict[str, Any], command: str, gate: dict[
 # -- 3. which model versions a failing test reaches ----------------------------------------------------------
 
 
+STRENGTH = {"suspect": 1, "table": 2, "confirmed": 3}  # a version reached by several tests: the strongest reach
+
+
+def _strongest(pairs: Iterable[tuple[str, str | None]]) -> dict[str, str]:
+    """Version URN -> the strongest reach among ``(urn, reach)``; a finding with no reach (a frozen table only)
+    names no strength."""
+    found: dict[str, str] = {}
+    for urn, reach in pairs:
+        if reach is not None and STRENGTH[reach] > STRENGTH.get(found.get(urn, ""), 0):
+            found[urn] = reach
+    return found
+
+
 def _urn_of(name: str) -> str:
     """A version's name (``fraud_2``) as incidents name it -> its URN."""
     return version_urn(int(name.rsplit("_", 1)[1]))
@@ -259,11 +276,17 @@ def _reach_agrees(scratch: Path, estate: Estate) -> None:
                    for dataset, column in sorted(failing)]
     scan_reach = _sorted(m["urn"] for m in every["models"] if _findings(m, "failing_assertion"))
     production = {m["urn"] for m in every["models"] if m["production"]}
+    scan_strength = _strongest((m["urn"], f["evidence"]["reach"])
+                               for m in every["models"] for f in _findings(m, "failing_assertion"))
 
     check = _check(gate, "failing_assertions")
-    assert (check["status"] == "FAIL") == (gate["model"] in scan_reach), s.fail(
-        f"scan --all reports failing tests on {scan_reach}; gate's failing_assertions on {gate['model']} is "
-        f"{check['status']}", "scan --all", "gate fraud")
+    loud = scan_strength.get(gate["model"]) in ("confirmed", "table")
+    assert (check["status"] == "FAIL") == loud, s.fail(
+        f"scan --all reaches {gate['model']} as {scan_strength.get(gate['model'])}; gate's failing_assertions "
+        f"on it is {check['status']}", "scan --all", "gate fraud")
+    assert check["status"] != "WARN" or gate["model"] in scan_reach, s.fail(
+        f"gate's failing_assertions warns on {gate['model']}, which scan --all finds no failing test on",
+        "scan --all", "gate fraud")
     incident_reach = _sorted(_urn_of(m["name"]) for i in synced["active"] for m in i["models"])
     assert incident_reach == scan_reach, s.fail(
         f"scan --all reports failing tests on {scan_reach}; incidents sync keeps incidents open on "
@@ -272,9 +295,19 @@ def _reach_agrees(scratch: Path, estate: Estate) -> None:
     assert window_reach == scan_reach, s.fail(
         f"scan --all reports failing tests on {scan_reach}; blind-window's active causes reach {window_reach}",
         "scan --all", "blind-window")
+    incident_strength = _strongest((_urn_of(m["name"]), m["reach"]) for i in synced["active"] for m in i["models"])
+    assert incident_strength == scan_strength, s.fail(
+        f"scan --all reaches {scan_strength}; incidents sync reaches {incident_strength}", "scan --all",
+        "incidents sync")
+    window_strength = _strongest((m["urn"], m["reach"]) for c in window["causes"] if c["active"]
+                                 for m in c["blast_radius"]["models"])
+    assert window_strength == scan_strength, s.fail(
+        f"scan --all reaches {scan_strength}; blind-window's active causes reach {window_strength}",
+        "scan --all", "blind-window")
     impact_reach = _sorted(r["model_urn"] for i in impacts for r in i["results"])
-    assert impact_reach == _sorted(production & set(scan_reach)), s.fail(
-        f"scan --all reports failing tests on the production versions {_sorted(production & set(scan_reach))}; "
+    changed = {urn for urn, reach in scan_strength.items() if reach != "suspect"}
+    assert impact_reach == _sorted(production & changed), s.fail(
+        f"scan --all reaches the production versions {_sorted(production & changed)} beyond a suspect; "
         f"impact on the failing columns {sorted(failing)} reaches {impact_reach}",
         "scan --all", *(c for c in s.said if c.startswith("impact")))
 
