@@ -15,10 +15,16 @@ in the shape of Dagster's own dbt example).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import yaml
+
+from recall_dagster.errors import ConfigError
+
+if TYPE_CHECKING:
+    from recall_dagster.warehouse import DbtTarget
 
 
 LITE_SINK = "recall_dagster.graph.lite_sink.RecallLiteSink"
@@ -90,6 +96,68 @@ def feast_recipe(repo: Path, sink: Mapping[str, Any], environment: str = "PROD",
     if owner_mappings:
         config["owner_mappings"] = owner_mappings
     return {"source": {"type": "feast", "config": config}, "sink": dict(sink)}
+
+
+# What DataHub's source of the warehouse adds to the dbt source's picture, as init says it.
+WAREHOUSE_WHY = ("the warehouse as it is, beside what dbt declares: its views with their lineage, the tables dbt "
+                 "does not build, and the column types the warehouse actually holds (schema drift)")
+# dbt's ``env_var('NAME')`` in a profile value: the recipe names the same variable for DataHub to expand.
+ENV_VAR = re.compile(r"""\{\{\s*env_var\(\s*['"]([A-Za-z_][A-Za-z0-9_]*)['"]""")
+SECRETS = frozenset({"password", "pass", "private_key_passphrase", "token"})
+
+
+def warehouse_recipe(target: DbtTarget, sink: Mapping[str, Any]) -> dict[str, Any] | None:
+    """DataHub's own source of the warehouse a dbt profile's target reaches, None for an adapter DataHub has no
+    source for (DuckDB). A value the profile reads from the environment stays a ``${VAR}`` DataHub expands when
+    the recipe runs, and a secret written in the profile is never copied: the recipe names
+    ``${<PLATFORM>_PASSWORD}`` instead."""
+    platform = target.platform
+
+    def value(*keys: str) -> str | None:
+        raw = target.raw(*keys)
+        named = ENV_VAR.search(raw) if isinstance(raw, str) else None
+        if named:
+            return "${" + named.group(1) + "}"
+        if raw is not None and set(keys) & SECRETS:
+            return "${" + f"{platform.upper()}_PASSWORD" + "}"
+        return target.value(*keys)
+
+    default_port = {"postgres": "5432", "redshift": "5439", "mysql": "3306"}
+    config: dict[str, Any]
+    host, port = value("host"), value("port") or default_port.get(platform)
+    if platform == "postgres" and _socket(target):  # a socket directory, as libpq takes it
+        password = value("password", "pass")
+        login = f"{value('user', 'username')}{':' + password if password else ''}"
+        config = {"sqlalchemy_uri": f"postgresql+psycopg2://{login}@/{value('dbname', 'database')}"
+                                    f"?host={host}&port={port}",  # the source requires host_port; the URI wins
+                  "host_port": f"{host}:{port}", "database": value("dbname", "database")}
+    elif platform in default_port:
+        config = {
+            "host_port": f"{host}:{port}",
+            "database": value("dbname", "database") if platform != "mysql" else None,
+            "username": value("user", "username"), "password": value("password", "pass"),
+        }
+        if platform == "mysql":
+            config["database_pattern"] = {"allow": [f"^{value('schema', 'database')}$"]}
+    elif platform == "snowflake":
+        config = {"account_id": value("account"), "username": value("user"), "password": value("password"),
+                  "warehouse": value("warehouse"), "role": value("role"),
+                  "database_pattern": {"allow": [f"^{value('database')}$"]}}
+    elif platform == "bigquery":
+        config = {"project_ids": [value("project", "database")]}
+    else:
+        return None
+    return {"source": {"type": platform, "config": {k: v for k, v in config.items() if v is not None}},
+            "sink": dict(sink)}
+
+
+def _socket(target: DbtTarget) -> bool:
+    """Whether the profile's host is a socket directory; a host whose variable is not set yet (init runs before
+    the warehouse's environment is) is taken for a network host."""
+    try:
+        return (target.value("host") or "").startswith("/")
+    except ConfigError:
+        return False
 
 
 def write_recipe(folder: Path, name: str, recipe: Mapping[str, Any]) -> Path:

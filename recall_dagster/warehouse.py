@@ -41,9 +41,13 @@ class DbtTarget:
         """DataHub's platform name for the adapter (``dbt-postgres`` writes ``postgres`` datasets)."""
         return str(self.value("type"))
 
+    def raw(self, *keys: str) -> Any:
+        """The first of ``keys`` the output sets, as the profile writes it."""
+        return next((self.output[k] for k in keys if self.output.get(k) not in (None, "")), None)
+
     def value(self, *keys: str) -> str | None:
         """The first of ``keys`` the output sets, with dbt's ``env_var`` filled in."""
-        raw = next((self.output[k] for k in keys if self.output.get(k) not in (None, "")), None)
+        raw = self.raw(*keys)
         return None if raw is None else str(_render(raw, self.environ))
 
     @property

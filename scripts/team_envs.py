@@ -155,10 +155,10 @@ def check(env: TeamEnv, wheel: Path, tests: bool) -> None:
         _run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "auto", "--dist", "loadfile",
               "--basetemp", str(WORK / f"{env.name}-tmp"), "-m", "not slow",
               *(f"--ignore-glob={pattern}" for pattern in LEFT_OUT)], cwd=ROOT)
-        # The adoption walkthrough (docs/estate.md) as a team on this stack follows it: DataHub's sources run
-        # through `recall ingest`, in an environment of their own.
-        _run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp",
-              str(WORK / f"{env.name}-adoption"), "tests/adoption"], cwd=ROOT)
+        # The adoption walkthroughs (docs/estate.md) as a team on this stack follows them: DataHub's sources run
+        # through `recall ingest`, in an environment of their own; dbt by hand and dbt inside Dagster side by side.
+        _run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
+              "--basetemp", str(WORK / f"{env.name}-adoption"), "tests/adoption"], cwd=ROOT)
 
 
 def main(argv: Sequence[str]) -> int:

@@ -82,6 +82,13 @@ def init_command(
         target = dbt_target(dbt_project.resolve(), profiles_dir.resolve() if profiles_dir else None)
         target_dir, platform = target.target_dir, target.platform
         planned["dbt"] = recipes.dbt_recipe(target_dir, platform, sink)
+        warehouse = recipes.warehouse_recipe(target, sink)
+        if warehouse is None:
+            click.echo(f"no recipe for the {platform} warehouse itself: DataHub has no {platform} source, so the "
+                       "dbt source's catalog alone says what the warehouse holds", err=True)
+        else:
+            planned[platform] = warehouse
+            click.echo(f"the {platform} recipe reads {recipes.WAREHOUSE_WHY}", err=True)
     if tracking:
         planned["mlflow"] = recipes.mlflow_recipe(tracking, sink, platform)
         unreadable = unreadable_store(tracking, version("mlflow-skinny"))
@@ -93,14 +100,14 @@ def init_command(
         raise ConfigError("nothing to write recipes for: give --dbt-project, --mlflow (or MLFLOW_TRACKING_URI) "
                           "or --feast-repo")
     config = folder / "recall.yaml"
-    targets = [folder / "recipes" / f"{name}.yml" for name in planned] + [config]
-    kept = [t for t in targets if t.exists() and not force]
+    paths = {name: folder / "recipes" / f"{name}.yml" for name in planned}
+    kept = [t for t in [*paths.values(), config] if t.exists() and not force]
     for name, recipe in planned.items():
-        if folder / "recipes" / f"{name}.yml" not in kept:
+        if paths[name] not in kept:
             click.echo(f"wrote {recipes.write_recipe(folder / 'recipes', name, recipe)}")
     if config not in kept:
         folder.mkdir(parents=True, exist_ok=True)
-        config.write_text(_starter(dbt_project, profiles_dir, platform), encoding="utf-8")
+        config.write_text(_starter(dbt_project, profiles_dir, platform, paths.get("dbt")), encoding="utf-8")
         click.echo(f"wrote {config}")
     for path in kept:
         click.echo(f"kept {path} (already there; --force overwrites it)")
@@ -108,10 +115,13 @@ def init_command(
     if "dbt" in planned:
         for command, why in recipes.DBT_ORDER:
             click.echo(f"  {command.replace('target/', f'{target_dir}/')}  # {why}")
-    for n, name in enumerate(planned):
+    for n, path in enumerate(paths.values()):
         why = "  # DataHub's sources, in an environment of their own: their pins would rewrite this one" if not n else ""
-        click.echo(f"  recall ingest {folder / 'recipes' / f'{name}.yml'}{why}")
+        click.echo(f"  recall ingest {path}{why}")
     click.echo(f"  RECALL_GRAPH={graph} RECALL_CONFIG={config} recall scan")
+    if "dbt" in planned:
+        click.echo("  (dbt inside Dagster: merge recall_definitions(recall, dbt=<your dbt assets>); its dbt_metadata "
+                   "asset ingests what dagster-dbt ran, named by dagster.dbt_recipe: no dbt command, no copy)")
 
 
 # Folders a dbt project is never in: dbt's own output and packages, environments, version control.
@@ -136,9 +146,12 @@ def found_dbt_project(root: Path, depth: int = 3) -> Path | None:
     return found[0] if found else None
 
 
-def _starter(dbt_project: Path | None, profiles_dir: Path | None, platform: str | None) -> str:
+def _starter(dbt_project: Path | None, profiles_dir: Path | None, platform: str | None,
+             dbt_recipe: Path | None) -> str:
     """The starter file; with a dbt project, its ``warehouse`` section names it, so row counts and the impact
-    query reach the warehouse through the profile dbt already uses."""
+    query reach the warehouse through the profile dbt already uses, and ``dagster.dbt_recipe`` names the dbt
+    recipe, so in Dagster (``recall_definitions(dbt=...)``) what dagster-dbt ran reaches the graph before each
+    scan with no copy step."""
     text = STARTER.replace("{platform}", platform or "postgres")
     if dbt_project is None:
         return text
@@ -146,4 +159,7 @@ def _starter(dbt_project: Path | None, profiles_dir: Path | None, platform: str 
              f"  dbt_project: {json.dumps(str(dbt_project.resolve()))}"]
     if profiles_dir is not None:
         lines.append(f"  profiles_dir: {json.dumps(str(profiles_dir.resolve()))}")
+    if dbt_recipe is not None:  # the example's section, live, its other keys still commented
+        text = text.replace("# dagster:\n", f"dagster:\n  dbt_recipe: {json.dumps(str(dbt_recipe.resolve()))}"
+                                             "  # recall_definitions(dbt=your dbt assets) ingests them first\n", 1)
     return text + "\n".join(lines) + "\n"

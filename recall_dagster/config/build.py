@@ -214,6 +214,6 @@ def build(f: RecallFile, source: str) -> Configuration:
         ),
         diagnose=_diagnose(f.diagnose, source),
         dagster=DagsterConfig(tuple(d.scan_after), tuple(d.mlflow_models), d.sensor_interval_seconds,
-                              d.nightly_scan_cron, d.scan_shards),
+                              d.nightly_scan_cron, d.scan_shards, d.dbt_recipe),
         narration=Rewrite(f.narration.rewrite_command or None, f.narration.timeout_seconds),
     )

@@ -12,3 +12,4 @@ class DagsterConfig:
     sensor_interval_seconds: int
     nightly_scan_cron: str
     scan_shards: int = 1  # > 1: the scan runs as that many partitions of shard_scans, then merges
+    dbt_recipe: str | None = None  # the dbt recipe the dbt_metadata asset runs after the team's dbt assets

@@ -473,6 +473,10 @@ class Dagster(Section):
     sensor_interval_seconds: Annotated[int, Field(ge=30)] = Field(description="How often the sensors look.")
     nightly_scan_cron: Text = Field(description="UTC.")
     scan_shards: Positive = Field(description="> 1: the scan runs as that many partitions, merged by a sensor.")
+    dbt_recipe: Text | None = Field(
+        description="The dbt recipe (`recall init` writes recipes/dbt.yml) a `dbt_metadata` asset runs after the "
+                    "team's dbt assets, so what dagster-dbt built and tested reaches the graph before each scan; "
+                    "unset: no such asset.")
     webserver_url: WebAddress = Field(
         description="The Dagster UI's address: the blind window, the gate and incidents link the run that trained "
                     "each version there; empty: they give the run id alone.")

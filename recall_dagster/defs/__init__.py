@@ -23,11 +23,14 @@ Nothing here holds logic: each definition calls the same function as the ``recal
 
 
 
+from pathlib import Path
+
 from dagster import AssetKey, AssetsDefinition, DefaultSensorStatus, Definitions
 
 from recall_dagster.defs.automation import nightly_scan, rescan_job, scan_job
 from recall_dagster.config.dagster import DagsterConfig
 from recall_dagster.config.load import load
+from recall_dagster.defs.dbt_metadata import dbt_metadata_asset
 from recall_dagster.defs.gate import retrain_gate
 from recall_dagster.defs.incidents import recall_incident_assets
 from recall_dagster.defs.metric_gate import metric_gate
@@ -58,25 +61,31 @@ def recall_definitions(
     and the nightly schedule start STOPPED unless ``default_status`` says
     RUNNING. Given the team's ``dbt`` assets (in the same code location), their
     failing tests launch a rescan straight from Dagster's event log as well as
-    through DataHub.
+    through DataHub. With a ``dagster.dbt_recipe``, a ``dbt_metadata`` asset
+    (downstream of those dbt assets) ingests what dagster-dbt ran first in every
+    scan, and any new test result, passing too, launches the rescan (a test
+    passing again resolves its incident).
     """
     resource = recall or RecallResource.from_env()
     chosen = config or load(resource.config_file()).dagster
     t = translator or RecallTranslator()
     after = [AssetKey.from_user_string(k) for k in chosen.scan_after]
-    scan, rescan = scan_job(t), rescan_job(t)
+    ingests = [dbt_metadata_asset(Path(chosen.dbt_recipe), dbt, t)] if chosen.dbt_recipe else []
+    first = [key for asset in ingests for key in asset.keys]
+    after += first
+    scan, rescan = scan_job(t, first), rescan_job(t, first)
     interval, shards = chosen.sensor_interval_seconds, chosen.scan_shards
     sensors = [datahub_assertion_sensor(rescan, interval, default_status, t),
                mlflow_sensor(rescan, chosen.mlflow_models, interval, default_status, t)]
     if dbt is not None:
-        sensors.append(dbt_test_failure_sensor(dbt, rescan, t, interval, default_status))
+        sensors.append(dbt_test_failure_sensor(dbt, rescan, t, interval, default_status, on_pass=bool(ingests)))
     jobs, nightly = [scan, rescan, rollback_job(t)], nightly_scan(scan, chosen.nightly_scan_cron, default_status, t)
     if shards > 1:  # the schedule fans out over the shards; their merge launches the scan job
         jobs.append(shards_job := shard_job(t))
         nightly = sharded_nightly_scan(shards_job, shards, chosen.nightly_scan_cron, default_status, t)
         sensors.append(shard_merge_sensor(scan, shards, interval, default_status, t))
     return Definitions(
-        assets=[*recall_scan_assets(after, shards, t), *recall_incident_assets(after, t)],
+        assets=[*ingests, *recall_scan_assets(after, shards, t), *recall_incident_assets(after, t)],
         jobs=jobs,
         schedules=[nightly],
         sensors=sensors,
@@ -91,6 +100,7 @@ __all__ = [
     "RollbackConfig",
     "ScanConfig",
     "datahub_assertion_sensor",
+    "dbt_metadata_asset",
     "dbt_test_failure_sensor",
     "metric_gate",
     "mlflow_sensor",

@@ -207,9 +207,11 @@ def mlflow_sensor(job: Job, models: Sequence[str] = (), interval_s: int = 60,
 
 def dbt_test_failure_sensor(
     dbt: AssetsDefinition, job: Job, translator: RecallTranslator | None = None, interval_s: int = 60,
-    default_status: DefaultSensorStatus = STOPPED,
+    default_status: DefaultSensorStatus = STOPPED, on_pass: bool = False,
 ) -> SensorDefinition:
-    """Rescan the production models downstream of a dbt test of ``dbt`` that just failed in Dagster.
+    """Rescan the production models downstream of a dbt test of ``dbt`` that just failed in Dagster; with
+    ``on_pass`` (the rescan ingests dbt's artifacts first), of every test that just ran, so a test passing again
+    resolves its incident.
 
     The cursor holds, per test, the last execution handled, so each evaluation
     is seen once, however runs interleave, on any event log storage. The failed
@@ -221,7 +223,8 @@ def dbt_test_failure_sensor(
 
     @sensor(name=names.sensor_name("dbt_test_failures"), job=job, minimum_interval_seconds=interval_s,
             default_status=default_status,
-            description="Rescans the production models downstream of a dbt test that just failed in Dagster.")
+            description="Rescans the production models downstream of a dbt test that just "
+                        f"{'ran' if on_pass else 'failed'} in Dagster.")
     def dbt_test_failures(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
         handled: dict[str, int] = json.loads(context.cursor) if context.cursor else {}
         latest = latest_check_executions(context.instance, dbt_checks)
@@ -236,14 +239,15 @@ def dbt_test_failure_sensor(
             return SensorResult(skip_reason="no new dbt test results")
         handled.update({key.to_user_string(): rid for key, (rid, _) in new.items()})
         cursor = json.dumps(handled, sort_keys=True)
-        failed = sorted({names.dataset_name(key.asset_key) for key, (_, evaluation) in new.items()
-                         if not evaluation.passed})
-        if not failed:
+        tables = sorted({names.dataset_name(key.asset_key) for key, (_, evaluation) in new.items()
+                         if on_pass or not evaluation.passed})
+        if not tables:
             return SensorResult(skip_reason=f"{len(new)} new dbt test result(s), none failed", cursor=cursor)
         with recall.open_graph() as graph:
-            models = models_reading(_closures(recall, graph), failed)
+            models = models_reading(_closures(recall, graph), tables)
         if not models:
-            return SensorResult(skip_reason=f"{len(failed)} failed table(s), none upstream of a production model",
+            return SensorResult(skip_reason=f"{len(tables)} {'tested' if on_pass else 'failed'} table(s), none "
+                                            "upstream of a production model",
                                 cursor=cursor)
         run_key = f"dbt-tests-{max(rid for rid, _ in new.values())}"
         return SensorResult(run_requests=[_rescan(run_key, models, "dbt_test_failure", names)], cursor=cursor)

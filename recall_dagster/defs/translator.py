@@ -26,7 +26,8 @@ class RecallTranslator:
         return "recall"
 
     def asset_key(self, name: str) -> AssetKey:
-        """The key of Recall's own asset ``name`` (one of :data:`ASSETS`)."""
+        """The key of Recall's own asset ``name`` (one of :data:`ASSETS`, or ``dbt_metadata`` when a dbt recipe
+        is configured)."""
         return AssetKey([name])
 
     def job_name(self, name: str) -> str:

@@ -235,3 +235,43 @@ def test_every_sensor_schedule_job_and_check_of_recall_says_what_it_does(definit
                   for a in repo.assets_defs_by_key.values() for spec in a.check_specs
                   if "recall" in (a.group_names_by_key.get(spec.asset_key) or "")}
     assert described and not [what for what, text in described.items() if not text], described
+
+
+def test_with_a_dbt_recipe_what_dagster_dbt_ran_reaches_the_graph_before_each_scan(
+    tmp_path: Path, defs_settings: Settings
+) -> None:
+    """``dagster.dbt_recipe`` (``recall init`` writes it) adds ``dbt_metadata`` downstream of the team's dbt assets
+    and first in both scan jobs; a recipe whose manifest is not there fails that step with the reason alone."""
+    from dagster import AssetCheckSpec, AssetSpec, DagsterInstance, materialize, multi_asset
+
+    @multi_asset(specs=[AssetSpec("raw_orders"), AssetSpec("daily_orders", deps=["raw_orders"])],
+                 check_specs=[AssetCheckSpec("not_null_raw_orders_amount", asset="raw_orders")])
+    def team_dbt():  # noqa: ANN202 - never run here
+        yield from ()
+
+    recipe = tmp_path / "recipes" / "dbt.yml"
+    recipe.parent.mkdir()
+    recipe.write_text(yaml.safe_dump({"source": {"type": "dbt", "config": {
+        "manifest_path": str(tmp_path / "target" / "manifest.json"), "target_platform": "duckdb"}},
+        "sink": {"type": "console"}}))
+    overlay = tmp_path / "recall.yaml"
+    overlay.write_text(f"dagster:\n  dbt_recipe: {recipe}\n")
+    resource = RecallResource.from_settings(defs_settings, config_path=str(overlay))
+    merged = Definitions.merge(Definitions(assets=[team_dbt]), recall_definitions(resource, dbt=team_dbt))
+    graph = merged.resolve_asset_graph()
+    ingest = AssetKey("dbt_metadata")
+    assert graph.get(ingest).parent_keys == {AssetKey("raw_orders"), AssetKey("daily_orders")}, (
+        "Recall sits downstream of what it reads in the lineage")
+    assert ingest in graph.get(AssetKey("model_closures")).parent_keys
+    assert ingest in graph.get(AssetKey("data_incidents")).parent_keys
+    for job in ("recall_scan", "recall_rescan"):
+        assert ingest in merged.resolve_job_def(job).asset_layer.executable_asset_keys
+    sensor = merged.resolve_sensor_def("dbt_test_failures")
+    assert sensor.description.endswith("a dbt test that just ran in Dagster.")
+
+    done = materialize([merged.resolve_assets_def(ingest)], instance=DagsterInstance.ephemeral(),
+                       raise_on_error=False)
+    [failure] = [e for e in done.all_events if e.is_step_failure]
+    said = failure.step_failure_data.error.message
+    assert "dbt's artifacts did not reach the graph: the dbt recipe's manifest" in said, said
+    assert "Traceback" not in said and not (defs_settings.home / "ingest").exists(), "refused before installing"

@@ -6,6 +6,7 @@ not there)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -24,27 +25,33 @@ def results(path: Path, which: str) -> None:
                                 "args": {"which": which, "invocation_command": f"dbt {which}"}}))
 
 
+def manifest(path: Path, compiled: bool = True) -> None:
+    """A manifest as dbt writes it: ``dbt parse`` leaves a model's ``compiled_code`` out, a build fills it in."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    node = {"resource_type": "model", "raw_code": "select 1", **({"compiled_code": "select 1"} if compiled else {})}
+    path.write_text(json.dumps({"nodes": {"model.jaffle.daily_orders": node}}))
+
+
 def recipe(target: Path) -> dict:
     return dbt_recipe(target, "duckdb", sink_config(str(target.parent / "datahub.db")))
 
 
 def test_run_then_test_reads_the_test_results_and_leaves_out_what_dbt_did_not_write(tmp_path: Path) -> None:
     target = tmp_path / "target"
-    (target).mkdir()
-    (target / "manifest.json").write_text("{}")
+    manifest(target / "manifest.json")
     results(target / "run_results.json", "test")
     runnable, said = readable(recipe(target))
     config = runnable["source"]["config"]
     assert "catalog_path" not in config and "sources_path" not in config
     assert config["run_results_paths"] == [str(target / "run_results*.json")], "dagster-dbt left none"
-    assert [line.split(" (")[0] for line in said] == [
-        "catalog.json is not there", "sources.json is not there", f"no run results at {target}/*/run_results.json"]
+    assert [line.split(" (")[0] for line in said] == ["catalog.json is not there", "sources.json is not there"], (
+        "no dagster-dbt invocation is no loss when dbt's own results are there")
 
 
 def test_dagster_dbt_s_invocations_are_read_and_docs_generate_s_results_alone_are_named(tmp_path: Path) -> None:
     target = tmp_path / "target"
-    for name in ("manifest.json", "catalog.json", "sources.json"):
-        target.mkdir(exist_ok=True)
+    manifest(target / "manifest.json")
+    for name in ("catalog.json", "sources.json"):
         (target / name).write_text("{}")
     results(target / "run_results.json", "generate")
     full = recipe(target)
@@ -55,9 +62,30 @@ def test_dagster_dbt_s_invocations_are_read_and_docs_generate_s_results_alone_ar
     assert runnable == full and said == [], "everything there: the recipe runs as written, nothing said"
 
 
+def test_inside_dagster_the_newest_build_s_manifest_brings_the_compiled_sql(tmp_path: Path) -> None:
+    """dagster-dbt's ``prepare_if_dev`` leaves ``target/manifest.json`` from ``dbt parse``: no compiled SQL, so no
+    column lineage. The newest invocation that compiled is read instead, and the recipe says which."""
+    target = tmp_path / "target"
+    manifest(target / "manifest.json", compiled=False)
+    runnable, said = readable(recipe(target))
+    assert runnable["source"]["config"]["manifest_path"] == str(target / "manifest.json")
+    assert any("holds no compiled SQL (`dbt parse` wrote it): the dbt source records no column lineage" in line
+               for line in said), said
+    older, newer = target / "jaffle_dbt_assets-1111111-aaaaaaa", target / "jaffle_dbt_assets-2222222-bbbbbbb"
+    for folder in (older, newer):
+        manifest(folder / "manifest.json")
+        results(folder / "run_results.json", "build")
+    manifest(target / "jaffle_dbt_assets-3333333-ccccccc" / "manifest.json", compiled=False)  # a `dbt parse`
+    os.utime(older / "manifest.json", (1, 1))
+    runnable, said = readable(recipe(target))
+    assert runnable["source"]["config"]["manifest_path"] == str(newer / "manifest.json")
+    assert f"read {newer / 'manifest.json'}, the newest dbt invocation's manifest that does" in said[0], said
+    assert not any("no run results" in line for line in said), "the invocations' run results are read"
+
+
 def test_a_variable_or_a_remote_path_is_datahub_s_to_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DBT_TARGET_DIR", str(tmp_path))
-    (tmp_path / "manifest.json").write_text("{}")
+    manifest(tmp_path / "manifest.json")
     results(tmp_path / "run_results.json", "build")
     given = {"source": {"type": "dbt", "config": {
         "manifest_path": "${DBT_TARGET_DIR}/manifest.json", "catalog_path": "s3://bucket/catalog.json",

@@ -14,13 +14,14 @@ from recall_dagster.recipes import LITE_SINK
 from recall_dagster.config.load import load
 
 
-def project(tmp_path: Path) -> Path:
-    """A dbt project on DuckDB as Dagster's own examples lay one out, its profile beside it."""
+def project(tmp_path: Path, output: dict | None = None) -> Path:
+    """A dbt project on DuckDB (unless ``output`` names another) as Dagster's own examples lay one out, its
+    profile beside it."""
     folder = tmp_path / "jaffle"
     folder.mkdir()
     (folder / "dbt_project.yml").write_text("name: jaffle\nprofile: jaffle\nversion: '1.0'\ntarget-path: build\n")
     (folder / "profiles.yml").write_text(yaml.safe_dump(
-        {"jaffle": {"target": "dev", "outputs": {"dev": {"type": "duckdb", "path": "jaffle.duckdb"}}}}
+        {"jaffle": {"target": "dev", "outputs": {"dev": output or {"type": "duckdb", "path": "jaffle.duckdb"}}}}
     ))
     return folder
 
@@ -88,6 +89,32 @@ def test_run_in_a_repository_root_it_finds_the_dbt_project(tmp_path: Path, monke
     source = yaml.safe_load((tmp_path / "recall" / "recipes" / "dbt.yml").read_text())["source"]["config"]
     assert source["manifest_path"] == str(dbt.resolve() / "build" / "manifest.json")
     assert "dbt_project:" in (tmp_path / "recall" / "recall.yaml").read_text(), "row counts through its profile"
+    written = (tmp_path / "recall" / "recall.yaml").read_text()
+    assert written.count("dagster:") == 1, "one dagster section: the example's, made live"
+    loaded = load(str(tmp_path / "recall" / "recall.yaml"))
+    assert loaded.dagster.dbt_recipe == str((tmp_path / "recall" / "recipes" / "dbt.yml").resolve()), (
+        "in Dagster, recall_definitions(dbt=...) ingests what dagster-dbt ran with it: no copy step")
+    assert "(dbt inside Dagster: merge recall_definitions(recall, dbt=<your dbt assets>)" in said
+    assert "DataHub has no duckdb source" in said and not (tmp_path / "recall" / "recipes" / "duckdb.yml").exists()
+
+
+def test_the_warehouse_gets_its_own_recipe_and_no_secret_is_copied(tmp_path: Path) -> None:
+    """A Postgres profile: DataHub's postgres source, reaching what dbt reaches; what the profile reads from the
+    environment stays a variable DataHub expands, and a password written in the profile stays out of the file."""
+    dbt = project(tmp_path, {"type": "postgres", "host": "{{ env_var('PG_HOST') }}", "user": "ana",
+                             "port": "{{ env_var('PG_PORT') | as_number }}", "password": "hunter2",
+                             "dbname": "analytics", "schema": "marts"})
+    code, said = init(tmp_path, "--dbt-project", str(dbt))
+    assert code == 0, said
+    written = (tmp_path / "recall" / "recipes" / "postgres.yml").read_text()
+    recipe = yaml.safe_load(written)
+    assert recipe["source"] == {"type": "postgres", "config": {
+        "host_port": "${PG_HOST}:${PG_PORT}", "database": "analytics", "username": "ana",
+        "password": "${POSTGRES_PASSWORD}"}}
+    assert "hunter2" not in written and recipe["sink"]["type"] == LITE_SINK
+    assert "views with their lineage" in said
+    ingests = [line.split()[2] for line in said.splitlines() if line.strip().startswith("recall ingest")]
+    assert [Path(p).name for p in ingests] == ["dbt.yml", "postgres.yml"]
 
 
 def test_what_init_cannot_work_from_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
