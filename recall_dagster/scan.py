@@ -115,7 +115,8 @@ def finish_detection(
     kept = snapshots.load_spread(key)
     earlier = reusable_spread(kept, rescan, digest, closures)
     partly = partly_reusable_spread(kept, rescan, digest) if earlier is None else None
-    detection = second_pass(closures, found, config, still_open(acks, at_ms), earlier, partly)
+    detection = second_pass(closures, found, config, still_open(acks, at_ms), earlier, partly,
+                            columns=snapshots.column_graph(rescan, closures))
     moved = kept is not None and kept.token != rescan.token  # the same closures, under the graph's new token
     if detection.spread is not None and (detection.spread is not earlier or moved):
         snapshots.save_spread(KeptSpread(key, rescan.token, digest, detection.spread))

@@ -244,8 +244,8 @@ class SnapshotStore:
         for; each rescan that keeps the column inputs moves it on, whether or not a detector asked."""
         key = rescan.snapshot
         mark = self._read(self._path(key, ".columns.at"), _CLOSURES)
-        holds = (isinstance(mark, _Part) and mark.key == key and rescan.same_columns
-                 and mark.token == rescan.kept_from)
+        holds = isinstance(mark, _Part) and mark.key == key and (  # moved on already by this rescan's first pass
+            mark.token == rescan.token or rescan.same_columns and mark.token == rescan.kept_from)
         if holds and mark.token != rescan.token:
             self._mark_columns(key, rescan.token, mark.value)
 

@@ -13,11 +13,19 @@ the failing column) is at most WARN, with the evidence that left it one. A failu
 skipped the builds of the model's inputs (:mod:`recall_dagster.estate.frozen`)
 is a finding too, at most WARN when it reaches nothing: the model reads the
 last good build and will retrain on it.
+
+A failing test on a table the model does not read may still reach it as a
+suspect, through a column sharing an origin with the failing one (a sibling
+computed from the same source). The model's closure does not hold that table,
+so the second pass asks it of the estate (:func:`outside`), over the failing
+tests the first pass found on other closures, as incidents and the blind window
+do: every command then names the same suspects.
 """
 
 from __future__ import annotations
 
 from itertools import takewhile
+from typing import Callable, Mapping, Sequence
 
 from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
@@ -25,9 +33,10 @@ from recall_dagster.detect.holds import first_after
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import Dataset, ModelClosure
 from recall_dagster.estate.columns import Col, ColumnGraph
-from recall_dagster.estate.failing_test import failing_test
+from recall_dagster.estate.failing_test import FailingTest, failing_test
 from recall_dagster.estate.measures import assertion_weight
-from recall_dagster.estate.reach import passing_columns
+from recall_dagster.estate.reach import origins_of, passing_columns, reaches
+from recall_dagster.estate.views import Assertion
 from recall_dagster.severity import Severity
 
 NAME = "failing_assertion"
@@ -47,40 +56,106 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
                 graph = state.columns() if state.columns is not None else closure.columns
                 passing = passing_columns(closure, graph, closure.scanned_at_ms)
             verdict = failing_test(closure, graph, urn, assertion, config.reach, passing, closure.scanned_at_ms)
-            if verdict is None:
-                continue
-            where = f"{dataset.name}.{assertion.column}" if assertion.column else dataset.name
-            verb = "failed" if assertion.result == "FAILURE" else "errored"
-            weight = assertion_weight(assertion.failed_rows, assertion.metric, assertion.bound)
-            rows = f" ({weight})" if weight else ""
-            severity = config.severity(NAME, assertion.result)
-            if verdict.quiet:
-                severity = Severity.WARN if severity.at_least(Severity.WARN) else severity
-            reach = verdict.reach
-            findings.append(
-                finding(
-                    closure,
-                    NAME,
-                    severity,
-                    assertion.urn,
-                    f"assertion {assertion.name} on {where} {verb} in its latest run{rows}{verdict.notes}",
-                    cause=urn,
-                    path=(*closure.path_to(urn), assertion.urn),
-                    assertion=assertion.name,
-                    dataset=urn,
-                    column=assertion.column,
-                    result=assertion.result,
-                    failed_rows=assertion.failed_rows,
-                    metric=dict([assertion.metric]) if assertion.metric else None,
-                    ran_at_ms=assertion.ran_at_ms,
-                    since_ms=assertion.since_ms,
-                    detail=assertion.detail,
-                    reach=reach.strength if reach else None,
-                    reach_reason=reach.why if reach else None,
-                    frozen=[f.to_json() for f in verdict.frozen],
-                )
-            )
+            if verdict is not None:
+                findings.append(_finding(closure, config, urn, dataset.name, assertion, verdict,
+                                         closure.path_to(urn)))
     return findings
+
+
+Failing = tuple[str, str, Assertion]  # a failing test: its dataset's URN and name, and the test as of the instant
+
+
+def failing_found(closures: Sequence[ModelClosure], found: Mapping[str, Sequence[Finding]]) -> list[Failing]:
+    """The failing tests the first pass ``found`` on the closures: read from the few closures holding one, so a
+    rescan decodes no kept closure to learn that nothing fails."""
+    tests: list[Failing] = []
+    for closure in closures:
+        for f in found.get(closure.urn, ()):
+            if f.detector == NAME and not is_outside(f) and f.cause:
+                dataset = closure.dataset(f.cause)
+                tests += [(f.cause, dataset.name, a.as_of(closure.scanned_at_ms))
+                          for a in dataset.assertions if a.urn == f.subject]
+    return tests
+
+
+def failing_held(closures: Sequence[ModelClosure]) -> list[Failing]:
+    """Every failing test the closures hold (an estate read whole, as the lifecycle reads it)."""
+    return [(urn, dataset.name, assertion) for closure in closures for urn, dataset in closure.datasets.items()
+            for assertion in (a.as_of(closure.scanned_at_ms) for a in dataset.assertions)
+            if assertion.result in CASES]
+
+
+def outside(closures: Sequence[ModelClosure], config: RecallConfig, columns: Callable[[], ColumnGraph],
+            failing: Sequence[Failing]) -> Mapping[str, tuple[Finding, ...]]:
+    """Model URN -> the ``failing`` tests on tables its closure does not hold that reach it (always as a suspect:
+    what descends from the failing column would hold the failing table upstream); ``columns`` gives the
+    estate's column lineage, asked only when some test fails. A closure whose tables hold no origin of a
+    failing column is passed over without decoding it."""
+    tests = {a.urn: (urn, name, a) for urn, name, a in failing}
+    if not tests or not config.enabled(NAME):
+        return {}
+    graph = columns()
+    origins = {a: {t for t, _ in origins_of(urn, assertion.column, graph, config.reach)}
+               for a, (urn, _, assertion) in tests.items()}
+    found: dict[str, tuple[Finding, ...]] = {}
+    for closure in closures:
+        tables = {graph.canonical.get(u, u): u for u in closure.dataset_urns}
+        mine = [(urn, name, assertion) for a, (urn, name, assertion) in sorted(tests.items())
+                if graph.canonical.get(urn, urn) not in tables and not origins[a].isdisjoint(tables)]
+        if not mine:
+            continue
+        passing = passing_columns(closure, graph, closure.scanned_at_ms)
+        hits = []
+        for urn, name, assertion in mine:
+            reach = reaches(closure, graph, urn, assertion.column, config.reach, passing)
+            if reach is None:
+                continue
+            shared = (*(f.lineage[0][0] for f in reach.suspect), *sorted(origins[assertion.urn]))
+            origin = next(tables[t] for t in shared if t in tables)
+            hits.append(_finding(closure, config, urn, name, assertion, FailingTest(reach, ()),
+                                 (*closure.path_to(origin), urn), outside_closure=True))
+        if hits:
+            found[closure.urn] = tuple(hits)
+    return found
+
+
+def _finding(closure: ModelClosure, config: RecallConfig, urn: str, name: str, assertion: Assertion,
+             verdict: FailingTest, path: tuple[str, ...], **more: object) -> Finding:
+    where = f"{name}.{assertion.column}" if assertion.column else name
+    verb = "failed" if assertion.result == "FAILURE" else "errored"
+    weight = assertion_weight(assertion.failed_rows, assertion.metric, assertion.bound)
+    rows = f" ({weight})" if weight else ""
+    severity = config.severity(NAME, assertion.result or "FAILURE")
+    if verdict.quiet:
+        severity = Severity.WARN if severity.at_least(Severity.WARN) else severity
+    reach = verdict.reach
+    return finding(
+        closure,
+        NAME,
+        severity,
+        assertion.urn,
+        f"assertion {assertion.name} on {where} {verb} in its latest run{rows}{verdict.notes}",
+        cause=urn,
+        path=(*path, assertion.urn),
+        assertion=assertion.name,
+        dataset=urn,
+        column=assertion.column,
+        result=assertion.result,
+        failed_rows=assertion.failed_rows,
+        metric=dict([assertion.metric]) if assertion.metric else None,
+        ran_at_ms=assertion.ran_at_ms,
+        since_ms=assertion.since_ms,
+        detail=assertion.detail,
+        reach=reach.strength if reach else None,
+        reach_reason=reach.why if reach else None,
+        frozen=[f.to_json() for f in verdict.frozen],
+        **more,
+    )
+
+
+def is_outside(f: Finding) -> bool:
+    """Whether the second pass made ``f`` (:func:`outside`), not the model's own closure."""
+    return f.detector == NAME and bool(f.evidence.get("outside_closure"))
 
 
 def identity(f: Finding) -> dict[str, object]:

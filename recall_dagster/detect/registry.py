@@ -237,7 +237,8 @@ def kept_verdicts(found: Found) -> dict[str, tuple[Finding, ...]]:
 
 def first_pass_of(detection: Detection) -> Found:
     """What the first pass found, out of a finished detection: its findings without the blast radius's."""
-    return {urn: [f for f in fs if f.detector != _SECOND_PASS] for urn, fs in detection.findings.items()}
+    return {urn: [f for f in fs if f.detector != _SECOND_PASS and not failing_assertion.is_outside(f)]
+            for urn, fs in detection.findings.items()}
 
 
 @dataclass(frozen=True)
@@ -256,20 +257,28 @@ class Spread:
 def second_pass(
     closures: Sequence[ModelClosure], found: Found, config: RecallConfig, open_findings: OpenFindings | None = None,
     earlier: Spread | None = None, partly: "tuple[Spread, frozenset[str]] | None" = None,
+    among: Sequence[ModelClosure] | None = None, columns: "Callable[[], ColumnGraph] | None" = None,
 ) -> Detection:
-    """``blast_radius`` over the whole estate: ``closures`` and what the first pass ``found`` in each.
+    """What needs the whole estate: ``blast_radius`` over ``closures`` and what the first pass ``found`` in
+    each, and the failing tests on tables outside a model's closure that reach it (:func:`failing_assertion.outside`).
     ``earlier`` is what it made of the same closures under the same config before: kept when the same
     datasets are at risk.  ``partly`` is what it made under the same config of an estate of which the closures
     it names are unchanged here: the findings of one holding no dataset whose standing moved (at risk, flagged
-    by, endangering) are kept, and the others are judged."""
+    by, endangering) are kept, and the others are judged.  Failing tests are those the first pass ``found``, or
+    every one held ``among`` the closures of an estate read whole; ``columns`` gives the estate's column lineage
+    (built from them without it)."""
     still_open = (open_findings(c, found[c.urn]) if open_findings else found[c.urn] for c in closures)
     at_risk = blast_radius.at_risk_index((f for fs in still_open for f in fs), config)
     if earlier is not None and earlier.at_risk == at_risk:
         spread = earlier
     else:
         spread = _spread(closures, config, at_risk, partly)
+    failing = failing_assertion.failing_found(closures, found) if among is None else failing_assertion.failing_held(among)
+    estate = closures if among is None else among
+    outside = failing_assertion.outside(closures, config, columns or cache(lambda: column_graph(estate)), failing)
     return Detection(
-        findings={c.urn: sort_findings([*found[c.urn], *spread.findings[c.urn]]) for c in closures},
+        findings={c.urn: sort_findings([*found[c.urn], *spread.findings[c.urn], *outside.get(c.urn, ())])
+                  for c in closures},
         blast_radius=spread.ranked,
         spread=spread,
     )

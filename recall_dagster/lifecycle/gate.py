@@ -30,6 +30,7 @@ from recall_dagster.detect import (
 )
 from recall_dagster.detect.freshness import judge_table
 from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.detect.failing_assertion import is_outside
 from recall_dagster.estate.failing_test import failing_test
 from recall_dagster.estate.measures import assertion_weight
 from recall_dagster.estate.reach import passing_columns
@@ -140,10 +141,12 @@ def failing_assertions(inputs: GateInputs) -> CheckResult:
     failure counts when it reaches the model by the rule every command applies
     (:mod:`recall_dagster.estate.reach`). One that reaches it only as a suspect, or that only skipped the builds of
     the tables it reads (:mod:`recall_dagster.estate.frozen`: a retrain would read the last good build), warns
-    without blocking."""
+    without blocking; so does a failing test on a table it does not read whose failing column shares an origin
+    with what it reads (the scan's finding, sought over the estate)."""
     closure = inputs.closure
     read = sorted(training_data(closure))
-    if not any(closure.dataset(urn).assertions for urn in read):
+    elsewhere = [(f.message, True) for f in inputs.findings if is_outside(f)]  # a sibling's failing test
+    if not elsewhere and not any(closure.dataset(urn).assertions for urn in read):
         return CheckResult("failing_assertions", "SKIP", "no test or assertion covers its training data")
     passing = passing_columns(closure, inputs.columns, inputs.now_ms)
     reached = [
@@ -156,7 +159,7 @@ def failing_assertions(inputs: GateInputs) -> CheckResult:
         if inputs.config.failing(a.result)
         and (verdict := failing_test(closure, inputs.columns, urn, a, inputs.config.reach, passing,
                                      inputs.now_ms)) is not None
-    ]
+    ] + elsewhere
     problems = [line for line, _ in reached]
     if problems and all(quiet for _, quiet in reached):
         return CheckResult("failing_assertions", "WARN", f"{len(problems)} failing test(s) upstream reach it only "

@@ -219,7 +219,8 @@ def evaluate_gate(
     found = first_pass([closure], config, baselines)
     if measure is not None:
         found = measure(graph, [closure], found)
-    detection = second_pass([closure], found, config, still_open(acks, now_ms))
+    detection = second_pass([closure], found, config, still_open(acks, now_ms), among=assessment.estate.closures,
+                            columns=lambda: assessment.estate.columns)
     part = split(closure, detection.findings.get(closure.urn, ()), acks, now_ms)
     findings = part.open
     twins = _twins_of(closure, closure.training_inputs)

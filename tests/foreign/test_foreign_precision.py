@@ -56,6 +56,31 @@ def test_a_failing_total_leaves_a_model_reading_only_qty_suspect_never_critical(
     assert "shares only its origin shop.raw.lines.qty with the failing column" in qty_version["reason"]
 
 
+def test_a_failing_test_on_a_table_the_model_does_not_read_is_the_scan_s_suspect_as_it_is_the_blind_window_s(
+    estate: dict[str, str],
+) -> None:
+    """qty_model reads qty_mart, never marts.mart: the failing test on total lies outside its closure, yet reaches
+    it as a suspect through their shared origin. The scan of the estate says so as incidents and the blind window
+    do (WARN, never louder, its path through the origin), and total_model, reading total, stays the loud one."""
+    _, scan = recall(estate, "scan")
+    findings = {m["name"]: [f for f in m["findings"] if f["detector"] == "failing_assertion"] for m in scan["models"]}
+    (qty,) = findings["qty_model_1"]
+    assert (qty["severity"], qty["evidence"]["reach"]) == ("WARN", "suspect")
+    assert "shares only its origin shop.raw.lines.qty with the failing column" in qty["message"]
+    assert qty["evidence"]["path"][-2:] == [dataset("marts.mart"), qty["subject"]]
+    assert dataset("raw.lines") in qty["evidence"]["path"], "the path runs through the origin the model reads"
+    assert {f["evidence"]["reach"] for f in findings["total_model_2"]} == {"confirmed"}
+    assert all(f["evidence"]["reach"] == "suspect" for fs in findings.values() for f in fs
+               if f["evidence"].get("outside_closure")), "a table no closure holds only ever makes a suspect"
+    _, synced = recall(estate, "incidents", "sync")
+    reached = {m["name"]: m["reach"] for i in synced["raised"] + synced["active"] for m in i["models"]}
+    assert reached["qty_model_1"] == "suspect"
+    code, gate = recall(estate, "gate", "qty_model")
+    (check,) = [c for c in gate["checks"] if c["name"] == "failing_assertions"]
+    assert check["status"] == "WARN" and "shares only its origin shop.raw.lines.qty" in check["details"][0], (
+        "the gate warns of the sibling's failing test as the scan does, and never blocks on it")
+
+
 def test_a_whole_table_input_beside_features_reading_other_columns_is_suspect_not_contaminated(
     estate: dict[str, str],
 ) -> None:
