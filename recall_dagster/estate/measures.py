@@ -21,6 +21,7 @@ from datahub.metadata.schema_classes import AssertionInfoClass, AssertionStdPara
 ROWS_AGGREGATIONS = frozenset({"IDENTITY", None})
 NAMED = {"_native_": "observed value"}
 FRESHNESS_AGE = "max_loaded_at_time_ago_in_s"  # what DataHub's dbt source records of a source freshness run
+FRESHNESS_LAG = "freshness_lag_hours"  # the name Recall gives that age, in hours
 OPERATORS = {"GREATER_THAN": ">", "GREATER_THAN_OR_EQUAL_TO": "≥", "LESS_THAN": "<", "LESS_THAN_OR_EQUAL_TO": "≤",
              "EQUAL_TO": "=", "NOT_EQUAL_TO": "≠"}
 
@@ -70,9 +71,13 @@ def _bound(operator: object, parameters: AssertionStdParametersClass | None) -> 
 
 
 def held_to(info: AssertionInfoClass | None) -> str:
-    """The bound the assertion holds its measurement to (", expected ≥ 40,000"); empty when it says none."""
+    """The bound the assertion holds its measurement to (", expected ≥ 40,000"; a dbt source freshness's
+    ", expected within 12 hours"); empty when it says none."""
     if info is None:
         return ""
+    count, period = ((info.customProperties or {}).get(f"error_after_{k}") for k in ("count", "period"))
+    if count and period:
+        return f", expected within {count} {period}{'s' if count != '1' else ''}"
     if info.volumeAssertion is not None and info.volumeAssertion.rowCountTotal is not None:
         total = info.volumeAssertion.rowCountTotal
         return _bound(total.operator, total.parameters)
@@ -84,31 +89,33 @@ def held_to(info: AssertionInfoClass | None) -> str:
     return ""
 
 
-def _freshness(age_seconds: float, properties: Mapping[str, str]) -> str:
-    hours = age_seconds / 3600
-    count, period = properties.get("error_after_count"), properties.get("error_after_period")
-    limit = f", expected within {count} {period}{'s' if count != '1' else ''}" if count and period else ""
-    return f"freshness lag {hours:,.1f} h{limit}"
+def measurement(info: AssertionInfoClass | None, value: float | None,
+                native: Mapping[str, str] | None) -> tuple[str, float] | None:
+    """A run's measurement under its own name (``row_count``, ``mean``, ``freshness_lag_hours``...) and its
+    value; None for a check that counted failing rows, or measured nothing it says."""
+    native = native or {}
+    age = _number(native.get(FRESHNESS_AGE, ""))
+    if age is not None:
+        return FRESHNESS_LAG, age / 3600
+    name = metric_name(info)
+    if name is None:
+        return None
+    observed = value if value is not None else _number(native.get("observed_value", ""))
+    return (name, observed) if observed is not None else None
 
 
 def measured(info: AssertionInfoClass | None, value: float | None, native: Mapping[str, str] | None) -> str | None:
     """A run's measurement as an engineer reads it ("row_count 1,520, expected ≥ 40,000", "freshness lag
     30.0 h, expected within 12 hours"); None for a check that counted failing rows, or measured nothing it says."""
-    native = native or {}
-    age = _number(native.get(FRESHNESS_AGE, ""))
-    if age is not None:
-        return _freshness(age, info.customProperties if info is not None else {})
-    name = metric_name(info)
-    if name is None:
-        return None
-    observed = value if value is not None else _number(native.get("observed_value", ""))
-    if observed is None:
-        return None
-    return metric_text(name, observed, held_to(info))
+    found = measurement(info, value, native)
+    return metric_text(*found, held_to(info)) if found is not None else None
 
 
 def metric_text(name: str, value: float, bound: str) -> str:
-    """A measurement under its own name beside the bound it is held to ("row_count 1,520, expected ≥ 40,000")."""
+    """A measurement under its own name beside the bound it is held to ("row_count 1,520, expected ≥ 40,000");
+    a freshness lag in hours, as an engineer reads an age."""
+    if name == FRESHNESS_LAG:
+        return f"freshness lag {value:,.1f} h{bound}"
     return f"{name} {_shown(value)}{bound}"
 
 

@@ -51,7 +51,7 @@ from datahub.metadata.urns import DataJobUrn
 from datahub.utilities.urns.field_paths import get_simple_field_path_from_v2_field_path
 from datahub.utilities.urns.urn import Urn
 
-from recall_dagster.estate.measures import held_to, metric_name
+from recall_dagster.estate.measures import held_to, measurement, metric_name
 from recall_dagster.estate.names import display_name
 from recall_dagster.estate.production import registry_marks_production
 from recall_dagster.estate.twins import twin_of
@@ -570,10 +570,10 @@ def _failed_rows(run: Run, info: AssertionInfoClass | None) -> int | None:
 
 
 def _metric(info: AssertionInfoClass | None, run: Run | None) -> tuple[str, float] | None:
-    """A metric or volume assertion's measured value under its own name (``row_count``, ``mean``, ...)."""
-    value = run.agg_value if run is not None and run.result is not None else None
-    name = metric_name(info)
-    return (name, float(value)) if value is not None and name is not None else None
+    """What a completed run measured under its own name (``row_count``, ``mean``, ``freshness_lag_hours``...)."""
+    if run is None or run.result is None:
+        return None
+    return measurement(info, run.agg_value, run.native)
 
 
 def parse_assertion(urn: str, info: AssertionInfoClass | None, runs: Iterable[Run]) -> Assertion:

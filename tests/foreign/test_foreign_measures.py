@@ -110,11 +110,13 @@ def test_the_model_and_its_incident_weigh_the_failure_by_those_names(estate: dic
 
 def test_the_scan_and_the_gate_say_the_measurement_with_its_bound(estate: dict[str, str]) -> None:
     """The scan's finding and the gate's check word each failing test as the blind window does: a row count
-    beside the range it left, a not-null check by its failing rows."""
+    beside the range it left, a source's freshness lag beside its error_after, an expectation's observed value,
+    a not-null check by its failing rows."""
     _, scan = recall(estate, "scan", "--model", "orders_model")
     said = " | ".join(f["message"] for m in scan["models"] for f in m["findings"]
                       if f["detector"] == "failing_assertion")
     assert "(row_count 1,520, expected between 40,000 and 60,000)" in said and "(4,073 failing rows)" in said, said
+    assert "(freshness lag 30.0 h, expected within 12 hours)" in said and "(observed value 0.31)" in said, said
     assert "1,520 failing rows" not in said
     _, gate = recall(estate, "gate", "orders_model")
     details = " | ".join(next(c for c in gate["checks"] if c["name"] == "failing_assertions")["details"])
