@@ -22,6 +22,7 @@ demo: $(STAMP)
 PYTEST := $(BIN)/python -m pytest --basetemp=.pytest-tmp --durations=20 -n auto --dist loadfile
 
 test: $(STAMP)
+	$(BIN)/ruff check --quiet .
 	$(PYTEST) -m "not slow"
 
 test-slow: $(STAMP)

@@ -55,7 +55,7 @@ def _sources(closures: Sequence[ModelClosure]) -> list[dict[str, Any]]:
 def _checks(closures: Sequence[ModelClosure]) -> list[dict[str, Any]]:
     checks: dict[str, dict[str, Any]] = {}
     for closure in closures:
-        for urn, d in closure.datasets.items():
+        for d in closure.datasets.values():
             for a in d.assertions:
                 checks.setdefault(a.urn, {
                     "assertion": a.urn, "name": a.name, "on": f"{d.name}.{a.column}" if a.column else d.name,

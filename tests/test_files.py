@@ -75,7 +75,7 @@ def test_writers_laying_their_parts_over_one_record_at_once_keep_every_part(tmp_
 
     def write(n: int) -> None:
         for i in range(25):
-            update_json(target, lambda data: {**data, f"{n}-{i}": {"id": "int"}}, "schema baselines")
+            update_json(target, lambda data, i=i: {**data, f"{n}-{i}": {"id": "int"}}, "schema baselines")
 
     at_once(8, write)
     assert len(read_json_object(target, "schema baselines")) == 8 * 25, "no writer undid another's part"

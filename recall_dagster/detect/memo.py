@@ -19,20 +19,20 @@ from __future__ import annotations
 from typing import Callable, Generic, Hashable, Mapping, TypeVar
 
 T = TypeVar("T")
-O = TypeVar("O")
+Item = TypeVar("Item")
 K = TypeVar("K")
 
 
-class Judgements(Generic[O, T]):
+class Judgements(Generic[Item, T]):
     """One kind of judgement under one context (the instant, a config section...), per object judged."""
 
     __slots__ = ("context", "_done")
 
     def __init__(self, context: tuple[object, ...]) -> None:
         self.context = context  # held, so the identities in the key stay theirs
-        self._done: dict[int, tuple[O, T]] = {}
+        self._done: dict[int, tuple[Item, T]] = {}
 
-    def over(self, items: Mapping[K, O], judge: Callable[[O], T]) -> list[tuple[K, O, T]]:
+    def over(self, items: Mapping[K, Item], judge: Callable[[Item], T]) -> list[tuple[K, Item, T]]:
         """``(key, object, judgement)`` for each of ``items`` judged something (a truthy judgement), in their
         order; each object is judged the first time it is asked about, and held with its judgement."""
         done = self._done
@@ -45,7 +45,7 @@ class Judgements(Generic[O, T]):
                 found.append((key, judged, hit[1]))
         return found
 
-    def least(self, items: Mapping[K, O], judge: Callable[[O], T | None]) -> T | None:
+    def least(self, items: Mapping[K, Item], judge: Callable[[Item], T | None]) -> T | None:
         """The least of the judgements of ``items`` that are not None (None if none is), each object judged the
         first time it is asked about: a closure's earliest instant its verdict may turn at, one read per
         dataset."""

@@ -53,7 +53,7 @@ def served_where_recorded(models: Mapping[str, Model], deployments: Mapping[str,
     by_version = {(g, m.version): urn for urn, m in sorted(models.items()) if m.version and not m.removed
                   for g in m.groups}
     extra: dict[str, dict[str, None]] = {}
-    for urn, m in sorted(models.items()):
+    for _, m in sorted(models.items()):
         for d in m.deployments:
             recorded = deployments[d].version if d in deployments else None
             if recorded is None or recorded == m.version:

@@ -264,7 +264,7 @@ class MlflowModels:
             import mlflow.pyfunc
 
             raw = frame[self.config.label_column].dropna()
-            task: Task = "classification" if set(pd.unique(raw)) <= {0, 1, True, False} else "regression"
+            task: Task = "classification" if set(pd.unique(raw)) <= {0, 1} else "regression"  # True == 1 too
             return PyfuncPredictor(mlflow.pyfunc.load_model(local), task)
         except Exception as err:  # noqa: BLE001 - a model that will not load is a reason, not a crash
             from mlflow.exceptions import MlflowException

@@ -57,7 +57,7 @@ class RetryingReads:
             by_type.setdefault(guess_entity_type(urn), []).append(urn)
         found: AspectMap = {}
         for group in by_type.values():
-            found.update(self._retry(lambda: self._graph.get_aspects(group, aspects)))
+            found.update(self._retry(lambda group=group: self._graph.get_aspects(group, aspects)))
         return {urn: found[urn] for urn in urns}
 
     def related(

@@ -65,7 +65,7 @@ class Stdio:
             try:
                 message = json.loads(self.lines.get(timeout=ANSWER_SECONDS))
             except queue.Empty:
-                raise AssertionError(f"no answer to {request_id!r} within {ANSWER_SECONDS} s; saw {self.seen}")
+                raise AssertionError(f"no answer to {request_id!r} within {ANSWER_SECONDS} s; saw {self.seen}") from None
             self.seen.append(message)
             if message.get("id") == request_id:
                 return message
