@@ -35,7 +35,7 @@ from dagster._core.storage.tags import BACKFILL_ID_TAG, USER_TAG
 VERIFIED_WITH = ("1.13.0", "1.13.27")
 
 __all__ = ["BACKFILL_ID_TAG", "USER_TAG", "VERIFIED_WITH", "UnresolvedAssetJobDefinition", "asset_graph_of",
-           "compute_fn_of", "freshness_window_hours", "latest_check_executions", "other_components_defs",
+           "check_metadata", "compute_fn_of", "freshness_window_hours", "latest_check_executions", "other_components_defs",
            "with_compute_and_input"]
 
 
@@ -71,6 +71,12 @@ def asset_graph_of(context: AssetExecutionContext) -> Any:
         return context.repository_def.asset_graph
     except CheckError:
         return context.job_def.asset_layer.asset_graph
+
+
+def check_metadata(asset_graph: Any) -> list[tuple[AssetCheckKey, Mapping[str, Any]]]:
+    """Every asset check of a graph from :func:`asset_graph_of`, with the metadata its spec declares (the
+    graph's check nodes are internal)."""
+    return [(node.key, dict(node.metadata or {})) for node in asset_graph.asset_check_nodes]
 
 
 def compute_fn_of(op: Any) -> Callable[..., Any] | None:

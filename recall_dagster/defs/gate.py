@@ -54,6 +54,7 @@ from recall_dagster.defs._compat import (
     latest_check_executions,
     with_compute_and_input,
 )
+from recall_dagster.defs.model_verdict import verdict_check
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.impact.measured import gate_measure
 from recall_dagster.defs.translator import RecallTranslator
@@ -105,7 +106,8 @@ def retrain_gate(
     key: AssetKey | None = None,
     translator: RecallTranslator | None = None,
 ) -> list[AssetsDefinition]:
-    """``[gate, training]``: a blocking gate asset for ``model`` and the training asset, now downstream of it.
+    """``[gate, training, verdict]``: a blocking gate asset for ``model``, the training asset, now downstream of
+    it, and Recall's verdict check on it (:mod:`recall_dagster.defs.model_verdict`).
 
     ``model`` is the registered model's name as the registry (and so DataHub)
     knows it, or ``name/version`` to judge one version. ``key`` picks the
@@ -117,7 +119,7 @@ def retrain_gate(
     trained = _training_key(training, key)
     spec = next(s for s in training.specs if s.key == trained)
     gate = retrain_gate_asset(spec, model, partitions=training.partitions_def, translator=names)
-    return [gate, _asking_gate(training, trained, names.gate_key(trained), model)]
+    return [gate, _asking_gate(training, trained, names.gate_key(trained), model), verdict_check(trained, model, names)]
 
 
 def retrain_gate_asset(

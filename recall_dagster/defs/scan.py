@@ -15,6 +15,7 @@ from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
     AssetCheckSpec,
+    AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
     Config,
@@ -28,6 +29,8 @@ from pydantic import Field
 from recall_dagster.acks.trust import AckBook
 from recall_dagster.shown import shown
 from recall_dagster.acks.service import in_force
+from recall_dagster.defs._compat import asset_graph_of
+from recall_dagster.defs.model_verdict import report_verdicts, watched
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.detect import Detection, count_by_severity
 from recall_dagster.defs.shards import SHARD_ASSET, shard_scans_asset
@@ -227,10 +230,15 @@ def _risk_scores(translator: RecallTranslator) -> AssetsDefinition:
                   check_specs=[AssetCheckSpec(check, asset=translator.asset_key("risk_scores"),
                                               description="Fails (WARN) when a model reaches the fail tier "
                                                           "(scoring.fail_tier).")])
-    def risk_scores(model_closures: Closures, impact_tests: Detection, recall: RecallResource) -> Iterator[Any]:
+    def risk_scores(context: AssetExecutionContext, model_closures: Closures, impact_tests: Detection,
+                    recall: RecallResource) -> Iterator[Any]:
         """A score and a tier per model, worst first, leaving out what an acknowledgement in force covers; the
-        check fails (WARN) when a model reaches the fail tier."""
-        yield from _scored(model_closures, impact_tests, recall, check)
+        check fails (WARN) when a model reaches the fail tier. Each model's own verdict check (on the asset that
+        trains it) is recorded from these scores."""
+        scores, fail_tier = _scored(model_closures, impact_tests, recall, check)
+        recorded = report_verdicts(context.instance, scores.value, watched(asset_graph_of(context), translator))
+        yield scores.with_metadata({**scores.metadata, "model_checks": recorded})
+        yield fail_tier
 
     return risk_scores
 

@@ -95,6 +95,6 @@ def test_the_gate_and_its_checks_carry_the_translator_s_names() -> None:
     def train() -> None:
         return None
 
-    gate, _ = retrain_gate(train, "churn_model", translator=Platform())
+    gate, _, _ = retrain_gate(train, "churn_model", translator=Platform())
     assert {k.name for k in gate.check_keys} == {"mlp_retrain_gate", "mlp_measured_impact"}
     assert gate.key == AssetKey(["ml", "churn_model_retrain_gate"])

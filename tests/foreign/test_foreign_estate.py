@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from dagster import (
+    AssetCheckEvaluation,
+    AssetCheckKey,
     AssetKey,
     AssetSelection,
     DagsterInstance,
@@ -41,7 +43,8 @@ from foreign_estate import fail_the_test
 from mlflow import MlflowClient
 
 from recall_dagster.cli import cli
-from recall_dagster.defs import RecallResource, recall_definitions, retrain_gate, scan_run_config
+from recall_dagster.defs import RecallResource, RecallTranslator, recall_definitions, retrain_gate, scan_run_config
+from recall_dagster.defs.model_verdict import report_verdicts, watched
 from recall_dagster.graph import LiteGraph
 from recall_dagster.settings import Settings
 
@@ -75,6 +78,14 @@ def retrain(defs: Definitions, instance: DagsterInstance) -> tuple[dict[str, Any
     events = {e.asset_key: e for e in result.get_asset_materialization_events()}
     gate = {k: v.value for k, v in events[GATE].materialization.metadata.items()}
     return gate, CHURN in events
+
+
+def verdict_on(instance: DagsterInstance, training: AssetKey) -> AssetCheckEvaluation:
+    """The latest evaluation of Recall's verdict check on ``training``, whoever recorded it."""
+    key = AssetCheckKey(training, "recall_verdict")
+    record = instance.event_log_storage.get_latest_asset_check_execution_by_key([key])[key]
+    assert record.event is not None and record.event.dagster_event is not None
+    return record.event.dagster_event.event_specific_data
 
 
 def sense(defs: Definitions, instance: DagsterInstance, name: str, cursor: str | None) -> SensorResult:
@@ -148,10 +159,26 @@ def test_the_recall_location_scans_and_the_gate_passes_then_blocks(shop: Setting
     closures = next(e for e in scanned.get_asset_materialization_events() if e.asset_key == AssetKey("model_closures"))
     assert closures.materialization.metadata["production_models"].value == 3
 
+    checks = watched(defs.get_repository_def().asset_graph, RecallTranslator())
+    assert checks == [(AssetCheckKey(CHURN, "recall_verdict"), "churn_model")], "retrain_gate adds the check"
+    assert report_verdicts(instance, scanned.output_for_node("risk_scores"), checks) == 1
+    healthy = verdict_on(instance, CHURN)
+    assert healthy.passed == (healthy.metadata["tier"].value == "HEALTHY"), "passed only at the healthy tier"
+    assert healthy.description.startswith(
+        f"{healthy.metadata['version'].value} {healthy.metadata['tier'].value} {healthy.metadata['score'].value}: ")
+
+    result = defs.resolve_job_def("retrain").execute_in_process(instance=instance, raise_on_error=False)
+    assert CHURN in {e.asset_key for e in result.get_asset_materialization_events()}
+    [judged] = [c for c in result.get_asset_check_evaluations() if c.check_name == "recall_verdict"]
+    assert judged.asset_key == CHURN and (judged.passed, judged.description) == (healthy.passed, healthy.description), (
+        "a run that trains the model judges it there and then, as the scan did")
     gate, trained = retrain(defs, instance)
     assert gate["verdict"] == "GO" and gate["model_version"].endswith("churn_model_2,PROD)") and trained
 
     fail_the_test(shop)
+    result = defs.resolve_job_def("retrain").execute_in_process(instance=instance, raise_on_error=False)
+    assert not [c for c in result.get_asset_check_evaluations() if c.check_name == "recall_verdict"], (
+        "the training never ran: its verdict check is skipped, not failed")
     gate, trained = retrain(defs, instance)
     assert gate["verdict"] == "NO-GO" and not trained
     assert {"failing_assertions", "contaminated_version"} <= set(gate["failing_checks"].split(", "))
@@ -160,6 +187,13 @@ def test_the_recall_location_scans_and_the_gate_passes_then_blocks(shop: Setting
     window = next(e for e in rescanned.get_asset_materialization_events() if e.asset_key == AssetKey("blind_window"))
     versions = window.materialization.metadata["versions"].value
     assert "churn_model_2" in versions and "CONTAMINATED" in versions and "CLEAN" in versions
+    scores = next(e for e in rescanned.get_asset_materialization_events() if e.asset_key == AssetKey("risk_scores"))
+    report_verdicts(instance, rescanned.output_for_node("risk_scores"), checks)
+    at_risk = verdict_on(instance, CHURN)
+    version = at_risk.metadata["version"].value
+    assert not at_risk.passed and at_risk.description == f"{version} " + scores.materialization.metadata[
+        f"verdict: {version}"].value, "the model's own check says in one line what the scores say of its version"
+    assert at_risk.description.startswith(f"{version} {at_risk.metadata['tier'].value}")
 
 
 def test_a_model_the_graph_does_not_know_is_unverified_and_blocks(shop: Settings, overlay: str, instance) -> None:
