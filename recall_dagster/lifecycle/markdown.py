@@ -23,10 +23,11 @@ def incidents_table(synced: Mapping[str, Any]) -> str:
 
 
 def blind_window_table(report: Mapping[str, Any]) -> str:
-    """Each root cause's model versions with their verdict, and the rollback it names."""
+    """Each root cause's model versions with their verdict, and what to do: the rollback it names, or the next
+    step when no version is provably clean."""
     rows = [
         (", ".join(cause["origins"]), model["name"], version["name"], version["verdict"],
-         run_label(version.get("trained_by")), (model.get("rollback") or {}).get("name", "none: no clean version"))
+         run_label(version.get("trained_by")), model["rollback_note"])
         for cause in report["causes"]
         for model in cause["models"]
         for version in model["versions"]

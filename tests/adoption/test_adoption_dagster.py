@@ -56,3 +56,25 @@ def test_inside_dagster_a_test_that_froze_the_training_table_is_heard_in_every_a
     code, synced = dagster_team.recall("incidents", "sync")
     named = [m["name"] for i in synced["raised"] + synced["active"] for m in i["models"]]
     assert "order_forecaster_1" in named, synced
+
+
+def test_inside_dagster_the_scan_turns_the_model_s_own_asset_red(dagster_team: Team) -> None:
+    """The scan job, launched from the code location as the daemon launches it, records Recall's verdict on the
+    team's own training asset: the operator sees the model at risk in the lineage they already watch."""
+    launched = dagster_team.sh("dagster job execute -m jaffle_dagster.definitions -j recall_scan", cwd=dagster_team.repo)
+    assert launched.returncode == 0, launched.stdout[-3000:] + launched.stderr[-3000:]
+    script = (
+        "from dagster import AssetCheckKey, AssetKey, DagsterInstance\n"
+        "key = AssetCheckKey(AssetKey('forecast'), 'recall_verdict')\n"
+        "record = DagsterInstance.get().event_log_storage.get_latest_asset_check_execution_by_key([key])[key]\n"
+        "evaluation = record.event.dagster_event.event_specific_data\n"
+        "print(evaluation.passed, evaluation.severity.value, evaluation.metadata['tier'].value, sep='|')\n"
+        "print(evaluation.description)\n"
+    )
+    shown = dagster_team.sh(f"python -c \"{script}\"", cwd=dagster_team.repo)
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    status, description = shown.stdout.strip().split("\n", 1)
+    _, scan = dagster_team.recall("scan")
+    [model] = scan["models"]
+    assert status == f"False|{'ERROR' if model['tier'] == 'CRITICAL' else 'WARN'}|{model['tier']}", (status, model)
+    assert description.startswith(f"order_forecaster_1 {model['tier']} {model['score']}: ") and "Next: " in description

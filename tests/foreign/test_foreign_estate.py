@@ -187,6 +187,8 @@ def test_the_recall_location_scans_and_the_gate_passes_then_blocks(shop: Setting
     window = next(e for e in rescanned.get_asset_materialization_events() if e.asset_key == AssetKey("blind_window"))
     versions = window.materialization.metadata["versions"].value
     assert "churn_model_2" in versions and "CONTAMINATED" in versions and "CLEAN" in versions
+    assert "roll back to churn_model_1: the newest version trained outside every blind window" in versions, (
+        "the table says what to do, not only a version's name")
     scores = next(e for e in rescanned.get_asset_materialization_events() if e.asset_key == AssetKey("risk_scores"))
     report_verdicts(instance, rescanned.output_for_node("risk_scores"), checks)
     at_risk = verdict_on(instance, CHURN)
