@@ -14,7 +14,7 @@ import sys
 from datetime import datetime, timezone
 from functools import lru_cache
 from itertools import takewhile
-from typing import Iterable, Mapping, NamedTuple
+from typing import Iterable, Mapping, NamedTuple, TypeVar, cast
 
 from datahub.metadata.schema_classes import (
     AssertionInfoClass,
@@ -83,8 +83,12 @@ PERSON_ASPECTS: list[type[_Aspect]] = [CorpUserInfoClass, CorpUserStatusClass, S
 TERM_ASPECTS: list[type[_Aspect]] = [GlossaryTermInfoClass]
 
 
-def _get(aspects: Aspects, cls: type[_Aspect]) -> _Aspect | None:
-    return aspects.get(cls.ASPECT_NAME)
+_A = TypeVar("_A", bound=_Aspect)
+
+
+def _get(aspects: Aspects, cls: type[_A]) -> _A | None:
+    # the graph decodes each aspect name into its own class (graph.decode), so the aspect is a cls
+    return cast("_A | None", aspects.get(cls.ASPECT_NAME))
 
 
 def _unique(urns: Iterable[str]) -> tuple[str, ...]:
@@ -606,7 +610,8 @@ def assertion_kind(info: AssertionInfoClass | None) -> str | None:
     if info is None:
         return None
     custom, dataset = info.customAssertion, info.datasetAssertion
-    return (custom and (custom.nativeType or custom.type)) or (dataset and dataset.nativeType) or info.type
+    # DataHub types an enum field as Union[str, AssertionTypeClass]; its value is one of that class's str constants
+    return (custom and (custom.nativeType or custom.type)) or (dataset and dataset.nativeType) or cast(str, info.type)
 
 
 def asserted_entity(info: AssertionInfoClass | None) -> str | None:
