@@ -265,8 +265,8 @@ def parse_dataset(
         return Dataset(urn=urn, name=display_name(urn), missing=True)
     props = _get(aspects, DatasetPropertiesClass)
     editable = _get(aspects, EditableDatasetPropertiesClass)
-    deprecation: DeprecationClass | None = _get(aspects, DeprecationClass)  # type: ignore[assignment]
-    lineage: UpstreamLineageClass | None = _get(aspects, UpstreamLineageClass)  # type: ignore[assignment]
+    deprecation: DeprecationClass | None = _get(aspects, DeprecationClass)
+    lineage: UpstreamLineageClass | None = _get(aspects, UpstreamLineageClass)
     custom = dict(props.customProperties) if props else {}
     property_value = custom.get(freshness_property) if freshness_property else None
     return Dataset(
@@ -282,17 +282,17 @@ def parse_dataset(
         tags=tag_names(_get(aspects, GlobalTagsClass)),
         terms=_terms(_get(aspects, GlossaryTermsClass), glossary),
         upstreams=_unique(u.dataset for u in (lineage.upstreams if lineage else ())),
-        copy_of=twin_of(lineage, _get(aspects, SiblingsClass)),  # type: ignore[arg-type]
+        copy_of=twin_of(lineage, _get(aspects, SiblingsClass)),
         column_lineage=_column_lineage(lineage),
         operations_ms=operations_ms,
         builds_ms=builds_ms,
         written_by=written_by,
-        last_modified_ms=_last_modified(props, _get(aspects, SchemaMetadataClass)),  # type: ignore[arg-type]
+        last_modified_ms=_last_modified(props, _get(aspects, SchemaMetadataClass)),
         property_updated_ms=_epoch_ms(property_value) if property_value else None,
         property_name=freshness_property if property_value else None,
         assertions=assertions,
         profiles=profiles,
-        aliases=dataset_aliases(props),  # type: ignore[arg-type]
+        aliases=dataset_aliases(props),
     )
 
 
@@ -468,8 +468,8 @@ def parse_model(
     version itself); owners, tags and custom properties of the group apply to
     every version, because that is where registries keep them.
     """
-    props: MLModelPropertiesClass | None = _get(aspects, MLModelPropertiesClass)  # type: ignore[assignment]
-    version: VersionPropertiesClass | None = _get(aspects, VersionPropertiesClass)  # type: ignore[assignment]
+    props: MLModelPropertiesClass | None = _get(aspects, MLModelPropertiesClass)
+    version: VersionPropertiesClass | None = _get(aspects, VersionPropertiesClass)
     group_urns = group_refs(aspects)
     group_aspects = [groups.get(g, {}) for g in group_urns]
     own_tags = tag_names(_get(aspects, GlobalTagsClass))
