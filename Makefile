@@ -23,6 +23,7 @@ PYTEST := $(BIN)/python -m pytest --basetemp=.pytest-tmp --durations=20 -n auto 
 
 test: $(STAMP)
 	$(BIN)/ruff check --quiet .
+	$(BIN)/mypy
 	$(PYTEST) -m "not slow"
 
 test-slow: $(STAMP)

@@ -20,7 +20,7 @@ import sqlite3
 from array import array
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Mapping
 
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate.links import Chosen, ChangedLinks, Key, KeptLinks, Links, LinksChange, LinksMoved
@@ -209,8 +209,8 @@ def _put_change(db: sqlite3.Connection, change: LinksChange) -> None:
     _put_incoming(db, dict(sorted(change.incoming.items())), _incoming(db, change.incoming))
 
 
-def _put_incoming(db: sqlite3.Connection, answers: dict[Key, tuple[str, ...]],
-                  before: dict[Key, tuple[str, ...]]) -> None:
+def _put_incoming(db: sqlite3.Connection, answers: Mapping[Key, tuple[str, ...]],
+                  before: Mapping[Key, tuple[str, ...]]) -> None:
     db.executemany("DELETE FROM holders WHERE source = ? AND rel = ? AND target = ?",
                    ((s, r, t) for (r, t), sources in before.items() for s in sources))
     db.executemany("INSERT OR REPLACE INTO incoming VALUES (?, ?, ?)",

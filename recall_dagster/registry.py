@@ -212,7 +212,9 @@ def _client_dagster_runs(client: "MlflowClient") -> dict[tuple[str, str], str]:
         ids = ", ".join(f"'{r}'" for r in runs[start:start + _RUNS_PER_SEARCH])
         for run in client.search_runs(experiments, f"attributes.run_id IN ({ids})", max_results=_RUNS_PER_SEARCH):
             tag = run.data.tags.get(DAGSTER_RUN_TAG)
-            for key in by_run.get(run.info.run_id, ()) if tag else ():
+            if not tag:
+                continue
+            for key in by_run.get(run.info.run_id, ()):
                 found[key] = tag
     return found
 

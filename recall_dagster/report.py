@@ -25,7 +25,7 @@ from recall_dagster.results import ModelReport, ScanResult
 from recall_dagster.instants import iso_instant
 from recall_dagster.scan import production_markers
 from recall_dagster.shown import shown
-from recall_dagster.terminal import esc, narrow_table
+from recall_dagster.terminal import Kind, esc, narrow_table
 
 _TIER_STYLE = {"CRITICAL": "bold red", "AT_RISK": "yellow", "WATCH": "cyan", "HEALTHY": "green"}
 _SEVERITY_STYLE = {Severity.CRITICAL: "bold red", Severity.WARN: "yellow", Severity.INFO: "dim"}
@@ -95,8 +95,9 @@ def render_report(result: ScanResult, console: Console) -> None:
         return
 
     bar = console.width >= _BAR_FROM  # in a narrow terminal the names need the room more than the bar
+    bar_column: list[tuple[str, Kind, int]] = [("", "word", _BAR_WIDTH)] if bar else []
     table = narrow_table(("model", "name"), ("prod", "word", 3), ("tier", "word", max(map(len, scoring.tier_names()))),
-                         ("score", "number", 3), *([("", "word", _BAR_WIDTH)] if bar else []), ("live", "number"),
+                         ("score", "number", 3), *bar_column, ("live", "number"),
                          ("crit/warn/info", "number"))
     for versions in _registered(result.models).values():
         grouped = len(versions) > 1

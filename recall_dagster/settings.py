@@ -12,7 +12,7 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Any, Iterator, Literal
 
 from recall_dagster.errors import ConfigError
 from recall_dagster.files import locked
@@ -63,7 +63,7 @@ class Settings:
     lock_wait_seconds: float = 60.0  # how long a writer waits for another of the same store
 
     @classmethod
-    def from_env(cls, **overrides: object) -> "Settings":
+    def from_env(cls, **overrides: Any) -> "Settings":
         home = env_home()
         settings = cls(
             home=home,

@@ -19,7 +19,7 @@ import operator
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence, cast
 
 from recall_dagster import detect, estate
 from recall_dagster.estate import ModelClosure
@@ -27,7 +27,7 @@ from recall_dagster.estate.columns import ColumnGraph, column_graph
 from recall_dagster import links_db
 from recall_dagster.estate.incremental import Rescan, Snapshot
 from recall_dagster.estate.links import KeptLinks, Links, LinksMoved
-from recall_dagster.estate.listings import KnownListings
+from recall_dagster.estate.listings import KnownListings, Listings
 from recall_dagster.estate.kept import Head, Kept, KeptClosure, Ref, head_and_body
 from recall_dagster.estate.views import Dataset
 from recall_dagster.files import write_atomically
@@ -244,17 +244,19 @@ class SnapshotStore:
         for; each rescan that keeps the column inputs moves it on, whether or not a detector asked."""
         key = rescan.snapshot
         mark = self._read(self._path(key, ".columns.at"), _CLOSURES)
-        holds = isinstance(mark, _Part) and mark.key == key and (  # moved on already by this rescan's first pass
-            mark.token == rescan.token or rescan.same_columns and mark.token == rescan.kept_from)
-        if holds and mark.token != rescan.token:
-            self._mark_columns(key, rescan.token, mark.value)
+        built_at: str | None = None  # the snapshot whose kept graph holds for this rescan, when the mark says one
+        if isinstance(mark, _Part) and mark.key == key and (  # moved on already by this rescan's first pass
+                mark.token == rescan.token or rescan.same_columns and mark.token == rescan.kept_from):
+            built_at = cast(str, mark.value)  # as _mark_columns wrote it
+            if mark.token != rescan.token:
+                self._mark_columns(key, rescan.token, built_at)
 
         @functools.cache
         def graph() -> ColumnGraph:
-            if holds:
+            if built_at is not None:
                 kept = self._read(self._path(key, ".columns"), _CLOSURES)
-                if isinstance(kept, _Part) and kept.key == key and kept.token == mark.value:
-                    return kept.value
+                if isinstance(kept, _Part) and kept.key == key and kept.token == built_at:
+                    return cast(ColumnGraph, kept.value)  # as this function wrote it
             built = column_graph(closures)
             self._write(self._path(key, ".columns"), _Part(key, rescan.token, built), _CLOSURES, "estate column lineage")
             self._mark_columns(key, rescan.token, rescan.token)
@@ -287,7 +289,8 @@ class SnapshotStore:
         """``graph``, listing from the lists kept for ``key`` once it is asked what changed since them (none
         kept for a ``full`` scan: it lists everything again)."""
         kept = None if full else self._read(self._path(key, ".listed"), _CLOSURES)
-        return KnownListings(graph, (kept.token, kept.value) if isinstance(kept, _Part) and kept.key == key else None)
+        return KnownListings(graph, (kept.token, cast(Listings, kept.value))  # as save_listing wrote it
+                             if isinstance(kept, _Part) and kept.key == key else None)
 
     def save_listing(self, key: str, graph: KnownListings) -> None:
         """Keep the lists ``graph`` gave for the next scan of ``key``, unless they are the ones kept."""

@@ -13,6 +13,7 @@ import hashlib
 import hmac
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from recall_dagster.acks.model import Acknowledgement, fingerprint, merged
 from recall_dagster.acks.store import LocalAcks, publish, read_published
@@ -137,7 +138,7 @@ def revoke(
     return ack, landed, failures
 
 
-def listing(book: AckBook, now_ms: int) -> list[dict[str, object]]:
+def listing(book: AckBook, now_ms: int) -> list[dict[str, Any]]:
     """Every acknowledgement with whether it is in force now; one set aside says why (``ignored``)."""
     rows = [{**a.to_json(), "in_force": a.created_ms <= now_ms < a.until_ms, "ignored": None} for a in book.honoured]
     rows += [{**i.ack.to_json(), "in_force": False, "ignored": i.why} for i in book.ignored]

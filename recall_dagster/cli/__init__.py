@@ -14,7 +14,7 @@ import importlib
 import sys
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Any, Iterator, TextIO
+from typing import Any, Iterator, TextIO, cast
 
 import click
 
@@ -110,7 +110,8 @@ def _printing_no_secrets() -> Iterator[None]:
     descriptions from the graph may hold a URL with its password or a token, and whatever prints them, it is
     here that they leave the process."""
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _Redacted(saved[0]), _Redacted(saved[1])  # type: ignore[assignment]
+    # a _Redacted passes every other TextIO attribute on to the stream it wraps (__getattr__)
+    sys.stdout, sys.stderr = cast(TextIO, _Redacted(saved[0])), cast(TextIO, _Redacted(saved[1]))
     try:
         with root_handlers_onto(sys.stderr, saved[1]):  # libraries' log lines too (log_streams)
             yield
@@ -122,7 +123,7 @@ class RecallGroup(click.Group):
     """Turns every RecallError, and a module an uninstalled extra brings, into its message and exit code,
     never a traceback; prints no secret, and no escape sequence from a name it quotes (:func:`shown`)."""
 
-    def invoke(self, ctx: click.Context):  # type: ignore[override]
+    def invoke(self, ctx: click.Context):
         with _printing_no_secrets():
             try:
                 return super().invoke(ctx)
@@ -175,7 +176,7 @@ class LazyRecallGroup(RecallGroup):
             with formatter.section("Commands"):
                 formatter.write_dl([(name, cmd.get_short_help_str(limit)) for name, cmd in commands])
 
-    def shell_complete(self, ctx: click.Context, incomplete: str):  # type: ignore[override]
+    def shell_complete(self, ctx: click.Context, incomplete: str):
         # click's Group.shell_complete, likewise: completing a command name imports no command.
         from click.shell_completion import CompletionItem
 

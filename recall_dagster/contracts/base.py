@@ -6,7 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-VERSION = 1  # every contract's schema_version today; a contract that renames a field moves on alone
+SchemaVersion = Literal[1]  # every contract's schema_version today; a contract that renames a field moves on alone
+VERSION: SchemaVersion = 1
 
 Instant = str  # ISO-8601 UTC, seconds precision
 Json = dict[str, Any]
@@ -22,7 +23,7 @@ class Part(BaseModel):
 class Contract(Part):
     """A whole answer: one command's ``--json``, one MCP tool's result."""
 
-    schema_version: Literal[VERSION]
+    schema_version: SchemaVersion
 
 
 class UnlinkedAssertion(Part):

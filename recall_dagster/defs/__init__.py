@@ -25,8 +25,9 @@ Nothing here holds logic: each definition calls the same function as the ``recal
 
 from pathlib import Path
 
-from dagster import AssetKey, AssetsDefinition, DefaultSensorStatus, Definitions
+from dagster import AssetKey, AssetsDefinition, DefaultSensorStatus, Definitions, JobDefinition
 
+from recall_dagster.defs._compat import UnresolvedAssetJobDefinition
 from recall_dagster.defs.automation import nightly_scan, rescan_job, scan_job
 from recall_dagster.config.dagster import DagsterConfig
 from recall_dagster.config.load import load
@@ -79,7 +80,8 @@ def recall_definitions(
                mlflow_sensor(rescan, chosen.mlflow_models, interval, default_status, t)]
     if dbt is not None:
         sensors.append(dbt_test_failure_sensor(dbt, rescan, t, interval, default_status, on_pass=bool(ingests)))
-    jobs, nightly = [scan, rescan, rollback_job(t)], nightly_scan(scan, chosen.nightly_scan_cron, default_status, t)
+    jobs: list[JobDefinition | UnresolvedAssetJobDefinition] = [scan, rescan, rollback_job(t)]
+    nightly = nightly_scan(scan, chosen.nightly_scan_cron, default_status, t)
     if shards > 1:  # the schedule fans out over the shards; their merge launches the scan job
         jobs.append(shards_job := shard_job(t))
         nightly = sharded_nightly_scan(shards_job, shards, chosen.nightly_scan_cron, default_status, t)

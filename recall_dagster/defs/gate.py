@@ -28,7 +28,7 @@ there the check sees the checks the job itself selects.
 import inspect
 from dataclasses import dataclass, replace
 from functools import wraps
-from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
 from dagster import (
     AssetCheckKey,
@@ -40,6 +40,7 @@ from dagster import (
     AssetKey,
     AssetsDefinition,
     AssetSpec,
+    EventLogRecord,
     Failure,
     MaterializeResult,
     MetadataValue,
@@ -273,7 +274,8 @@ def _judged_in_run(context: AssetExecutionContext, gate_key: AssetKey) -> str | 
     A newer materialization of the gate by another run hides this run's: then
     the training judges again, from the same evidence, rather than trust it.
     """
-    [latest, *_] = [*context.instance.fetch_materializations(gate_key, limit=1).records, None]
+    records: Sequence[EventLogRecord] = context.instance.fetch_materializations(gate_key, limit=1).records
+    [latest, *_] = [*records, None]
     if latest is None or latest.run_id != context.run.run_id or latest.asset_materialization is None:
         return None
     verdict = latest.asset_materialization.metadata.get("verdict")
@@ -382,9 +384,10 @@ def _observed(context: AssetExecutionContext, trained: AssetKey) -> list[Observe
     declares, named by ``dagster/table_name`` (dagster-dbt sets it to the dbt relation), else by the asset
     key's parts."""
     graph = asset_graph_of(context)
-    seen = []
+    seen: list[Observed] = []
     for key in sorted(graph.get(trained).parent_keys, key=AssetKey.to_user_string):
-        [latest, *_] = [*context.instance.fetch_materializations(key, limit=1).records, None]
+        records: Sequence[EventLogRecord] = context.instance.fetch_materializations(key, limit=1).records
+        [latest, *_] = [*records, None]
         if latest is None or latest.asset_materialization is None:
             continue
         table = graph.get(key).metadata.get("dagster/table_name")

@@ -12,6 +12,8 @@ written here as there.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetChecksDefinition, AssetKey, MetadataValue, asset_check
 
@@ -54,7 +56,7 @@ def metric_gate(training: AssetKey, model: str, translator: RecallTranslator | N
     return check
 
 
-def diagnosis_metadata(d: Diagnosis) -> dict[str, object]:
+def diagnosis_metadata(d: Diagnosis) -> dict[str, Any]:
     """The gate's metrics and the ranked causes, as a person reads them in the UI."""
     metrics = ((r.name, r.baseline, r.candidate, "yes" if r.regressed else "no") for r in d.gate.rows)
     causes = ((h.kind, f"{h.score:.3f}", "; ".join(c.detail for c in h.evidence)) for h in d.hypotheses)

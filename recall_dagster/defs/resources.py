@@ -87,7 +87,7 @@ class RecallResource(ConfigurableResource):
     def config_file(self) -> str | None:
         """``RECALL_CONFIG`` as configured, at run time and while definitions load (before Dagster resolves an EnvVar)."""
         value = self.home.config_path
-        return (value.get_value() if isinstance(value, EnvVar) else value) or None  # type: ignore[union-attr]
+        return (value.get_value() if isinstance(value, EnvVar) else value) or None
 
     def settings(self) -> Settings:
         home = Path(self.home.path).expanduser().resolve()
@@ -124,4 +124,4 @@ class RecallResource(ConfigurableResource):
 
 def _env(name: str, default: str = "") -> str:
     """An :class:`EnvVar` when the variable is set, so Dagster resolves it at run time; else the default."""
-    return EnvVar(name) if os.environ.get(name) else default  # type: ignore[return-value]
+    return EnvVar(name) if os.environ.get(name) else default

@@ -307,7 +307,7 @@ def datahub_writeback(model_closures: Closures, risk_scores: ScanResult, recall:
     with settings.writing("writeback", "datahub_writeback"), recall.open_graph(read_only=False) as graph:
         report = write_back(graph, risk_scores, settings, recall.configuration().writeback, clock_ms())
     writes = ((path, *(counts[k] for k in COUNTS)) for path, counts in report.counts().items())
-    metadata = {
+    metadata: dict[str, Any] = {
         "written": report.ok,
         "run_id": report.run_id,
         "evidence": MetadataValue.path(str(report.evidence_dir)),

@@ -187,7 +187,8 @@ def mlflow_sensor(job: Job, models: Sequence[str] = (), interval_s: int = 60,
             return SensorResult(skip_reason="no new model version", cursor=_versions_cursor(handled))
         with recall.open_graph() as graph:
             known = _closures(recall, graph, include_all=True)
-        ready, waiting = [], {}
+        ready = []
+        waiting: dict[str, str] = {}  # name -> the selector of its first new version not in the graph yet
         for v in new:
             if v.name not in waiting and select(known, versions=[v.selector]):
                 ready.append(v)

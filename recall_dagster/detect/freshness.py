@@ -55,7 +55,7 @@ def combine(
     windows the orchestrator holds it to (a Dagster freshness policy): the strictest window wins."""
     said = list(descriptions)
     window = min([*(o.window_hours for o in said), *windows])
-    records = [(o.last, o.dataset) for o in said if o.last is not None]
+    records: list[tuple[Freshness, Dataset | None]] = [(o.last, o.dataset) for o in said if o.last is not None]
     records += [(f, None) for f in observed]
     if not records:
         return TableFreshness(None, None, window, None)

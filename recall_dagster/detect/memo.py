@@ -16,9 +16,13 @@ one call (:meth:`Judgements.over`), each by one dictionary read.
 
 from __future__ import annotations
 
-from typing import Callable, Generic, Hashable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, Hashable, Mapping, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsDunderLT
 
 T = TypeVar("T")
+Ordered = TypeVar("Ordered", bound="SupportsDunderLT[Any]")  # judgements :meth:`Judgements.least` compares
 Item = TypeVar("Item")
 K = TypeVar("K")
 
@@ -45,12 +49,12 @@ class Judgements(Generic[Item, T]):
                 found.append((key, judged, hit[1]))
         return found
 
-    def least(self, items: Mapping[K, Item], judge: Callable[[Item], T | None]) -> T | None:
+    def least(self, items: Mapping[K, Item], judge: Callable[[Item], Ordered | None]) -> Ordered | None:
         """The least of the judgements of ``items`` that are not None (None if none is), each object judged the
         first time it is asked about: a closure's earliest instant its verdict may turn at, one read per
         dataset."""
-        done = self._done
-        least = None
+        done: dict[int, tuple[Item, Any]] = self._done  # this kind's judgements are Ordered or None
+        least: Ordered | None = None
         for judged in items.values():
             hit = done.get(id(judged))
             if hit is None:

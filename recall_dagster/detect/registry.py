@@ -223,7 +223,7 @@ def judge(
         by_detector: dict[str, list[Finding]] = {}
         for k in kept:
             by_detector.setdefault(k.detector, []).append(k)
-        return [f for d in enabled for f in (fresh[d.name] if d.name in fresh else by_detector.get(d.name, ()))]
+        return [f for d in enabled for f in (fresh[d.name] if d.name in fresh else by_detector.get(d.name) or ())]
 
     found = {c.urn: findings(c) for c in closures}
     return Judgement(found, timed, judged_again)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Sequence
+from typing import Any, Sequence
 
 from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
@@ -65,6 +65,7 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
         # the jobs that write the table, whichever of its descriptions records them: what to rerun
         writers = sorted({w for o in said for w in o.dataset.written_by})
         rerun = f"; written by {', '.join(writers)}" if writers else ""
+        written: dict[str, Any] = {"written_by": writers} if writers else {}  # evidence, beside the path
         for o in said:
             if o.last is None:
                 continue
@@ -82,7 +83,7 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
                     age_hours=round(age, 1),
                     window_hours=table.window_hours,
                     freshness_source=last.source,
-                    **({"written_by": writers} if writers else {}),
+                    **written,
                 )
             )
     return sorted(findings, key=lambda f: f.subject)

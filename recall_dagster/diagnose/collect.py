@@ -14,7 +14,7 @@ import json
 import math
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence, cast
 
 from recall_dagster.detect import RecallConfig, run_detectors, training_serving_skew
 from recall_dagster.detect.config import matches_dataset
@@ -77,7 +77,8 @@ def pick_versions(
     except (MlflowException, OSError) as err:
         if failing(err):
             raise unreachable(client.tracking_uri, f"listing the versions of {model}", err) from None
-        raise ModelNotFound(f"MLflow has no registered model {model!r}: {err.message}") from None
+        # failing() holds for every OSError: what is left is MLflow's answer
+        raise ModelNotFound(f"MLflow has no registered model {model!r}: {cast(MlflowException, err).message}") from None
     if not versions:
         raise ModelNotFound(f"MLflow has no version of {model!r}")
     for label, given in (("candidate", candidate), ("baseline", baseline)):
@@ -118,7 +119,7 @@ def run_facts(client: Any, model: str, version: str) -> RunFacts:
     except (MlflowException, OSError) as err:
         if failing(err):
             raise unreachable(client.tracking_uri, f"reading the training run of {model} version {version}", err) from None
-        raise ModelNotFound(f"{model} version {version}: {err.message}") from None
+        raise ModelNotFound(f"{model} version {version}: {cast(MlflowException, err).message}") from None  # as above
     if run is None:
         return RunFacts(version=version, run_id=None, start_ms=None, end_ms=None)
     metrics = {k: float(v) for k, v in run.data.metrics.items() if not math.isnan(float(v))}

@@ -7,10 +7,11 @@ raised before MLflow or the graph is read.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Literal, Mapping
 
 
-SIGNALS = ("temporal", "lineage", "fields", "size", "corroboration")
+Signal = Literal["temporal", "lineage", "fields", "size", "corroboration"]
+SIGNALS: tuple[Signal, ...] = ("temporal", "lineage", "fields", "size", "corroboration")
 
 
 @dataclass(frozen=True)

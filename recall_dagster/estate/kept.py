@@ -82,11 +82,11 @@ class KeptClosure(ModelClosure):
             }
         return body
 
-    features = property(lambda self: self._body()["features"])  # type: ignore[assignment]
-    feature_tables = property(lambda self: self._body()["feature_tables"])  # type: ignore[assignment]
-    training_runs = property(lambda self: self._body()["training_runs"])  # type: ignore[assignment]
-    datasets = property(lambda self: self._body()["datasets"])  # type: ignore[assignment]
-    parents = property(lambda self: self._body()["parents"])  # type: ignore[assignment]
+    features = property(lambda self: self._body()["features"])
+    feature_tables = property(lambda self: self._body()["feature_tables"])
+    training_runs = property(lambda self: self._body()["training_runs"])
+    datasets = property(lambda self: self._body()["datasets"])
+    parents = property(lambda self: self._body()["parents"])
 
     def dataset(self, urn: str) -> Dataset:
         """One of its datasets, without decoding the rest of the body (a scan asks a few of every closure)."""

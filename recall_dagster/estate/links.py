@@ -107,8 +107,10 @@ class ChangedLinks:
 
     def __init__(self, base: KeptLinks, change: LinksChange) -> None:
         if isinstance(base, ChangedLinks):  # one change on the links kept, however many rescans ran in memory
-            base, change = base.base, base.change.then(change)
-        self.base, self.change = base, change
+            change = base.change.then(change)
+            base = base.base
+        self.base: KeptLinks = base
+        self.change: LinksChange = change
 
     def models(self) -> frozenset[str]:
         put = {u for u, c in self.change.models.items() if c is not None}

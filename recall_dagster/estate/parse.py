@@ -14,7 +14,7 @@ import sys
 from datetime import datetime, timezone
 from functools import lru_cache
 from itertools import takewhile
-from typing import Iterable, Mapping, NamedTuple
+from typing import Iterable, Mapping, NamedTuple, TypeVar, cast
 
 from datahub.metadata.schema_classes import (
     AssertionInfoClass,
@@ -83,8 +83,12 @@ PERSON_ASPECTS: list[type[_Aspect]] = [CorpUserInfoClass, CorpUserStatusClass, S
 TERM_ASPECTS: list[type[_Aspect]] = [GlossaryTermInfoClass]
 
 
-def _get(aspects: Aspects, cls: type[_Aspect]) -> _Aspect | None:
-    return aspects.get(cls.ASPECT_NAME)
+_A = TypeVar("_A", bound=_Aspect)
+
+
+def _get(aspects: Aspects, cls: type[_A]) -> _A | None:
+    # the graph decodes each aspect name into its own class (graph.decode), so the aspect is a cls
+    return cast("_A | None", aspects.get(cls.ASPECT_NAME))
 
 
 def _unique(urns: Iterable[str]) -> tuple[str, ...]:
@@ -261,8 +265,8 @@ def parse_dataset(
         return Dataset(urn=urn, name=display_name(urn), missing=True)
     props = _get(aspects, DatasetPropertiesClass)
     editable = _get(aspects, EditableDatasetPropertiesClass)
-    deprecation: DeprecationClass | None = _get(aspects, DeprecationClass)  # type: ignore[assignment]
-    lineage: UpstreamLineageClass | None = _get(aspects, UpstreamLineageClass)  # type: ignore[assignment]
+    deprecation: DeprecationClass | None = _get(aspects, DeprecationClass)
+    lineage: UpstreamLineageClass | None = _get(aspects, UpstreamLineageClass)
     custom = dict(props.customProperties) if props else {}
     property_value = custom.get(freshness_property) if freshness_property else None
     return Dataset(
@@ -278,17 +282,17 @@ def parse_dataset(
         tags=tag_names(_get(aspects, GlobalTagsClass)),
         terms=_terms(_get(aspects, GlossaryTermsClass), glossary),
         upstreams=_unique(u.dataset for u in (lineage.upstreams if lineage else ())),
-        copy_of=twin_of(lineage, _get(aspects, SiblingsClass)),  # type: ignore[arg-type]
+        copy_of=twin_of(lineage, _get(aspects, SiblingsClass)),
         column_lineage=_column_lineage(lineage),
         operations_ms=operations_ms,
         builds_ms=builds_ms,
         written_by=written_by,
-        last_modified_ms=_last_modified(props, _get(aspects, SchemaMetadataClass)),  # type: ignore[arg-type]
+        last_modified_ms=_last_modified(props, _get(aspects, SchemaMetadataClass)),
         property_updated_ms=_epoch_ms(property_value) if property_value else None,
         property_name=freshness_property if property_value else None,
         assertions=assertions,
         profiles=profiles,
-        aliases=dataset_aliases(props),  # type: ignore[arg-type]
+        aliases=dataset_aliases(props),
     )
 
 
@@ -464,8 +468,8 @@ def parse_model(
     version itself); owners, tags and custom properties of the group apply to
     every version, because that is where registries keep them.
     """
-    props: MLModelPropertiesClass | None = _get(aspects, MLModelPropertiesClass)  # type: ignore[assignment]
-    version: VersionPropertiesClass | None = _get(aspects, VersionPropertiesClass)  # type: ignore[assignment]
+    props: MLModelPropertiesClass | None = _get(aspects, MLModelPropertiesClass)
+    version: VersionPropertiesClass | None = _get(aspects, VersionPropertiesClass)
     group_urns = group_refs(aspects)
     group_aspects = [groups.get(g, {}) for g in group_urns]
     own_tags = tag_names(_get(aspects, GlobalTagsClass))
@@ -606,7 +610,8 @@ def assertion_kind(info: AssertionInfoClass | None) -> str | None:
     if info is None:
         return None
     custom, dataset = info.customAssertion, info.datasetAssertion
-    return (custom and (custom.nativeType or custom.type)) or (dataset and dataset.nativeType) or info.type
+    # DataHub types an enum field as Union[str, AssertionTypeClass]; its value is one of that class's str constants
+    return (custom and (custom.nativeType or custom.type)) or (dataset and dataset.nativeType) or cast(str, info.type)
 
 
 def asserted_entity(info: AssertionInfoClass | None) -> str | None:

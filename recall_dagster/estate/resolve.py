@@ -9,7 +9,7 @@ together so a warehouse shared by ten models is read once, not ten times.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence, cast
 
 from datahub.metadata.schema_classes import (
     AssertionInfoClass,
@@ -94,7 +94,7 @@ def _read_datasets(graph: MetadataGraph, seeds: Iterable[str], max_depth: int) -
             break
         upstream: set[str] = set()
         for urn in frontier:
-            lineage = read[urn].get(UpstreamLineageClass.ASPECT_NAME)
+            lineage = cast("UpstreamLineageClass | None", read[urn].get(UpstreamLineageClass.ASPECT_NAME))
             upstream.update(u.dataset for u in (lineage.upstreams if lineage else ()))
         frontier = _sorted(upstream - read.keys())
     return read

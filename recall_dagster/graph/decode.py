@@ -170,18 +170,18 @@ class _Compiler:
         return decode
 
     @staticmethod
-    def _builder(cls: type | None) -> Callable[[dict], Any]:
+    def _builder(cls: type[DictWrapper] | None) -> Callable[[dict], Any]:
         """``_construct``, skipped where it would change nothing: it restores defaults and then keeps them only
         for the fields the record left None."""
         if cls is None:
             return lambda record: record
-        restored = cls._construct_with_defaults()._inner_dict  # type: ignore[attr-defined]
+        restored = cls._construct_with_defaults()._inner_dict
         kept = frozenset(k for k, v in restored.items() if v is not None)
         known = frozenset(restored)
 
         def build(record: dict) -> Any:
             if record.keys() != known or any(record[k] is None for k in kept):
-                return cls._construct(record)  # type: ignore[attr-defined]
+                return cls._construct(record)
             obj = cls.__new__(cls)
             obj._inner_dict = record
             return obj

@@ -268,7 +268,7 @@ class LiteGraph:
                                  f"schema ({err})") from None
         return result
 
-    def _history(self, urns: Sequence[str], aspect: type[_Aspect], limit: int, select: str) -> Iterator[tuple]:
+    def _history(self, urns: Iterable[str], aspect: type[_Aspect], limit: int, select: str) -> Iterator[tuple]:
         """``urn, <select>`` of each URN's newest ``limit`` distinct events, newest first, a query per batch."""
         if aspect.get_aspect_type() != "timeseries":
             raise ValueError(f"{aspect.ASPECT_NAME} is not a timeseries aspect: use get_aspects()")

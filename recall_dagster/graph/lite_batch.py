@@ -93,7 +93,7 @@ class BatchingLite(SqliteLite):
             aspects = {name: aspect_from_text(ASPECT_NAME_MAP[name], text) for _, name, text in found if text is not None}
             for name, aspect in aspects.items():
                 self.post_update_hook(urn, name, aspect)
-            self.global_post_update_hook(urn, aspects)  # type: ignore[arg-type]
+            self.global_post_update_hook(urn, aspects)
 
     def close_and_reindex(self) -> None:
         """``SqliteLite.close`` with the browse index rebuilt in one transaction."""

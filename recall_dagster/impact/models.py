@@ -99,13 +99,13 @@ def _read_sql(url: str, sql: str, where: str, artifact: str, timeout_s: float) -
     except ReadTimedOut as err:
         raise ModelUnavailable(f"the training query of {where} {err}") from None
     except Exception as raised:  # pandas 3 wraps the driver's error in its own (read_only_sql.database_error)
-        err = database_error(raised) or raised
-        if isinstance(err, sqlalchemy.exc.OperationalError):
+        failed = database_error(raised) or raised
+        if isinstance(failed, sqlalchemy.exc.OperationalError):
             raise ServiceUnreachable(
-                f"the warehouse did not answer the training query of {where}: {reason(err)}") from None
-        if not isinstance(err, sqlalchemy.exc.SQLAlchemyError):
+                f"the warehouse did not answer the training query of {where}: {reason(failed)}") from None
+        if not isinstance(failed, sqlalchemy.exc.SQLAlchemyError):
             raise
-        raise ModelUnavailable(f"the training query of {where} failed on the warehouse: {reason(err)}") from None
+        raise ModelUnavailable(f"the training query of {where} failed on the warehouse: {reason(failed)}") from None
 
 
 def _read_table(path: Path) -> pd.DataFrame:

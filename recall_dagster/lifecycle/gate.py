@@ -225,7 +225,8 @@ def row_count_drop(inputs: GateInputs) -> CheckResult:
     trained = inputs.span.table_rows if inputs.span else {}
     if not trained:
         return CheckResult("row_count_drop", "SKIP", "its training run recorded no row counts")
-    problems, notes = [], []
+    problems: list[str] = []
+    notes: list[str] = []
     limit = inputs.config.gate.max_row_drop
     if not any(table in inputs.current_rows for table in trained):
         return CheckResult("row_count_drop", "SKIP", "no training input could be counted now", tuple(

@@ -120,7 +120,7 @@ def incident_id(cause: RootCause, now_ms: int) -> str:
     window = cause.window
     since = window.began_by_ms if window and window.began_by_ms is not None else now_ms
     # a table-level test with no known columns has no origin: its tests tell one such cause from another
-    origins = [list(o) for o in cause.origins] or sorted(r.urn for r in cause.records)
+    origins: list[list[str]] | list[str] = [list(o) for o in cause.origins] or sorted(r.urn for r in cause.records)
     return datahub_guid({"recall": "lifecycle-incident", "origins": origins, "since": str(since)})
 
 
@@ -190,8 +190,8 @@ def reconcile(entries: Mapping[str, IncidentEntry], causes: Sequence[RootCause],
         claimed.add(entry.id)
         ledger[entry.id] = entry
     for entry in [e for e in ledger.values() if e.active and e.id not in claimed]:
-        cause = next((c for c in causes if matches(entry, c)), None)
-        window = cause.window if cause else None
+        gone = next((c for c in causes if matches(entry, c)), None)
+        window = gone.window if gone else None
         healed = (
             f"its tests pass again since {iso_instant(window.ended_by_ms)}"
             if window and window.ended_by_ms is not None
@@ -202,7 +202,7 @@ def reconcile(entries: Mapping[str, IncidentEntry], causes: Sequence[RootCause],
             state=RESOLVED,
             resolved_at_ms=now_ms,
             updated_at_ms=now_ms,
-            snapshot=_closed(entry.snapshot, cause),
+            snapshot=_closed(entry.snapshot, gone),
             timeline=(*entry.timeline, _note(now_ms, "resolved", healed)),
             published=False,
         )

@@ -101,6 +101,18 @@ def _timeline(entry: IncidentEntry, cause: RootCause | None, bad: Sequence[Versi
     return sorted(rows, key=lambda r: r[0])
 
 
+def _failing_tests(cause: RootCause | None) -> list[str]:
+    """A line per failing test of the root cause, with how much it failed on where that is known."""
+    if not cause:
+        return []
+    return [
+        f"- {md_escaped(r.name)} on {md_escaped(r.where)}"
+        + (f": {md_escaped(weight)}" if (weight := weight_text(cause.failed_rows.get(r.urn),
+                                                               cause.measured.get(r.urn))) else "")
+        for r in cause.records
+    ]
+
+
 def postmortem(entry: IncidentEntry, cause: RootCause | None, config: LifecycleConfig) -> Postmortem:
     window = cause.window if cause else None
     began_by = window.began_by_ms if window else None
@@ -132,12 +144,7 @@ def postmortem(entry: IncidentEntry, cause: RootCause | None, config: LifecycleC
         f"- Time to resolve (incident open): {_span(durations['time_to_resolve']) or 'unknown'}",
         "",
         "## Failing tests",
-        *(
-            f"- {md_escaped(r.name)} on {md_escaped(r.where)}"
-            + (f": {md_escaped(weight)}" if (weight := weight_text(cause.failed_rows.get(r.urn),
-                                                                   cause.measured.get(r.urn))) else "")
-            for r in (cause.records if cause else ())
-        ),
+        *_failing_tests(cause),
         "",
         "## Blast radius",
         f"Origin columns: {md_escaped(origins)}.",

@@ -101,8 +101,8 @@ def read_assertions(
     """Every assertion on a dataset some model depends on, with its run history back past any failing streak."""
     found: dict[str, tuple[str, str | None, str, tuple[str, ...]]] = {}
     for closure in estate.closures:
-        for urn, dataset in closure.datasets.items():
-            for a in dataset.assertions:
+        for urn, view in closure.datasets.items():
+            for a in view.assertions:
                 found.setdefault(a.urn, (urn, a.column, a.name, a.aliases))
     wanted = sorted(found)
     datasets = sorted({found[a][0] for a in wanted})

@@ -61,7 +61,7 @@ class Assessment:
     """The graph as the lifecycle sees it at one instant."""
 
     estate: Estate
-    records: tuple[AssertionRecord, ...]
+    records: Sequence[AssertionRecord]
     spans: Mapping[str, tuple[TrainingSpan, ...]]
     causes: tuple[RootCause, ...]
     unlinked: tuple[AssertionRecord, ...] = ()  # failing now on data no model's closure reaches

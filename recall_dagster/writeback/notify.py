@@ -92,7 +92,7 @@ class Slack:
         return {}
 
     def _post(self, text: str) -> None:
-        payload = {"text": redact(text, [self.secret]), "unfurl_links": False}
+        payload: dict[str, Any] = {"text": redact(text, [self.secret]), "unfurl_links": False}
         _checked(requests.post(self.url, json=payload, timeout=_TIMEOUT_SECONDS))
 
 
@@ -151,7 +151,8 @@ def channels(config: WritebackConfig) -> tuple[list[Channel], list[str]]:
     return found, notes
 
 
-def _event(announced: str | None, state: str) -> Event | None:
+def _event(announced: str | None, state: str | IncidentStateClass) -> Event | None:
+    """``state`` as DataHub types an enum field; its value is one of IncidentStateClass's str constants."""
     if announced == state:
         return None
     if state == IncidentStateClass.ACTIVE:

@@ -10,6 +10,7 @@ others again.
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
@@ -57,7 +58,7 @@ class RetryingReads:
             by_type.setdefault(guess_entity_type(urn), []).append(urn)
         found: AspectMap = {}
         for group in by_type.values():
-            found.update(self._retry(lambda group=group: self._graph.get_aspects(group, aspects)))
+            found.update(self._retry(partial(self._graph.get_aspects, group, aspects)))
         return {urn: found[urn] for urn in urns}
 
     def related(

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar, cast
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import (
@@ -168,10 +168,14 @@ def _phase(
     return reaim_incidents(graph, result, config, at_ms, outcome, store, sleep)
 
 
-def _state(aspects: AspectMap, urn: str, aspect_class: type) -> str:
+_Stated = TypeVar("_Stated", IncidentInfoClass, DocumentInfoClass)  # an aspect with a status.state
+
+
+def _state(aspects: AspectMap, urn: str, aspect_class: type[_Stated]) -> str:
     """The ``status.state`` of an incident or document, or "missing"."""
     found = aspects[urn].get(aspect_class.ASPECT_NAME)
-    return found.status.state if isinstance(found, aspect_class) else "missing"
+    # DataHub types an enum field as Union[str, <enum class>]; its value is one of that class's str constants
+    return cast(str, found.status.state) if isinstance(found, aspect_class) else "missing"
 
 
 def _read_back(graph: MetadataGraph, scratch: _Scratch) -> dict[str, Any]:

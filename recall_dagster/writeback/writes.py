@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import _Aspect
@@ -60,4 +60,6 @@ class Write:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Write":
-        return cls(data["path"], MetadataChangeProposalWrapper.from_obj(data["mcp"]), data["why"])
+        # to_json wrote a wrapper of one of DataHub's own aspect classes, which from_obj reads back as one
+        return cls(data["path"], cast(MetadataChangeProposalWrapper, MetadataChangeProposalWrapper.from_obj(data["mcp"])),
+                   data["why"])

@@ -55,6 +55,7 @@ def test_the_wheel_holds_the_product_alone(wheel: Path) -> None:
     tops = {n.split("/")[0] for n in names}
     assert tops == {"recall_dagster", next(t for t in tops if t.endswith(".dist-info"))}
     assert "recall_dagster/recall.yaml" in names, "the shipped defaults travel with the package"
+    assert "recall_dagster/py.typed" in names, "a team's type checker reads the package's annotations (PEP 561)"
 
 
 def test_the_wheel_installs_into_a_fresh_virtualenv_and_runs(wheel: Path, tmp_path: Path) -> None:
