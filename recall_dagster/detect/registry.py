@@ -273,8 +273,10 @@ def second_pass(
         spread = earlier
     else:
         spread = _spread(closures, config, at_risk, partly)
-    failing = failing_assertion.failing_found(closures, found) if among is None else failing_assertion.failing_held(among)
-    estate = closures if among is None else among
+    if among is None:
+        estate, failing = closures, failing_assertion.failing_found(closures, found)
+    else:
+        estate, failing = among, failing_assertion.failing_held(among)
     outside = failing_assertion.outside(closures, config, columns or cache(lambda: column_graph(estate)), failing)
     return Detection(
         findings={c.urn: sort_findings([*found[c.urn], *spread.findings[c.urn], *outside.get(c.urn, ())])
