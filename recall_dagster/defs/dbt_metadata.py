@@ -37,6 +37,7 @@ def dbt_metadata_asset(recipe: Path, dbt: AssetsDefinition | None = None,
             raise Failure(description=f"dbt's artifacts did not reach the graph: {error}", allow_retries=False
                           ) from None
         said = "; ".join(noted) if noted else "every artifact the recipe names was there"
-        return MaterializeResult(metadata={"recipe": MetadataValue.path(str(recipe)), "read": MetadataValue.text(said)})
+        return MaterializeResult(metadata={"summary": f"dbt's artifacts ingested with {recipe.name}",
+                                           "recipe": MetadataValue.path(str(recipe)), "read": MetadataValue.text(said)})
 
     return dbt_metadata

@@ -4,9 +4,15 @@
 (their key, their registered model name) and changes nothing else about what
 the training does. The gate asset runs after everything the training reads,
 evaluates ``recall gate`` (:func:`recall_dagster.lifecycle.judge_retrain`) on
-the version the model's production alias serves, and reports a **blocking**
-check: on NO-GO, or UNVERIFIED while ``lifecycle.gate.block_unverified`` holds,
-Dagster skips the training step and everything after it in the same run.
+the version the model's production alias serves, and refuses by withholding
+itself: on NO-GO, or UNVERIFIED while ``lifecycle.gate.block_unverified``
+holds, the gate's check fails with the reason in one line, the gate asset is not
+materialized (it is ``skippable``), and Dagster skips the training step and
+everything after it in the same run. A refusal is a refusal, not a crash: the
+run succeeds with the retrain skipped (its checks skipped, not failed), tagged
+``recall/retrain_gate/<model>: NO-GO``, and the refusal is the run's error log
+line. (A Dagster blocking check would fail the run with a framework stack
+trace and mark the untrained asset and its checks failed.)
 
 A run that materializes the training without the gate step (the UI's
 "Materialize", ``dagster asset materialize``, a team's own job, automation, a
@@ -299,10 +305,15 @@ def _decision(context: AssetExecutionContext, recall: RecallResource, verdict: s
 
 
 def _refusal(model: str, verdict: GateResult) -> str:
-    failing = ", ".join(c.name for c in verdict.failing) or ", ".join(c.name for c in verdict.unverified_checks)
-    why = f"failing checks: {failing}" if failing else (verdict.reason or "nothing could be verified")
-    return shown(f"Recall's retrain gate refuses to retrain {model}: {verdict.verdict} ({why}). "
+    return shown(f"Recall's retrain gate refuses to retrain {model}: {verdict.line}. "
                  f"To retrain anyway, launch the run with the tags {OVERRIDE_BY_TAG} and {OVERRIDE_REASON_TAG}.")
+
+
+def decision_line(decision: GateDecision, verdict: GateResult) -> str:
+    """The gate check's one line: the verdict and what refuses first, and who let the retrain past it."""
+    if decision.override is None:
+        return shown(verdict.line)
+    return shown(f"{verdict.line}; {decision.override.describe()}")
 
 
 def _tag_run(context: AssetExecutionContext, model: str, decision: GateDecision) -> None:
@@ -327,18 +338,22 @@ def _gate_asset(
 
     @multi_asset(
         name=f"{'__'.join(gate_key.path)}",
-        specs=[AssetSpec(gate_key, deps=reads, group_name=group, kinds={"datahub"},
-                         description=f"Recall's retrain gate for {model}, in front of {trained.to_user_string()}.",
+        specs=[AssetSpec(gate_key, deps=reads, group_name=group, kinds={"datahub"}, skippable=True,
+                         description=f"Recall's retrain gate for {model}, in front of {trained.to_user_string()}: "
+                                     "materialized when the retrain may go ahead, withheld when it is refused.",
                          metadata={"registered_model": model, "gates": trained.to_user_string()})],
         partitions_def=partitions,
         check_specs=[
             AssetCheckSpec(
-                gate_check, asset=gate_key, blocking=True,
-                description=f"Refuses the retrain of {model} on NO-GO (and on UNVERIFIED unless recall.yaml allows it).",
+                gate_check, asset=gate_key,
+                description=f"Refuses the retrain of {model} on NO-GO (and on UNVERIFIED unless recall.yaml allows "
+                            f"it): the gate withholds its materialization, so {trained.to_user_string()} and "
+                            "everything after it in the run are skipped, not failed.",
             ),
             AssetCheckSpec(
-                measured_check, asset=gate_key, blocking=True,
-                description=f"Fails when a finding upstream of {model}, replayed on its served version, BLOCKs.",
+                measured_check, asset=gate_key,
+                description=f"Fails when a finding upstream of {model}, replayed on its served version, BLOCKs "
+                            "(and so refuses the retrain).",
             ),
         ],
     )
@@ -349,16 +364,19 @@ def _gate_asset(
         _tag_run(context, model, decision)
         if decision.override is not None:
             context.log.warning(f"{model}: {decision.override.describe()}")
-        yield MaterializeResult(asset_key=gate_key, metadata=metadata)
+        if decision.allowed:
+            yield MaterializeResult(asset_key=gate_key, metadata=metadata)
+        else:
+            context.log.error(_refusal(model, verdict))
         yield AssetCheckResult(
             asset_key=gate_key, check_name=gate_check, passed=decision.allowed, severity=AssetCheckSeverity.ERROR,
-            metadata=metadata,
+            description=decision_line(decision, verdict), metadata=metadata,
         )
         measured = next((c for c in verdict.checks if c.name == MEASURED_CHECK), None)
         blocks = measured is not None and measured.status == "FAIL"
         yield AssetCheckResult(
             asset_key=gate_key, check_name=measured_check, passed=not blocks or decision.override is not None,
-            severity=AssetCheckSeverity.ERROR,
+            severity=AssetCheckSeverity.ERROR, description=measured_line(measured, verdict.reason),
             metadata={**measured_metadata(measured, verdict.reason), **decision_metadata(decision)},
         )
 
@@ -434,6 +452,13 @@ def _with_upstream_checks(
     return replace(verdict, checks=(*verdict.checks, check))
 
 
+def measured_line(measured: CheckResult | None, reason: str | None) -> str:
+    """The measured-impact check's one line: its status and summary, else why no version could be judged."""
+    if measured is None:
+        return shown(f"SKIP: {reason or 'no version to judge'}")
+    return shown(f"{measured.status}: {measured.summary}")
+
+
 def measured_metadata(measured: CheckResult | None, reason: str | None) -> dict[str, Any]:
     """What the measured-impact check shows: its status, its summary (else why no version could be judged) and
     each replayed finding's result, the findings' text shown as text."""
@@ -446,6 +471,7 @@ def measured_metadata(measured: CheckResult | None, reason: str | None) -> dict[
 def verdict_metadata(verdict: GateResult) -> dict[str, Any]:
     """What the UI shows on the gate: the verdict, every named check, and the findings to fix first."""
     metadata: dict[str, Any] = {
+        "summary": shown(verdict.line),
         "verdict": verdict.verdict,
         "model_version": verdict.model,
         "failing_checks": ", ".join(c.name for c in verdict.failing) or "none",

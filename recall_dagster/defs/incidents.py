@@ -5,7 +5,7 @@ They run in the scan and rescan jobs, so a failing test that a sensor notices
 and a passing one its postmortem.
 """
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import yaml
 
@@ -20,6 +20,7 @@ from recall_dagster.defs.translator import RecallTranslator, recall_asset
 from recall_dagster.lifecycle.assess import RootCause
 from recall_dagster.lifecycle.rollback import advised
 from recall_dagster.markdown import md_text
+from recall_dagster.shown import shown
 
 
 
@@ -32,8 +33,10 @@ def _data_incidents(deps: Sequence[AssetKey | str], translator: RecallTranslator
             synced = sync_incidents(
                 graph, settings, loaded.scan, loaded.lifecycle, clock_ms(), loaded.writeback.retry
             ).to_json()
+        counts = {what: len(synced[what]) for what in ("raised", "updated", "resolved", "active")}
         metadata: dict[str, Any] = {
-            **{what: len(synced[what]) for what in ("raised", "updated", "resolved", "active")},
+            "summary": ", ".join(f"{n} {what}" for what, n in counts.items()) + " incident(s)",
+            **counts,
             "incidents": MetadataValue.md(incidents_table(synced)),
         }
         if synced["failures"]:
@@ -63,6 +66,7 @@ def _window(recall: RecallResource, rollback: str) -> MaterializeResult:
     report = judged.to_json()
     return MaterializeResult(
         metadata={
+            "summary": shown(window_line(report)),
             "contaminated_live": ", ".join(report["contaminated_live"]) or "none",
             "unknown_live": ", ".join(report["unknown_live"]) or "none",
             "versions_judged": f"{report['coverage']['judged']} of {report['coverage']['versions']}",
@@ -70,6 +74,22 @@ def _window(recall: RecallResource, rollback: str) -> MaterializeResult:
             "rollback_run_config": MetadataValue.md(_rollback_configs(judged.causes, rollback)),
         }
     )
+
+
+SCORES_DIFFER = (
+    "The target is the newest version trained outside every blind window. `risk_scores` may rate it as badly as "
+    "the version it replaces: a finding that holds for every version (a serving path training never read, an "
+    "owner who left) scores them all, but does not make the older version unsafe to roll back to."
+)
+
+
+def window_line(report: Mapping[str, Any]) -> str:
+    """The blind window in one line: which live versions trained on bad data, and each model's next step."""
+    live = [*report["contaminated_live"], *report["unknown_live"]]
+    if not live:
+        return f"no live version trained in a blind window ({report['coverage']['judged']} version(s) judged)"
+    steps = dict.fromkeys(f"{m['name']}: {m['rollback_note']}" for c in report["causes"] for m in c["models"])
+    return f"live on bad data: {', '.join(live)}; " + "; ".join(steps)
 
 
 def _rollback_configs(causes: Sequence[RootCause], job: str) -> str:
@@ -80,7 +100,9 @@ def _rollback_configs(causes: Sequence[RootCause], job: str) -> str:
         + f"\n\n```yaml\n{yaml.safe_dump(rollback_run_config(model, str(target.version)), sort_keys=False)}```"
         for model, target in sorted(advised(causes).items())
     ]
-    return "\n\n".join(blocks) or f"no model to roll back: launch {job} only with a version the blind window clears"
+    if not blocks:
+        return f"no model to roll back: launch {job} only with a version the blind window clears"
+    return "\n\n".join([*blocks, SCORES_DIFFER])
 
 
 def recall_incident_assets(

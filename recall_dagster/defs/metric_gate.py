@@ -24,6 +24,7 @@ from recall_dagster.diagnose.publish import record_diagnosis
 from recall_dagster.diagnose.service import Diagnosis, diagnose, version_urns
 from recall_dagster.clock import clock_ms
 from recall_dagster.scan_markdown import table
+from recall_dagster.shown import shown
 
 METRIC_GATE = "metric_gate"
 
@@ -44,12 +45,14 @@ def metric_gate(training: AssetKey, model: str, translator: RecallTranslator | N
             try:
                 result = diagnose(graph, recall.mlflow_client(), model, configs, recall.models(), now_ms, repair=False)
             except NoBaseline as err:
-                return AssetCheckResult(passed=True, metadata={"verdict": "SKIP", "reason": str(err)})
+                return AssetCheckResult(passed=True, description=shown(f"SKIP: {err}"),
+                                        metadata={"verdict": "SKIP", "reason": str(err)})
             record = record_diagnosis(graph, settings.evidence_dir, result, version_urns(graph, result, configs.scan),
                                       loaded.writeback, now_ms)
         return AssetCheckResult(
             passed=result.verdict == "PASS",
             severity=AssetCheckSeverity.ERROR,
+            description=shown(f"{result.verdict}: {result.reason}"),
             metadata={**diagnosis_metadata(result), "evidence": MetadataValue.path(str(record.evidence[1]))},
         )
 

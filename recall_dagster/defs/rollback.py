@@ -58,9 +58,12 @@ def who_rolls_back(config: RollbackConfig, run_tags: Mapping[str, str]) -> str:
 
 def _metadata(result: RollbackResult) -> dict[str, Any]:
     plan, after = result.plan, result.after
+    moved = ", ".join(f"{m.alias}: {m.from_version} -> {plan.to_version}" for m in plan.moves) or "nothing"
     metadata: dict[str, Any] = {
+        "summary": shown(f"{plan.model}: moved {moved}" + ("" if after is None else
+                         f"; now served {'clean' if after.clean else 'not provably clean'}")),
         "plan": MetadataValue.md(md_list(plan.lines())),
-        "moved": ", ".join(f"{m.alias}: {m.from_version} -> {plan.to_version}" for m in plan.moves) or "nothing",
+        "moved": moved,
         "document": result.document or "none",
     }
     if result.record is not None:

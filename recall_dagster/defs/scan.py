@@ -159,12 +159,15 @@ def _gathered(config: ScanConfig, recall: RecallResource, shards: int) -> Output
 
 def _closures_output(read: Closures) -> Output[Closures]:
     closures, rescan = read.closures, read.rescan
+    production = sum(1 for c in closures if c.production)
     return Output(
         read,
         metadata={
+            "summary": shown(f"{len(closures)} closure(s) read, {production} of production models"
+                             + (f"; {rescan.summary()}" if rescan is not None else "")),
             "scanned_at": iso_instant(read.scanned_at_ms),
             "models": len(closures),
-            "production_models": sum(1 for c in closures if c.production),
+            "production_models": production,
             "registered_unmarked": ", ".join(read.without_production.unmarked) or "none",
             "unlinked_failing": ", ".join(o.assertion.name for o in read.unlinked) or "none",
             **({"resolve": rescan.summary()} if rescan is not None else {}),
@@ -189,10 +192,13 @@ def risk_findings(model_closures: Closures, config: FindingsConfig, recall: Reca
         detection = finish_detection(read.closures, found, scan, acks=read.acks.honoured, at_ms=read.scanned_at_ms,
                                      snapshots=SnapshotStore(settings.state_dir), rescan=read.rescan)
     findings = [f for found in detection.findings.values() for f in found]
+    counts = count_by_severity(findings)
     return Output(
         detection,
         metadata={
-            **{s.value.lower(): n for s, n in count_by_severity(findings).items()},
+            "summary": shown(f"{len(findings)} finding(s)" + (": " + ", ".join(
+                f"{n} {severity.value}" for severity, n in counts.items() if n) if findings else "")),
+            **{s.value.lower(): n for s, n in counts.items()},
             "by_detector": MetadataValue.md(detector_counts(findings)),
             "blast_radius": MetadataValue.md(blast_radius_table(detection.blast_radius)),
         },
@@ -212,11 +218,14 @@ def impact_tests(model_closures: Closures, risk_findings: Detection, recall: Rec
         )
     findings = [f for found in measured.findings.values() for f in found if "measured" in f.evidence]
     verdicts = [str(f.evidence["measured"].get("verdict") or "UNMEASURED") for f in findings]
+    tally = {v: verdicts.count(v) for v in ("BLOCK", "WARN", "PASS", "INCOMPLETE", "UNMEASURED")}
     return Output(
         measured,
         metadata={
+            "summary": shown(f"{len(findings)} finding(s) replayed on their models" + (": " + ", ".join(
+                f"{n} {v}" for v, n in tally.items() if n) if findings else "")),
             "measured": len(findings),
-            **{v.lower(): verdicts.count(v) for v in ("BLOCK", "WARN", "PASS", "INCOMPLETE", "UNMEASURED")},
+            **{v.lower(): n for v, n in tally.items()},
             "findings": MetadataValue.md(measured_table(model_closures.closures, measured)),
             "blast_radius": MetadataValue.md(blast_radius_table(measured.blast_radius)),
         },
@@ -278,6 +287,7 @@ def _scored(model_closures: Closures, impact_tests: Detection, recall: RecallRes
         check_name=check,
         passed=not failing,
         severity=AssetCheckSeverity.WARN,
+        description=shown(_summary(result, failing, config.scoring.fail_tier)),
         metadata={"fail_tier": config.scoring.fail_tier, "models": ", ".join(failing) or "none"},
     )
 
@@ -300,14 +310,18 @@ def datahub_writeback(model_closures: Closures, risk_scores: ScanResult, recall:
     """
     report_md = MetadataValue.md(scan_report(risk_scores, limit=METADATA_ROWS))
     if not model_closures.whole_estate:
+        why = "a scan of chosen models never writes back"
         return MaterializeResult(
-            metadata={"written": False, "why": "a scan of chosen models never writes back", "report": report_md}
+            metadata={"summary": f"not written: {why}", "written": False, "why": why, "report": report_md}
         )
     settings = recall.settings()
     with settings.writing("writeback", "datahub_writeback"), recall.open_graph(read_only=False) as graph:
         report = write_back(graph, risk_scores, settings, recall.configuration().writeback, clock_ms())
     writes = ((path, *(counts[k] for k in COUNTS)) for path, counts in report.counts().items())
+    landed = {k: sum(counts[k] for counts in report.counts().values()) for k in COUNTS}
     metadata: dict[str, Any] = {
+        "summary": ("written: " if report.ok else "not all written: ")
+                   + ", ".join(f"{n} {k}" for k, n in landed.items()),
         "written": report.ok,
         "run_id": report.run_id,
         "evidence": MetadataValue.path(str(report.evidence_dir)),

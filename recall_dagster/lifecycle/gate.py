@@ -307,6 +307,9 @@ CHECKS: Mapping[str, Callable[[GateInputs], CheckResult]] = {
 }
 
 
+LINE_CHECKS = 2  # the failing checks one line sums up before it only names the rest
+
+
 @dataclass(frozen=True)
 class GateResult:
     model: str  # the version judged, or what was asked for when no version was found
@@ -346,6 +349,19 @@ class GateResult:
     @property
     def go(self) -> bool:
         return self.verdict == "GO"
+
+    @property
+    def line(self) -> str:
+        """The verdict in the one line an operator reads in a table (Dagster's check row, a refusal, a log line):
+        what refuses first, the checks' details stay behind it."""
+        if self.verdict == "GO":
+            measured = sum(1 for c in self.checks if c.status != "SKIP")
+            return f"GO: {measured} of {len(self.checks)} check(s) measured, none fails"
+        why = self.failing or self.unverified_checks
+        if not why:
+            return f"{self.verdict}: {self.reason or 'nothing could be verified'}"
+        rest = f" · also {', '.join(c.name for c in why[LINE_CHECKS:])}" if len(why) > LINE_CHECKS else ""
+        return f"{self.verdict}: " + " · ".join(f"{c.name}: {c.summary}" for c in why[:LINE_CHECKS]) + rest
 
     def to_json(self) -> dict[str, Any]:
         answer = {

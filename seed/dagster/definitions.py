@@ -2,7 +2,7 @@
 
 Built only on Recall's public API (:mod:`recall_dagster.defs`), as any team's
 location would be: its training assets are ordinary assets that register a
-candidate, :func:`~recall_dagster.defs.retrain_gate` puts Recall's blocking gate
+candidate, :func:`~recall_dagster.defs.retrain_gate` puts Recall's retrain gate
 in front of each, :func:`~recall_dagster.defs.metric_gate` a blocking check on
 each, and a promotion asset behind it moves the alias only when that check passes. DataHub's own Dagster
 sensor carries each run into the graph (:mod:`seed.dagster.datahub_sensor`). Recall's scans, reactions and incidents live in the ``recall`` code

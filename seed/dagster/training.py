@@ -1,7 +1,7 @@
 """Per registry model: a training asset that registers a candidate, and a promotion asset that moves the alias.
 
 The demo's training is an ordinary Dagster asset, written as a team would
-write it; :func:`recall_dagster.defs.retrain_gate` puts Recall's blocking gate
+write it; :func:`recall_dagster.defs.retrain_gate` puts Recall's retrain gate
 in front of it and :func:`recall_dagster.defs.metric_gate` a blocking check on
 it, so a regressed candidate is never promoted, through the public API, as for
 any team.

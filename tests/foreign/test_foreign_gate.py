@@ -29,6 +29,7 @@ from foreign_estate import (
 from recall_dagster.defs import RecallResource, retrain_gate
 from recall_dagster.lifecycle.override import OVERRIDE_BY_TAG, OVERRIDE_REASON_TAG
 from recall_dagster.settings import Settings
+from tests.gate_runs import withheld
 
 def test_a_job_that_selects_only_the_training_asks_the_gate_first(shop: Settings, overlay: str, instance) -> None:
     defs = location(shop, overlay, registering(shop.mlflow_uri))
@@ -42,7 +43,7 @@ def test_a_job_that_selects_only_the_training_asks_the_gate_first(shop: Settings
     assert not refused.success and trained(refused) is None
     assert list(versions(shop)) == [1], "the refused retrain registered nothing"
     why, metadata = refusal(refused)
-    assert why.startswith("Recall's retrain gate refuses to retrain churn_model: NO-GO (failing checks: ")
+    assert why.startswith("Recall's retrain gate refuses to retrain churn_model: NO-GO: ")
     assert {"failing_assertions", "contaminated_version"} <= set(metadata["failing_checks"].split(", "))
     assert metadata["verdict"] == "NO-GO" and "| failing_assertions | FAIL |" in metadata["checks"]
     assert OVERRIDE_BY_TAG in why, "the refusal says how to retrain anyway"
@@ -57,7 +58,7 @@ def test_a_model_the_graph_does_not_know_blocks_a_training_launched_alone(shop: 
     refused = launch(defs, instance, "train_only")
     assert not refused.success and versions(shop) == {}
     why, metadata = refusal(refused)
-    assert why.startswith("Recall's retrain gate refuses to retrain never_registered: UNVERIFIED (no registered model")
+    assert why.startswith("Recall's retrain gate refuses to retrain never_registered: UNVERIFIED: no registered model")
     assert metadata["verdict"] == "UNVERIFIED"
 
 
@@ -96,7 +97,10 @@ def test_in_a_gated_run_the_override_passes_the_gate_and_marks_the_version(shop:
     register(shop.mlflow_uri)
     fail_the_test(shop)
     refused = launch(defs, instance, "gated")
-    assert not refused.success and trained(refused) is None and list(versions(shop)) == [1]
+    line, metadata = withheld(refused, GATE)
+    assert trained(refused) is None and list(versions(shop)) == [1]
+    assert line.startswith("NO-GO: ") and "failing_assertions" in line and line == metadata["summary"]
+    assert instance.get_run_by_id(refused.run_id).tags["recall/retrain_gate/churn_model"] == "NO-GO"
 
     overridden = launch(defs, instance, "gated", tags=OVERRIDE)
     assert overridden.success
@@ -122,7 +126,7 @@ def test_each_partition_is_judged_whether_or_not_the_gate_runs_with_it(shop: Set
     assert launch(defs, instance, "train_only", partition_key="eu").success
     assert launch(defs, instance, "gated", partition_key="us").success
     fail_the_test(shop)
-    for job in ("train_only", "gated"):
-        refused = launch(defs, instance, job, partition_key="eu")
-        assert not refused.success and trained(refused) is None
+    refused = launch(defs, instance, "train_only", partition_key="eu")
+    assert not refused.success and trained(refused) is None, "asked alone, the training fails on the refusal"
+    withheld(launch(defs, instance, "gated", partition_key="eu"), GATE)
     assert list(versions(shop)) == [1, 2]

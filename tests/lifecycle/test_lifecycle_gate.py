@@ -70,12 +70,18 @@ def test_the_gate_runs_every_named_check_and_says_go_when_all_pass(lc, scan_conf
     result = run_gate(inputs(lc, scan_config))
     assert result.go and result.to_json()["verdict"] == "GO"
     assert list(statuses(result)) == list(CHECK_NAMES)
+    measured = sum(1 for c in result.checks if c.status != "SKIP")
+    assert result.line == f"GO: {measured} of {len(CHECK_NAMES)} check(s) measured, none fails"
 
 
 def test_poisoned_data_blocks_through_three_checks(lc, scan_config) -> None:
     result = run_gate(inputs(lc, scan_config, (0, "SUCCESS"), (10, "FAILURE")))
     assert not result.go
     assert {c.name for c in result.failing} == {"active_incidents", "failing_assertions", "contaminated_version"}
+    assert result.line == (
+        "NO-GO: active_incidents: 1 open incident(s) · failing_assertions: 1 failing test(s) upstream"
+        " · also contaminated_version"
+    ), "one line an operator reads in a table: the first two failing checks summed up, the rest named"
     assert "1 of 4 features poisoned, 1 suspect" in " ".join(next(c for c in result.checks if c.name == "active_incidents").details)
 
 
@@ -155,6 +161,8 @@ def test_a_required_check_that_cannot_measure_makes_the_verdict_unverified_never
     assert run_gate(replace(untested, config=relaxed, closure=replace(untested.closure, datasets=views))).go
     missing = GateResult.unverified("churn", "no registered model 'churn' in the graph", at(1))
     assert missing.verdict == "UNVERIFIED" and missing.to_json()["reason"].startswith("no registered model")
+    assert missing.line == "UNVERIFIED: no registered model 'churn' in the graph"
+    assert result.line.startswith("UNVERIFIED: failing_assertions: "), "the required check that could not measure"
 
 
 def test_required_checks_must_be_known_checks() -> None:
