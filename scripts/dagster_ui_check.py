@@ -1,11 +1,20 @@
-"""Start `dagster dev -w workspace.yaml`, list what its GraphQL endpoint serves, optionally screenshot the asset graph.
+"""Start `dagster dev -w workspace.yaml`, list what its GraphQL endpoint serves, optionally triage a broken
+estate as an operator would and picture the pages.
 
 Shows that the real webserver and daemon load Recall's definitions on the
 embedded stack: every asset with its checks (blocking or not), the sensors and
 the schedules, as the UI itself asks for them. Nothing needs to be running
 beforehand; DAGSTER_HOME lives under RECALL_HOME as with `recall dagster`.
 
+With ``--triage`` (on an estate after ``python -m seed break``) it launches the
+scan and ``retrain_models`` from the webserver, as the launchpad does, and
+reports what the UI then shows an operator: the model's own verdict check and
+its line, the refused retrain (run status, tags, failed and skipped steps, error
+lines), the gate's check, and the one-line summary of each of Recall's assets.
+``--pictures DIR`` saves those pages as headless Chromium renders them.
+
     .venv/bin/python scripts/dagster_ui_check.py [--screenshot docs/dagster-asset-graph.png]
+    .venv/bin/python scripts/dagster_ui_check.py --triage [--pictures docs]
 """
 
 from __future__ import annotations
@@ -110,18 +119,144 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
 
 def screenshot(url: str, target: Path, asset: str = "datahub_writeback", depth: int = 10) -> None:
     """Everything upstream of ``asset`` (``a/b`` key), rendered by headless Chromium, groups expanded."""
+    picture(url, f"/assets/{asset}?view=lineage&lineageScope=upstream&lineageDepth={depth}", target, "2400,1350")
+
+
+def picture(url: str, page: str, target: Path, size: str = "1600,1000") -> None:
+    """``page`` of the webserver at ``url`` as headless Chromium renders it, saved to ``target``."""
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
         raise RuntimeError("chromium is not installed (apt-get install -y chromium)")
     target.parent.mkdir(parents=True, exist_ok=True)
-    graphql(url, "mutation { setNuxSeen }")  # the first-visit welcome dialog would cover the graph
+    graphql(url, "mutation { setNuxSeen }")  # the first-visit welcome dialog would cover the page
     subprocess.run(
         [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
-         "--window-size=2400,1350", "--virtual-time-budget=30000", f"--screenshot={target}",
-         f"{url}/assets/{asset}?view=lineage&lineageScope=upstream&lineageDepth={depth}"],
+         f"--window-size={size}", "--virtual-time-budget=30000", f"--screenshot={target}", f"{url}{page}"],
         check=True, capture_output=True, timeout=180,
     )
+
+
+LAUNCH = """
+mutation Launch($params: ExecutionParams!) {
+  launchRun(executionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+    ... on RunConfigValidationInvalid { errors { message } }
+  }
+}
+"""
+RUN = "query Run($runId: ID!) { runOrError(runId: $runId) { ... on Run { status tags { key value } } } }"
+LOGS = """
+query Logs($runId: ID!) {
+  logsForRun(runId: $runId, limit: 10000) {
+    ... on EventConnection { events { __typename ... on MessageEvent { message level stepKey } } }
+  }
+}
+"""
+CHECK = """
+query Check($key: AssetKeyInput!, $name: String!) {
+  assetCheckExecutions(assetKey: $key, checkName: $name, limit: 1) {
+    runId status evaluation { description severity }
+  }
+}
+"""
+MATERIALIZED = """
+query Latest($key: AssetKeyInput!) {
+  assetOrError(assetKey: $key) {
+    ... on Asset { assetMaterializations(limit: 1) { runId metadataEntries { label ... on TextMetadataEntry { text } } } }
+  }
+}
+"""
+RUN_TIMEOUT_S = 600
+RECALL_ASSETS = ("model_closures", "risk_findings", "impact_tests", "risk_scores", "datahub_writeback",
+                 "data_incidents", "blind_window")
+
+
+def ask(url: str, query: str, **variables: Any) -> dict[str, Any]:
+    """One GraphQL query with its variables, as the UI sends it."""
+    request = urllib.request.Request(
+        f"{url}/graphql", data=json.dumps({"query": query, "variables": variables}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        payload = json.load(response)
+    if payload.get("errors"):
+        raise RuntimeError(f"GraphQL errors: {payload['errors']}")
+    return payload["data"]
+
+
+def launched(url: str, location: str, job: str) -> dict[str, Any]:
+    """Launch ``job`` from the webserver, as its launchpad does, and wait for the run to end: its id, status,
+    Recall's tags, its failed and skipped steps and its error lines."""
+    selector = {"repositoryLocationName": location, "repositoryName": "__repository__", "jobName": job}
+    answer = ask(url, LAUNCH, params={"selector": selector, "runConfigData": {}})["launchRun"]
+    if answer["__typename"] != "LaunchRunSuccess":
+        raise RuntimeError(f"launching {job} failed: {answer}")
+    run_id = answer["run"]["runId"]
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while (run := ask(url, RUN, runId=run_id)["runOrError"])["status"] not in ("SUCCESS", "FAILURE", "CANCELED"):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{job} run {run_id} did not end within {RUN_TIMEOUT_S}s")
+        time.sleep(2)
+    events = ask(url, LOGS, runId=run_id)["logsForRun"]["events"]
+    return {
+        "run_id": run_id,
+        "status": run["status"],
+        "tags": {t["key"]: t["value"] for t in run["tags"] if t["key"].startswith("recall/")},
+        "failed_steps": sorted({e["stepKey"] for e in events if e["__typename"] == "ExecutionStepFailureEvent"}),
+        "skipped_steps": sorted({e["stepKey"] for e in events if e["__typename"] == "ExecutionStepSkippedEvent"}),
+        "errors": [e["message"] for e in events if e.get("level") == "ERROR" and e["__typename"] == "LogMessageEvent"],
+    }
+
+
+def latest_check(url: str, asset: str, check: str) -> dict[str, Any] | None:
+    """The newest execution of ``check`` on ``asset`` (``a/b``): its status and one line, or None."""
+    executions = ask(url, CHECK, key={"path": asset.split("/")}, name=check)["assetCheckExecutions"]
+    if not executions:
+        return None
+    [latest] = executions
+    evaluation = latest["evaluation"] or {}
+    return {"status": latest["status"], "description": evaluation.get("description"), "run_id": latest["runId"]}
+
+
+def summaries(url: str, assets: tuple[str, ...] = RECALL_ASSETS) -> dict[str, dict[str, str]]:
+    """Each asset's newest materialization, its text metadata in the order the UI lists it."""
+    seen = {}
+    for asset in assets:
+        found = ask(url, MATERIALIZED, key={"path": asset.split("/")})["assetOrError"].get("assetMaterializations")
+        if found:
+            seen[asset] = {e["label"]: e["text"] for e in found[0]["metadataEntries"] if "text" in e}
+    return seen
+
+
+def triage(url: str, model: str = "fraud_detector") -> dict[str, Any]:
+    """The demo's triage from the UI after ``seed break``: scan, then retrain, then what the pages say."""
+    scan = launched(url, "recall", "recall_scan")
+    retrain = launched(url, "demo_estate", "retrain_models")
+    training, gate = f"ml/{model}", f"ml/{model}_retrain_gate"
+    return {
+        "scan": scan,
+        "retrain": retrain,
+        "verdict": latest_check(url, training, "recall_verdict"),
+        "gate": latest_check(url, gate, "retrain_gate"),
+        "metric_gate": latest_check(url, training, "metric_gate"),
+        "summaries": summaries(url),
+    }
+
+
+def pictures(url: str, found: dict[str, Any], folder: Path, model: str = "fraud_detector") -> list[Path]:
+    """The pages an operator opens in triage, as Chromium renders them."""
+    pages = {
+        "dagster-triage-model.png": f"/assets/ml/{model}?view=checks&checkDetail=recall_verdict",
+        "dagster-triage-refusal.png": f"/runs/{found['retrain']['run_id']}?logs=refuses",
+        "dagster-triage-gate.png": f"/assets/ml/{model}_retrain_gate?view=checks&checkDetail=retrain_gate",
+        "dagster-triage-scores.png": "/assets/risk_scores",
+    }
+    for name, page in pages.items():
+        picture(url, page, folder / name)
+    return [folder / name for name in pages]
 
 
 def _wait_for_graphql(url: str, process: subprocess.Popen, log: Path) -> None:
@@ -144,9 +279,17 @@ def main() -> None:
     parser.add_argument("--screenshot", type=Path, help="save a PNG of the asset graph here")
     parser.add_argument("--asset", default="datahub_writeback", help="the asset (a/b) whose upstream is pictured")
     parser.add_argument("--depth", type=int, default=10, help="how many levels upstream of --asset to show")
+    parser.add_argument("--triage", action="store_true", help="launch the scan and the retrain, report the UI")
+    parser.add_argument("--pictures", type=Path, help="with --triage, save the triage pages here")
     args = parser.parse_args()
     with dagster_dev(args.recall_home.resolve(), free_port()) as url:
-        print(json.dumps(summary(graphql(url)), indent=2))
+        if args.triage:
+            found = triage(url)
+            print(json.dumps(found, indent=2))
+            for saved in pictures(url, found, args.pictures) if args.pictures else []:
+                print(f"saved {saved}", file=sys.stderr)
+        else:
+            print(json.dumps(summary(graphql(url)), indent=2))
         if args.screenshot:
             screenshot(url, args.screenshot, args.asset, args.depth)
             print(f"asset graph saved to {args.screenshot}")

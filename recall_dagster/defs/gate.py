@@ -61,7 +61,7 @@ from recall_dagster.defs._compat import (
     latest_check_executions,
     with_compute_and_input,
 )
-from recall_dagster.defs.model_verdict import verdict_check
+from recall_dagster.defs.model_verdict import VERDICT_CHECK, record_verdict, verdict_check
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.impact.measured import gate_measure
 from recall_dagster.defs.translator import RecallTranslator
@@ -368,6 +368,7 @@ def _gate_asset(
             yield MaterializeResult(asset_key=gate_key, metadata=metadata)
         else:
             context.log.error(_refusal(model, verdict))
+            _keep_verdict(context, recall, AssetCheckKey(trained, names.check_name(VERDICT_CHECK)), model)
         yield AssetCheckResult(
             asset_key=gate_key, check_name=gate_check, passed=decision.allowed, severity=AssetCheckSeverity.ERROR,
             description=decision_line(decision, verdict), metadata=metadata,
@@ -381,6 +382,13 @@ def _gate_asset(
         )
 
     return gate
+
+
+def _keep_verdict(context: AssetExecutionContext, recall: RecallResource, key: AssetCheckKey, model: str) -> None:
+    """The model's own verdict check, recorded now where the code location has it: the refused training's run
+    skips it, and a skipped check would turn the model from red to grey."""
+    if key in asset_graph_of(context).asset_check_keys:
+        record_verdict(context.instance, recall, key, model)
 
 
 def _judge(recall: RecallResource, model: str, observed: list[Observed]) -> GateResult:

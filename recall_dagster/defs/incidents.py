@@ -18,7 +18,7 @@ from recall_dagster.lifecycle.markdown import blind_window_table, incidents_tabl
 from recall_dagster.defs.rollback import JOB, rollback_run_config
 from recall_dagster.defs.translator import RecallTranslator, recall_asset
 from recall_dagster.lifecycle.assess import RootCause
-from recall_dagster.lifecycle.rollback import advised
+from recall_dagster.lifecycle.rollback import advised, combined
 from recall_dagster.markdown import md_text
 from recall_dagster.shown import shown
 
@@ -66,7 +66,7 @@ def _window(recall: RecallResource, rollback: str) -> MaterializeResult:
     report = judged.to_json()
     return MaterializeResult(
         metadata={
-            "summary": shown(window_line(report)),
+            "summary": shown(window_line(report, judged.causes)),
             "contaminated_live": ", ".join(report["contaminated_live"]) or "none",
             "unknown_live": ", ".join(report["unknown_live"]) or "none",
             "versions_judged": f"{report['coverage']['judged']} of {report['coverage']['versions']}",
@@ -83,12 +83,13 @@ SCORES_DIFFER = (
 )
 
 
-def window_line(report: Mapping[str, Any]) -> str:
-    """The blind window in one line: which live versions trained on bad data, and each model's next step."""
+def window_line(report: Mapping[str, Any], causes: Sequence[RootCause]) -> str:
+    """The blind window in one line: which live versions trained on bad data, and each model's next step over
+    every cause at once (the advice the rollback job takes)."""
     live = [*report["contaminated_live"], *report["unknown_live"]]
     if not live:
         return f"no live version trained in a blind window ({report['coverage']['judged']} version(s) judged)"
-    steps = dict.fromkeys(f"{m['name']}: {m['rollback_note']}" for c in report["causes"] for m in c["models"])
+    steps = (f"{m.name}: {m.rollback_note}" for m in sorted(combined(causes), key=lambda m: m.name))
     return f"live on bad data: {', '.join(live)}; " + "; ".join(steps)
 
 

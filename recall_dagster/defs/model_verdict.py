@@ -139,8 +139,21 @@ def report_verdicts(instance: DagsterInstance, result: ScanResult, checks: Seque
         verdict = verdict_of(model, result.models, result.config.scoring, result.scanned_at_ms)
         if verdict is None:
             continue
-        instance.report_runless_asset_event(AssetCheckEvaluation(
-            asset_key=key.asset_key, check_name=key.name, passed=verdict.passed, severity=verdict.severity,
-            description=verdict.description, metadata=_shown(verdict)))
+        _record(instance, key, verdict)
         recorded += 1
     return recorded
+
+
+def record_verdict(instance: DagsterInstance, recall: RecallResource, key: AssetCheckKey, model: str) -> Verdict:
+    """Judge ``model`` now and record it runless on ``key``: a retrain the gate refused skips the training's own
+    check in its run, and the model must stay as red as it is rather than read "skipped" (the record is newer
+    than the run's plan, so it is the check's latest execution)."""
+    verdict = _judged_now(recall, model)
+    _record(instance, key, verdict)
+    return verdict
+
+
+def _record(instance: DagsterInstance, key: AssetCheckKey, verdict: Verdict) -> None:
+    instance.report_runless_asset_event(AssetCheckEvaluation(
+        asset_key=key.asset_key, check_name=key.name, passed=verdict.passed, severity=verdict.severity,
+        description=verdict.description, metadata=_shown(verdict)))

@@ -357,7 +357,8 @@ class GateResult:
         if self.verdict == "GO":
             measured = sum(1 for c in self.checks if c.status != "SKIP")
             return f"GO: {measured} of {len(self.checks)} check(s) measured, none fails"
-        why = self.failing or self.unverified_checks
+        # risk_tier sums up the scan's findings; the checks that name a cause lead
+        why = sorted(self.failing or self.unverified_checks, key=lambda c: c.name == "risk_tier")
         if not why:
             return f"{self.verdict}: {self.reason or 'nothing could be verified'}"
         rest = f" · also {', '.join(c.name for c in why[LINE_CHECKS:])}" if len(why) > LINE_CHECKS else ""

@@ -20,7 +20,7 @@ from recall_dagster.errors import ConfigError
 from recall_dagster.estate.closure import ModelClosure
 from recall_dagster.estate.naming import model_name
 from recall_dagster.estate.production import registry_marks_production
-from recall_dagster.lifecycle.assess import RootCause
+from recall_dagster.lifecycle.assess import ModelVersions, RootCause
 from recall_dagster.lifecycle.verdict import Status, Verdict, VersionVerdict, newest_first, rollback_target, worst
 
 TAG = "recall.rollback."
@@ -81,16 +81,21 @@ def standings(model: str, closures: Sequence[ModelClosure], causes: Sequence[Roo
     return out
 
 
+def combined(causes: Sequence[RootCause]) -> list[ModelVersions]:
+    """Each affected model judged over every root cause at once (one cause alone may clear a version another
+    convicts): its versions newest first, and its rollback target."""
+    out = []
+    for group, versions in _versions_by_urn(causes).items():
+        ordered = newest_first([_combined(vs) for vs in versions.values()])
+        out.append(ModelVersions(group, ordered, rollback_target(ordered)))
+    return out
+
+
 def advised(causes: Sequence[RootCause]) -> dict[str, VersionVerdict]:
     """Registered model name -> the version to roll back to, for each model whose newest version the blind
     window does not clear but an older one it does: what a person launching a rollback fills in."""
-    out: dict[str, VersionVerdict] = {}
-    for group, versions in _versions_by_urn(causes).items():
-        ordered = newest_first([_combined(vs) for vs in versions.values()])
-        target = rollback_target(ordered)
-        if target is not None and target is not ordered[0] and target.version:
-            out[next(m.name for c in causes for m in c.models if m.group == group)] = target
-    return out
+    return {m.name: m.rollback for m in combined(causes)
+            if m.rollback is not None and m.rollback is not m.versions[0] and m.rollback.version}
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,7 @@ def test_broken_estate_refuses_the_retrain_and_heal_lets_it_run(estate: Settings
     line, why = withheld(refused, GATE)
     assert not refused.get_asset_materialization_events(), "the gate withheld itself and the retrain never ran"
     checks = {c.asset_check_key.name: c for c in refused.get_asset_check_evaluations()}
-    assert line.startswith("NO-GO: risk_tier: CRITICAL") and why["verdict"] == "NO-GO"
+    assert line.startswith("NO-GO: active_incidents: ") and line.endswith(", risk_tier") and why["verdict"] == "NO-GO"
     assert {"risk_tier", "failing_assertions", "training_serving_skew"} <= set(why["failing_checks"].split(", "))
     assert "| CRITICAL | training_serving_skew |" in why["critical_findings"], why["critical_findings"]
     assert "| failing_assertions | FAIL |" in why["checks"]
