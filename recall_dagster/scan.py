@@ -18,7 +18,7 @@ from recall_dagster.acks.trust import AckBook
 from recall_dagster.baselines import Baselines, StateStore
 from recall_dagster.collector import while_paused
 from recall_dagster.detect import Detection, RecallConfig
-from recall_dagster.detect.registry import Found, Judged, Judgement, judge, kept_verdicts, keepable, second_pass
+from recall_dagster.detect.catalogue import Found, Judged, Judgement, judge, kept_verdicts, keepable, second_pass
 from recall_dagster.errors import ConfigError, ModelNotFound, NoProductionVersion
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.columns import ColumnGraph

@@ -39,7 +39,7 @@ from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.estate.marks import recall_assertion
 from recall_dagster.estate.parse import asserted_entity
 from recall_dagster.estate.select import select
-from recall_dagster.registry import failing, unreachable
+from recall_dagster.mlflow_registry import failing, unreachable
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.clock import clock_ms
 from recall_dagster.reactions import (

@@ -26,7 +26,7 @@ from datahub.metadata.schema_classes import _Aspect
 from recall_dagster.graph.overlay import Overlay
 from recall_dagster.graph.port import AspectMap, Changes, MetadataGraph, aspect_of
 from recall_dagster.run_tags import DAGSTER_RUN_TAG
-from recall_dagster.registry import RegistryFacts
+from recall_dagster.mlflow_registry import RegistryFacts
 
 MLFLOW_PLATFORM = "urn:li:dataPlatform:mlflow"
 _REGISTRY = "|registry:"

@@ -9,7 +9,7 @@ no artifact, a flavor that will not load) is a :class:`ModelUnavailable`
 naming it, which the experiment turns into INCOMPLETE; a tracking server or
 warehouse that does not answer, before or in the middle of a run, is a
 :class:`~recall_dagster.errors.ServiceUnreachable` (exit 3) naming what was
-being read (:mod:`recall_dagster.registry` tells the two apart). A training
+being read (:mod:`recall_dagster.mlflow_registry` tells the two apart). A training
 query the run logged is replayed only when it is one read statement, on a
 connection that can only read (:mod:`recall_dagster.read_only_sql`).
 """
@@ -30,7 +30,7 @@ from recall_dagster.estate import ModelClosure
 from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.measure import Predictor, Task
 from recall_dagster.read_only_sql import ReadTimedOut, database_error, sql_connection, why_not_a_read
-from recall_dagster.registry import failing, mlflow_client, sqlite_store, unreachable
+from recall_dagster.mlflow_registry import failing, mlflow_client, sqlite_store, unreachable
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
