@@ -31,7 +31,7 @@ import threading
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, Awaitable, Callable, Iterator, TypeVar
+from typing import Any, Awaitable, Callable, Iterator, TypeVar, cast
 
 import anyio
 from mcp.server.fastmcp import FastMCP
@@ -154,7 +154,7 @@ def _answers_as_data(tool: Tool) -> Tool:
             err.args = (redact(str(err)),)
             raise
 
-    return answered  # type: ignore[return-value]
+    return cast(Tool, answered)  # functools.wraps gave it tool's signature
 
 
 @contextmanager

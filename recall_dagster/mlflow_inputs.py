@@ -29,7 +29,7 @@ class WarehouseTableSource(DatasetSource):
         self.platform = platform
         self.table = table
 
-    def _get_source_type(self) -> str:  # type: ignore[override]
+    def _get_source_type(self) -> str:  # type: ignore[override]  # MLflow declares it a staticmethod
         return self.platform  # per instance: the type is the DataHub platform the input links to
 
     def load(self) -> Any:

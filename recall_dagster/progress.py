@@ -55,7 +55,7 @@ def quiet_libraries(log: Path) -> Iterator[Path]:
     dbt command`` came up in the middle of ``make demo`` that way).
     """
     log.parent.mkdir(parents=True, exist_ok=True)
-    handle = open(log, "a", buffering=1)  # noqa: SIM115 - handlers made inside keep writing to it
+    handle = open(log, "a", buffering=1)  # handlers made inside keep writing to it
     saved, sys.stderr = sys.stderr, handle
     root = logging.getLogger()
     file_handler = logging.StreamHandler(handle)

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence, cast
 
 from recall_dagster.acks.model import Acknowledgement, still_open
 from recall_dagster.acks.trust import AckBook
 from recall_dagster.baselines import Baselines, StateStore
 from recall_dagster.collector import while_paused
 from recall_dagster.detect import Detection, RecallConfig
-from recall_dagster.detect.registry import Found, Judged, Judgement, judge, kept_verdicts, keepable, second_pass
+from recall_dagster.detect.catalogue import Found, Judged, Judgement, judge, kept_verdicts, keepable, second_pass
 from recall_dagster.errors import ConfigError, ModelNotFound, NoProductionVersion
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.columns import ColumnGraph
@@ -299,7 +299,7 @@ def _whole(parts: Sequence[ShardScan]) -> None:
     if shards != [None]:
         if None in shards or len({s.count for s in shards if s}) != 1:
             raise ConfigError("merge the shards of one cut of the estate: every part a shard of the same count")
-        count = shards[0].count  # type: ignore[union-attr]
+        count = cast(Shard, shards[0]).count  # None is not among them (checked above)
         given = sorted(s.index for s in shards if s)
         if given != list(range(count)):
             missing = sorted(set(range(count)) - set(given))

@@ -34,7 +34,7 @@ from recall_dagster.files import write_atomically
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.packs import Packs
 from recall_dagster.pickles import Signer, fingerprint, stamped, unstamped
-from recall_dagster.detect.registry import Spread
+from recall_dagster.detect.catalogue import Spread
 from recall_dagster.verdicts import KeptSpread, Verdicts
 
 _CLOSURES = fingerprint(estate)

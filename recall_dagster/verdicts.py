@@ -2,13 +2,13 @@
 
 On an unchanged estate most of a rescan was detection: every detector run again
 on closures that are the same objects as last time.  What a detector reads
-decides how long its verdict holds (:func:`~recall_dagster.detect.registry.keepable`):
+decides how long its verdict holds (:func:`~recall_dagster.detect.catalogue.keepable`):
 one reading the closure and the config alone finds the same again while the
 closure is unchanged; one reading the stored schema baselines too, while they
 are the same (their digest is kept with the verdicts); one reading the scan's
 instant (staleness, profile drift) runs on every scan.  The second pass (the
 blast radius, over the whole estate) holds for the same closures while the same
-datasets are at risk (:class:`~recall_dagster.detect.registry.Spread`).
+datasets are at risk (:class:`~recall_dagster.detect.catalogue.Spread`).
 
 Verdicts are kept with the snapshot token of the closures they were found on
 and reused only on closures taken from that very snapshot: a scan that saved
@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 
 from recall_dagster.detect import Finding, RecallConfig
 from recall_dagster.detect.holds import Timed
-from recall_dagster.detect.registry import Judged, Spread, keepable
+from recall_dagster.detect.catalogue import Judged, Spread, keepable
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.incremental import Rescan
 

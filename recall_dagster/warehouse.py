@@ -114,9 +114,9 @@ def sqlalchemy_url(target: DbtTarget) -> str:
         resolved = Path(path) if Path(path).is_absolute() else target.project_dir / path
         return f"duckdb:///{resolved}"
     elif kind == "snowflake":
-        query = {k: text(k) for k in ("warehouse", "role") if text(k)}
+        query = {k: v for k in ("warehouse", "role") if (v := text(k))}
         url = URL.create("snowflake", username=text("user"), password=text("password"), host=text("account"),
-                         database=f"{text('database')}/{text('schema')}", query=query)  # type: ignore[arg-type]
+                         database=f"{text('database')}/{text('schema')}", query=query)
     elif kind == "bigquery":
         keyfile = text("keyfile")
         url = URL.create("bigquery", host=text("project", "database"), database=text("dataset", "schema"),
@@ -204,7 +204,7 @@ def _render(value: Any, env: Mapping[str, str]) -> Any:
         nodes = list(template.root_render_func(template.new_context({"env_var": env_var})))
     except ConfigError:
         raise
-    except Exception as err:  # noqa: BLE001 - any template dbt could render but we cannot is a reason, not a crash
+    except Exception as err:  # any template dbt could render but we cannot is a reason, not a crash
         raise ConfigError(f"the dbt profile value {value!r} cannot be rendered: {err}") from None
     return _native(nodes, value)
 

@@ -21,7 +21,7 @@ import sqlalchemy
 
 from ml_models.registry import FeatureRegistry, load_registry
 from recall_dagster.graph import ALIAS_READ_LIMITS, open_graph
-from recall_dagster.registry import read_registry
+from recall_dagster.mlflow_registry import read_registry
 from recall_dagster.read_only_sql import sql_connection
 from seed.ingest.enrich import dataset_urn
 from seed.ingest.run import ingest_all
@@ -253,7 +253,7 @@ def train_and_deploy(
     version. The estate's own history is made here, so the retrain gate is not asked: a scenario trains on
     bad data as a team without Recall did."""
     from ml_models.tracking import promote_version
-    from recall_dagster.registry import mlflow_client
+    from recall_dagster.mlflow_registry import mlflow_client
     from seed.dagster.run import train_in_dagster
 
     names = tuple(s.name for s in registry.models if models is None or s.name in models)

@@ -1,16 +1,20 @@
-"""The layers hold over the whole import graph, not only a module's own imports.
+"""The layers hold over the whole import graph, not only a module's own imports, and over every module.
 
 ``pyproject.toml`` (``[tool.importlinter]``) names the contracts: the pure core
 reaches no I/O through however many modules, and no lower layer imports a
 higher one. The pure lifecycle window used to pull YAML, file locks and the
 settings in through the scan module while a check of its direct imports passed.
+A module in no layer is held to nothing, so every one must be in a layer.
 """
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from tests.pure_core import ROOT, pure_modules
@@ -36,3 +40,33 @@ def test_importing_the_pure_core_loads_no_reader_writer_or_clock() -> None:
              f"if any(m == i or m.startswith(i + '.') for i in {IO!r}))))")
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
     assert json.loads(done.stdout) == []
+
+
+def _layered() -> set[str]:
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c for c in contracts if c["id"] == "layers")["layers"]
+    return {m.strip().strip("()") for layer in layers for m in re.split(r"[:|]", layer)}
+
+
+def _docstring_only(path: Path) -> bool:
+    """A package ``__init__`` holding nothing but its docstring (``acks``, ``config``, ``lifecycle``): its modules
+    lie in several layers, and it imports none of them, so it has no layer of its own to be in."""
+    body = ast.parse(path.read_text()).body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return path.name == "__init__.py" and not body
+
+
+def test_every_product_module_is_in_a_layer() -> None:
+    """A module in no layer may import any other and be imported by any: the contract says nothing of it, and a
+    layered module can reach past its layer through it unnoticed until something else is put in a layer."""
+    layered = _layered()
+    unplaced = []
+    for path in sorted((ROOT / "recall_dagster").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if module == "recall_dagster" or _docstring_only(path):  # the root holds every layer
+            continue
+        if not any(module == m or module.startswith(m + ".") for m in layered):
+            unplaced.append(module)
+    assert unplaced == [], f"in no layer of [tool.importlinter]'s layers contract: {unplaced}"

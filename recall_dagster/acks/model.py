@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from datahub.emitter.mce_builder import datahub_guid
 
 from recall_dagster.detect.finding import Finding
-from recall_dagster.detect.registry import IDENTITIES, OpenFindings
+from recall_dagster.detect.catalogue import IDENTITIES, OpenFindings
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.naming import model_name
 from recall_dagster.instants import in_calendar, iso_instant

@@ -14,7 +14,7 @@ import importlib
 import sys
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Any, Iterator, TextIO, cast
+from typing import TYPE_CHECKING, Any, Iterator, TextIO, cast
 
 import click
 
@@ -23,6 +23,9 @@ from recall_dagster.extras import missing_extra
 from recall_dagster.log_streams import root_handlers_onto
 from recall_dagster.secrets import redact
 from recall_dagster.shown import shown
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 # Command name -> (the module that registers it on `cli` when imported, the first line of its docstring).
 # The help line is what `recall --help` shows without importing the module; keep it the command's own.
@@ -123,7 +126,7 @@ class RecallGroup(click.Group):
     """Turns every RecallError, and a module an uninstalled extra brings, into its message and exit code,
     never a traceback; prints no secret, and no escape sequence from a name it quotes (:func:`shown`)."""
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: click.Context) -> Any:
         with _printing_no_secrets():
             try:
                 return super().invoke(ctx)
@@ -146,7 +149,7 @@ class LazyRecallGroup(RecallGroup):
     help lines in ``lazy_commands`` and import nothing.
     """
 
-    def __init__(self, *args, lazy_commands: dict[str, tuple[str, str]] | None = None, **kwargs) -> None:
+    def __init__(self, *args: Any, lazy_commands: dict[str, tuple[str, str]] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.lazy_commands = dict(lazy_commands or {})
 
@@ -176,7 +179,7 @@ class LazyRecallGroup(RecallGroup):
             with formatter.section("Commands"):
                 formatter.write_dl([(name, cmd.get_short_help_str(limit)) for name, cmd in commands])
 
-    def shell_complete(self, ctx: click.Context, incomplete: str):
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
         # click's Group.shell_complete, likewise: completing a command name imports no command.
         from click.shell_completion import CompletionItem
 

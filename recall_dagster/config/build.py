@@ -4,7 +4,7 @@ The models say what the file may hold; the domains want something else: tiers
 sorted by score, globs as ordered pairs, tag names case-folded, the warehouse
 handed to the lifecycle and impact sections that reach it. Every check has
 happened by the time anything here runs, so nothing here raises but the
-detector registry's own (a detector or case the file does not configure).
+detector catalogue's own (a detector or case the file does not configure).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from recall_dagster.estate.options import ReachOptions
 from recall_dagster.impact.config import ImpactConfig, MeasuredConfig, QueryConfig, Thresholds
 from recall_dagster.lifecycle.config import GateConfig, LifecycleConfig, SeverityConfig
 from recall_dagster.protect.config import COMPONENTS, ProtectConfig
-from recall_dagster.registry import RegistryLimits
+from recall_dagster.mlflow_registry import RegistryLimits
 from recall_dagster.rewrite import Rewrite
 from recall_dagster.writeback.config import GithubConfig, RetryPolicy, SlackConfig, WritebackConfig
 

@@ -146,4 +146,4 @@ def other_components_defs(context: ComponentLoadContext) -> Iterator[Definitions
         else:
             # Dagster 1.13.0 names a declaration's place `path` (a ComponentPath), later 1.13 releases `loc`;
             # build_defs takes either's own.
-            yield context.build_defs(decl.loc if hasattr(decl, "loc") else decl.path)  # type: ignore[attr-defined]  # 1.13.0 only
+            yield context.build_defs(decl.loc if hasattr(decl, "loc") else decl.path)  # type: ignore[attr-defined]  # `path`: Dagster 1.13.0 only

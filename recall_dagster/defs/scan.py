@@ -34,7 +34,7 @@ from recall_dagster.defs.model_verdict import report_verdicts, watched
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.detect import Detection, count_by_severity
 from recall_dagster.defs.shards import SHARD_ASSET, shard_scans_asset
-from recall_dagster.detect.registry import Found
+from recall_dagster.detect.catalogue import Found
 from recall_dagster.errors import ConfigError, ModelNotFound, ServiceUnreachable
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.incremental import Rescan

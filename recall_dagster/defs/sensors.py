@@ -16,7 +16,7 @@ closures (:mod:`recall_dagster.reactions`), never from a list kept beside it.
 
 import hashlib
 import json
-from typing import Iterable, Sequence
+from typing import Iterable, Sequence, cast
 
 from dagster import (
     AssetsDefinition,
@@ -39,7 +39,7 @@ from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.estate.marks import recall_assertion
 from recall_dagster.estate.parse import asserted_entity
 from recall_dagster.estate.select import select
-from recall_dagster.registry import failing, unreachable
+from recall_dagster.mlflow_registry import failing, unreachable
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.clock import clock_ms
 from recall_dagster.reactions import (
@@ -82,9 +82,9 @@ def assertion_results(graph: MetadataGraph) -> list[AssertionResult]:
         if not newest:
             continue
         event = newest[0]
-        result = event.result.type if event.result else None  # type: ignore[attr-defined]
+        result = cast(str, event.result.type) if event.result else None  # the SDK's enum values are strings
         entity = asserted_entity(info) if isinstance(info, AssertionInfoClass) else None
-        results.append(AssertionResult(urn, entity or event.asserteeUrn, event.timestampMillis, result))  # type: ignore[attr-defined]
+        results.append(AssertionResult(urn, entity or event.asserteeUrn, event.timestampMillis, result))
     return results
 
 

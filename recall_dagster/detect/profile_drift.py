@@ -69,9 +69,9 @@ def column_changes(then: ColumnProfile, now: ColumnProfile, pc: ProfileDriftConf
                 out.append(f"mean {_show(then.mean)} -> {_show(now.mean)} ({moved / then.stdev:.1f} standard deviations)")
         elif then.mean and moved / abs(then.mean) > pc.relative_mean_shift:
             out.append(f"mean {_show(then.mean)} -> {_show(now.mean)} ({moved / abs(then.mean):.0%})")
-    if None not in (then.minimum, then.maximum, now.minimum, now.maximum):
-        width = then.maximum - then.minimum  # type: ignore[operator]
-        beyond = max(then.minimum - now.minimum, now.maximum - then.maximum, 0.0)  # type: ignore[operator]
+    if then.minimum is not None and then.maximum is not None and now.minimum is not None and now.maximum is not None:
+        width = then.maximum - then.minimum
+        beyond = max(then.minimum - now.minimum, now.maximum - then.maximum, 0.0)
         if width > 0 and beyond / width > pc.range_growth:
             out.append(f"range [{_show(then.minimum)}, {_show(then.maximum)}] -> [{_show(now.minimum)}, {_show(now.maximum)}]")
     return tuple(out)

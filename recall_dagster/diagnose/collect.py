@@ -29,7 +29,7 @@ from recall_dagster.estate.production import production_alias
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.models import ModelSource
-from recall_dagster.registry import failing, unreachable, version_numbers
+from recall_dagster.mlflow_registry import failing, unreachable, version_numbers
 from recall_dagster.impact.measured import Measurer, assertion_replay
 from recall_dagster.estate.reach import poisoned_features
 from recall_dagster.estate.columns import ColumnGraph

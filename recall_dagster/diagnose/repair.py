@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, cast
 
 from recall_dagster.diagnose.config import RepairConfig
 from recall_dagster.errors import EXIT_USAGE, ConfigError, RecallError
@@ -92,7 +92,8 @@ def _guard(body: bytes, line_starts: list[int], node: ast.BinOp) -> bytes:
     """``body`` with the denominator of ``node`` (and nothing else) wrapped in a zero guard."""
     right = node.right
     start = line_starts[right.lineno - 1] + right.col_offset  # AST columns are UTF-8 byte offsets
-    end = line_starts[right.end_lineno - 1] + right.end_col_offset  # type: ignore[operator]
+    end_line, end_col = cast(int, right.end_lineno), cast(int, right.end_col_offset)  # set on every parsed node
+    end = line_starts[end_line - 1] + end_col
     denominator = body[start:end]
     return body[:start] + b"(" + denominator + b").where((" + denominator + b") != 0)" + body[end:]
 
@@ -332,7 +333,7 @@ def prove_smallest(
             continue
         validation = validate_in_copy(project, edit, config, substitutions, env)
         tried.append(validation)
-        if validation.ok and accept(validation.metrics):  # type: ignore[arg-type]
+        if validation.ok and validation.metrics is not None and accept(validation.metrics):  # ok: it has metrics
             return validation, tried
     if len(refusals) == len(ordered):
         raise refusals[0]

@@ -61,7 +61,7 @@ class KeptClosure(ModelClosure):
     """A :class:`ModelClosure` whose features, feature tables, training runs, datasets and walk are decoded
     when first read.  It equals, and pickles as, the plain closure it stands for."""
 
-    def __init__(self, stored: tuple[Head, Ref], kept: Kept) -> None:  # noqa: D107 - the head fills the fields
+    def __init__(self, stored: tuple[Head, Ref], kept: Kept) -> None:  # the head fills the fields
         model, production, deployments, production_versions, dataset_urns, assertion_urns = stored[0]
         self.__dict__.update(
             model=model, urn=model.urn, production=production, scanned_at_ms=0, deployments=deployments,

@@ -25,7 +25,7 @@ from recall_dagster.estate.columns import ColumnGraph
 from recall_dagster.estate.names import MLFLOW_DATASET, display_name, named_by
 from recall_dagster.estate.parse import dataset_aliases
 from recall_dagster.estate.twins import table_of, twin_of
-from recall_dagster.graph.port import MetadataGraph
+from recall_dagster.graph.port import MetadataGraph, aspect_of
 
 DATASET_URN = "urn:li:dataset:"
 
@@ -66,7 +66,7 @@ def catalogued(graph: MetadataGraph, target: str) -> tuple[str, ...]:
     urns = graph.list_urns("dataset")
     props = graph.get_aspects(urns, [DatasetPropertiesClass])
     return tuple(u for u in urns if named_by(u, target, dataset_aliases(
-        props.get(u, {}).get(DatasetPropertiesClass.ASPECT_NAME))))  # type: ignore[arg-type]
+        aspect_of(props.get(u, {}), DatasetPropertiesClass))))
 
 
 def one_table(graph: MetadataGraph, urns: tuple[str, ...]) -> tuple[str, ...]:
@@ -79,8 +79,7 @@ def one_table(graph: MetadataGraph, urns: tuple[str, ...]) -> tuple[str, ...]:
         read_already.update(pending)
         for urn in pending:
             aspects = read.get(urn, {})
-            twin = twin_of(aspects.get(UpstreamLineageClass.ASPECT_NAME),  # type: ignore[arg-type]
-                           aspects.get(SiblingsClass.ASPECT_NAME))  # type: ignore[arg-type]
+            twin = twin_of(aspect_of(aspects, UpstreamLineageClass), aspect_of(aspects, SiblingsClass))
             if twin is not None:
                 stands_for[urn] = twin
         pending = sorted({stands_for[u] for u in pending if u in stands_for} - read_already)
@@ -92,8 +91,8 @@ def recorded_columns(graph: MetadataGraph, urns: tuple[str, ...]) -> tuple[str, 
     read = graph.get_aspects(list(urns), [SchemaMetadataClass])
     found: dict[str, None] = {}
     for urn in urns:
-        schema = read.get(urn, {}).get(SchemaMetadataClass.ASPECT_NAME)
-        for field in schema.fields if schema else ():  # type: ignore[attr-defined]
+        schema = aspect_of(read.get(urn, {}), SchemaMetadataClass)
+        for field in schema.fields if schema else ():
             found.setdefault(field.fieldPath.rsplit(".", 1)[-1], None)
     return tuple(found)
 

@@ -21,7 +21,7 @@ def display_name(urn: str) -> str:
     """
     try:
         parsed = Urn.from_string(urn)
-    except Exception:  # noqa: BLE001 - any unparsable URN is shown verbatim
+    except Exception:  # any unparsable URN is shown verbatim
         return urn
     ids = [_decoded(i) for i in parsed.entity_ids]
     kind = parsed.entity_type

@@ -120,7 +120,7 @@ def field_ref(schema_field_urn: str) -> FieldRef | None:
     """
     try:
         parsed = Urn.from_string(schema_field_urn)
-    except Exception:  # noqa: BLE001 - fall back to reading the string
+    except Exception:  # fall back to reading the string
         if not (schema_field_urn.startswith(_SCHEMA_FIELD) and schema_field_urn.endswith(")")):
             return None
         parent, _, path = schema_field_urn[len(_SCHEMA_FIELD) : -1].rpartition(",")
@@ -361,7 +361,7 @@ def _last_id(urn: str) -> str:
     """A feature's own name: the last part of its URN, without the namespace."""
     try:
         return Urn.from_string(urn).entity_ids[-1]
-    except Exception:  # noqa: BLE001
+    except Exception:
         return urn
 
 

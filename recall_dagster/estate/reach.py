@@ -79,6 +79,7 @@ def poisoned_features(
     hits: list[PoisonedFeature] = []
     for feature in closure.features:
         sources = [graph.canonical.get(s, s) for s in feature.sources]
+        found: list[tuple[Col, Evidence]]
         if feature.column:
             found = [((s, feature.column), "column") for s in sources if (s, feature.column) in parents]
         elif options.name_matching:
@@ -89,7 +90,7 @@ def poisoned_features(
         if found:
             col, evidence = found[0]
             lineage = lineage_to(col, parents)
-            hits.append(PoisonedFeature(feature.urn, feature.name, col, evidence, lineage))  # type: ignore[arg-type]
+            hits.append(PoisonedFeature(feature.urn, feature.name, col, evidence, lineage))
     return hits
 
 

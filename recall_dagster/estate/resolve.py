@@ -21,7 +21,6 @@ from datahub.metadata.schema_classes import (
     OperationClass,
     StatusClass,
     UpstreamLineageClass,
-    _Aspect,
 )
 
 from recall_dagster.estate import parse
@@ -33,7 +32,7 @@ from recall_dagster.estate.marks import recall_assertion
 from recall_dagster.estate.shards import Shard
 from recall_dagster.estate.options import ResolveOptions
 from recall_dagster.estate.views import Assertion, Deployment, Model
-from recall_dagster.graph.port import AspectMap, MetadataGraph
+from recall_dagster.graph.port import AspectMap, MetadataGraph, aspect_of
 
 
 # The links the resolver reads from their far side: a dataset's assertions, a feature's tables, the runs that
@@ -116,7 +115,7 @@ def _read_assertions(
     kept = [a for a in assertion_urns if not parse.is_removed(infos.get(a, {})) and not recall_assertion(infos.get(a, {}))]
     runs = assertion_runs(graph, kept, history_limit)
     parsed = {
-        a: parse.parse_assertion(a, infos.get(a, {}).get(AssertionInfoClass.ASPECT_NAME), runs[a])  # type: ignore[arg-type]
+        a: parse.parse_assertion(a, aspect_of(infos.get(a, {}), AssertionInfoClass), runs[a])
         for a in kept
     }
     return {d: tuple(parsed[a] for a in sorted(set(asserted.get(d, ()))) if a in parsed) for d in dataset_urns}
@@ -161,15 +160,15 @@ def _dangling_references(raw: AspectMap, inputs: Sequence[str]) -> dict[str, str
     """Training inputs that are MLflow dataset references with no lineage to what they name: URN -> name."""
     dangling = {}
     for urn in inputs:
-        lineage = raw.get(urn, {}).get(UpstreamLineageClass.ASPECT_NAME)
-        if urn.startswith(MLFLOW_DATASET) and not (lineage and lineage.upstreams):  # type: ignore[attr-defined]
+        lineage = aspect_of(raw.get(urn, {}), UpstreamLineageClass)
+        if urn.startswith(MLFLOW_DATASET) and not (lineage and lineage.upstreams):
             dangling[urn] = display_name(urn)
     return dangling
 
 
-def _operations(ops: Sequence[_Aspect]) -> tuple[tuple[int, int], ...]:
+def _operations(ops: Sequence[OperationClass]) -> tuple[tuple[int, int], ...]:
     """(reported, last updated) per operation, newest report first."""
-    pairs = {(op.timestampMillis, op.lastUpdatedTimestamp) for op in ops if op.lastUpdatedTimestamp}  # type: ignore[attr-defined]
+    pairs = {(op.timestampMillis, op.lastUpdatedTimestamp) for op in ops if op.lastUpdatedTimestamp}
     return tuple(sorted(pairs, reverse=True))
 
 
@@ -263,7 +262,7 @@ def resolve(
             builds_ms=builds.get(u, ()),
             written_by=writers.get(u, ()),
             assertions=assertions.get(u, ()),
-            profiles=parse.parse_profiles(profiles[u]),  # type: ignore[arg-type]
+            profiles=parse.parse_profiles(profiles[u]),
         )
         for u, aspects in raw_datasets.items()
     }

@@ -24,7 +24,7 @@ def select(closures: Iterable[ModelClosure], names: Sequence[str] = (), versions
     return [c for c in pool if c.urn in picked]
 
 
-def serving_version(closures: Sequence[ModelClosure], name: str) -> ModelClosure | None:
+def version_retrain_replaces(closures: Sequence[ModelClosure], name: str) -> ModelClosure | None:
     """The version a retrain of ``name`` replaces (:func:`~recall_dagster.estate.production.replaced_by_retrain`).
 
     An exact version (URN or ``name/version``) is taken as given.

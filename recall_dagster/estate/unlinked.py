@@ -18,7 +18,7 @@ from recall_dagster.estate.marks import recall_assertion
 from recall_dagster.estate.parse import asserted_entity, assertion_kind, is_removed, parse_assertion
 from recall_dagster.estate.resolve import assertion_runs
 from recall_dagster.estate.views import Assertion
-from recall_dagster.graph.port import MetadataGraph
+from recall_dagster.graph.port import MetadataGraph, aspect_of
 
 
 @dataclass(frozen=True)
@@ -48,10 +48,10 @@ def failing_outside(
     runs = assertion_runs(graph, kept, history)
     found = []
     for urn in kept:
-        info = infos.get(urn, {}).get(AssertionInfoClass.ASPECT_NAME)
-        assertion = parse_assertion(urn, info, runs[urn]).as_of(instant_ms)  # type: ignore[arg-type]
+        info = aspect_of(infos.get(urn, {}), AssertionInfoClass)
+        assertion = parse_assertion(urn, info, runs[urn]).as_of(instant_ms)
         if assertion.result is not None and failing(assertion.result):
-            found.append(Outside(assertion, asserted_entity(info) or "", assertion_kind(info)))  # type: ignore[arg-type]
+            found.append(Outside(assertion, asserted_entity(info) or "", assertion_kind(info)))
     return tuple(found)
 
 

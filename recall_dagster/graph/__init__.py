@@ -9,7 +9,7 @@ from __future__ import annotations
 from recall_dagster.graph.lite import LiteGraph
 from recall_dagster.graph.port import AspectMap, Direction, MetadataGraph, WriteReport
 from recall_dagster.graph.registry_overlay import RegistryGraph
-from recall_dagster.registry import RegistryLimits, read_registry
+from recall_dagster.mlflow_registry import RegistryLimits, read_registry
 from recall_dagster.settings import Settings
 
 # The shipped ``impact.registry`` limits: a registry that does not answer within them fails the command (exit 3).

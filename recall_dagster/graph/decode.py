@@ -21,13 +21,15 @@ from __future__ import annotations
 import json
 import re
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from avro import schema as avro
 from avrogen.core_writer import find_type_of_default
 from avrogen.dict_wrapper import DictWrapper
 from datahub.emitter.serialization_helper import post_json_transform
 from datahub.metadata.schema_classes import _Aspect
+
+from recall_dagster.graph.port import AspectT
 
 Decoder = Callable[[Any], Any]
 
@@ -53,19 +55,19 @@ class _Compiler:
         if kind == "bytes":
             return lambda value: value.encode() if isinstance(value, str) else value
         if kind == "array":
-            item = self.compile(s.items)  # type: ignore[attr-defined]
+            item = self.compile(cast(avro.ArraySchema, s).items)
             return lambda value: [item(x) for x in value]
         if kind == "map":
-            entry = self.compile(s.values)  # type: ignore[attr-defined]
+            entry = self.compile(cast(avro.MapSchema, s).values)
             return lambda value: {name: entry(v) for name, v in value.items()}
         if kind in ("union", "error_union"):
-            return self._union(s)
+            return self._union(cast(avro.UnionSchema, s))
         if kind in ("record", "error", "request"):
-            return self._record(s)
+            return self._record(cast(avro.RecordSchema, s))
         raise TypeError(f"no decoder for Avro type {kind}")
 
-    def _union(self, s: avro.Schema) -> Decoder:
-        branches = list(s.schemas)  # type: ignore[attr-defined]
+    def _union(self, s: avro.UnionSchema) -> Decoder:
+        branches = list(s.schemas)
         decoders = [self.compile(b) for b in branches]
         by_name = {self.converter._fullname(b): d for b, d in zip(branches, decoders)}
         pairs = [(self._accepts(b), d) for b, d in zip(branches, decoders)]
@@ -92,19 +94,20 @@ class _Compiler:
         if kind == "string":
             return lambda value: isinstance(value, str)
         if kind == "enum":  # the schema's own check (``datum in self.symbols``), without its per-call lookups
-            symbols = tuple(s.symbols)  # type: ignore[attr-defined]
+            symbols = tuple(cast(avro.EnumSchema, s).symbols)
             return lambda value: value in symbols
         if kind == "array":
-            item = self._accepts(s.items)  # type: ignore[attr-defined]
+            item = self._accepts(cast(avro.ArraySchema, s).items)
             return lambda value: isinstance(value, list) and all(item(x) for x in value)
         if kind == "map":
-            entry = self._accepts(s.values)  # type: ignore[attr-defined]
+            entry = self._accepts(cast(avro.MapSchema, s).values)
             return lambda value: (isinstance(value, dict) and all(isinstance(k, str) for k in value)
                                   and all(entry(v) for v in value.values()))
         if kind in ("union", "error_union"):
-            branches = [(self.converter._fullname(b), self._accepts(b)) for b in s.schemas]  # type: ignore[attr-defined]
-            by_record, unnamed = record_branches(s)
-            nullable = any(b.type == "null" for b in s.schemas)  # type: ignore[attr-defined]
+            u = cast(avro.UnionSchema, s)
+            branches = [(self.converter._fullname(b), self._accepts(b)) for b in u.schemas]
+            by_record, unnamed = record_branches(u)
+            nullable = any(b.type == "null" for b in u.schemas)
 
             def union(value: Any) -> bool:
                 if value is None:  # only a null branch takes it
@@ -123,7 +126,8 @@ class _Compiler:
 
             return union
         if kind in ("record", "error", "request"):
-            name = "?" + s.fullname.lstrip(".")  # type: ignore[attr-defined]
+            r = cast(avro.RecordSchema, s)
+            name = "?" + r.fullname.lstrip(".")
             if name not in self.named:
                 checks: list[tuple[str, Callable[[Any], bool], bool, Any]] = []
                 self.named[name] = lambda value: (
@@ -132,19 +136,19 @@ class _Compiler:
                     else isinstance(value, DictWrapper)
                     and all(accepts(value._inner_dict.get(field)) for field, accepts, _, _ in checks)
                 )
-                checks.extend((f.name, self._accepts(f.type), f.has_default, f.default) for f in s.fields)  # type: ignore[attr-defined]
+                checks.extend((f.name, self._accepts(f.type), f.has_default, f.default) for f in r.fields)
             return self.named[name]
         if type(s) is avro.PrimitiveSchema and kind != "bytes":  # the converter defers these to the schema's own check
             return avro.PrimitiveSchema._validators[kind]
         validate = self.converter.validate
         return lambda value: validate(s, value, skip_logical_types=True)
 
-    def _record(self, s: avro.Schema) -> Decoder:
-        name = s.fullname.lstrip(".")  # type: ignore[attr-defined]
+    def _record(self, s: avro.RecordSchema) -> Decoder:
+        name = s.fullname.lstrip(".")
         if name in self.named:
             return self.named[name]
         fields: list[tuple[str, Decoder, Callable[[], Any] | None, bool]] = []
-        cls = self.converter.schema_types.get(name) or self.converter.schema_types.get(s.name)  # type: ignore[attr-defined]
+        cls = self.converter.schema_types.get(name) or self.converter.schema_types.get(s.name)
 
         def decode(value: Any) -> Any:
             if not isinstance(value, dict):
@@ -162,7 +166,7 @@ class _Compiler:
             return build(record)
 
         self.named[name] = decode  # before the fields: a record may hold itself
-        for f in s.fields:  # type: ignore[attr-defined]
+        for f in s.fields:
             decoder = self.compile(f.type)
             default = (lambda d=f.default, dec=decoder: dec(d)) if f.has_default else None
             fields.append((f.name, decoder, default, find_type_of_default(f.type)[1]))
@@ -236,7 +240,7 @@ def _reader(compiler: _Compiler, aspect_class: type[_Aspect], path: str) -> Deco
     for step in path.split("."):
         if schema.type in ("union", "error_union"):
             optional = True
-            records = [b for b in schema.schemas if b.type != "null"]  # type: ignore[attr-defined]
+            records = [b for b in cast(avro.UnionSchema, schema).schemas if b.type != "null"]
             if len(records) != 1:
                 raise ValueError(f"{aspect_class.ASPECT_NAME}: {path} crosses a union of several branches")
             schema = records[0]
@@ -264,12 +268,12 @@ def transformed(text: str) -> bool:
     return any(marker in text for marker in TRANSFORM_MARKERS)
 
 
-def record_branches(union: avro.Schema) -> tuple[dict[str, int], bool]:
+def record_branches(union: avro.UnionSchema) -> tuple[dict[str, int], bool]:
     """The converter's match of an SDK object to a union branch by its record's name: the first branch of each
     name, up to the first branch with no name (an array or a map), where the converter fails; and whether
     there is such a branch."""
     found: dict[str, int] = {}
-    for i, branch in enumerate(union.schemas):  # type: ignore[attr-defined]
+    for i, branch in enumerate(union.schemas):
         if not hasattr(branch, "fullname"):
             return found, True
         found.setdefault(branch.fullname, i)
@@ -282,15 +286,15 @@ def accepts(s: avro.Schema) -> Callable[[Any], bool]:
         return _compiler()._accepts(s)
 
 
-def decode_aspect(aspect_class: type[_Aspect], obj: Any) -> _Aspect:
+def decode_aspect(aspect_class: type[AspectT], obj: Any) -> AspectT:
     """``aspect_class.from_obj(obj)``, through the compiled decoder whenever it can decode ``obj``."""
     try:
         return compiled(aspect_class)(obj)
-    except Exception:  # noqa: BLE001 - the SDK's own converter decides what a malformed value becomes
+    except Exception:  # the SDK's own converter decides what a malformed value becomes
         return aspect_class.from_obj(obj)
 
 
-def aspect_from_text(aspect_class: type[_Aspect], text: str) -> _Aspect:
+def aspect_from_text(aspect_class: type[AspectT], text: str) -> AspectT:
     """An aspect from the JSON a store keeps (DataHub's wire form), as ``post_json_transform`` then
     ``from_obj`` would build it.
 

@@ -20,7 +20,7 @@ succeeds exactly as it did.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from avro import schema as avro
 from avrogen.dict_wrapper import DictWrapper
@@ -46,19 +46,19 @@ class _Compiler:
         if kind == "bytes":
             return lambda value: value.decode() if isinstance(value, bytes) else value
         if kind == "array":
-            item = self.compile(s.items, within_array=True)  # type: ignore[attr-defined]
+            item = self.compile(cast(avro.ArraySchema, s).items, within_array=True)
             return lambda value: [item(x) for x in value]
         if kind == "map":
-            entry = self.compile(s.values)  # type: ignore[attr-defined]
+            entry = self.compile(cast(avro.MapSchema, s).values)
             return lambda value: {name: entry(x) for name, x in value.items()}
         if kind in ("union", "error_union"):
-            return self._union(s, within_array)
+            return self._union(cast(avro.UnionSchema, s), within_array)
         if kind in ("record", "error", "request"):
-            return self._record(s)
+            return self._record(cast(avro.RecordSchema, s))
         raise TypeError(f"no encoder for Avro type {kind}")
 
-    def _union(self, s: avro.Schema, within_array: bool) -> Encoder:
-        branches = list(s.schemas)  # type: ignore[attr-defined]
+    def _union(self, s: avro.UnionSchema, within_array: bool) -> Encoder:
+        branches = list(s.schemas)
         encoders = [self.compile(b) for b in branches]
         checks = [accepts(b) for b in branches]
         names = [self.converter._fullname(b) for b in branches]
@@ -85,8 +85,8 @@ class _Compiler:
 
         return encode
 
-    def _record(self, s: avro.Schema) -> Encoder:
-        name = s.fullname.lstrip(".")  # type: ignore[attr-defined]
+    def _record(self, s: avro.RecordSchema) -> Encoder:
+        name = s.fullname.lstrip(".")
         if name in self.records:
             return self.records[name]
         fields: list[tuple[str, Encoder, bool, Any]] = []
@@ -104,7 +104,7 @@ class _Compiler:
             return written
 
         self.records[name] = encode  # before the fields: a record may hold itself
-        for f in s.fields:  # type: ignore[attr-defined]
+        for f in s.fields:
             default = self.converter.from_json_object(f.default, f.type) if f.has_default else None
             fields.append((f.name, self.compile(f.type), f.has_default, default))
         return encode
@@ -130,6 +130,6 @@ def to_obj(record: DictWrapper) -> dict[str, Any]:
     try:
         if valid(record):
             return encode(record)
-    except Exception:  # noqa: BLE001 - the SDK's own converter decides what an unfit record becomes
+    except Exception:  # the SDK's own converter decides what an unfit record becomes
         pass
     return record.to_obj()

@@ -27,7 +27,7 @@ import json
 
 from collections import defaultdict
 from contextlib import contextmanager
-from typing import Any, Iterator, Iterable, Sequence
+from typing import Any, Iterator, Iterable, Protocol, Sequence, cast
 
 import requests
 from datahub.configuration.common import ConfigurationError
@@ -42,6 +42,7 @@ from recall_dagster.errors import ConfigError, GraphError, RecallError, ServiceU
 from recall_dagster.graph.decode import decode_aspect, value_reader
 from recall_dagster.graph.port import (
     AspectMap,
+    AspectT,
     Changes,
     Direction,
     WriteReport,
@@ -94,6 +95,16 @@ def _response(err: BaseException) -> requests.Response | None:
         if isinstance(response, requests.Response):
             return response
     return None
+
+
+class _Event(Protocol):
+    timestampMillis: int
+
+
+def _stamp(event: _Aspect) -> int:
+    """When a timeseries event happened: every timeseries aspect has ``timestampMillis`` (:meth:`timeseries`
+    refuses any other aspect)."""
+    return cast(_Event, event).timestampMillis
 
 
 class GmsGraph:
@@ -224,11 +235,11 @@ class GmsGraph:
         return result
 
     def timeseries(
-        self, urns: Sequence[str], aspect: type[_Aspect], limit: int = 100
-    ) -> dict[str, list[_Aspect]]:
+        self, urns: Sequence[str], aspect: type[AspectT], limit: int = 100
+    ) -> dict[str, list[AspectT]]:
         if aspect.get_aspect_type() != "timeseries":
             raise ValueError(f"{aspect.ASPECT_NAME} is not a timeseries aspect: use get_aspects()")
-        result: dict[str, list[_Aspect]] = {urn: [] for urn in urns}
+        result: dict[str, list[AspectT]] = {urn: [] for urn in urns}
         if not result or limit < 1:
             return result
         if len(result) > PER_URN_LIMIT:
@@ -241,7 +252,7 @@ class GmsGraph:
             only_this = {"or": [{"and": [{"field": "urn", "values": [urn], "condition": "EQUAL"}]}]}
             with self._calling(f"reading {aspect.ASPECT_NAME} of {urn}"):
                 values = self._client.get_timeseries_values(urn, aspect, only_this, limit=limit)
-            result[urn] = sorted(values, key=lambda value: value.timestampMillis, reverse=True)  # type: ignore[attr-defined]
+            result[urn] = sorted(values, key=_stamp, reverse=True)
         return result
 
     def timeseries_values(
@@ -285,8 +296,8 @@ class GmsGraph:
                     found[target].add(source)
         return {urn: sorted(sources) for urn, sources in found.items()}
 
-    def _scroll_timeseries(self, urns: Sequence[str], aspect: type[_Aspect], limit: int) -> dict[str, list[_Aspect]]:
-        result: dict[str, list[_Aspect]] = {urn: [] for urn in urns}
+    def _scroll_timeseries(self, urns: Sequence[str], aspect: type[AspectT], limit: int) -> dict[str, list[AspectT]]:
+        result: dict[str, list[AspectT]] = {urn: [] for urn in urns}
         for etype, group in _by_entity_type(result).items():
             missing = set(group)
             path = f"/openapi/v2/timeseries/{etype}/{aspect.ASPECT_NAME}"
@@ -300,8 +311,7 @@ class GmsGraph:
                             missing.discard(urn)
                 if not missing:
                     break
-        return {urn: sorted(events, key=lambda e: e.timestampMillis, reverse=True)  # type: ignore[attr-defined]
-                for urn, events in result.items()}
+        return {urn: sorted(events, key=_stamp, reverse=True) for urn, events in result.items()}
 
     def list_urns(self, entity_type: str) -> list[str]:
         with self._calling(f"listing {entity_type} entities"):

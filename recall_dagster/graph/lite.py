@@ -23,7 +23,7 @@ import os
 import sqlite3
 from contextlib import closing
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Sequence, Union, cast
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.mcp_builder import mcps_from_mce
@@ -43,6 +43,7 @@ from recall_dagster.graph.lite_batch import BatchingLite, upsert
 from recall_dagster.graph.patch import apply_patch, decode_patch, patchable_class
 from recall_dagster.graph.port import (
     AspectMap,
+    AspectT,
     Changes,
     Direction,
     WriteReport,
@@ -230,17 +231,17 @@ class LiteGraph:
         return {urn: sorted(found) for urn, found in sources.items()}
 
     def timeseries(
-        self, urns: Sequence[str], aspect: type[_Aspect], limit: int = 100
-    ) -> dict[str, list[_Aspect]]:
+        self, urns: Sequence[str], aspect: type[AspectT], limit: int = 100
+    ) -> dict[str, list[AspectT]]:
         """Events newest first by ``timestampMillis``, from Lite's aspect versions, in one query per batch.
 
         Lite stores each event as a new version (version 0 is merely the last one
         written) and re-writing an older event adds a duplicate version, so equal
         events are collapsed.
         """
-        result: dict[str, list[_Aspect]] = {urn: [] for urn in urns}
-        for urn, text in self._history(result, aspect, limit, "metadata"):
-            result[urn].append(self._decode(urn, aspect.ASPECT_NAME, text))
+        result: dict[str, list[AspectT]] = {urn: [] for urn in urns}
+        for urn, text in self._history(result, aspect, limit, "metadata"):  # decoded by its name: an ``aspect``
+            result[urn].append(cast(AspectT, self._decode(urn, aspect.ASPECT_NAME, text)))
         return result
 
     def timeseries_values(

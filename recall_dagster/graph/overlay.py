@@ -8,7 +8,7 @@ from typing import Any, Iterable, Sequence
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import _Aspect
 
-from recall_dagster.graph.port import AspectMap, Changes, Direction, MetadataGraph, WriteReport
+from recall_dagster.graph.port import AspectMap, AspectT, Changes, Direction, MetadataGraph, WriteReport
 
 
 class Overlay:
@@ -27,7 +27,7 @@ class Overlay:
     def related(self, urns: Sequence[str], relationship: str, direction: Direction = "outgoing") -> dict[str, list[str]]:
         return self._graph.related(urns, relationship, direction)
 
-    def timeseries(self, urns: Sequence[str], aspect: type[_Aspect], limit: int = 100) -> dict[str, list[_Aspect]]:
+    def timeseries(self, urns: Sequence[str], aspect: type[AspectT], limit: int = 100) -> dict[str, list[AspectT]]:
         return self._graph.timeseries(urns, aspect, limit)
 
     def timeseries_values(

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Literal, Protocol, Sequence, TypeVar, runtime_checkable
+from typing import Any, Iterable, Iterator, Literal, Mapping, Protocol, Sequence, TypeVar, cast, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
@@ -23,9 +23,16 @@ from recall_dagster.errors import GraphError
 
 Direction = Literal["outgoing", "incoming"]
 _T = TypeVar("_T")
+AspectT = TypeVar("AspectT", bound=_Aspect)  # one aspect class, as asked for and as answered
 
 # urn -> aspect name (e.g. "mlModelProperties") -> typed SDK aspect
 AspectMap = dict[str, dict[str, _Aspect]]
+
+
+def aspect_of(aspects: Mapping[str, _Aspect], aspect_class: type[AspectT]) -> AspectT | None:
+    """``aspects.get(aspect_class.ASPECT_NAME)`` typed as what it is: one entity's aspects (an
+    :data:`AspectMap` entry) are keyed by their class's ``ASPECT_NAME``, so the one under that name is of it."""
+    return cast("AspectT | None", aspects.get(aspect_class.ASPECT_NAME))
 
 
 @dataclass
@@ -99,8 +106,8 @@ class MetadataGraph(Protocol):
         """
 
     def timeseries(
-        self, urns: Sequence[str], aspect: type[_Aspect], limit: int = 100
-    ) -> dict[str, list[_Aspect]]:
+        self, urns: Sequence[str], aspect: type[AspectT], limit: int = 100
+    ) -> dict[str, list[AspectT]]:
         """The newest ``limit`` events of a timeseries aspect (operation, assertionRunEvent, ...) for many URNs
         at once, newest first; every requested URN is a key."""
 

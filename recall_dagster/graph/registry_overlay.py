@@ -17,16 +17,16 @@ registered model group on the ``mlflow`` platform and its
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Sequence, cast
 
 from datahub.metadata.schema_classes import MLModelPropertiesClass, VersionPropertiesClass, VersionTagClass
 from datahub.metadata.urns import MlModelGroupUrn
 from datahub.metadata.schema_classes import _Aspect
 
 from recall_dagster.graph.overlay import Overlay
-from recall_dagster.graph.port import AspectMap, Changes, MetadataGraph
+from recall_dagster.graph.port import AspectMap, Changes, MetadataGraph, aspect_of
 from recall_dagster.run_tags import DAGSTER_RUN_TAG
-from recall_dagster.registry import RegistryFacts
+from recall_dagster.mlflow_registry import RegistryFacts
 
 MLFLOW_PLATFORM = "urn:li:dataPlatform:mlflow"
 _REGISTRY = "|registry:"
@@ -62,16 +62,16 @@ class RegistryGraph(Overlay):
             if urn not in found:
                 continue
             have = {**extra.get(urn, {}), **found[urn]}
-            keys = _registry_keys(have.get(_PROPERTIES), have.get(_VERSION))  # type: ignore[arg-type]
+            keys = _registry_keys(aspect_of(have, MLModelPropertiesClass), aspect_of(have, VersionPropertiesClass))
             if not keys:
                 continue
             aspects_of = dict(found[urn])
             held = tuple(a for key in keys for a in registry.aliases.get(key, ()))
-            if held and _VERSION in aspects_of:
-                aspects_of[_VERSION] = _with_aliases(aspects_of[_VERSION], held)  # type: ignore[arg-type]
+            if held and _VERSION in aspects_of:  # an aspect under its own name: of that class
+                aspects_of[_VERSION] = _with_aliases(cast(VersionPropertiesClass, aspects_of[_VERSION]), held)
             run = next((registry.dagster_runs[key] for key in keys if key in registry.dagster_runs), None)
             if run and _PROPERTIES in aspects_of:
-                aspects_of[_PROPERTIES] = _with_run(aspects_of[_PROPERTIES], run)  # type: ignore[arg-type]
+                aspects_of[_PROPERTIES] = _with_run(cast(MLModelPropertiesClass, aspects_of[_PROPERTIES]), run)
             found[urn] = aspects_of
         return found
 

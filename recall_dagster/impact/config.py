@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from recall_dagster.detect import Severity
-from recall_dagster.registry import RegistryLimits
+from recall_dagster.mlflow_registry import RegistryLimits
 from recall_dagster.lifecycle.rows import resolve_url
 from recall_dagster.config.warehouse import Warehouse
 from recall_dagster.warehouse import warehouse_connection

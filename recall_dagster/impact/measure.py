@@ -63,7 +63,7 @@ def infer(predictor: Predictor, frame: pd.DataFrame, batch_rows: int) -> Inferen
             values = np.asarray(batch_scores, dtype="float64").reshape(-1)
             if len(values) != len(batch):
                 raise ValueError(f"the model returned {len(values)} scores for {len(batch)} rows")
-        except Exception as err:  # noqa: BLE001 - whatever the model raises on bad input is the measurement
+        except Exception as err:  # whatever the model raises on bad input is the measurement
             failures += len(batch)
             error = error or reason(err)
             continue

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from recall_dagster.detect import Finding, Severity, failing_assertion, training_source_schema_drift, upstream_staleness
 from recall_dagster.acks.model import Acknowledgement, still_open
 from recall_dagster.detect.config import RecallConfig
-from recall_dagster.detect.registry import Detection, Found, first_pass_of, second_pass
+from recall_dagster.detect.catalogue import Detection, Found, first_pass_of, second_pass
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.estate import ModelClosure
 from recall_dagster.impact.config import ImpactConfig, MeasuredConfig

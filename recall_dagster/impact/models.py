@@ -9,7 +9,7 @@ no artifact, a flavor that will not load) is a :class:`ModelUnavailable`
 naming it, which the experiment turns into INCOMPLETE; a tracking server or
 warehouse that does not answer, before or in the middle of a run, is a
 :class:`~recall_dagster.errors.ServiceUnreachable` (exit 3) naming what was
-being read (:mod:`recall_dagster.registry` tells the two apart). A training
+being read (:mod:`recall_dagster.mlflow_registry` tells the two apart). A training
 query the run logged is replayed only when it is one read statement, on a
 connection that can only read (:mod:`recall_dagster.read_only_sql`).
 """
@@ -20,7 +20,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 import pandas as pd
@@ -30,7 +30,10 @@ from recall_dagster.estate import ModelClosure
 from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.impact.measure import Predictor, Task
 from recall_dagster.read_only_sql import ReadTimedOut, database_error, sql_connection, why_not_a_read
-from recall_dagster.registry import failing, mlflow_client, sqlite_store, unreachable
+from recall_dagster.mlflow_registry import failing, mlflow_client, sqlite_store, unreachable
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
 
 
 class ModelUnavailable(RecallError):
@@ -53,30 +56,40 @@ class ModelSource(Protocol):
     def load(self, closure: ModelClosure) -> Subject: ...
 
 
+class _Estimator(Protocol):
+    """A loaded model of any flavor: a scikit-learn estimator or a pyfunc model."""
+
+    def predict(self, frame: pd.DataFrame) -> Any: ...
+
+
+class _Classifier(_Estimator, Protocol):
+    def predict_proba(self, frame: pd.DataFrame) -> np.ndarray: ...
+
+
 class SklearnPredictor:
     """A scikit-learn estimator (the sklearn flavor): probabilities for binary classifiers, else predictions."""
 
-    def __init__(self, estimator: object) -> None:
+    def __init__(self, estimator: _Estimator) -> None:
         self.estimator = estimator
         classes = getattr(estimator, "classes_", None)
         self.task: Task = "classification" if hasattr(estimator, "predict_proba") and classes is not None else "regression"
         self.classes = np.asarray(classes) if self.task == "classification" else None
 
     def predict(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray | None]:
-        if self.task == "classification":
-            proba = self.estimator.predict_proba(frame)  # type: ignore[attr-defined]
-            return proba[:, 1], self.classes[np.argmax(proba, axis=1)]  # type: ignore[index]
-        return np.asarray(self.estimator.predict(frame)), None  # type: ignore[attr-defined]
+        if self.task == "classification":  # so it has predict_proba and classes (__init__)
+            proba = cast(_Classifier, self.estimator).predict_proba(frame)
+            return proba[:, 1], cast(np.ndarray, self.classes)[np.argmax(proba, axis=1)]
+        return np.asarray(self.estimator.predict(frame)), None
 
 
 class PyfuncPredictor:
     """Any other flavor through pyfunc: its output is the score; a 0/1 label makes it a classifier."""
 
-    def __init__(self, model: object, task: Task) -> None:
+    def __init__(self, model: _Estimator, task: Task) -> None:
         self.model, self.task = model, task
 
     def predict(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray | None]:
-        output = self.model.predict(frame)  # type: ignore[attr-defined]
+        output = self.model.predict(frame)
         scores = np.asarray(output.iloc[:, -1] if isinstance(output, pd.DataFrame) else output, dtype="float64")
         return scores, (scores >= 0.5).astype(int) if self.task == "classification" else None
 
@@ -126,8 +139,10 @@ def _labels(raw: pd.Series, predictor: Predictor, where: str) -> np.ndarray:
         raise ModelUnavailable(f"{where} predicts {len(classes)} classes; impact tests measure binary classifiers")
     else:
         positive = classes[1]
-    numeric = isinstance(positive, (int, float, np.integer, np.floating))
-    hits = pd.to_numeric(raw, errors="coerce") == float(positive) if numeric else raw.astype(str) == str(positive)  # type: ignore[arg-type]
+    if isinstance(positive, (int, float, np.integer, np.floating)):
+        hits = pd.to_numeric(raw, errors="coerce") == float(positive)
+    else:
+        hits = raw.astype(str) == str(positive)
     return np.where(raw.notna().to_numpy(), hits.to_numpy(dtype="float64"), np.nan)
 
 
@@ -151,7 +166,7 @@ class MlflowModels:
             raise found
         return found
 
-    def client(self):  # noqa: ANN201 - MlflowClient is imported lazily: the scan must not pay for MLflow
+    def client(self) -> MlflowClient:  # MlflowClient is imported lazily: the scan must not pay for MLflow
         store = sqlite_store(self.tracking_uri)
         if store is not None and not store.exists():
             raise ModelUnavailable(f"no MLflow tracking store at {store} (set MLFLOW_TRACKING_URI)")
@@ -181,7 +196,7 @@ class MlflowModels:
         labels = _labels(frame[label], predictor, where)
         return Subject(name, str(version), mv.run_id, predictor, frame.drop(columns=[label]), labels)
 
-    def _evaluation(self, client, run_id: str, tmp: Path, where: str) -> pd.DataFrame:  # noqa: ANN001
+    def _evaluation(self, client: MlflowClient, run_id: str, tmp: Path, where: str) -> pd.DataFrame:
         """The held-out rows the run logged; without them, its training query rerun when one is configured."""
         artifact = self.config.artifact
         try:
@@ -198,7 +213,7 @@ class MlflowModels:
             frame = _read_table(local)
         except ModelUnavailable:
             raise
-        except Exception as err:  # noqa: BLE001 - any reader failure means the artifact is unusable
+        except Exception as err:  # any reader failure means the artifact is unusable
             raise ModelUnavailable(f"evaluation data {artifact} of {where} cannot be read: {reason(err)}") from None
         if self.config.label_column not in frame.columns:
             raise ModelUnavailable(
@@ -207,7 +222,7 @@ class MlflowModels:
             )
         return frame
 
-    def _download(self, client, run_id: str, artifact: str, folder: Path, where: str) -> Path:  # noqa: ANN001
+    def _download(self, client: MlflowClient, run_id: str, artifact: str, folder: Path, where: str) -> Path:
         from mlflow.exceptions import MlflowException
 
         folder.mkdir(exist_ok=True)
@@ -223,7 +238,7 @@ class MlflowModels:
                 raise unreachable(self.tracking_uri, f"downloading {artifact} of {where}", err) from None
             raise ModelUnavailable(reason(err)) from None
 
-    def _queried(self, client, run_id: str, tmp: Path, where: str, url: str) -> pd.DataFrame:  # noqa: ANN001
+    def _queried(self, client: MlflowClient, run_id: str, tmp: Path, where: str, url: str) -> pd.DataFrame:
         """The training query's rows, inputs renamed to the model's names and the label to ``label_column``."""
         query = self.config.query
         try:
@@ -266,7 +281,7 @@ class MlflowModels:
             raw = frame[self.config.label_column].dropna()
             task: Task = "classification" if set(pd.unique(raw)) <= {0, 1} else "regression"  # True == 1 too
             return PyfuncPredictor(mlflow.pyfunc.load_model(local), task)
-        except Exception as err:  # noqa: BLE001 - a model that will not load is a reason, not a crash
+        except Exception as err:  # a model that will not load is a reason, not a crash
             from mlflow.exceptions import MlflowException
 
             if isinstance(err, MlflowException) and failing(err):

@@ -36,7 +36,7 @@ from datahub.metadata.schema_classes import (
 from datahub.metadata.urns import DocumentUrn
 
 from recall_dagster.estate.marks import MANAGED_BY_KEY
-from recall_dagster.graph.port import MetadataGraph
+from recall_dagster.graph.port import MetadataGraph, aspect_of
 from recall_dagster.lifecycle.blast import describe
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.lifecycle.incidents import INCIDENT_TYPE, IncidentEntry
@@ -180,8 +180,8 @@ def publish(
     def writes(on_models: bool) -> list[Write]:
         out = []
         for entry in entries:
-            now = current.get(entry.urn, {}).get(IncidentInfoClass.ASPECT_NAME)
-            info = incident_info(entry, config, now, on_models=on_models)  # type: ignore[arg-type]
+            now = aspect_of(current.get(entry.urn, {}), IncidentInfoClass)
+            info = incident_info(entry, config, now, on_models=on_models)
             out.append(Write.of("incident", entry.urn, info, info.title or ""))
             if entry.id in postmortems:
                 doc = postmortem_info(entry, postmortems[entry.id])

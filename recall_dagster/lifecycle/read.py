@@ -201,7 +201,7 @@ def read_training_spans(
     wanted = [DataProcessInstancePropertiesClass, MLTrainingRunPropertiesClass]
     aspects = graph.get_aspects(runs, wanted) if runs else {}
     events = graph.timeseries(runs, DataProcessInstanceRunEventClass)
-    spans = {r: training_span(r, aspects.get(r, {}), events[r], rows_metric) for r in runs}  # type: ignore[arg-type]
+    spans = {r: training_span(r, aspects.get(r, {}), events[r], rows_metric) for r in runs}
     return {c.urn: tuple(spans[r] for r in c.model.training_runs) for c in closures}
 
 
@@ -233,6 +233,6 @@ def read_profile_rows(graph: MetadataGraph, datasets: Sequence[str]) -> dict[str
     rows: dict[str, int] = {}
     latest = graph.timeseries(sorted(set(datasets)), DatasetProfileClass, limit=1)
     for urn, newest in latest.items():
-        if newest and newest[0].rowCount is not None:  # type: ignore[attr-defined]
-            rows.setdefault(relation(urn), int(newest[0].rowCount))  # type: ignore[attr-defined]
+        if newest and newest[0].rowCount is not None:
+            rows.setdefault(relation(urn), int(newest[0].rowCount))
     return rows

@@ -9,7 +9,7 @@ pure core reasons over; hand-made ones drive the tests.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence, cast
 
 from recall_dagster.estate import Dataset, ModelClosure, display_name
 from recall_dagster.estate.columns import ColumnGraph
@@ -94,7 +94,7 @@ def newest_run(spans: Sequence[TrainingSpan]) -> TrainingSpan | None:
     timed = [s for s in spans if s.end_ms is not None or s.start_ms is not None]
     if not timed:
         return spans[-1] if spans else None
-    return max(timed, key=lambda s: s.end_ms if s.end_ms is not None else s.start_ms)  # type: ignore[arg-type,return-value]
+    return max(timed, key=lambda s: cast(int, s.end_ms if s.end_ms is not None else s.start_ms))  # timed: one is set
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from recall_dagster.lifecycle.rollback import (
 )
 from recall_dagster.lifecycle.service import assess
 from recall_dagster.lifecycle.verdict import Status, VersionVerdict
-from recall_dagster.registry import RegistryLimits, failing, mlflow_client, sqlite_store, unreachable, version_numbers
+from recall_dagster.mlflow_registry import RegistryLimits, failing, mlflow_client, sqlite_store, unreachable, version_numbers
 from recall_dagster.results import ModelReport
 from recall_dagster.scan import run_scan
 from recall_dagster.settings import Settings

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence, cast
 
 from datahub.utilities.urns.dataset_urn import DatasetUrn
 
@@ -43,7 +43,7 @@ def identity(urn: str) -> str | None:
     """``platform:name`` of a dataset URN, the key ``lifecycle.row_counts`` globs match."""
     try:
         parsed = DatasetUrn.from_string(urn)
-    except Exception:  # noqa: BLE001 - a URN some tool wrote oddly is simply not countable
+    except Exception:  # a URN some tool wrote oddly is simply not countable
         return None
     return f"{parsed.platform.split(':')[-1]}:{parsed.name}"
 
@@ -103,9 +103,10 @@ def sql_row_counter(
                     reasons.extend(f"{ident}: {why}" for _, why in matching)
                     continue
                 try:
-                    result.counts[key] = _count(url, ident.partition(":")[2], timeout_s)  # type: ignore[union-attr]
+                    table = cast(str, ident).partition(":")[2]  # a connection matched it, so it is named
+                    result.counts[key] = _count(url, table, timeout_s)
                     break
-                except Exception as err:  # noqa: BLE001 - any driver's failure is a reason to skip, not a crash
+                except Exception as err:  # any driver's failure is a reason to skip, not a crash
                     reasons.append(f"{ident}: {reason(err)}")
             else:
                 result.skipped[key] = "; ".join(dict.fromkeys(reasons)) or "no dataset in the graph holds it"

@@ -15,12 +15,12 @@ from recall_dagster.acks.model import Acknowledgement, split, still_open
 from recall_dagster.acks.service import in_force
 from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import RecallConfig
-from recall_dagster.detect.registry import Found, first_pass, second_pass
+from recall_dagster.detect.catalogue import Found, first_pass, second_pass
 from recall_dagster.detect.state import SchemaBaseline
 from recall_dagster.errors import ConfigError, ModelNotFound
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.lookup import one_table, table_named
-from recall_dagster.estate.select import serving_version
+from recall_dagster.estate.select import version_retrain_replaces
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.lifecycle.assess import RootCause, root_causes
 from recall_dagster.lifecycle.config import LifecycleConfig
@@ -178,8 +178,8 @@ def blind_window_report(
 
 
 def select_version(estate: Estate, model: str) -> ModelClosure:
-    """The version a retrain of ``model`` replaces (:func:`serving_version`): a URN, ``name/version`` or a name."""
-    found = serving_version(estate.closures, model)
+    """The version a retrain of ``model`` replaces (:func:`version_retrain_replaces`): a URN, ``name/version`` or a name."""
+    found = version_retrain_replaces(estate.closures, model)
     if found is None:
         known = sorted({c.registered_name for c in estate.closures})
         raise ModelNotFound(f"no registered model or version {model!r} in the graph; known: {', '.join(known) or 'none'}")

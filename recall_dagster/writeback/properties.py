@@ -25,7 +25,9 @@ _ML_MODEL = "urn:li:entityType:datahub.mlModel"
 RECALL_PROPERTIES = (RISK_SCORE, RISK_TIER, LAST_SCANNED)
 
 
-def definition(urn: str, value_type: str, display: str, description: str, **extra: object) -> Write:
+def definition(
+    urn: str, value_type: str, display: str, description: str, *, allowedValues: list[PropertyValueClass] | None = None
+) -> Write:
     qualified = urn.removeprefix("urn:li:structuredProperty:")
     definition = StructuredPropertyDefinitionClass(
         qualifiedName=qualified,
@@ -33,7 +35,7 @@ def definition(urn: str, value_type: str, display: str, description: str, **extr
         valueType=f"urn:li:dataType:datahub.{value_type}",
         entityTypes=[_ML_MODEL],
         description=description,
-        **extra,  # type: ignore[arg-type]
+        allowedValues=allowedValues,
     )
     return Write.of("property", urn, definition, f"define {qualified}")
 

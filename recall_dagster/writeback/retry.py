@@ -18,7 +18,7 @@ from datahub.metadata.schema_classes import _Aspect
 from datahub.utilities.urns.urn import guess_entity_type
 
 from recall_dagster.errors import GraphError, ServiceUnreachable
-from recall_dagster.graph.port import AspectMap, Changes, Direction, MetadataGraph, WriteReport
+from recall_dagster.graph.port import AspectMap, AspectT, Changes, Direction, MetadataGraph, WriteReport
 from recall_dagster.writeback.config import RetryPolicy
 
 T = TypeVar("T")
@@ -66,7 +66,7 @@ class RetryingReads:
     ) -> dict[str, list[str]]:
         return self._retry(lambda: self._graph.related(urns, relationship, direction))
 
-    def timeseries(self, urns: Sequence[str], aspect: type[_Aspect], limit: int = 100) -> dict[str, list[_Aspect]]:
+    def timeseries(self, urns: Sequence[str], aspect: type[AspectT], limit: int = 100) -> dict[str, list[AspectT]]:
         return self._retry(lambda: self._graph.timeseries(urns, aspect, limit))
 
     def timeseries_values(

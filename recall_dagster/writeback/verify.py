@@ -186,7 +186,7 @@ def _read_back(graph: MetadataGraph, scratch: _Scratch) -> dict[str, Any]:
     tags = model.get(GlobalTagsClass.ASPECT_NAME)
     runs = graph.timeseries([scratch.assertion], AssertionRunEventClass, limit=1)[scratch.assertion]
     has_info = isinstance(aspects[scratch.assertion].get(AssertionInfoClass.ASPECT_NAME), AssertionInfoClass)
-    latest = runs[0].result if has_info and runs else None  # type: ignore[attr-defined]
+    latest = runs[0].result if has_info and runs else None
     return {
         "property": [p.values for p in getattr(properties, "properties", []) if p.propertyUrn == RISK_TIER],
         "tag": [t.tag for t in getattr(tags, "tags", []) if is_recall_tag(t.tag)],

@@ -52,7 +52,8 @@ class Write:
     def evaluation(self) -> str:
         """What an event records, apart from when and by which run it was written: two writes of one scan's
         evaluation share it, so the second can be left out."""
-        record = {k: v for k, v in self.mcp.aspect.to_obj().items() if k not in ("timestampMillis", "runId")}  # type: ignore[union-attr]
+        event = cast(_Aspect, self.mcp.aspect)  # asked of events alone (is_event), which carry their aspect
+        record = {k: v for k, v in event.to_obj().items() if k not in ("timestampMillis", "runId")}
         return hashlib.sha256(json.dumps([self.urn, self.aspect_name, record], sort_keys=True).encode()).hexdigest()
 
     def to_json(self) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from recall_dagster.defs import RecallResource
 from recall_dagster.run_tags import DAGSTER_RUN_TAG
 from ml_models.tracking import promote_version
 from recall_dagster.graph import ALIAS_READ_LIMITS
-from recall_dagster.registry import mlflow_client
+from recall_dagster.mlflow_registry import mlflow_client
 from seed.stack.tracking import ensure_tracking_server
 from seed.injuries import training_registry
 from seed.lifecycle import EstateState, train_models

@@ -18,7 +18,7 @@ from sqlalchemy.engine import make_url
 from recall_dagster.diagnose.collect import pick_versions
 from recall_dagster.errors import EXIT_UNREACHABLE, ConfigError, ModelNotFound, ServiceUnreachable
 from tests.configured import with_section
-from recall_dagster.registry import RegistryLimits, failing, mlflow_client, sqlite_store
+from recall_dagster.mlflow_registry import RegistryLimits, failing, mlflow_client, sqlite_store
 from recall_dagster.config.load import load_yaml_config
 from tests.cutting import free_port
 
@@ -158,7 +158,7 @@ def test_a_registered_model_s_versions_are_found_whatever_quotes_its_name_holds(
     backslashed (the gate, rollback and diagnose ask this)."""
     from mlflow import MlflowClient
 
-    from recall_dagster.registry import version_numbers
+    from recall_dagster.mlflow_registry import version_numbers
 
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     for other in (name, name + " shadow"):

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from recall_dagster.cli import cli
 from recall_dagster.progress import Progress
-from recall_dagster.registry import read_registry
+from recall_dagster.mlflow_registry import read_registry
 from recall_dagster.graph import ALIAS_READ_LIMITS
 from recall_dagster.settings import Settings
 from seed import lifecycle

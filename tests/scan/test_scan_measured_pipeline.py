@@ -16,7 +16,7 @@ from scan_closures import NOW, closure, ds, feature, urn
 from recall_dagster.acks.model import Acknowledgement, fingerprint
 from recall_dagster.detect import Detection, Severity
 from recall_dagster.detect.finding import finding
-from recall_dagster.detect.registry import Found, second_pass
+from recall_dagster.detect.catalogue import Found, second_pass
 from recall_dagster.impact.measured import measured_detection
 from recall_dagster.results import score_models
 

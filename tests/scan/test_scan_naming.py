@@ -13,7 +13,7 @@ from recall_dagster.detect.finding import Finding, Severity
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import Model, ModelClosure
 from recall_dagster.estate.naming import model_name
-from recall_dagster.estate.select import select, serving_version
+from recall_dagster.estate.select import select, version_retrain_replaces
 from recall_dagster.lifecycle.records import AssertionRecord
 
 
@@ -59,14 +59,14 @@ def test_every_form_of_a_name_picks_the_same_versions(models: dict[str, int], pl
     for group in groups:
         members = [c for c in pool if c.registered_model == group]
         assert select(pool, [group]) == members, "a group's URN is every version of it"
-        served = serving_version(pool, group)
-        assert served is not None and served.registered_model == group and served.production
+        replaced = version_retrain_replaces(pool, group)
+        assert replaced is not None and replaced.registered_model == group and replaced.production
         for member in members:
             forms = [member.urn, f"{member.registered_name}/{member.model.version}"]
             for form in forms:
                 if len({c.registered_model for c in pool if model_name(form).names_version(c)}) == 1:
                     assert select(pool, [form]) == [member] == select(pool, versions=[form])
-                    assert serving_version(pool, form) == member
+                    assert version_retrain_replaces(pool, form) == member
                     ack = Acknowledgement.make("d", member.urn, form, ["fp"], "why", "ana", 0, 1)
                     assert [c for c in pool if ack._for(c)] == [member], "an ack on a version covers it alone"
                 else:  # name/version on two platforms

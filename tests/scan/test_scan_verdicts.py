@@ -12,7 +12,7 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from detector_spy import count_detector_runs, volatile_detectors
 from scan_estates import SCAN_AT_MS, exact
 
-from recall_dagster.detect import registry
+from recall_dagster.detect import catalogue
 from recall_dagster.detect.config import DetectorConfig
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate.resolve import resolve_closures
@@ -32,7 +32,7 @@ def _findings(result) -> list[tuple[str, str, str, str, str]]:  # noqa: ANN001 -
 
 
 def test_every_detector_that_reads_the_instant_or_the_baselines_says_so() -> None:
-    for detector in registry.DETECTORS:
+    for detector in catalogue.DETECTORS:
         module = importlib.import_module(f"recall_dagster.detect.{detector.name}")
         source = open(module.__file__).read()
         assert detector.volatile == ("scanned_at_ms" in source), f"{detector.name}: VOLATILE must say it reads the instant"
@@ -94,13 +94,13 @@ def test_damaged_verdicts_cost_one_full_detection_not_an_error(estate, tmp_path)
 def _blast_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The closures the second pass judged, in this process."""
     runs: list[str] = []
-    detect = registry.blast_radius.detect
+    detect = catalogue.blast_radius.detect
 
     def counted(closure, config, state):  # noqa: ANN001, ANN202 - the detector signature
         runs.append(closure.urn)
         return detect(closure, config, state)
 
-    monkeypatch.setattr(registry.blast_radius, "detect", counted)
+    monkeypatch.setattr(catalogue.blast_radius, "detect", counted)
     return runs
 
 
@@ -222,7 +222,7 @@ def test_a_kept_verdict_is_the_same_at_another_instant_and_under_other_baselines
     recorded = record_baselines(closures, {})
     retyped = {urn: {column: f"not {kind}" for column, kind in columns.items()} for urn, columns in recorded.items()}
     turned: set[str] = set()
-    for detector in registry.DETECTORS:
+    for detector in catalogue.DETECTORS:
         if detector.name == "blast_radius":
             continue  # the second pass: kept by what is at risk (test_the_blast_radius_is_kept_...)
         for closure in closures:
@@ -245,15 +245,15 @@ def test_a_kept_blast_radius_is_judged_again_where_a_dataset_changed_standing(es
     config = load().scan
     with closing(LiteGraph(estate("general"))) as graph:
         closures = resolve_closures(graph, config.resolve, scanned_at_ms=SCAN_AT_MS, include_all=True)
-    found = registry.first_pass(closures, config, record_baselines(closures, {}))
-    before = registry.second_pass(closures, found, config)
+    found = catalogue.first_pass(closures, config, record_baselines(closures, {}))
+    before = catalogue.second_pass(closures, found, config)
     blamed = [(urn, f) for urn, fs in found.items() for f in fs if f.cause in before.spread.at_risk]
     assert blamed, "the estate has a dataset at risk"
     urn, gone = blamed[0]
     fewer = {u: [f for f in fs if f.cause != gone.cause] for u, fs in found.items()}
     kept = frozenset(c.urn for c in closures)
     for now in (fewer, found):
-        partly = registry.second_pass(closures, now, config, partly=(before.spread, kept))
-        afresh = registry.second_pass(closures, now, config)
+        partly = catalogue.second_pass(closures, now, config, partly=(before.spread, kept))
+        afresh = catalogue.second_pass(closures, now, config)
         assert partly.findings == afresh.findings and partly.blast_radius == afresh.blast_radius
-    assert registry.second_pass(closures, fewer, config).findings != before.findings
+    assert catalogue.second_pass(closures, fewer, config).findings != before.findings
