@@ -28,10 +28,13 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
+
+import yaml
 
 from recall_dagster.cli.dagster_cmd import dagster_home
 from recall_dagster.settings import Settings
@@ -151,7 +154,11 @@ RUN = "query Run($runId: ID!) { runOrError(runId: $runId) { ... on Run { status 
 LOGS = """
 query Logs($runId: ID!) {
   logsForRun(runId: $runId, limit: 10000) {
-    ... on EventConnection { events { __typename ... on MessageEvent { message level stepKey } } }
+    ... on EventConnection {
+      events {
+        __typename ... on MessageEvent { message level stepKey } ... on ExecutionStepFailureEvent { error { message } }
+      }
+    }
   }
 }
 """
@@ -165,7 +172,11 @@ query Check($key: AssetKeyInput!, $name: String!) {
 MATERIALIZED = """
 query Latest($key: AssetKeyInput!) {
   assetOrError(assetKey: $key) {
-    ... on Asset { assetMaterializations(limit: 1) { runId metadataEntries { label ... on TextMetadataEntry { text } } } }
+    ... on Asset {
+      assetMaterializations(limit: 1) {
+        runId metadataEntries { label ... on TextMetadataEntry { text } ... on UrlMetadataEntry { url } }
+      }
+    }
   }
 }
 """
@@ -187,11 +198,12 @@ def ask(url: str, query: str, **variables: Any) -> dict[str, Any]:
     return payload["data"]
 
 
-def launched(url: str, location: str, job: str) -> dict[str, Any]:
+def launched(url: str, location: str, job: str, run_config: dict[str, Any] | None = None,
+             repository: str = "__repository__") -> dict[str, Any]:
     """Launch ``job`` from the webserver, as its launchpad does, and wait for the run to end: its id, status,
-    Recall's tags, its failed and skipped steps and its error lines."""
-    selector = {"repositoryLocationName": location, "repositoryName": "__repository__", "jobName": job}
-    answer = ask(url, LAUNCH, params={"selector": selector, "runConfigData": {}})["launchRun"]
+    Recall's tags, its failed and skipped steps, their errors and the run's error lines."""
+    selector = {"repositoryLocationName": location, "repositoryName": repository, "jobName": job}
+    answer = ask(url, LAUNCH, params={"selector": selector, "runConfigData": run_config or {}})["launchRun"]
     if answer["__typename"] != "LaunchRunSuccess":
         raise RuntimeError(f"launching {job} failed: {answer}")
     run_id = answer["run"]["runId"]
@@ -206,6 +218,8 @@ def launched(url: str, location: str, job: str) -> dict[str, Any]:
         "status": run["status"],
         "tags": {t["key"]: t["value"] for t in run["tags"] if t["key"].startswith("recall/")},
         "failed_steps": sorted({e["stepKey"] for e in events if e["__typename"] == "ExecutionStepFailureEvent"}),
+        "failures": [e["error"]["message"] for e in events
+                     if e["__typename"] == "ExecutionStepFailureEvent" and e.get("error")],
         "skipped_steps": sorted({e["stepKey"] for e in events if e["__typename"] == "ExecutionStepSkippedEvent"}),
         "errors": [e["message"] for e in events if e.get("level") == "ERROR" and e["__typename"] == "LogMessageEvent"],
     }
@@ -227,16 +241,27 @@ def summaries(url: str, assets: tuple[str, ...] = RECALL_ASSETS) -> dict[str, di
     for asset in assets:
         found = ask(url, MATERIALIZED, key={"path": asset.split("/")})["assetOrError"].get("assetMaterializations")
         if found:
-            seen[asset] = {e["label"]: e["text"] for e in found[0]["metadataEntries"] if "text" in e}
+            seen[asset] = {e["label"]: e.get("text", e.get("url")) for e in found[0]["metadataEntries"]
+                           if "text" in e or "url" in e}
     return seen
 
 
-def triage(url: str, model: str = "fraud_detector") -> dict[str, Any]:
-    """The demo's triage from the UI after ``seed break``: scan, then retrain, then what the pages say."""
+def from_link(link: str) -> tuple[str, str, str, dict[str, Any]]:
+    """What a launchpad link opens: its code location, repository, job and the run config it fills in."""
+    address = urllib.parse.urlparse(link)
+    _, _, where, _, job, *_ = address.path.split("/")
+    repository, location = urllib.parse.unquote(where).split("@")
+    [config] = urllib.parse.parse_qs(address.query)["config"]
+    return location, repository, job, yaml.safe_load(config)
+
+
+def triage(url: str, model: str = "fraud_detector", by: str = "triage@recall.example") -> dict[str, Any]:
+    """The demo's triage from the UI after ``seed break``: scan, then retrain, then what the pages say; last,
+    the blind window's rollback link launched as it fills the launchpad, then with a name typed in."""
     scan = launched(url, "recall", "recall_scan")
     retrain = launched(url, "demo_estate", "retrain_models")
     training, gate = f"ml/{model}", f"ml/{model}_retrain_gate"
-    return {
+    seen = {
         "scan": scan,
         "retrain": retrain,
         "verdict": latest_check(url, training, "recall_verdict"),
@@ -244,6 +269,13 @@ def triage(url: str, model: str = "fraud_detector") -> dict[str, Any]:
         "metric_gate": latest_check(url, training, "metric_gate"),
         "summaries": summaries(url),
     }
+    link = seen["summaries"].get("blind_window", {}).get(f"rollback: {model}")
+    if link:
+        location, repository, job, config = from_link(link)
+        seen["rollback_as_filled"] = launched(url, location, job, config, repository)
+        config["ops"]["roll_back"]["config"]["by"] = by
+        seen["rollback_named"] = launched(url, location, job, config, repository)
+    return seen
 
 
 def pictures(url: str, found: dict[str, Any], folder: Path, model: str = "fraud_detector") -> list[Path]:
@@ -253,6 +285,7 @@ def pictures(url: str, found: dict[str, Any], folder: Path, model: str = "fraud_
         "dagster-triage-refusal.png": f"/runs/{found['retrain']['run_id']}?logs=refuses",
         "dagster-triage-gate.png": f"/assets/ml/{model}_retrain_gate?view=checks&checkDetail=retrain_gate",
         "dagster-triage-scores.png": "/assets/risk_scores",
+        "dagster-triage-launchpad.png": found["summaries"]["blind_window"][f"rollback: {model}"],
     }
     for name, page in pages.items():
         picture(url, page, folder / name)

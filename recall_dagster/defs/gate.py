@@ -487,6 +487,8 @@ def verdict_metadata(verdict: GateResult) -> dict[str, Any]:
     }
     if verdict.reason:
         metadata["reason"] = shown(verdict.reason)
+    if verdict.trained_by is not None:  # relative: the run's page on whichever webserver shows this
+        metadata["trained_by_run"] = MetadataValue.url(f"/runs/{verdict.trained_by.run_id}")
     if verdict.checks:
         metadata["checks"] = MetadataValue.md(checks_table(verdict))
         if details := check_details(verdict):

@@ -7,17 +7,17 @@ and a passing one its postmortem.
 
 from typing import Any, Mapping, Sequence
 
-import yaml
 
-from dagster import AssetKey, AssetsDefinition, Failure, MaterializeResult, MetadataValue
+from dagster import AssetExecutionContext, AssetKey, AssetsDefinition, Failure, MaterializeResult, MetadataValue
 
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.clock import clock_ms
 from recall_dagster.lifecycle.service import blind_window_report, sync_incidents
 from recall_dagster.lifecycle.markdown import blind_window_table, incidents_table
-from recall_dagster.defs.rollback import JOB, rollback_run_config
+from recall_dagster.defs.rollback import JOB, launchpad_url, rollback_yaml
 from recall_dagster.defs.translator import RecallTranslator, recall_asset
 from recall_dagster.lifecycle.assess import RootCause
+from recall_dagster.lifecycle.verdict import VersionVerdict
 from recall_dagster.lifecycle.rollback import advised, combined
 from recall_dagster.markdown import md_text
 from recall_dagster.shown import shown
@@ -51,27 +51,38 @@ def _blind_window(translator: RecallTranslator) -> AssetsDefinition:
     rollback = translator.job_name(JOB)
 
     @recall_asset(translator, "blind_window", deps=[translator.asset_key("data_incidents")])
-    def blind_window(recall: RecallResource) -> MaterializeResult:
+    def blind_window(context: AssetExecutionContext, recall: RecallResource) -> MaterializeResult:
         """``recall blind-window``: which model versions trained while the data was bad, and where to roll back
-        (with the run config of the rollback job that does it)."""
-        return _window(recall, rollback)
+        (with the run config of the rollback job that does it, and a link to its launchpad filled in)."""
+        origin = context.run.remote_job_origin
+        where = None if origin is None else (origin.location_name, origin.repository_origin.repository_name)
+        return _window(recall, rollback, where)
 
     return blind_window
 
 
-def _window(recall: RecallResource, rollback: str) -> MaterializeResult:
+def _window(recall: RecallResource, rollback: str, where: tuple[str, str] | None) -> MaterializeResult:
+    """The blind window's metadata; ``where`` (code location, repository) is the run's, whose webserver
+    serves the rollback job's launchpad (None in a run that knows no code location: no link)."""
     loaded = recall.configuration()
     with recall.open_graph() as graph:
         judged = blind_window_report(graph, loaded.scan, loaded.lifecycle, None, clock_ms())
     report = judged.to_json()
+    targets = sorted(advised(judged.causes).items())
+    links = {} if where is None else {
+        f"rollback: {model}": MetadataValue.url(
+            launchpad_url(*where, rollback, rollback_yaml(model, str(target.version))))
+        for model, target in targets
+    }
     return MaterializeResult(
         metadata={
             "summary": shown(window_line(report, judged.causes)),
+            **links,
             "contaminated_live": ", ".join(report["contaminated_live"]) or "none",
             "unknown_live": ", ".join(report["unknown_live"]) or "none",
             "versions_judged": f"{report['coverage']['judged']} of {report['coverage']['versions']}",
             "versions": MetadataValue.md(blind_window_table(report)),
-            "rollback_run_config": MetadataValue.md(_rollback_configs(judged.causes, rollback)),
+            "rollback_run_config": MetadataValue.md(_rollback_configs(targets, rollback)),
         }
     )
 
@@ -93,13 +104,13 @@ def window_line(report: Mapping[str, Any], causes: Sequence[RootCause]) -> str:
     return f"live on bad data: {', '.join(live)}; " + "; ".join(steps)
 
 
-def _rollback_configs(causes: Sequence[RootCause], job: str) -> str:
+def _rollback_configs(targets: Sequence[tuple[str, VersionVerdict]], job: str) -> str:
     """For each model the blind window advises rolling back, the rollback ``job``'s run config to paste into
-    the launchpad (adding ``by``: who rolls back)."""
+    its launchpad (the ``rollback: <model>`` link opens it filled in)."""
     blocks = [
         md_text(f"{model}: roll back to version {target.version} ({target.name}: {target.verdict.reason})")
-        + f"\n\n```yaml\n{yaml.safe_dump(rollback_run_config(model, str(target.version)), sort_keys=False)}```"
-        for model, target in sorted(advised(causes).items())
+        + f"\n\n```yaml\n{rollback_yaml(model, str(target.version))}```"
+        for model, target in targets
     ]
     if not blocks:
         return f"no model to roll back: launch {job} only with a version the blind window clears"

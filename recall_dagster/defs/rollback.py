@@ -9,6 +9,9 @@ and the run's id goes into the record the registry and DataHub keep.
 """
 
 from typing import Any, Mapping
+from urllib.parse import quote, urlencode
+
+import yaml
 
 from dagster import Config, Failure, JobDefinition, MetadataValue, OpExecutionContext, Output, job, op
 from pydantic import Field
@@ -44,6 +47,25 @@ def rollback_run_config(model: str, to_version: str, reason: str = "") -> dict[s
     name the person types there."""
     config = {"model": model, "to_version": to_version, **({"reason": reason} if reason else {})}
     return {"ops": {OP: {"config": config}}}
+
+
+def rollback_yaml(model: str, to_version: str) -> str:
+    """The run config as the launchpad shows it, asking by name for who rolls back: the empty ``by`` launches
+    as the launching user where Dagster knows one (Dagster+), and is refused by name, moving nothing, where
+    it does not."""
+    return (yaml.safe_dump(rollback_run_config(model, to_version), sort_keys=False)
+            + f"      by: ''  # {BY_PROMPT}\n")
+
+
+def launchpad_url(location: str, repository: str, job: str, config: str) -> str:
+    """``job``'s launchpad with ``config`` filled in: Dagster's UI opens a launchpad tab from the run config a
+    ``playground/setup`` address carries. Relative to the server's root, so it opens on whichever webserver shows
+    it, at whatever address and port it serves (``dagster.webserver_url`` is for links read outside Dagster)."""
+    path = f"/locations/{quote(repository)}@{quote(location)}/jobs/{quote(job)}/playground/setup"
+    return f"{path}?{urlencode({'config': config}, quote_via=quote)}"
+
+
+BY_PROMPT = "who rolls back: your name, kept in MLflow and DataHub"
 
 
 def who_rolls_back(config: RollbackConfig, run_tags: Mapping[str, str]) -> str:

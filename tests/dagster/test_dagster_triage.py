@@ -68,3 +68,15 @@ def test_every_recall_asset_opens_with_one_plain_line(seen: dict[str, Any]) -> N
     window = summaries["blind_window"]["summary"]
     assert window.startswith("live on bad data: ") and "fraud_detector_2" in window
     assert "fraud_detector: roll back to fraud_detector_1" in window, "the rollback, said where the table is"
+
+
+def test_the_rollback_is_one_link_to_a_launchpad_filled_in_that_launches(seen: dict[str, Any]) -> None:
+    link = seen["summaries"]["blind_window"]["rollback: fraud_detector"]
+    assert link.startswith("/locations/__repository__@recall/jobs/recall_rollback/playground/setup?config="), (
+        "relative to the webserver that shows it, whatever its address and port")
+    filled = seen["rollback_as_filled"]
+    assert filled["status"] == "FAILURE", "launched as filled by nobody Dagster knows: refused by name"
+    assert any("name who rolls back fraud_detector" in m and "nothing was moved" in m for m in filled["failures"])
+    named = seen["rollback_named"]
+    assert named["status"] == "SUCCESS" and named["failed_steps"] == []
+    assert named["tags"]["recall/rollback/fraud_detector"] == "version 1 by triage@recall.example"

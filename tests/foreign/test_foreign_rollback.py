@@ -190,7 +190,7 @@ def test_the_dagster_job_rolls_back_from_the_config_the_blind_window_offers(shop
         offered = window.materialization.metadata["rollback_run_config"].value
         assert offered.startswith("churn_model: roll back to version 1 (churn_model_1: trained before")
         pasted = yaml.safe_load(offered.split("```yaml\n", 1)[1].split("```", 1)[0])
-        assert pasted == {"ops": {"roll_back": {"config": {"model": "churn_model", "to_version": "1"}}}}
+        assert pasted == {"ops": {"roll_back": {"config": {"model": "churn_model", "to_version": "1", "by": ""}}}}
         job = defs.resolve_job_def("recall_rollback")
         nameless = job.execute_in_process(run_config=pasted, instance=instance, raise_on_error=False)
         [failure] = nameless.get_step_failure_events()
