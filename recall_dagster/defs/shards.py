@@ -95,10 +95,12 @@ def shard_scans_asset(count: int, deps: Sequence[AssetKey | str] = (),
                               shard=shard, include_all=config.include_all,
                               snapshots=SnapshotStore(settings.state_dir), full=config.full)
             ShardParts(settings.state_dir, settings.graph, config.include_all).save(part)
+        findings = sum(len(fs) for fs in part.found.values())
         return MaterializeResult(metadata={
+            "summary": f"shard {context.partition_key}: {len(part.closures)} closure(s) read, {findings} finding(s)",
             "scanned_at": iso_instant(at),
             "models": len(part.closures),
-            "findings": sum(len(fs) for fs in part.found.values()),
+            "findings": findings,
             **({"resolve": part.rescan.summary()} if part.rescan is not None else {}),
         })
 

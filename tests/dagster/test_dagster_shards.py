@@ -125,8 +125,10 @@ def test_shards_of_different_instants_are_not_merged_and_one_backfill_merges(
         )
         instance.add_backfill(backfill)
         for key in ("0-of-2", "1-of-2"):  # as the daemon launches a backfill's runs: tagged, with no instant given
-            assert shards.execute_in_process(partition_key=key, instance=instance,
-                                             tags={BACKFILL_ID_TAG: backfill.backfill_id}).success
+            ran = shards.execute_in_process(partition_key=key, instance=instance,
+                                            tags={BACKFILL_ID_TAG: backfill.backfill_id})
+            [shard] = ran.asset_materializations_for_node("shard_scans")
+            assert ran.success and shard.metadata["summary"].value.startswith(f"shard {key}: "), "its one line first"
         tick = merge_tick(defs, instance, None)
         assert tick.cursor == str(SCAN_AT_MS + 3_600_000), "the backfill's start is every shard's instant"
         assert scan.execute_in_process(instance=instance).success
