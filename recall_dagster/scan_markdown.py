@@ -20,7 +20,7 @@ from recall_dagster.markdown import md_list, md_text
 
 if TYPE_CHECKING:
     from recall_dagster.detect import Detection
-    from recall_dagster.lifecycle.gate import GateResult
+    from recall_dagster.lifecycle.retrain_gate import GateResult
 
 
 def number(value: object, digits: int = 4) -> str:

@@ -27,7 +27,7 @@ from recall_dagster.clock import clock_ms
 from recall_dagster.instants import iso_instant
 from recall_dagster.lifecycle.blast import describe
 from recall_dagster.estate.columns import column_name
-from recall_dagster.lifecycle.gate import GateResult
+from recall_dagster.lifecycle.retrain_gate import GateResult
 from recall_dagster.lifecycle.records import AssertionRecord
 from recall_dagster.lifecycle.service import (
     BlindWindowReport,

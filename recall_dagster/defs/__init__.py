@@ -32,7 +32,7 @@ from recall_dagster.defs.automation import nightly_scan, rescan_job, scan_job
 from recall_dagster.config.dagster import DagsterConfig
 from recall_dagster.config.load import load
 from recall_dagster.defs.dbt_metadata import dbt_metadata_asset
-from recall_dagster.defs.gate import retrain_gate
+from recall_dagster.defs.retrain_gate import retrain_gate
 from recall_dagster.defs.incidents import recall_incident_assets
 from recall_dagster.defs.metric_gate import metric_gate
 from recall_dagster.defs.resources import RecallResource

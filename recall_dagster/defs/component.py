@@ -23,7 +23,7 @@ component cannot do that to an asset another component defines: Dagster 1.13
 merges components' definitions and refuses two definitions of one key, and its
 public post-processing (``post_processing`` in a ``defs.yaml``) changes only
 specs, of its own folder's assets, never a compute function. So each gate is
-the gate asset alone (:func:`~recall_dagster.defs.gate.retrain_gate_asset`: the
+the gate asset alone (:func:`~recall_dagster.defs.retrain_gate.retrain_gate_asset`: the
 same asset and **blocking** checks ``retrain_gate`` and ``measured_impact``),
 and the training lists the gate's key among its own ``deps``
 (``deps=[..., "ml/churn_model_retrain_gate"]``): Dagster then skips the training
@@ -65,7 +65,7 @@ from pydantic import BaseModel, Field
 from recall_dagster.config.load import load
 from recall_dagster.defs import recall_definitions
 from recall_dagster.defs._compat import other_components_defs
-from recall_dagster.defs.gate import retrain_gate_asset
+from recall_dagster.defs.retrain_gate import retrain_gate_asset
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.defs.translator import RecallTranslator
 

@@ -1,6 +1,6 @@
 """Recall's verdict on the model's own asset: the model turns red in the lineage the team already watches.
 
-:func:`~recall_dagster.defs.gate.retrain_gate` puts a ``recall_verdict`` check
+:func:`~recall_dagster.defs.retrain_gate.retrain_gate` puts a ``recall_verdict`` check
 on the training asset it gates (the asset the team names for the model), as
 dagster-dbt puts a dbt test on its model. Its status is the production
 version's tier against ``scoring.fail_tier`` (failed at the fail tier, a

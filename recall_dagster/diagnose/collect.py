@@ -34,7 +34,7 @@ from recall_dagster.impact.measured import Measurer, assertion_replay
 from recall_dagster.estate.reach import poisoned_features
 from recall_dagster.estate.columns import ColumnGraph
 from recall_dagster.lifecycle.config import LifecycleConfig
-from recall_dagster.lifecycle.gate import training_data
+from recall_dagster.lifecycle.retrain_gate import training_data
 from recall_dagster.lifecycle.records import AssertionRecord
 from recall_dagster.lifecycle.service import Assessment, assess
 from recall_dagster.lifecycle.verdict import Status

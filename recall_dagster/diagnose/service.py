@@ -2,7 +2,7 @@
 
 The CLI and the Dagster metric-gate check call :func:`diagnose`; what it
 reads comes through MLflow and the graph, what it decides is pure
-(:mod:`~recall_dagster.diagnose.gate`, :mod:`~recall_dagster.diagnose.hypotheses`),
+(:mod:`~recall_dagster.diagnose.metric_gate`, :mod:`~recall_dagster.diagnose.hypotheses`),
 and a repair is only ever edited and proven in a copy
 (:mod:`~recall_dagster.diagnose.repair`).
 """
@@ -16,7 +16,7 @@ from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import RecallConfig
 from recall_dagster.diagnose.collect import Configs, Pair, collect, pick_versions, run_facts
 from recall_dagster.diagnose.facts import Facts
-from recall_dagster.diagnose.gate import GateOutcome, metric_gate
+from recall_dagster.diagnose.metric_gate import MetricGateOutcome, metric_gate
 from recall_dagster.diagnose.hypotheses import Hypothesis, decide, rank
 from recall_dagster.diagnose.strategies import Repair, propose_repairs
 from recall_dagster.errors import ModelNotFound
@@ -31,7 +31,7 @@ Progress = Callable[[str], None]
 @dataclass(frozen=True)
 class Diagnosis:
     pair: Pair
-    gate: GateOutcome
+    gate: MetricGateOutcome
     verdict: Verdict
     reason: str
     hypotheses: tuple[Hypothesis, ...] = ()

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping
 from recall_dagster.diagnose.config import DiagnoseConfig
 from recall_dagster.diagnose.dbt_tests import dbt_test_outcome, upstream_test_edit
 from recall_dagster.diagnose.facts import Facts
-from recall_dagster.diagnose.gate import metric_gate
+from recall_dagster.diagnose.metric_gate import metric_gate
 from recall_dagster.diagnose.hypotheses import NO_DATA_CAUSE, Hypothesis
 from recall_dagster.diagnose.repair import (
     Command,

@@ -1,7 +1,7 @@
 """From a failing dbt test to a resolved incident: blast radius, blind window, retrain gate, postmortem.
 
 Pure core (``blast``, ``window``, ``verdict``, ``assess``,
-``incidents``, ``postmortem``, ``gate``) over plain values; thin readers over
+``incidents``, ``postmortem``, ``retrain_gate``) over plain values; thin readers over
 the graph port (``read``); the entry points the CLI and Dagster share
 (``service``); writes through the write-back's emitter (``publish``).
 

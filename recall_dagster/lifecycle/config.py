@@ -16,7 +16,7 @@ from recall_dagster.severity import Scale, Severity
 from recall_dagster.estate.options import ReachOptions
 from recall_dagster.config.warehouse import Warehouse
 
-# Every check the retrain gate runs, in report order (recall_dagster/lifecycle/gate.py implements them).
+# Every check the retrain gate runs, in report order (recall_dagster/lifecycle/retrain_gate.py implements them).
 CHECK_NAMES: tuple[str, ...] = (
     "risk_tier",
     "active_incidents",

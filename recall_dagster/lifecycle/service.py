@@ -24,7 +24,7 @@ from recall_dagster.estate.select import version_retrain_replaces
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.lifecycle.assess import RootCause, root_causes
 from recall_dagster.lifecycle.config import LifecycleConfig
-from recall_dagster.lifecycle.gate import GateInputs, GateResult, run_gate, training_data
+from recall_dagster.lifecycle.retrain_gate import GateInputs, GateResult, run_gate, training_data
 from recall_dagster.lifecycle.incidents import IncidentEntry, matches, reconcile
 from recall_dagster.lifecycle.ledger import Ledger
 from recall_dagster.lifecycle.postmortem import Postmortem, postmortem

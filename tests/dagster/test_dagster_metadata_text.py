@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 
-from recall_dagster.defs.gate import MEASURED_CHECK, measured_metadata, verdict_metadata
+from recall_dagster.defs.retrain_gate import MEASURED_CHECK, measured_metadata, verdict_metadata
 from recall_dagster.defs.rollback import _metadata
 from recall_dagster.detect import Finding, Severity
-from recall_dagster.lifecycle.gate import CheckResult, GateResult
+from recall_dagster.lifecycle.retrain_gate import CheckResult, GateResult
 from recall_dagster.lifecycle.rollback import AliasMove, RollbackPlan
 from recall_dagster.lifecycle.rollback_service import RollbackResult
 

@@ -9,7 +9,7 @@ import pytest
 
 from recall_dagster.diagnose.config import DiagnoseConfig, Tolerance
 from recall_dagster.config.load import load
-from recall_dagster.diagnose.gate import metric_gate
+from recall_dagster.diagnose.metric_gate import metric_gate
 
 CONFIG = load().diagnose
 

@@ -13,7 +13,7 @@ from datahub.metadata.schema_classes import DocumentInfoClass
 from recall_dagster.diagnose.collect import Pair
 from recall_dagster.config.load import load
 from recall_dagster.diagnose.facts import Clue, Facts, RunFacts
-from recall_dagster.diagnose.gate import metric_gate
+from recall_dagster.diagnose.metric_gate import metric_gate
 from recall_dagster.diagnose.hypotheses import rank
 from recall_dagster.diagnose.publish import document_urn, record_diagnosis
 from recall_dagster.diagnose.service import Diagnosis

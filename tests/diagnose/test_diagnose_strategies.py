@@ -12,7 +12,7 @@ import pytest
 from recall_dagster.diagnose.config import DiagnoseConfig
 from recall_dagster.config.load import load
 from recall_dagster.diagnose.facts import Clue, Facts, RunFacts
-from recall_dagster.diagnose.gate import metric_gate
+from recall_dagster.diagnose.metric_gate import metric_gate
 from recall_dagster.diagnose.hypotheses import rank
 from recall_dagster.diagnose.strategies import propose_repairs
 from recall_dagster.errors import ConfigError

@@ -3,6 +3,7 @@ written, and how many rows it held, from Dagster's own materializations, and say
 
 from __future__ import annotations
 
+import importlib
 import json
 import time
 from datetime import timedelta
@@ -96,7 +97,8 @@ def test_a_freshness_policy_the_team_declared_in_dagster_is_the_window_the_gate_
     assert launch(hourly, instance, "refresh").success
     assert launch(hourly, instance, "gated").success, "just refreshed: within the policy's hour"
     later = clock_ms() + 2 * HOUR_MS
-    monkeypatch.setattr("recall_dagster.defs.gate.clock_ms", lambda: later)
+    # the module itself: the package's attribute of the same name is the retrain_gate() factory
+    monkeypatch.setattr(importlib.import_module("recall_dagster.defs.retrain_gate"), "clock_ms", lambda: later)
     refused = launch(hourly, instance, "train_only")
     assert not refused.success and trained(refused) is None
     why, metadata = refusal(refused)

@@ -16,7 +16,7 @@ from recall_dagster.lifecycle.assess import root_causes
 from recall_dagster.lifecycle.config import CHECK_NAMES, LifecycleConfig
 from recall_dagster.config.load import load, load_yaml_config
 from tests.configured import with_section
-from recall_dagster.lifecycle.gate import CHECKS, GateInputs, GateResult, run_gate
+from recall_dagster.lifecycle.retrain_gate import CHECKS, GateInputs, GateResult, run_gate
 from recall_dagster.lifecycle.records import OpenIncident, TrainingSpan
 
 

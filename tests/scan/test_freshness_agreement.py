@@ -18,7 +18,7 @@ from recall_dagster.detect import DetectorState, upstream_staleness
 from recall_dagster.estate import ModelClosure
 from recall_dagster.config.load import load, DEFAULT_CONFIG
 from tests.configured import configured
-from recall_dagster.lifecycle.gate import GateInputs, input_freshness
+from recall_dagster.lifecycle.retrain_gate import GateInputs, input_freshness
 from recall_dagster.protect.assess import reliability
 
 SHIPPED = yaml.safe_load(DEFAULT_CONFIG.read_text())

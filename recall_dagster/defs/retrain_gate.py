@@ -69,7 +69,7 @@ from recall_dagster.detect import Severity
 from recall_dagster.errors import ConfigError, GraphError, ModelNotFound, RecallError
 from recall_dagster.mlflow_registry import failing, sqlite_store, tag_versions, unreachable, version_numbers
 from recall_dagster.clock import clock_ms
-from recall_dagster.lifecycle.gate import CheckResult, GateResult
+from recall_dagster.lifecycle.retrain_gate import CheckResult, GateResult
 from recall_dagster.lifecycle.override import (
     OVERRIDE_BY_TAG,
     OVERRIDE_REASON_TAG,

@@ -47,7 +47,7 @@ class MetricRow:
 
 
 @dataclass(frozen=True)
-class GateOutcome:
+class MetricGateOutcome:
     """The verdict, every row behind it, and the primary metric's relative loss (positive: worse).
 
     The primary is the regressed metric that lost the largest share of its
@@ -127,7 +127,7 @@ def _loss(row: MetricRow) -> float | None:
     return worse / reference if reference else worse
 
 
-def metric_gate(candidate: Mapping[str, float], baseline: Mapping[str, float], config: DiagnoseConfig) -> GateOutcome:
+def metric_gate(candidate: Mapping[str, float], baseline: Mapping[str, float], config: DiagnoseConfig) -> MetricGateOutcome:
     """Compare every configured metric both runs logged; the verdict and the primary's loss follow from the rows."""
     rows = tuple(
         _row(name, tol, candidate, baseline)
@@ -141,7 +141,7 @@ def metric_gate(candidate: Mapping[str, float], baseline: Mapping[str, float], c
         if unseen:
             parts.append(f"neither run logged {', '.join(unseen)}")
         reason = f"no metric in diagnose.metrics was logged by both runs: {'; '.join(parts)}"
-        return GateOutcome("UNVERIFIED", rows, None, None, reason)
+        return MetricGateOutcome("UNVERIFIED", rows, None, None, reason)
     regressed = [row for row in compared.values() if row.regressed]
     order = {name: i for i, name in enumerate(config.primary)}
     worst = max(regressed, key=lambda r: (_loss(r) or 0.0, -order.get(r.name, len(order))), default=None)
@@ -149,6 +149,6 @@ def metric_gate(candidate: Mapping[str, float], baseline: Mapping[str, float], c
     loss = _loss(compared[primary]) if primary is not None else None
     if regressed:
         reason = "; ".join(f"{row.name} {row.baseline:.4g} -> {row.candidate:.4g}, {row.note}" for row in regressed)
-        return GateOutcome("REGRESSION", rows, primary, loss, f"the candidate regressed: {reason}")
+        return MetricGateOutcome("REGRESSION", rows, primary, loss, f"the candidate regressed: {reason}")
     names = ", ".join(compared)
-    return GateOutcome("PASS", rows, primary, loss, f"within tolerance on every compared metric: {names}")
+    return MetricGateOutcome("PASS", rows, primary, loss, f"within tolerance on every compared metric: {names}")
