@@ -90,18 +90,6 @@ def dagster_dev(recall_home: Path, port: int) -> Iterator[str]:
         log.close()
 
 
-def graphql(url: str, query: str = QUERY) -> dict[str, Any]:
-    body = {"query": query, "variables": VARIABLES if query is QUERY else {}}
-    request = urllib.request.Request(
-        f"{url}/graphql", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        payload = json.load(response)
-    if payload.get("errors"):
-        raise RuntimeError(f"GraphQL errors: {payload['errors']}")
-    return payload["data"]
-
-
 def summary(data: dict[str, Any]) -> dict[str, Any]:
     """Asset keys with their checks, and each location's sensors and schedules, flattened for asserting."""
     assets = {}
@@ -131,7 +119,7 @@ def picture(url: str, page: str, target: Path, size: str = "1600,1000") -> None:
     if browser is None:
         raise RuntimeError("chromium is not installed (apt-get install -y chromium)")
     target.parent.mkdir(parents=True, exist_ok=True)
-    graphql(url, "mutation { setNuxSeen }")  # the first-visit welcome dialog would cover the page
+    ask(url, "mutation { setNuxSeen }")  # the first-visit welcome dialog would cover the page
     subprocess.run(
         [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
@@ -181,8 +169,6 @@ query Latest($key: AssetKeyInput!) {
 }
 """
 RUN_TIMEOUT_S = 600
-RECALL_ASSETS = ("model_closures", "risk_findings", "impact_tests", "risk_scores", "datahub_writeback",
-                 "data_incidents", "blind_window")
 
 
 def ask(url: str, query: str, **variables: Any) -> dict[str, Any]:
@@ -235,10 +221,12 @@ def latest_check(url: str, asset: str, check: str) -> dict[str, Any] | None:
     return {"status": latest["status"], "description": evaluation.get("description"), "run_id": latest["runId"]}
 
 
-def summaries(url: str, assets: tuple[str, ...] = RECALL_ASSETS) -> dict[str, dict[str, str]]:
-    """Each asset's newest materialization, its text metadata in the order the UI lists it."""
+def summaries(url: str, group: str = "recall") -> dict[str, dict[str, str]]:
+    """The newest materialization of each asset in ``group`` (Recall's), its text and link metadata in the
+    order the UI lists it."""
+    nodes = ask(url, QUERY, **VARIABLES)["assetNodes"]
     seen = {}
-    for asset in assets:
+    for asset in sorted("/".join(n["assetKey"]["path"]) for n in nodes if n["groupName"] == group):
         found = ask(url, MATERIALIZED, key={"path": asset.split("/")})["assetOrError"].get("assetMaterializations")
         if found:
             seen[asset] = {e["label"]: e.get("text", e.get("url")) for e in found[0]["metadataEntries"]
@@ -298,7 +286,7 @@ def _wait_for_graphql(url: str, process: subprocess.Popen, log: Path) -> None:
         if process.poll() is not None:
             raise RuntimeError(f"dagster dev exited with {process.returncode}; see {log}")
         try:
-            if graphql(url)["assetNodes"]:
+            if ask(url, QUERY, **VARIABLES)["assetNodes"]:
                 return
         except (OSError, RuntimeError, KeyError):
             pass
@@ -322,7 +310,7 @@ def main() -> None:
             for saved in pictures(url, found, args.pictures) if args.pictures else []:
                 print(f"saved {saved}", file=sys.stderr)
         else:
-            print(json.dumps(summary(graphql(url)), indent=2))
+            print(json.dumps(summary(ask(url, QUERY, **VARIABLES)), indent=2))
         if args.screenshot:
             screenshot(url, args.screenshot, args.asset, args.depth)
             print(f"asset graph saved to {args.screenshot}")

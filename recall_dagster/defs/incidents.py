@@ -16,7 +16,7 @@ from recall_dagster.lifecycle.service import blind_window_report, sync_incidents
 from recall_dagster.lifecycle.markdown import blind_window_table, incidents_table
 from recall_dagster.defs.rollback import JOB, launchpad_url, rollback_yaml
 from recall_dagster.defs.translator import RecallTranslator, recall_asset
-from recall_dagster.lifecycle.assess import RootCause
+from recall_dagster.lifecycle.assess import ModelVersions
 from recall_dagster.lifecycle.verdict import VersionVerdict
 from recall_dagster.lifecycle.rollback import advised, combined
 from recall_dagster.markdown import md_text
@@ -67,8 +67,8 @@ def _window(recall: RecallResource, rollback: str, where: tuple[str, str] | None
     loaded = recall.configuration()
     with recall.open_graph() as graph:
         judged = blind_window_report(graph, loaded.scan, loaded.lifecycle, None, clock_ms())
-    report = judged.to_json()
-    targets = sorted(advised(judged.causes).items())
+    report, models = judged.to_json(), combined(judged.causes)
+    targets = sorted(advised(models).items())
     links = {} if where is None else {
         f"rollback: {model}": MetadataValue.url(
             launchpad_url(*where, rollback, rollback_yaml(model, str(target.version))))
@@ -76,7 +76,7 @@ def _window(recall: RecallResource, rollback: str, where: tuple[str, str] | None
     }
     return MaterializeResult(
         metadata={
-            "summary": shown(window_line(report, judged.causes)),
+            "summary": shown(window_line(report, models)),
             **links,
             "contaminated_live": ", ".join(report["contaminated_live"]) or "none",
             "unknown_live": ", ".join(report["unknown_live"]) or "none",
@@ -94,13 +94,14 @@ SCORES_DIFFER = (
 )
 
 
-def window_line(report: Mapping[str, Any], causes: Sequence[RootCause]) -> str:
-    """The blind window in one line: which live versions trained on bad data, and each model's next step over
-    every cause at once (the advice the rollback job takes)."""
+def window_line(report: Mapping[str, Any], models: Sequence[ModelVersions]) -> str:
+    """The blind window in one line: which live versions trained on bad data, and each model's next step,
+    judged over every cause at once (:func:`~recall_dagster.lifecycle.rollback.combined`, the advice the
+    rollback job takes)."""
     live = [*report["contaminated_live"], *report["unknown_live"]]
     if not live:
         return f"no live version trained in a blind window ({report['coverage']['judged']} version(s) judged)"
-    steps = (f"{m.name}: {m.rollback_note}" for m in sorted(combined(causes), key=lambda m: m.name))
+    steps = (f"{m.name}: {m.rollback_note}" for m in sorted(models, key=lambda m: m.name))
     return f"live on bad data: {', '.join(live)}; " + "; ".join(steps)
 
 

@@ -144,13 +144,11 @@ def report_verdicts(instance: DagsterInstance, result: ScanResult, checks: Seque
     return recorded
 
 
-def record_verdict(instance: DagsterInstance, recall: RecallResource, key: AssetCheckKey, model: str) -> Verdict:
+def record_verdict(instance: DagsterInstance, recall: RecallResource, key: AssetCheckKey, model: str) -> None:
     """Judge ``model`` now and record it runless on ``key``: a retrain the gate refused skips the training's own
     check in its run, and the model must stay as red as it is rather than read "skipped" (the record is newer
     than the run's plan, so it is the check's latest execution)."""
-    verdict = _judged_now(recall, model)
-    _record(instance, key, verdict)
-    return verdict
+    _record(instance, key, _judged_now(recall, model))
 
 
 def _record(instance: DagsterInstance, key: AssetCheckKey, verdict: Verdict) -> None:

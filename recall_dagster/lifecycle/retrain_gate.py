@@ -347,6 +347,11 @@ class GateResult:
         return "GO"
 
     @property
+    def measured(self) -> int:
+        """How many checks could measure (did not SKIP)."""
+        return sum(1 for c in self.checks if c.status != "SKIP")
+
+    @property
     def go(self) -> bool:
         return self.verdict == "GO"
 
@@ -355,8 +360,7 @@ class GateResult:
         """The verdict in the one line an operator reads in a table (Dagster's check row, a refusal, a log line):
         what refuses first, the checks' details stay behind it."""
         if self.verdict == "GO":
-            measured = sum(1 for c in self.checks if c.status != "SKIP")
-            return f"GO: {measured} of {len(self.checks)} check(s) measured, none fails"
+            return f"GO: {self.measured} of {len(self.checks)} check(s) measured, none fails"
         # risk_tier sums up the scan's findings; the checks that name a cause lead
         why = sorted(self.failing or self.unverified_checks, key=lambda c: c.name == "risk_tier")
         if not why:
@@ -377,7 +381,7 @@ class GateResult:
             "unverified_checks": [c.name for c in self.unverified_checks],
             "coverage": {
                 "checks": len(self.checks),
-                "measured": sum(1 for c in self.checks if c.status != "SKIP"),
+                "measured": self.measured,
                 "skipped": {c.name: c.summary for c in self.checks if c.status == "SKIP"},
             },
             "checks": [c.to_json() for c in self.checks],

@@ -91,10 +91,11 @@ def combined(causes: Sequence[RootCause]) -> list[ModelVersions]:
     return out
 
 
-def advised(causes: Sequence[RootCause]) -> dict[str, VersionVerdict]:
-    """Registered model name -> the version to roll back to, for each model whose newest version the blind
-    window does not clear but an older one it does: what a person launching a rollback fills in."""
-    return {m.name: m.rollback for m in combined(causes)
+def advised(models: Sequence[ModelVersions]) -> dict[str, VersionVerdict]:
+    """Registered model name -> the version to roll back to, for each of the :func:`combined` ``models`` whose
+    newest version the blind window does not clear but an older one it does: what a person launching a
+    rollback fills in."""
+    return {m.name: m.rollback for m in models
             if m.rollback is not None and m.rollback is not m.versions[0] and m.rollback.version}
 
 
