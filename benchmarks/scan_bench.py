@@ -20,12 +20,11 @@ from typing import Callable
 
 from synthetic_estate import NOW, Shape, entities, estate, read_everything
 
-from recall_dagster.detect import run_detectors
 from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.graph import LiteGraph
 from recall_dagster.baselines import MemoryStateStore
 from recall_dagster.config.load import load
-from recall_dagster.scan import run_scan
+from recall_dagster.scan import judged, run_scan
 from recall_dagster.results import score_models
 
 
@@ -65,12 +64,12 @@ def main() -> None:
             cold = timed(scan, 1)
             baseline = timed(lambda: read_everything(graph, everything, config.resolve.history_limit), args.repeat)
             closures = resolve_closures(graph, config.resolve, scanned_at_ms=NOW)
-            detection = run_detectors(closures, config, {})
+            detection = judged(closures, config, {})
             rows = [
                 ("baseline: read every aspect once", baseline),
                 ("scan, cold", cold),
                 ("resolve closures", timed(lambda: resolve_closures(graph, config.resolve, scanned_at_ms=NOW), args.repeat)),
-                ("run detectors", timed(lambda: run_detectors(closures, config, {}), args.repeat)),
+                ("run detectors", timed(lambda: judged(closures, config, {}), args.repeat)),
                 ("score", timed(lambda: score_models(closures, detection, config, at_ms=NOW), args.repeat)),
                 ("scan, warm (end to end)", timed(scan, args.repeat)),
             ]

@@ -40,7 +40,7 @@ from recall_dagster.acks.service import in_force
 from recall_dagster.cli.options import opened_graph
 from recall_dagster.graph.port import MetadataGraph, location_of
 from recall_dagster.config.load import load
-from recall_dagster.impact.measured import gate_measure, measure_scan
+from recall_dagster.impact.measured import mlflow_measure
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.impact.service import ImpactRequest, impact_test
 from recall_dagster.clock import clock_ms
@@ -169,9 +169,9 @@ def _scan(model: str | None, config_path: str | None) -> ScanResult:
     config, lc, ic = loaded.scan, loaded.lifecycle, loaded.impact
     with _graph() as (settings, graph):
         baselines = JsonStateStore(settings.state_dir).load_baselines()  # read, never recorded: tools are read-only
-        result = run_scan(graph, config, MemoryStateStore(baselines), scanned_at_ms=clock_ms(),
-                          models=[model] if model else (), acks=in_force(graph, settings, config.acknowledgements))
-        return measure_scan(graph, result, lc, ic, MlflowModels(settings.mlflow_uri, ic))
+        return run_scan(graph, config, MemoryStateStore(baselines), scanned_at_ms=clock_ms(),
+                        models=[model] if model else (), acks=in_force(graph, settings, config.acknowledgements),
+                        measure=mlflow_measure(settings, lc, ic))
 
 
 class _Server(FastMCP):
@@ -217,7 +217,7 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
         loaded = load(config_path)
         config, lc, ic = loaded.scan, loaded.lifecycle, loaded.impact
         with _graph() as (settings, graph):
-            measure = gate_measure(settings, lc, ic)
+            measure = mlflow_measure(settings, lc, ic)
             return judge_retrain(graph, settings, config, lc, model, clock_ms(), measure).to_json()
 
     @tool(name="impact_test")

@@ -1,24 +1,26 @@
-"""The scan's pipeline: closures, then the first pass, then the blast radius, scored (measured replay between
-the two passes when asked: :func:`recall_dagster.impact.measured.measured_detection`).
+"""The scan's one pipeline: read the closures → detect (the first pass) → measure (replay the findings on their
+models) → spread (the blast radius, from the measured severities) → score; the write-back takes the result.
 
-The CLI and the Dagster assets call the same pieces (:func:`scan_shard` ->
-:func:`merge_shards`); :func:`run_scan` strings them together. Configuration
-is read in :mod:`recall_dagster.config`, baselines kept in
-:mod:`recall_dagster.baselines`, results shaped in :mod:`recall_dagster.results`.
+Every entry point runs the stages of :class:`Pipeline` and none assembles them itself: ``recall scan``, the MCP
+server, rollback's rescan and a model's verdict check run them all (:func:`run_scan`), each Dagster asset one
+stage or a span of them, and a shard of the estate the first two, gathered before the rest.  Configuration is
+read in :mod:`recall_dagster.config`, baselines kept in :mod:`recall_dagster.baselines`, results shaped in
+:mod:`recall_dagster.results`.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from typing import Callable, Iterator, Sequence, cast
+from dataclasses import dataclass
+from typing import Callable, Iterator, Mapping, Sequence, cast
 
 from recall_dagster.acks.model import Acknowledgement, still_open
 from recall_dagster.acks.trust import AckBook
 from recall_dagster.baselines import Baselines, StateStore
 from recall_dagster.collector import while_paused
 from recall_dagster.detect import Detection, RecallConfig
-from recall_dagster.detect.catalogue import Found, Judged, Judgement, judge, kept_verdicts, keepable, second_pass
+from recall_dagster.detect.state import SchemaBaseline
+from recall_dagster.detect.catalogue import Found, Judged, Judgement, first_pass, judge, kept_verdicts, keepable, second_pass
 from recall_dagster.errors import ConfigError, ModelNotFound, NoProductionVersion
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.columns import ColumnGraph
@@ -43,6 +45,10 @@ from recall_dagster.verdicts import (
     partly_reusable_spread,
     reusable_spread,
 )
+
+# The measure stage: the first pass's findings replayed on their models (impact.measured), before the blast
+# radius spreads them; the retrain gate's measured_impact check reads what it says.
+Measure = Callable[[MetadataGraph, Sequence[ModelClosure], Found], Found]
 
 
 def _named(closure: ModelClosure, urn: str, name: str) -> bool:
@@ -234,30 +240,6 @@ class ShardScan:
 
 
 @while_paused
-def scan_shard(
-    graph: MetadataGraph,
-    config: RecallConfig,
-    store: StateStore,
-    *,
-    scanned_at_ms: int,
-    shard: Shard | None = None,
-    include_all: bool = False,
-    models: Sequence[str] = (),
-    accept_schema: Sequence[str] = (),
-    snapshots: SnapshotStore | None = None,
-    full: bool = False,
-) -> ShardScan:
-    """Read one shard's closures (:func:`scan_closures`) and run :func:`find_and_record` on them; with
-    ``snapshots``, the verdicts of the last scan on the closures it kept are reused (:mod:`recall_dagster.verdicts`)."""
-    if accept_schema and shard is not None:
-        raise ConfigError("accept a table's schema in a scan of the whole estate: a shard may not hold the table")
-    closures, rescan = scan_closures(graph, config, scanned_at_ms=scanned_at_ms, include_all=include_all,
-                                     models=models, snapshots=snapshots, full=full, shard=shard)
-    found = find_again(closures, config, store, snapshots=snapshots, rescan=rescan, accept_schema=accept_schema)
-    return ShardScan(shard, scanned_at_ms, tuple(closures), found, rescan)
-
-
-@while_paused
 def find_again(
     closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, *,
     snapshots: SnapshotStore | None, rescan: Rescan | None, accept_schema: Sequence[str] = (),
@@ -328,65 +310,6 @@ def gather(parts: Sequence[ShardScan]) -> ShardScan:
     )
 
 
-@while_paused
-def merge_shards(
-    parts: Sequence[ShardScan],
-    config: RecallConfig,
-    *,
-    graph: str,
-    acks: AckBook = AckBook(),
-    snapshots: SnapshotStore | None = None,
-) -> ScanResult:
-    """The scan the shards add up to (:func:`gather`): the blast radius over all their closures, then every
-    model scored, as one scan of the whole estate gives.  With ``snapshots``, a whole estate read in one
-    part keeps the last scan's blast radius where it holds (:func:`finish_detection`)."""
-    whole = gather(parts)
-    at = whole.scanned_at_ms
-    detection = finish_detection(whole.closures, whole.found, config, acks=acks.honoured, at_ms=at,
-                                 snapshots=snapshots, rescan=whole.rescan)
-    return ScanResult(
-        scanned_at_ms=at,
-        graph=graph,
-        models=score_models(whole.closures, detection, config, acks=acks.honoured, at_ms=at),
-        blast_radius=detection.blast_radius,
-        config=config,
-        acks=acks.honoured,
-        ignored_acks=acks.ignored,
-        rescan=whole.rescan,
-    )
-
-
-def run_scan(
-    graph: MetadataGraph,
-    config: RecallConfig,
-    store: StateStore,
-    *,
-    scanned_at_ms: int,
-    include_all: bool = False,
-    models: Sequence[str] = (),
-    accept_schema: Sequence[str] = (),
-    acks: AckBook = AckBook(),
-    snapshots: SnapshotStore | None = None,
-    full: bool = False,
-) -> ScanResult:
-    """Scan production models, every model with ``include_all``, or the ones ``models`` selects
-    (:func:`select_closures`): the whole estate as one shard, merged.
-
-    ``scanned_at_ms`` is the instant freshness is judged at (now, or ``--as-of``), and the one ``acks`` are
-    in force at or not; those ``acks`` set aside are listed in the result.
-    New schema baselines are saved to ``store`` after detection, so the scan
-    that first sees a dataset reports no drift for it.  With ``snapshots``, see :func:`scan_closures`.
-    """
-    with kept_lists(graph, config, snapshots, include_all=include_all, models=models, full=full) as reading:
-        part = scan_shard(reading, config, store, scanned_at_ms=scanned_at_ms, include_all=include_all,
-                          models=models, accept_schema=accept_schema, snapshots=snapshots, full=full)
-        result = merge_shards([part], config, graph=graph.location, acks=acks, snapshots=snapshots)
-        if models:
-            return result
-        unserved, unlinked = left_out(reading, [m.closure for m in result.models], config, scanned_at_ms)
-    return replace(result, without_production=unserved, unlinked=unlinked)
-
-
 @contextmanager
 def kept_lists(
     graph: MetadataGraph, config: RecallConfig, snapshots: SnapshotStore | None, *, include_all: bool,
@@ -411,3 +334,160 @@ def left_out(
     of, and the assertions failing at ``at_ms`` on data none of its models reads."""
     return without_production(graph, closures), failing_outside(
         graph, asserted_in(closures), config.failing, at_ms, config.resolve.history_limit)
+
+
+@dataclass(frozen=True)
+class Read:
+    """What the read stage hands on: the closures, where and when they were read, and what a scan of the whole
+    estate says beyond them."""
+
+    scanned_at_ms: int  # the instant freshness is judged at, and acknowledgements are in force at or not
+    graph: str
+    closures: tuple[ModelClosure, ...]
+    whole_estate: bool  # no model was picked out: what the scan did not see, it may stand down
+    acks: AckBook = AckBook()  # in force when the closures were read: findings and scores honour them
+    rescan: Rescan | None = None  # how they were read: in full, or only what changed since the last scan
+    found: Found | None = None  # what the shards' detectors found, when shards read the closures
+    without_production: Unserved = Unserved()  # registered models a whole-estate scan found nothing in production of
+    unlinked: tuple[Outside, ...] = ()  # failing assertions on data none of its models reads
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """The scan's stages, in their one order: read the closures, detect (the first pass), measure (replay the
+    findings on their models), spread (the blast radius, from the measured severities), score.
+
+    Every entry point runs these: ``recall scan`` and the MCP server all of them (:meth:`run`), rollback and a
+    model's verdict check without measuring, each Dagster asset one stage or a span, a shard the first two
+    (:meth:`shard`). What is kept between scans (baselines in ``store``; closures, verdicts and the blast
+    radius in ``snapshots``) is kept by the stages themselves, so every entry point reuses it alike.
+    ``measure`` is the replay (:func:`recall_dagster.impact.measured.finding_measure`); None measures nothing.
+    The write-back takes the scored result where an entry point sends it.
+    """
+
+    config: RecallConfig
+    store: StateStore
+    snapshots: SnapshotStore | None = None
+    measure: Measure | None = None
+
+    def read(
+        self, graph: MetadataGraph, *, scanned_at_ms: int, include_all: bool = False, models: Sequence[str] = (),
+        full: bool = False, acks: AckBook = AckBook(),
+    ) -> Read:
+        """The closures :func:`scan_closures` gives, and, of the whole estate, what it leaves out
+        (:func:`left_out`); the lists a kept snapshot gave are kept when the read ends without an error."""
+        with kept_lists(graph, self.config, self.snapshots, include_all=include_all, models=models,
+                        full=full) as reading:
+            closures, rescan = scan_closures(reading, self.config, scanned_at_ms=scanned_at_ms,
+                                             include_all=include_all, models=models, snapshots=self.snapshots,
+                                             full=full)
+            unserved, unlinked = (Unserved(), ()) if models else left_out(reading, closures, self.config,
+                                                                          scanned_at_ms)
+        return Read(scanned_at_ms, graph.location, tuple(closures), whole_estate=not models, acks=acks,
+                    rescan=rescan, without_production=unserved, unlinked=unlinked)
+
+    def shard(
+        self, graph: MetadataGraph, *, scanned_at_ms: int, shard: Shard, include_all: bool = False,
+        full: bool = False,
+    ) -> ShardScan:
+        """One shard's part of a scan: its closures read and detected; the blast radius waits for
+        :meth:`gathered`."""
+        closures, rescan = scan_closures(graph, self.config, scanned_at_ms=scanned_at_ms, include_all=include_all,
+                                         snapshots=self.snapshots, full=full, shard=shard)
+        found = find_again(closures, self.config, self.store, snapshots=self.snapshots, rescan=rescan)
+        return ShardScan(shard, scanned_at_ms, tuple(closures), found, rescan)
+
+    def gathered(self, graph: MetadataGraph, parts: Sequence[ShardScan], *, acks: AckBook = AckBook()) -> Read:
+        """The shards of one scan read as one of the whole estate (:func:`gather`), their first pass done."""
+        whole = gather(parts)
+        unserved, unlinked = left_out(graph, whole.closures, self.config, whole.scanned_at_ms)
+        return Read(whole.scanned_at_ms, graph.location, whole.closures, whole_estate=True, acks=acks,
+                    rescan=whole.rescan, found=whole.found, without_production=unserved, unlinked=unlinked)
+
+    @while_paused
+    def detect(self, read: Read, *, accept_schema: Sequence[str] = ()) -> Found:
+        """The first pass: the detectors that need one closure each (what shards found, when they read it);
+        schemas first seen now, and those ``accept_schema`` names, become baselines."""
+        if read.found is None:
+            return find_again(read.closures, self.config, self.store, snapshots=self.snapshots, rescan=read.rescan,
+                              accept_schema=accept_schema)
+        if accept_schema:
+            raise ConfigError("accept a table's schema in a scan of the whole estate read in one part: a shard "
+                              "may not hold the table")
+        return read.found
+
+    def measured(self, graph: MetadataGraph, read: Read, found: Found) -> Found:
+        """The first pass with each replayable finding measured on its model; ``found`` itself without
+        ``measure`` or when nothing was replayed."""
+        return found if self.measure is None else self.measure(graph, read.closures, found)
+
+    @while_paused
+    def spread(self, read: Read, found: Found) -> Detection:
+        """The blast radius over what the first pass ``found`` (measured), as :func:`finish_detection` keeps it."""
+        return finish_detection(read.closures, found, self.config, acks=read.acks.honoured, at_ms=read.scanned_at_ms,
+                                snapshots=self.snapshots, rescan=read.rescan)
+
+    def score(self, read: Read, detection: Detection) -> ScanResult:
+        """Every model scored, worst first, leaving out what an acknowledgement in force covers."""
+        at, acks = read.scanned_at_ms, read.acks
+        return ScanResult(
+            scanned_at_ms=at,
+            graph=read.graph,
+            models=score_models(read.closures, detection, self.config, acks=acks.honoured, at_ms=at),
+            blast_radius=detection.blast_radius,
+            config=self.config,
+            acks=acks.honoured,
+            ignored_acks=acks.ignored,
+            rescan=read.rescan,
+            without_production=read.without_production,
+            unlinked=read.unlinked,
+        )
+
+    def finish(self, graph: MetadataGraph, read: Read, *, accept_schema: Sequence[str] = ()) -> ScanResult:
+        """Every stage after the read."""
+        found = self.measured(graph, read, self.detect(read, accept_schema=accept_schema))
+        return self.score(read, self.spread(read, found))
+
+
+def run_scan(
+    graph: MetadataGraph,
+    config: RecallConfig,
+    store: StateStore,
+    *,
+    scanned_at_ms: int,
+    include_all: bool = False,
+    models: Sequence[str] = (),
+    accept_schema: Sequence[str] = (),
+    acks: AckBook = AckBook(),
+    snapshots: SnapshotStore | None = None,
+    full: bool = False,
+    measure: Measure | None = None,
+) -> ScanResult:
+    """Every stage of the :class:`Pipeline` over production models, every model with ``include_all``, or the
+    ones ``models`` selects (:func:`select_closures`).
+
+    ``scanned_at_ms`` is the instant freshness is judged at (now, or ``--as-of``), and the one ``acks`` are
+    in force at or not; those ``acks`` set aside are listed in the result.
+    New schema baselines are saved to ``store`` after detection, so the scan
+    that first sees a dataset reports no drift for it.  With ``snapshots``, see :func:`scan_closures`.
+    """
+    pipeline = Pipeline(config, store, snapshots, measure)
+    read = pipeline.read(graph, scanned_at_ms=scanned_at_ms, include_all=include_all, models=models, full=full,
+                         acks=acks)
+    return pipeline.finish(graph, read, accept_schema=accept_schema)
+
+
+def judged(
+    closures: Sequence[ModelClosure], config: RecallConfig, baselines: Mapping[str, SchemaBaseline], *,
+    measure: tuple[Measure, MetadataGraph] | None = None, acks: Sequence[Acknowledgement] = (), at_ms: int = 0,
+    among: Sequence[ModelClosure] | None = None, columns: Callable[[], ColumnGraph] | None = None,
+) -> Detection:
+    """The detect, measure and spread stages over ``closures`` judged apart from a scan (the version a retrain
+    would replace, the findings an acknowledgement names, a regressed candidate): ``baselines`` read and never
+    recorded, nothing kept for the next scan; ``measure`` replays on the graph it is given. ``among`` is the estate they belong to when it was read whole
+    (its failing tests reach them: :func:`~recall_dagster.detect.catalogue.second_pass`)."""
+    found = first_pass(closures, config, baselines)
+    if measure is not None:
+        replay, graph = measure
+        found = replay(graph, closures, found)
+    return second_pass(closures, found, config, still_open(acks, at_ms), among=among, columns=columns)

@@ -21,13 +21,13 @@ from recall_dagster.acks.trust import DAY_MS, AckBook, sorted_out
 from recall_dagster.detect.config import AckPolicy
 from recall_dagster.instants import iso_instant
 from recall_dagster.pickles import Signer
-from recall_dagster.detect import RecallConfig, run_detectors
+from recall_dagster.detect import RecallConfig
 from recall_dagster.detect.finding import Finding
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.baselines import JsonStateStore
-from recall_dagster.scan import select_closures
+from recall_dagster.scan import judged, select_closures
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import RetryPolicy
 from recall_dagster.estate.naming import model_name
@@ -70,7 +70,7 @@ def _current(
     # a named registered model means every version of it: one a retrain has not yet put in production included
     closures = select_closures(graph, config, scanned_at_ms=now_ms, include_all=request.model is not None,
                                models=[request.model] if request.model else ())
-    detection = run_detectors(closures, config, JsonStateStore(settings.state_dir).load_baselines())
+    detection = judged(closures, config, JsonStateStore(settings.state_dir).load_baselines())
     of_detector = [(c, f) for c in closures for f in detection.findings.get(c.urn, ()) if f.detector == request.detector]
     matched = [(c, f) for c, f in of_detector if f.about(c, request.subject)]
     if not matched:

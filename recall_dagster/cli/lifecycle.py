@@ -22,7 +22,7 @@ from recall_dagster.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNVERIFIED
 from recall_dagster.estate import display_name
 from recall_dagster.graph.port import location_of
 from recall_dagster.config.load import load
-from recall_dagster.impact.measured import gate_measure
+from recall_dagster.impact.measured import mlflow_measure
 from recall_dagster.clock import clock_ms
 from recall_dagster.instants import iso_instant
 from recall_dagster.lifecycle.blast import describe
@@ -135,7 +135,7 @@ def gate_command(
     config, lc = loaded.scan, loaded.lifecycle
     settings = Settings.from_env(graph=graph_target)
     with opened_graph(settings, read_only=True) as graph:
-        measure = gate_measure(settings, lc, loaded.impact)
+        measure = mlflow_measure(settings, lc, loaded.impact)
         result = judge_retrain(graph, settings, config, lc, model, instant_ms(as_of), measure)
     if as_json:
         _echo_json(result.to_json())

@@ -27,13 +27,12 @@ from recall_dagster.cli.options import (
 )
 from recall_dagster.errors import EXIT_FINDINGS, EXIT_UNVERIFIED, ConfigError
 from recall_dagster.config.load import load
-from recall_dagster.impact.measured import measure_scan
-from recall_dagster.impact.models import MlflowModels
+from recall_dagster.impact.measured import mlflow_measure
 from recall_dagster.clock import clock_ms
 from recall_dagster.progress import Progress
 from recall_dagster.report import render_report
 from recall_dagster.baselines import JsonStateStore
-from recall_dagster.scan import run_scan
+from recall_dagster.scan import Pipeline
 from recall_dagster.settings import Settings
 from recall_dagster.shown import shown
 from recall_dagster.snapshots import SnapshotStore
@@ -82,7 +81,6 @@ def scan(
     """Read every production model's upstream closure, find what is about to break, and score it."""
     loaded = load(config_path)
     config = loaded.scan
-    lc, ic = loaded.lifecycle, loaded.impact
     writing = write or dry
     if writing and models:
         raise ConfigError(
@@ -98,23 +96,14 @@ def scan(
         if write and not dry:  # one write-back at a time, its turn taken before this scan writes anything
             held.enter_context(settings.writing("writeback", "recall scan --write"))
         graph = held.enter_context(opened_graph(settings, read_only=not write or dry))
-        with progress.step(f"read the closures of {'every model' if include_all else 'the production models'} "
-                           "and run the detectors"):
-            result = run_scan(
-                graph,
-                config,
-                JsonStateStore(settings.state_dir),
-                scanned_at_ms=scanned_at_ms,
-                include_all=include_all,
-                models=models,
-                accept_schema=accept_schema,
-                acks=in_force(graph, settings, config.acknowledgements),
-                snapshots=SnapshotStore(settings.state_dir),
-                full=full,
-            )
-        if not no_measure:
-            with progress.step("replay the findings on their models (impact.measured)"):
-                result = measure_scan(graph, result, lc, ic, MlflowModels(settings.mlflow_uri, ic))
+        measure = None if no_measure else mlflow_measure(settings, loaded.lifecycle, loaded.impact)
+        pipeline = Pipeline(config, JsonStateStore(settings.state_dir), SnapshotStore(settings.state_dir), measure)
+        with progress.step(f"read the closures of {'every model' if include_all else 'the production models'}"):
+            read = pipeline.read(graph, scanned_at_ms=scanned_at_ms, include_all=include_all, models=models,
+                                 full=full, acks=in_force(graph, settings, config.acknowledgements))
+        with progress.step("run the detectors" + (", replay the findings on their models (impact.measured)"
+                                                  if measure else "") + " and score"):
+            result = pipeline.finish(graph, read, accept_schema=accept_schema)
         report = None
         if writeback_config is not None:
             with progress.step("plan the write-back" if dry else "write back: evidence first, then the graph"):

@@ -18,7 +18,11 @@ from dagster import ConfigurableResource, EnvVar
 
 from recall_dagster.graph import MetadataGraph, open_graph
 from recall_dagster.config.load import Configuration, load
+from recall_dagster.baselines import JsonStateStore
+from recall_dagster.impact.measured import mlflow_measure
 from recall_dagster.impact.models import MlflowModels
+from recall_dagster.scan import Pipeline
+from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.settings import Settings, lock_wait_seconds
 
 if TYPE_CHECKING:
@@ -104,6 +108,13 @@ class RecallResource(ConfigurableResource):
         """The layered ``recall.yaml`` this resource names, checked whole (kept per content of its files, so the
         assets and checks of one run share one load)."""
         return load(self.config_file())
+
+    def pipeline(self) -> Pipeline:
+        """The scan's stages as ``recall scan`` runs them from this home and config: baselines and snapshots kept
+        in RECALL_HOME/state, findings measured on MLflow's versions as ``impact.measured`` says."""
+        settings, loaded = self.settings(), self.configuration()
+        return Pipeline(loaded.scan, JsonStateStore(settings.state_dir), SnapshotStore(settings.state_dir),
+                        mlflow_measure(settings, loaded.lifecycle, loaded.impact))
 
     def models(self) -> MlflowModels:
         """Where impact tests load the served versions and their held-out rows."""

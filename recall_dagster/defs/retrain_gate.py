@@ -63,7 +63,7 @@ from recall_dagster.defs._compat import (
 )
 from recall_dagster.defs.model_verdict import VERDICT_CHECK, record_verdict, verdict_check
 from recall_dagster.defs.resources import RecallResource
-from recall_dagster.impact.measured import gate_measure
+from recall_dagster.impact.measured import mlflow_measure
 from recall_dagster.defs.translator import RecallTranslator
 from recall_dagster.detect import Severity
 from recall_dagster.errors import ConfigError, GraphError, ModelNotFound, RecallError
@@ -398,7 +398,7 @@ def _judge(recall: RecallResource, model: str, observed: list[Observed]) -> Gate
     try:
         with recall.open_graph() as graph:
             settings, loaded = recall.settings(), recall.configuration()
-            measure = gate_measure(settings, loaded.lifecycle, loaded.impact)
+            measure = mlflow_measure(settings, loaded.lifecycle, loaded.impact)
             return judge_retrain(graph, settings, loaded.scan, loaded.lifecycle, model, now_ms, measure, observed)
     except (ModelNotFound, GraphError) as err:
         return GateResult.unverified(model, str(err), now_ms)

@@ -1,15 +1,14 @@
 """The scan as five assets: ``model_closures → risk_findings → impact_tests → risk_scores → datahub_writeback``.
 
-Each asset calls the same function as one stage of ``recall scan``
-(:func:`resolve_closures`, :func:`run_detectors`, :func:`measured_detection`,
-:func:`score_models`), so a
-person can rerun one stage from the UI and read what it produced in its
-metadata. :func:`recall_scan_assets` builds them, after whatever assets a team
-names (its DataHub ingestion, say); ``datahub_writeback`` writes the diagnosis
-back into the graph.
+Each asset runs one stage of the scan's :class:`~recall_dagster.scan.Pipeline`, or a span of them, exactly as
+``recall scan`` runs them all: ``model_closures`` reads, ``risk_findings`` detects (the first pass),
+``impact_tests`` measures and spreads the blast radius from the measured severities, ``risk_scores`` scores;
+so a person can rerun one stage from the UI and read what it produced in its metadata.
+:func:`recall_scan_assets` builds them, after whatever assets a team names (its DataHub ingestion, say);
+``datahub_writeback`` writes the diagnosis back into the graph.
 """
 
-from typing import Any, Iterator, NamedTuple, Sequence
+from typing import Any, Iterator, Sequence
 
 from dagster import (
     AssetCheckResult,
@@ -26,7 +25,6 @@ from dagster import (
 )
 from pydantic import Field
 
-from recall_dagster.acks.trust import AckBook
 from recall_dagster.shown import shown
 from recall_dagster.acks.service import in_force
 from recall_dagster.defs._compat import asset_graph_of
@@ -36,17 +34,11 @@ from recall_dagster.detect import Detection, count_by_severity
 from recall_dagster.defs.shards import SHARD_ASSET, shard_scans_asset
 from recall_dagster.detect.catalogue import Found
 from recall_dagster.errors import ConfigError, ModelNotFound, ServiceUnreachable
-from recall_dagster.estate import ModelClosure
-from recall_dagster.estate.incremental import Rescan
-from recall_dagster.impact.measured import finding_measure, measured_detection
 from recall_dagster.clock import clock_ms
-from recall_dagster.baselines import JsonStateStore
-from recall_dagster.results import ScanResult, score_models
-from recall_dagster.scan import find_again, finish_detection, gather, kept_lists, left_out, scan_closures
+from recall_dagster.results import ScanResult
+from recall_dagster.scan import Read
 from recall_dagster.instants import iso_instant
 from recall_dagster.narrate import headline
-from recall_dagster.estate.unlinked import Outside
-from recall_dagster.estate.unserved import Unserved
 from recall_dagster.scan_markdown import (
     blast_radius_table,
     closures_table,
@@ -59,7 +51,6 @@ from recall_dagster.scan_markdown import (
     table,
 )
 from recall_dagster.shard_parts import ShardParts
-from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.writeback.run import write_back
 from recall_dagster.defs.translator import RecallTranslator, op_name, recall_asset
 
@@ -87,20 +78,6 @@ class FindingsConfig(Config):
     )
 
 
-class Closures(NamedTuple):
-    """What ``model_closures`` hands on: the closures and where and when they were read."""
-
-    scanned_at_ms: int
-    graph: str
-    closures: tuple[ModelClosure, ...]
-    whole_estate: bool  # no model was picked out: what the scan did not see, it may stand down
-    acks: AckBook = AckBook()  # in force when the closures were read: findings and scores honour them
-    rescan: Rescan | None = None  # how they were read: in full, or only what changed since the last scan
-    found: Found | None = None  # what the shards' detectors found, when shards read the closures
-    without_production: Unserved = Unserved()  # registered models a whole-estate scan found nothing in production of
-    unlinked: tuple[Outside, ...] = ()  # failing assertions on data none of its models reads
-
-
 def scan_run_config(models: Sequence[str] = (), translator: RecallTranslator | None = None) -> dict[str, Any]:
     """Run config that points a scan job at some models (:func:`select_closures` selectors), for sensors and
     the launchpad alike."""
@@ -110,7 +87,7 @@ def scan_run_config(models: Sequence[str] = (), translator: RecallTranslator | N
 
 def _model_closures(deps: Sequence[AssetKey | str], shards: int, translator: RecallTranslator) -> AssetsDefinition:
     @recall_asset(translator, "model_closures", deps=list(deps))
-    def model_closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
+    def model_closures(config: ScanConfig, recall: RecallResource) -> Output[Read]:
         """Each model's upstream world read from the graph: features, training runs, datasets, deployments
         (with shards, gathered from every shard's part)."""
         if shards > 1 and not config.models:
@@ -120,44 +97,35 @@ def _model_closures(deps: Sequence[AssetKey | str], shards: int, translator: Rec
     return model_closures
 
 
-def _closures(config: ScanConfig, recall: RecallResource) -> Output[Closures]:
-    """The closures a scan config picks; a named model the graph does not know fails the step by name."""
-    scanned_at_ms = clock_ms()
-    settings, scan = recall.settings(), recall.configuration().scan
-    snapshots = SnapshotStore(settings.state_dir)
-    with recall.open_graph() as opened, kept_lists(opened, scan, snapshots, include_all=config.include_all,
-                                                   models=config.models, full=config.full) as graph:
+def _closures(config: ScanConfig, recall: RecallResource) -> Output[Read]:
+    """The read stage over the closures a scan config picks; a named model the graph does not know fails the
+    step by name."""
+    settings = recall.settings()
+    with recall.open_graph() as graph:
+        acks = in_force(graph, settings, recall.configuration().scan.acknowledgements)
         try:
-            closures, rescan = scan_closures(
-                graph, scan, scanned_at_ms=scanned_at_ms, include_all=config.include_all,
-                models=config.models, snapshots=snapshots, full=config.full,
-            )
+            read = recall.pipeline().read(graph, scanned_at_ms=clock_ms(), include_all=config.include_all,
+                                          models=config.models, full=config.full, acks=acks)
         except ModelNotFound as err:
             raise Failure(str(err)) from err
-        location = graph.location
-        acks = in_force(graph, settings, scan.acknowledgements)
-        unserved, unlinked = (Unserved(), ()) if config.models else left_out(graph, closures, scan, scanned_at_ms)
-    return _closures_output(Closures(scanned_at_ms, location, tuple(closures), whole_estate=not config.models,
-                                     acks=acks, rescan=rescan, without_production=unserved, unlinked=unlinked))
+    return _closures_output(read)
 
 
-def _gathered(config: ScanConfig, recall: RecallResource, shards: int) -> Output[Closures]:
+def _gathered(config: ScanConfig, recall: RecallResource, shards: int) -> Output[Read]:
     """Every shard's part of one scan, as ``shard_scans`` left them; parts that do not add up to one scan of
     the estate (missing, or of different instants) fail the step by name."""
     settings = recall.settings()
-    try:
-        whole = gather(ShardParts(settings.state_dir, settings.graph, config.include_all).load(shards))
-    except ConfigError as err:
-        raise Failure(str(err)) from err
+    parts = ShardParts(settings.state_dir, settings.graph, config.include_all).load(shards)
     with recall.open_graph() as graph:
-        location, acks = graph.location, in_force(graph, settings, recall.configuration().scan.acknowledgements)
-        unserved, unlinked = left_out(graph, whole.closures, recall.configuration().scan, whole.scanned_at_ms)
-    return _closures_output(Closures(whole.scanned_at_ms, location, whole.closures, whole_estate=True, acks=acks,
-                                     rescan=whole.rescan, found=whole.found, without_production=unserved,
-                                     unlinked=unlinked))
+        acks = in_force(graph, settings, recall.configuration().scan.acknowledgements)
+        try:
+            read = recall.pipeline().gathered(graph, parts, acks=acks)
+        except ConfigError as err:
+            raise Failure(str(err)) from err
+    return _closures_output(read)
 
 
-def _closures_output(read: Closures) -> Output[Closures]:
+def _closures_output(read: Read) -> Output[Read]:
     closures, rescan = read.closures, read.rescan
     production = sum(1 for c in closures if c.production)
     return Output(
@@ -176,46 +144,33 @@ def _closures_output(read: Closures) -> Output[Closures]:
     )
 
 
-def risk_findings(model_closures: Closures, config: FindingsConfig, recall: RecallResource) -> Output[Detection]:
-    """Every detector over every closure; schema baselines are kept in RECALL_HOME/state between scans."""
-    settings, read, scan = recall.settings(), model_closures, recall.configuration().scan
-    if read.found is not None:  # the shards ran the first pass and recorded their baselines
-        if config.accept_schema:
-            raise Failure("accept a table's schema on a scan of the whole estate (recall scan --accept-schema): a "
-                          "shard may not hold the table")
-        detection = finish_detection(read.closures, read.found, scan, acks=read.acks.honoured,
-                                     at_ms=read.scanned_at_ms)
-    else:
-        found = find_again(read.closures, scan, JsonStateStore(settings.state_dir),
-                           snapshots=SnapshotStore(settings.state_dir), rescan=read.rescan,
-                           accept_schema=config.accept_schema)
-        detection = finish_detection(read.closures, found, scan, acks=read.acks.honoured, at_ms=read.scanned_at_ms,
-                                     snapshots=SnapshotStore(settings.state_dir), rescan=read.rescan)
-    findings = [f for found in detection.findings.values() for f in found]
+def risk_findings(model_closures: Read, config: FindingsConfig, recall: RecallResource) -> Output[Found]:
+    """The first pass: every detector that needs one closure, over every closure (the shards', when they read
+    them); schema baselines are kept in RECALL_HOME/state between scans."""
+    try:
+        found = recall.pipeline().detect(model_closures, accept_schema=config.accept_schema)
+    except ConfigError as err:
+        raise Failure(str(err)) from err
+    findings = [f for fs in found.values() for f in fs]
     counts = count_by_severity(findings)
     return Output(
-        detection,
+        found,
         metadata={
-            "summary": shown(f"{len(findings)} finding(s)" + (": " + ", ".join(
+            "summary": shown(f"{len(findings)} finding(s) before the blast radius" + (": " + ", ".join(
                 f"{n} {severity.value}" for severity, n in counts.items() if n) if findings else "")),
             **{s.value.lower(): n for s, n in counts.items()},
             "by_detector": MetadataValue.md(detector_counts(findings)),
-            "blast_radius": MetadataValue.md(blast_radius_table(detection.blast_radius)),
         },
     )
 
 
-def impact_tests(model_closures: Closures, risk_findings: Detection, recall: RecallResource) -> Output[Detection]:
+def impact_tests(model_closures: Read, risk_findings: Found, recall: RecallResource) -> Output[Detection]:
     """Each finding on a column reaching a production model, replayed on the model: BLOCK raises it, PASS
-    lowers it (``impact.measured`` in recall.yaml), and the blast radius spread again from what it measured,
-    as ``recall scan`` does."""
-    loaded = recall.configuration()
+    lowers it (``impact.measured`` in recall.yaml); then the blast radius spread from what it measured, as
+    ``recall scan`` does."""
+    pipeline = recall.pipeline()
     with recall.open_graph() as graph:
-        measured = measured_detection(
-            graph, model_closures.closures, risk_findings, loaded.scan,
-            finding_measure(loaded.lifecycle, loaded.impact, recall.models()),
-            acks=model_closures.acks.honoured, at_ms=model_closures.scanned_at_ms,
-        )
+        measured = pipeline.spread(model_closures, pipeline.measured(graph, model_closures, risk_findings))
     findings = [f for found in measured.findings.values() for f in found if "measured" in f.evidence]
     verdicts = [str(f.evidence["measured"].get("verdict") or "UNMEASURED") for f in findings]
     tally = {v: verdicts.count(v) for v in ("BLOCK", "WARN", "PASS", "INCOMPLETE", "UNMEASURED")}
@@ -239,7 +194,7 @@ def _risk_scores(translator: RecallTranslator) -> AssetsDefinition:
                   check_specs=[AssetCheckSpec(check, asset=translator.asset_key("risk_scores"),
                                               description="Fails (WARN) when a model reaches the fail tier "
                                                           "(scoring.fail_tier).")])
-    def risk_scores(context: AssetExecutionContext, model_closures: Closures, impact_tests: Detection,
+    def risk_scores(context: AssetExecutionContext, model_closures: Read, impact_tests: Detection,
                     recall: RecallResource) -> Iterator[Any]:
         """A score and a tier per model, worst first, leaving out what an acknowledgement in force covers; the
         check fails (WARN) when a model reaches the fail tier. Each model's own verdict check (on the asset that
@@ -252,20 +207,9 @@ def _risk_scores(translator: RecallTranslator) -> AssetsDefinition:
     return risk_scores
 
 
-def _scored(model_closures: Closures, impact_tests: Detection, recall: RecallResource, check: str) -> Iterator[Any]:
-    config, at, acks = recall.configuration().scan, model_closures.scanned_at_ms, model_closures.acks
-    result = ScanResult(
-        scanned_at_ms=at,
-        graph=model_closures.graph,
-        models=score_models(model_closures.closures, impact_tests, config, acks=acks.honoured, at_ms=at),
-        blast_radius=impact_tests.blast_radius,
-        config=config,
-        acks=acks.honoured,
-        ignored_acks=acks.ignored,
-        rescan=model_closures.rescan,
-        without_production=model_closures.without_production,
-        unlinked=model_closures.unlinked,
-    )
+def _scored(model_closures: Read, impact_tests: Detection, recall: RecallResource, check: str) -> Iterator[Any]:
+    config = recall.configuration().scan
+    result = recall.pipeline().score(model_closures, impact_tests)
     failing = [m.closure.model.name for m in result.failing]
     verdicts = {f"verdict: {m.closure.model.name}": shown(headline(m.score.tier, m.score.value, m.findings))
                 for m in result.models[:VERDICT_ROWS] if m.findings}
@@ -301,7 +245,7 @@ def _summary(result: ScanResult, failing: Sequence[str], fail_tier: str) -> str:
     return f"{len(failing)} of {len(result.models)} model(s) at {fail_tier}: {', '.join(failing)}"
 
 
-def datahub_writeback(model_closures: Closures, risk_scores: ScanResult, recall: RecallResource) -> MaterializeResult:
+def datahub_writeback(model_closures: Read, risk_scores: ScanResult, recall: RecallResource) -> MaterializeResult:
     """The diagnosis into DataHub with ``write_back``, as ``recall scan --write`` does, its evidence on disk first.
 
     Only a scan of the whole estate writes: one of chosen models would stand

@@ -3,7 +3,7 @@
 With ``dagster.scan_shards: N`` (N > 1) in ``recall.yaml``, ``shard_scans``
 is an asset of N static partitions (``0-of-N`` ...): each partition reads the
 closures of the models whose registered model hashes to it and runs the
-detectors that need one closure (:func:`recall_dagster.scan.scan_shard`).
+detectors that need one closure (:meth:`recall_dagster.scan.Pipeline.shard`).
 A run launcher such as dagster-k8s runs the partitions side by side: none
 takes a lock on ``RECALL_HOME``, each writing its own snapshot and part and its
 baselines under the file's own lock, so four at once never wait on one another.
@@ -45,10 +45,7 @@ from recall_dagster.defs.resources import RecallResource
 from recall_dagster.estate.shards import Shard
 from recall_dagster.clock import clock_ms
 from recall_dagster.instants import datetime_ms, iso_instant, parse_instant, seconds_ms
-from recall_dagster.baselines import JsonStateStore
-from recall_dagster.scan import scan_shard
 from recall_dagster.shard_parts import ShardParts
-from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.defs.translator import RecallTranslator, op_name, recall_asset
 
 SHARD_ASSET = "shard_scans"
@@ -91,9 +88,8 @@ def shard_scans_asset(count: int, deps: Sequence[AssetKey | str] = (),
         shard, settings = Shard.parse(context.partition_key), recall.settings()
         at = _instant(context, config)
         with recall.open_graph() as graph:
-            part = scan_shard(graph, recall.configuration().scan, JsonStateStore(settings.state_dir), scanned_at_ms=at,
-                              shard=shard, include_all=config.include_all,
-                              snapshots=SnapshotStore(settings.state_dir), full=config.full)
+            part = recall.pipeline().shard(graph, scanned_at_ms=at, shard=shard, include_all=config.include_all,
+                                           full=config.full)
             ShardParts(settings.state_dir, settings.graph, config.include_all).save(part)
         findings = sum(len(fs) for fs in part.found.values())
         return MaterializeResult(metadata={

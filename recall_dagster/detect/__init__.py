@@ -2,7 +2,7 @@
 
 from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, Severity, count_by_severity
-from recall_dagster.detect.catalogue import DETECTORS, Detection, check_config, run_detectors
+from recall_dagster.detect.catalogue import DETECTORS, Detection, check_config
 from recall_dagster.detect.state import DetectorState, Exposure
 
 __all__ = [
@@ -15,5 +15,4 @@ __all__ = [
     "Severity",
     "check_config",
     "count_by_severity",
-    "run_detectors",
 ]

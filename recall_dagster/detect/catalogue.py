@@ -114,17 +114,6 @@ OpenFindings = Callable[[ModelClosure, Sequence[Finding]], Sequence[Finding]]
 Found = dict[str, list[Finding]]  # model URN -> what the first pass found
 
 
-def run_detectors(
-    closures: Sequence[ModelClosure],
-    config: RecallConfig,
-    schema_baselines: Mapping[str, SchemaBaseline],
-    open_findings: OpenFindings | None = None,
-) -> Detection:
-    """Every enabled detector over every closure; ``blast_radius`` last, over what the others found that is
-    still open (``open_findings`` leaves out what an acknowledgement covers: an accepted risk endangers no one)."""
-    return second_pass(closures, first_pass(closures, config, schema_baselines), config, open_findings)
-
-
 @dataclass(frozen=True)
 class Judged:
     """What the first pass found before in closures that have not changed since, per model URN, and the
@@ -233,12 +222,6 @@ def kept_verdicts(found: Found) -> dict[str, tuple[Finding, ...]]:
     """What the detectors that do not read the instant found: the verdicts a rescan may keep."""
     keep = keepable(baselines_unchanged=True)
     return {urn: tuple(f for f in fs if f.detector in keep) for urn, fs in found.items()}
-
-
-def first_pass_of(detection: Detection) -> Found:
-    """What the first pass found, out of a finished detection: its findings without the blast radius's."""
-    return {urn: [f for f in fs if f.detector != _SECOND_PASS and not failing_assertion.is_outside(f)]
-            for urn, fs in detection.findings.items()}
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from typing import Any, Callable, Iterable, Mapping, Sequence, cast
 
-from recall_dagster.detect import RecallConfig, run_detectors, training_serving_skew
+from recall_dagster.detect import RecallConfig, training_serving_skew
 from recall_dagster.detect.config import matches_dataset
 from recall_dagster.detect.freshness import judge_table
 from recall_dagster.detect.profile_drift import drifts
@@ -39,6 +39,7 @@ from recall_dagster.lifecycle.records import AssertionRecord
 from recall_dagster.lifecycle.service import Assessment, assess
 from recall_dagster.lifecycle.verdict import Status
 from recall_dagster.lifecycle.window import PASSING
+from recall_dagster.scan import judged
 
 
 class NoBaseline(ConfigError):
@@ -291,7 +292,7 @@ def _state_clues(assessment: Assessment, closure: ModelClosure, cand: RunFacts, 
                 clues.append(Clue("input_stale", name,
                                   f"{name} had not changed for over {table.window_hours:g} h when the candidate trained",
                                   "input", at_ms=table.last.updated_ms))
-    skew = run_detectors([closure], config, {}).findings.get(closure.urn, ())
+    skew = judged([closure], config, {}).findings.get(closure.urn, ())
     for finding in skew:
         if finding.detector == training_serving_skew.NAME:
             clues.append(Clue("serving_skew", display_name(finding.subject), finding.message, "feature"))

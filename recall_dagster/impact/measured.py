@@ -18,9 +18,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from recall_dagster.detect import Finding, Severity, failing_assertion, training_source_schema_drift, upstream_staleness
-from recall_dagster.acks.model import Acknowledgement, still_open
-from recall_dagster.detect.config import RecallConfig
-from recall_dagster.detect.catalogue import Detection, Found, first_pass_of, second_pass
+from recall_dagster.detect.catalogue import Found
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.estate import ModelClosure
 from recall_dagster.impact.config import ImpactConfig, MeasuredConfig
@@ -29,9 +27,8 @@ from recall_dagster.impact.policy import Verdict, worst
 from recall_dagster.impact.targets import affected_models
 from recall_dagster.estate.columns import Col, ColumnGraph, column_graph, column_name
 from recall_dagster.lifecycle.config import LifecycleConfig
-from recall_dagster.lifecycle.service import Measure
+from recall_dagster.scan import Measure
 from recall_dagster.lifecycle.read import read_profile_rows, read_training_spans, relation
-from recall_dagster.results import ScanResult, score_models
 from recall_dagster.settings import Settings
 
 if TYPE_CHECKING:
@@ -232,42 +229,6 @@ def measure_findings(
             for urn, fs in found.items()}
 
 
-def measured_detection(
-    graph: MetadataGraph,
-    closures: Sequence[ModelClosure],
-    detection: Detection,
-    config: RecallConfig,
-    measure: Measure,
-    *,
-    acks: Sequence[Acknowledgement] = (),
-    at_ms: int,
-) -> Detection:
-    """A finished detection measured: its first pass replayed (``measure``), then the blast radius spread
-    again from the measured severities (a drift a replay lowered to INFO endangers no one), as the scan's
-    pipeline orders them; ``detection`` itself when nothing was measured."""
-    found = first_pass_of(detection)
-    measured = measure(graph, closures, found)
-    if measured is found:
-        return detection
-    return second_pass(closures, measured, config, still_open(acks, at_ms))
-
-
-def measure_scan(
-    graph: MetadataGraph, result: ScanResult, lc: LifecycleConfig, ic: ImpactConfig, source: ModelSource
-) -> ScanResult:
-    """``recall scan``'s measured pass: the findings measured, the blast radius spread again, each model
-    rescored."""
-    closures = [m.closure for m in result.models]
-    every = {m.closure.urn: (*m.findings, *(f for f, _ in m.accepted)) for m in result.models}
-    detection = Detection(findings=every, blast_radius=result.blast_radius)
-    measured = measured_detection(graph, closures, detection, result.config, finding_measure(lc, ic, source),
-                                  acks=result.acks, at_ms=result.scanned_at_ms)
-    if measured is detection:
-        return result
-    return replace(result, blast_radius=measured.blast_radius,
-                   models=score_models(closures, measured, result.config, acks=result.acks, at_ms=result.scanned_at_ms))
-
-
 def finding_measure(lc: LifecycleConfig, ic: ImpactConfig, source: ModelSource) -> Measure:
     """:func:`measure_findings` with its configuration and models bound: the step the pipeline calls."""
 
@@ -278,8 +239,8 @@ def finding_measure(lc: LifecycleConfig, ic: ImpactConfig, source: ModelSource) 
 
 
 class _MlflowOnFirstLoad:
-    """The registry's models, imported (pandas, then MLflow) when a finding is first replayed: a gate on a
-    healthy estate replays nothing and starts without them."""
+    """The registry's models, imported (pandas, then MLflow) when a finding is first replayed: a scan or a gate
+    on a healthy estate replays nothing and starts without them."""
 
     def __init__(self, tracking_uri: str, ic: ImpactConfig) -> None:
         self.tracking_uri, self.ic = tracking_uri, ic
@@ -293,8 +254,9 @@ class _MlflowOnFirstLoad:
         return self._source.load(closure)
 
 
-def gate_measure(settings: Settings, lc: LifecycleConfig, ic: ImpactConfig) -> Measure | None:
-    """What the retrain gate replays its findings with, from MLflow; None when ``impact.measured`` is off."""
+def mlflow_measure(settings: Settings, lc: LifecycleConfig, ic: ImpactConfig) -> Measure | None:
+    """The measure stage every entry point runs (the scan, the MCP server, the Dagster ``impact_tests`` asset,
+    the retrain gate): findings replayed on the versions MLflow holds; None when ``impact.measured`` is off."""
     if not ic.measured.enabled:
         return None
     return finding_measure(lc, ic, _MlflowOnFirstLoad(settings.mlflow_uri, ic))

@@ -9,13 +9,12 @@ functions; time always comes in as ``now_ms``.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
-from recall_dagster.acks.model import Acknowledgement, split, still_open
+from recall_dagster.acks.model import Acknowledgement, split
 from recall_dagster.acks.service import in_force
 from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import RecallConfig
-from recall_dagster.detect.catalogue import Found, first_pass, second_pass
 from recall_dagster.detect.state import SchemaBaseline
 from recall_dagster.errors import ConfigError, ModelNotFound
 from recall_dagster.estate import ModelClosure
@@ -44,16 +43,12 @@ from recall_dagster.lifecycle.rows import RowCounter, sql_row_counter
 from recall_dagster.lifecycle.verdict import Status
 from recall_dagster.narrate import window_paragraph
 from recall_dagster.baselines import JsonStateStore
+from recall_dagster.scan import Measure, judged
 from recall_dagster.instants import iso_instant
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import RetryPolicy
 from recall_dagster.writeback.store import WritebackStore
 
-
-
-# Replays the first pass's findings on their models (impact.measured), before the blast radius spreads them;
-# the gate's measured_impact check reads what it says.
-Measure = Callable[[MetadataGraph, Sequence[ModelClosure], Found], Found]
 
 
 @dataclass(frozen=True)
@@ -216,11 +211,8 @@ def evaluate_gate(
     assessment = assess(graph, config, lc, now_ms)
     closure = select_version(assessment.estate, model)
     span = newest_run(assessment.spans.get(closure.urn, ()))
-    found = first_pass([closure], config, baselines)
-    if measure is not None:
-        found = measure(graph, [closure], found)
-    detection = second_pass([closure], found, config, still_open(acks, now_ms), among=assessment.estate.closures,
-                            columns=lambda: assessment.estate.columns)
+    detection = judged([closure], config, baselines, measure=(measure, graph) if measure else None, acks=acks, at_ms=now_ms,
+                       among=assessment.estate.closures, columns=lambda: assessment.estate.columns)
     part = split(closure, detection.findings.get(closure.urn, ()), acks, now_ms)
     findings = part.open
     twins = _twins_of(closure, closure.training_inputs)
@@ -267,7 +259,7 @@ def judge_retrain(
     """:func:`evaluate_gate` as ``recall gate`` and the Dagster gate run it (with what Dagster ``observed``): the scans' schema baselines, read
     and never recorded (a retrain refused on a broken estate must not make the broken schema the norm),
     row counts from the connections in ``lifecycle.row_counts`` and the dbt profile, and the findings replayed
-    on the model by ``measure`` (:func:`recall_dagster.impact.measured.gate_measure`), given; the
+    on the model by ``measure`` (:func:`recall_dagster.impact.measured.mlflow_measure`), given; the
     acknowledgements in force (local and published) are honoured and named."""
     baselines = JsonStateStore(settings.state_dir).load_baselines()
     return evaluate_gate(

@@ -50,7 +50,8 @@ def test_the_scores_say_which_acknowledgements_were_ignored_and_why(tmp_path) ->
     from recall_dagster.acks.model import Acknowledgement
     from recall_dagster.acks.trust import AckBook, Ignored
     from recall_dagster.defs.resources import RecallResource
-    from recall_dagster.defs.scan import Closures, _scored
+    from recall_dagster.defs.scan import _scored
+    from recall_dagster.scan import Read as Closures
     from recall_dagster.detect.catalogue import Detection
     from recall_dagster.settings import Settings
 
@@ -67,7 +68,8 @@ def test_each_model_s_verdict_is_a_line_in_the_scores_table_not_behind_a_click(t
     """What an operator reads in the asset's table: the scan in one line, and each model with findings its tier,
     top reason and next step, as text (Markdown sits behind "[Show Markdown]"); graph text is shown, not obeyed."""
     from recall_dagster.defs.resources import RecallResource
-    from recall_dagster.defs.scan import Closures, _scored, _summary
+    from recall_dagster.defs.scan import _scored, _summary
+    from recall_dagster.scan import Read as Closures
     from recall_dagster.detect.catalogue import Detection
     from recall_dagster.estate import ModelClosure
     from recall_dagster.estate.views import Model

@@ -24,14 +24,12 @@ from recall_dagster.defs import RecallResource, recall_definitions
 from recall_dagster.config.dagster import DagsterConfig
 from recall_dagster.graph import LiteGraph
 from recall_dagster.config.load import load
-from recall_dagster.impact.measured import measure_scan
-from recall_dagster.impact.models import MlflowModels
+from recall_dagster.impact.measured import mlflow_measure
 from recall_dagster.instants import iso_instant
 from recall_dagster.baselines import JsonStateStore
-from recall_dagster.scan import run_scan
+from recall_dagster.scan import gather, run_scan
 from recall_dagster.settings import Settings
 from recall_dagster.shard_parts import ShardParts
-from recall_dagster.scan import gather
 from tests.scan.detector_spy import count_detector_runs, volatile_detectors
 from tests.scan.scan_estates import SCAN_AT_MS, ingest
 
@@ -66,9 +64,8 @@ def test_the_nightly_shards_merge_into_exactly_one_scan(
     reference = shutil.copyfile(general, tmp_path / "reference.db")
     home = Settings(home=tmp_path / "one", graph=str(reference))
     with closing(LiteGraph(reference)) as graph:  # as `recall scan --as-of` does: detect, then replay on the models
-        scanned = run_scan(graph, load().scan, JsonStateStore(tmp_path / "one"), scanned_at_ms=SCAN_AT_MS)
-        one_scan = measure_scan(graph, scanned, load().lifecycle, load().impact,
-                                MlflowModels(home.mlflow_uri, load().impact))
+        one_scan = run_scan(graph, load().scan, JsonStateStore(tmp_path / "one"), scanned_at_ms=SCAN_AT_MS,
+                            measure=mlflow_measure(home, load().lifecycle, load().impact))
     graph_file = shutil.copyfile(general, tmp_path / "general.db")
     defs = location(tmp_path / "home", graph_file)
     with instance_for_test(overrides=storage) as instance:

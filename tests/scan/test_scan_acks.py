@@ -13,7 +13,8 @@ from scan_closures import HOUR, NOW, closure, ds, feature
 
 from recall_dagster.acks.model import Accepted, Acknowledgement, fingerprint, split
 from recall_dagster.cli import cli
-from recall_dagster.detect import DetectorState, ownership_vacuum, run_detectors, upstream_staleness
+from recall_dagster.detect import DetectorState, ownership_vacuum, upstream_staleness
+from recall_dagster.scan import judged
 from recall_dagster.detect.finding import Finding, Severity
 from recall_dagster.instants import iso_instant
 from recall_dagster.results import score_models
@@ -99,7 +100,7 @@ def test_changed_evidence_is_a_new_finding_for_detectors_without_an_identity() -
 
 def test_an_accepted_finding_is_shown_not_scored(config):
     c, found = stale(config, NOW - 300 * HOUR)
-    detection = run_detectors([c], config, {})
+    detection = judged([c], config, {})
     [plain] = score_models([c], detection, config, at_ms=NOW)
     [acked] = score_models([c], detection, config, acks=[accept(found)], at_ms=NOW)
     assert plain.score.value > acked.score.value, "the staleness no longer counts"
@@ -113,8 +114,8 @@ def test_an_accepted_finding_is_shown_not_scored(config):
 
 def test_an_accepted_finding_puts_no_dataset_at_risk(config):
     c, found = stale(config, NOW - 300 * HOUR)
-    assert found.cause in {b.dataset for b in run_detectors([c], config, {}).blast_radius}
-    still_open = run_detectors([c], config, {}, lambda closure, fs: split(closure, fs, [accept(found)], NOW).open)
+    assert found.cause in {b.dataset for b in judged([c], config, {}).blast_radius}
+    still_open = judged([c], config, {}, acks=[accept(found)], at_ms=NOW)
     assert still_open.blast_radius == () and "blast_radius" not in {f.detector for f in still_open.findings[c.urn]}
 
 

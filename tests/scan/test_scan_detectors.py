@@ -6,7 +6,8 @@ from dataclasses import replace
 
 from scan_closures import HOUR, NOW, closure, cols, ds, feature, run, urn
 
-from recall_dagster.detect import DetectorState, Severity, run_detectors
+from recall_dagster.detect import DetectorState, Severity
+from recall_dagster.scan import judged
 from recall_dagster.detect import (
     deprecated_upstream,
     failing_assertion,
@@ -271,7 +272,7 @@ def test_retuning_is_a_config_change(config):
     strict = tuned(detectors={"pii_exposure": {"severity": {"unjustified": "CRITICAL"}}})
     assert pii_exposure.detect(c, strict, STATE)[0].severity is Severity.CRITICAL
     off = tuned(detectors={"pii_exposure": {"enabled": False}})
-    assert all(f.detector != "pii_exposure" for fs in run_detectors([c], off, {}).findings.values() for f in fs)
+    assert all(f.detector != "pii_exposure" for fs in judged([c], off, {}).findings.values() for f in fs)
 
 
 def test_depth_limit_and_cycles_in_assembly(config):
@@ -289,8 +290,8 @@ def test_findings_are_sorted_and_deterministic(config):
         datasets=[ds("old", deprecated=True, owners=())],
         owners=(),
     )
-    first = run_detectors([c], config, {}).findings[c.urn]
-    second = run_detectors([c], config, {}).findings[c.urn]
+    first = judged([c], config, {}).findings[c.urn]
+    second = judged([c], config, {}).findings[c.urn]
     assert first == second
     assert [f.severity.rank for f in first] == sorted(f.severity.rank for f in first)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import tempfile
 from contextlib import closing
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from recall_dagster.estate.shards import Shard
 from recall_dagster.graph import LiteGraph
 from recall_dagster.baselines import JsonStateStore, MemoryStateStore
 from recall_dagster.config.load import load
-from recall_dagster.scan import left_out, merge_shards, run_scan, scan_shard
+from recall_dagster.scan import Pipeline, run_scan
 from recall_dagster.settings import Settings
 from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.writeback.run import dry_run
@@ -29,13 +28,12 @@ def _json(result) -> dict:  # noqa: ANN001 - a ScanResult
     return {k: v for k, v in result.to_json().items() if k != "resolve"}
 
 
-def _sharded(graph, store_for, count: int, at_ms: int, **options):  # noqa: ANN001, ANN003
-    """The shards' parts and their merge, with what the Dagster merge says beyond the closures (:func:`left_out`)."""
-    parts = [scan_shard(graph, CONFIG, store_for(shard), scanned_at_ms=at_ms, shard=shard, **options)
+def _sharded(graph, store_for, count: int, at_ms: int, snapshots=None, **options):  # noqa: ANN001, ANN003
+    """The shards' parts, each its own pipeline as parallel runs are, and the scan they gather into."""
+    parts = [Pipeline(CONFIG, store_for(shard), snapshots).shard(graph, scanned_at_ms=at_ms, shard=shard, **options)
              for shard in Shard.all(count)]
-    merged = merge_shards(parts, CONFIG, graph=graph.location)
-    unserved, unlinked = left_out(graph, [m.closure for m in merged.models], CONFIG, at_ms)
-    return parts, replace(merged, without_production=unserved, unlinked=unlinked)
+    pipeline = Pipeline(CONFIG, store_for(None), snapshots)
+    return parts, pipeline.finish(graph, pipeline.gathered(graph, parts))
 
 
 @settings(max_examples=25, deadline=None, derandomize=True,
@@ -79,20 +77,19 @@ def test_shards_write_back_and_record_what_one_scan_does(estate, tmp_path) -> No
 
 def test_shards_that_do_not_add_up_are_refused(estate) -> None:
     with closing(LiteGraph(estate("general"))) as graph:
-        parts = [scan_shard(graph, CONFIG, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS, shard=s)
-                 for s in Shard.all(4)]
+        pipeline = Pipeline(CONFIG, MemoryStateStore())
+        parts = [pipeline.shard(graph, scanned_at_ms=SCAN_AT_MS, shard=s) for s in Shard.all(4)]
         with pytest.raises(ConfigError, match="missing 2-of-4"):
-            merge_shards([parts[0], parts[1], parts[3]], CONFIG, graph=graph.location)
+            pipeline.gathered(graph, [parts[0], parts[1], parts[3]])
         with pytest.raises(ConfigError, match="given twice 1-of-4"):
-            merge_shards([*parts, parts[1]], CONFIG, graph=graph.location)
-        late = scan_shard(graph, CONFIG, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS + 1, shard=Shard(3, 4))
+            pipeline.gathered(graph, [*parts, parts[1]])
+        late = pipeline.shard(graph, scanned_at_ms=SCAN_AT_MS + 1, shard=Shard(3, 4))
         with pytest.raises(ConfigError, match="different instants .*3-of-4 at"):
-            merge_shards([*parts[:3], late], CONFIG, graph=graph.location)
+            pipeline.gathered(graph, [*parts[:3], late])
         with pytest.raises(ConfigError, match="no shard to merge"):
-            merge_shards([], CONFIG, graph=graph.location)
+            pipeline.gathered(graph, [])
         with pytest.raises(ConfigError, match="a shard may not hold the table"):
-            scan_shard(graph, CONFIG, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS, shard=Shard(0, 2),
-                       accept_schema=["*"])
+            pipeline.detect(pipeline.gathered(graph, parts), accept_schema=["*"])
     with pytest.raises(ConfigError, match="INDEX-of-COUNT"):
         Shard.parse("2/4")
     with pytest.raises(ConfigError, match="does not exist"):
