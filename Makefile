@@ -25,7 +25,7 @@ test: $(STAMP)
 	$(BIN)/ruff check --quiet .
 	$(PYTEST) -m "not slow"
 
-# mypy over the package ([tool.mypy]): a minute from a cold cache, so apart from make test's five; CI runs it
+# mypy over the package ([tool.mypy]) alone; make test runs it too, as one of its tests (tests/test_types.py)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
