@@ -8,6 +8,9 @@ peak memory). While paused, reference counting still frees everything that is
 not in a cycle. At the end every live object is put straight into the oldest
 generation (freeze, unfreeze), so the next young collections do not walk them
 once more either.
+
+A process that hosts Recall and manages its own memory, a Dagster run, says so (:func:`hosted`): while it does,
+nothing here touches its collector.
 """
 
 from __future__ import annotations
@@ -19,11 +22,21 @@ from typing import Callable, Iterator, ParamSpec, TypeVar
 
 P = ParamSpec("P")
 T = TypeVar("T")
+_hosts = 0  # hosts in this process using Recall now (Dagster steps): the collector is theirs while one is
+
+
+def hosted(starting: bool) -> None:
+    """A host starts (or stops) using Recall in this process; while any does, :func:`paused` pauses nothing."""
+    global _hosts
+    _hosts = max(0, _hosts + (1 if starting else -1))
 
 
 @contextmanager
 def paused() -> Iterator[None]:
-    """No cycle collection inside; nested pauses leave the collector to the outermost."""
+    """No cycle collection inside; nested pauses leave the collector to the outermost; under a host, nothing."""
+    if _hosts:
+        yield
+        return
     collecting = gc.isenabled()
     gc.disable()
     try:

@@ -14,11 +14,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dagster import ConfigurableResource, EnvVar
+from dagster import ConfigurableResource, EnvVar, InitResourceContext
 
 from recall_dagster.graph import MetadataGraph, open_graph
 from recall_dagster.config.load import Configuration, load
 from recall_dagster.baselines import JsonStateStore
+from recall_dagster.collector import hosted
 from recall_dagster.impact.measured import mlflow_measure
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.scan import Pipeline
@@ -87,6 +88,13 @@ class RecallResource(ConfigurableResource):
             warehouse=WarehouseResource(url=settings.warehouse_url or ""),
             mlflow=MlflowResource(tracking_uri=settings.mlflow_tracking_uri or ""),
         )
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        """A Dagster run's memory is Dagster's: Recall leaves its garbage collector alone while the run uses it."""
+        hosted(True)
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        hosted(False)
 
     def config_file(self) -> str | None:
         """``RECALL_CONFIG`` as configured, at run time and while definitions load (before Dagster resolves an EnvVar)."""
