@@ -16,6 +16,7 @@ from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState, Exposure
 from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.detect.declared import Detector
 
 NAME = "blast_radius"
 CASES = ("at_risk",)
@@ -100,3 +101,4 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
+DETECTOR = Detector(NAME, detect, CASES)

@@ -7,9 +7,9 @@ through the state, so it stays a pure ``(closure, config, state)`` function.
 Either pass can take what it found before on the same closures (:class:`Judged`,
 :class:`Spread`) instead of judging again: a rescan of an unchanged estate keeps
 them (:mod:`recall_dagster.verdicts`).  What each detector reads decides when
-its verdict may be kept: the closure and the config only (kept while the closure
-is unchanged), the stored schema baselines too (kept while they are the same),
-or the scan's instant (judged again on every scan).
+its verdict may be kept, as each declares (:class:`~recall_dagster.detect.declared.Reads`): the closure and
+the config only (kept while the closure is unchanged), the stored schema baselines too (kept while they are
+the same), or the scan's instant (judged again once its verdict may have turned).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from recall_dagster.detect import (
     version_mismatch,
 )
 from recall_dagster.detect.config import RecallConfig
+from recall_dagster.detect.declared import Detector
 from recall_dagster.detect.finding import Finding
 from recall_dagster.detect.holds import Timed
 from recall_dagster.detect.state import DetectorState, Exposure, SchemaBaseline
@@ -40,27 +41,8 @@ from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.columns import ColumnGraph, column_graph
 
-DetectFn = Callable[[ModelClosure, RecallConfig, DetectorState], list[Finding]]
-
-
-@dataclass(frozen=True)
-class Detector:
-    name: str
-    detect: DetectFn
-    cases: tuple[str, ...]  # severity cases it reads from recall.yaml
-    identity: Callable[[Finding], Any] | None  # what identifies a finding's evidence, when not all of it
-    volatile: bool = False  # reads the scan's instant: judged again once its verdict may have turned (``holds``)
-    reads_baselines: bool = False  # reads the stored schema baselines: its verdict holds while they are the same
-    # a volatile detector's word on the first later instant its verdict may differ at (:mod:`.holds`; None from
-    # it: none); a detector without one is judged again at every other instant
-    holds: Callable[[ModelClosure, RecallConfig, DetectorState], int | None] | None = None
-    # redraws findings that carry the instant (judged at the first instant) at the second; None when it cannot
-    restamp: Callable[[Sequence[Finding], int, int], list[Finding] | None] | None = None
-
-
 DETECTORS: tuple[Detector, ...] = tuple(
-    Detector(m.NAME, m.detect, m.CASES, getattr(m, "identity", None), getattr(m, "VOLATILE", False),
-             getattr(m, "READS_BASELINES", False), getattr(m, "holds", None), getattr(m, "restamp", None))
+    m.DETECTOR
     for m in (
         training_source_schema_drift,
         orphaned_feature,

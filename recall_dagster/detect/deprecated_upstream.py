@@ -10,6 +10,7 @@ from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.detect.declared import Detector
 
 NAME = "deprecated_upstream"
 CASES = ("deprecated", "removed")
@@ -39,3 +40,6 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
             )
         )
     return findings
+
+
+DETECTOR = Detector(NAME, detect, CASES)

@@ -38,10 +38,10 @@ from recall_dagster.estate.measures import assertion_weight
 from recall_dagster.estate.reach import origins_of, passing_columns, reaches
 from recall_dagster.estate.views import Assertion
 from recall_dagster.severity import Severity
+from recall_dagster.detect.declared import Detector, Reads
 
 NAME = "failing_assertion"
 CASES = ("FAILURE", "ERROR")
-VOLATILE = True  # judged at the scan's instant, kept until a test runs again (holds)
 
 
 def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
@@ -176,3 +176,6 @@ def holds(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> 
     run after it of a test on, or build of, any of the closure's datasets."""
     at = closure.scanned_at_ms
     return state.memo.judgements((NAME, "next run", at)).least(closure.datasets, lambda d: _next_run(d, at))
+
+
+DETECTOR = Detector(NAME, detect, CASES, Reads.INSTANT, identity=identity, holds=holds)

@@ -1,6 +1,6 @@
 """How long a verdict that reads the scan's instant stays what it is.
 
-A detector that reads the instant (``VOLATILE``) finds the same in an unchanged
+A detector that reads the instant (``Reads.INSTANT``) finds the same in an unchanged
 closure at every instant until something dated between the two instants turns
 up: a test run (failing assertions), a record of a change or a table's window
 running out (staleness), a profile (profile drift).  Each such detector says,

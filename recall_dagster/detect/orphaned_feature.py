@@ -19,6 +19,7 @@ from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import Dataset, Feature, ModelClosure, display_name
+from recall_dagster.detect.declared import Detector
 
 NAME = "orphaned_feature"
 CASES = ("missing", "removed", "deprecated")
@@ -99,3 +100,6 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
         for feature in closure.features
         for case, message, evidence in _problems(closure, feature, gone)
     ]
+
+
+DETECTOR = Detector(NAME, detect, CASES)

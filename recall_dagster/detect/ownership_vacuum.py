@@ -11,6 +11,7 @@ from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import ModelClosure, Owner
+from recall_dagster.detect.declared import Detector
 
 NAME = "ownership_vacuum"
 CASES = ("model", "dataset")
@@ -57,3 +58,6 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
             )
         )
     return findings
+
+
+DETECTOR = Detector(NAME, detect, CASES)

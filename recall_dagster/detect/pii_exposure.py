@@ -11,6 +11,7 @@ from recall_dagster.detect.config import PiiConfig, RecallConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import Dataset, Model, ModelClosure, Term
+from recall_dagster.detect.declared import Detector
 
 NAME = "pii_exposure"
 CASES = ("unjustified",)
@@ -58,3 +59,6 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
             )
         )
     return findings
+
+
+DETECTOR = Detector(NAME, detect, CASES)

@@ -23,11 +23,11 @@ from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.estate.views import ColumnProfile, Dataset, Profile
 from recall_dagster.estate.columns import Col, ColumnGraph, column_name
+from recall_dagster.detect.declared import Detector, Reads
 
 NAME = "profile_drift"
 CASES = ("shift",)
 # Judged at the scan's instant: kept until a newer profile of the closure's data (holds; recall_dagster.verdicts).
-VOLATILE = True
 ROWS = ""  # the "column" a table's row count is kept under
 TRAINED = "the profile when this version trained"
 PREVIOUS = "the profile before it (no training time is recorded)"
@@ -199,3 +199,6 @@ def holds(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> 
     at = closure.scanned_at_ms
     return state.memo.judgements((NAME, "next profile", at)).least(
         closure.datasets, lambda d: first_after(at, (p.at_ms for p in d.profiles)) if d.profiles else None)
+
+
+DETECTOR = Detector(NAME, detect, CASES, Reads.INSTANT, identity=identity, holds=holds)

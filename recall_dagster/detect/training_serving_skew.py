@@ -21,6 +21,7 @@ from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.storage import is_object_store, same_data
+from recall_dagster.detect.declared import Detector
 
 NAME = "training_serving_skew"
 CASES = ("serving_not_trained", "trained_not_served", "no_training_run")
@@ -122,3 +123,6 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
                 )
             )
     return findings
+
+
+DETECTOR = Detector(NAME, detect, CASES)

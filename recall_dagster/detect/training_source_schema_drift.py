@@ -22,12 +22,12 @@ from recall_dagster.detect.memo import Memo
 from recall_dagster.detect.state import DetectorState, SchemaBaseline
 from recall_dagster.estate import Dataset, FieldRef, ModelClosure
 from recall_dagster.estate.columns import Col, column_name
+from recall_dagster.detect.declared import Detector, Reads
 
 NAME = "training_source_schema_drift"
 CASES = ("model_input_column", "other_column")
 # Judged against the stored schema baselines: its verdicts are kept only while they are the same
 # (recall_dagster.verdicts).
-READS_BASELINES = True
 
 
 def _leaf(path: str) -> str:
@@ -164,3 +164,6 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
             )
         )
     return findings
+
+
+DETECTOR = Detector(NAME, detect, CASES, Reads.BASELINES)

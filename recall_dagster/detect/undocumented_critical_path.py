@@ -14,6 +14,7 @@ from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import ModelClosure
+from recall_dagster.detect.declared import Detector
 
 NAME = "undocumented_critical_path"
 CASES = ("undocumented",)
@@ -46,3 +47,6 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
             )
         )
     return findings
+
+
+DETECTOR = Detector(NAME, detect, CASES)

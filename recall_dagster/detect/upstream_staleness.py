@@ -20,12 +20,12 @@ from recall_dagster.detect.holds import earliest, first_after
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import Dataset, Freshness, ModelClosure
 from recall_dagster.instants import HOUR_MS
+from recall_dagster.detect.declared import Detector, Reads
 
 NAME = "upstream_staleness"
 CASES = ("stale",)
 # Judged at the scan's instant: kept until a record of a change turns up or a fresh table's window runs out
 # (holds), a stale table's age redrawn at each instant (restamp; recall_dagster.verdicts).
-VOLATILE = True
 _CHANGED = " last changed {} ago, past its {} window"  # the part of the message that reads the instant
 
 
@@ -138,3 +138,6 @@ def restamp(findings: Sequence[Finding], judged_at_ms: int, at_ms: int) -> list[
         out.append(replace(f, message=head + _CHANGED.format(_span(now), _span(window)) + tail,
                            evidence={**f.evidence, "age_hours": round(now, 1)}))
     return out
+
+
+DETECTOR = Detector(NAME, detect, CASES, Reads.INSTANT, identity=identity, holds=holds, restamp=restamp)

@@ -10,6 +10,7 @@ from recall_dagster.detect.config import RecallConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.detect.declared import Detector
 
 NAME = "version_mismatch"
 CASES = ("mismatch",)
@@ -33,3 +34,6 @@ def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) ->
         )
         for deployment in closure.live_deployments
     ]
+
+
+DETECTOR = Detector(NAME, detect, CASES)

@@ -35,9 +35,9 @@ def test_every_detector_that_reads_the_instant_or_the_baselines_says_so() -> Non
     for detector in catalogue.DETECTORS:
         module = importlib.import_module(f"recall_dagster.detect.{detector.name}")
         source = open(module.__file__).read()
-        assert detector.volatile == ("scanned_at_ms" in source), f"{detector.name}: VOLATILE must say it reads the instant"
+        assert detector.volatile == ("scanned_at_ms" in source), f"{detector.name}: must declare reads=Reads.INSTANT"
         assert detector.reads_baselines == ("schema_baselines" in source), \
-            f"{detector.name}: READS_BASELINES must say it reads the schema baselines"
+            f"{detector.name}: must declare reads=Reads.BASELINES"
 
 
 def test_an_unchanged_estate_is_judged_again_only_by_the_detectors_that_may_have_turned(
@@ -230,11 +230,11 @@ def test_a_kept_verdict_is_the_same_at_another_instant_and_under_other_baselines
             later = detector.detect(closure.at(SCAN_AT_MS + 60 * DAY), config, DetectorState(schema_baselines=recorded))
             other = detector.detect(closure, config, DetectorState(schema_baselines=retyped))
             if now != later:
-                assert detector.volatile, f"{detector.name} finds otherwise at another instant: it must say VOLATILE"
+                assert detector.volatile, f"{detector.name} finds otherwise at another instant: it must declare Reads.INSTANT"
                 turned.add(detector.name)
             if now != other:
                 assert detector.reads_baselines or detector.volatile, \
-                    f"{detector.name} finds otherwise under other baselines: it must say READS_BASELINES"
+                    f"{detector.name} finds otherwise under other baselines: it must declare Reads.BASELINES"
                 turned.add(detector.name)
     assert {"upstream_staleness", "training_source_schema_drift"} <= turned
 
@@ -257,3 +257,16 @@ def test_a_kept_blast_radius_is_judged_again_where_a_dataset_changed_standing(es
         afresh = catalogue.second_pass(closures, now, config)
         assert partly.findings == afresh.findings and partly.blast_radius == afresh.blast_radius
     assert catalogue.second_pass(closures, fewer, config).findings != before.findings
+
+
+def test_a_detector_declaring_what_it_cannot_read_is_refused_when_it_is_declared() -> None:
+    """Only a detector judged at the instant can say how long its verdict holds; a misspelt or missing
+    declaration fails where the detector is declared, not as a verdict silently kept."""
+    from recall_dagster.detect.declared import Detector, Reads
+    from recall_dagster.detect.upstream_staleness import detect, holds
+
+    with pytest.raises(TypeError, match="only a detector that reads the instant"):
+        Detector("stale_twin", detect, ("stale",), Reads.CLOSURE, holds=holds)
+    with pytest.raises(TypeError, match="reads is one of CLOSURE, BASELINES, INSTANT"):
+        Detector("stale_twin", detect, ("stale",), "instant")  # type: ignore[arg-type]
+    assert Detector("stale_twin", detect, ("stale",), Reads.INSTANT, holds=holds).volatile
