@@ -115,10 +115,10 @@ def _gathered(config: ScanConfig, recall: RecallResource, shards: int) -> Output
     """Every shard's part of one scan, as ``shard_scans`` left them; parts that do not add up to one scan of
     the estate (missing, or of different instants) fail the step by name."""
     settings = recall.settings()
-    parts = ShardParts(settings.state_dir, settings.graph, config.include_all).load(shards)
     with recall.open_graph() as graph:
         acks = in_force(graph, settings, recall.configuration().scan.acknowledgements)
         try:
+            parts = ShardParts(settings.state_dir, settings.graph, config.include_all).load(shards)
             read = recall.pipeline().gathered(graph, parts, acks=acks)
         except ConfigError as err:
             raise Failure(str(err)) from err

@@ -24,14 +24,16 @@ from dagster import (
     build_sensor_context,
     instance_for_test,
 )
+from click.testing import CliRunner
 from mlflow import MlflowClient
 
+from recall_dagster.cli import cli
 from recall_dagster.config.load import load
 from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.graph import LiteGraph
 from recall_dagster.settings import Settings
 from seed.stack.warehouse import ensure_warehouse
-from tests.conftest import built_estate
+from tests.conftest import built_estate, point_recall_at
 from tests.gate_runs import withheld
 from seed.dagster.definitions import build_definitions
 
@@ -83,6 +85,10 @@ def asked_for(defs: Definitions, sensor: str) -> dict[str, Any]:
     return {key: defs.resources[key] for key in defs.resolve_sensor_def(sensor).required_resource_keys}
 
 
+def _judged(model: dict[str, Any]) -> dict[str, Any]:
+    return {k: model[k] for k in ("urn", "score", "tier", "findings")}
+
+
 def fraud_versions(settings: Settings) -> list[int]:
     client = MlflowClient(tracking_uri=settings.mlflow_uri, registry_uri=settings.mlflow_uri)
     return sorted(int(v.version) for v in client.search_model_versions("name = 'fraud_detector'"))
@@ -110,7 +116,9 @@ def test_the_scan_materializes_with_metadata_and_evidence(defs, instance, estate
     assert "No model reaches the fail tier CRITICAL." in (evidence / "report.md").read_text()
 
 
-def test_a_failed_dbt_test_is_a_failed_check_the_sensor_turns_into_a_scan(defs, instance, estate: Settings) -> None:
+def test_a_failed_dbt_test_is_a_failed_check_the_sensor_turns_into_a_scan(
+    defs, instance, estate: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     baseline = sense(defs, instance, "dbt_test_failures").cursor
     bad_load(estate)
     build = run(defs, instance, "dbt_build")
@@ -131,6 +139,12 @@ def test_a_failed_dbt_test_is_a_failed_check_the_sensor_turns_into_a_scan(defs, 
         measured["findings"]
     ), "the failing not-null test is replayed on fraud_detector at the share of rows that failed"
     assert measured["pass"] == 1, "a few hundred NULL prices do not move the model: the replay passes"
+    point_recall_at(estate, monkeypatch)
+    done = CliRunner().invoke(cli, ["scan", "--json", "--model", "fraud_detector"])
+    assert done.exit_code in (0, 1), done.output
+    assert [_judged(m) for m in json.loads(done.output)["models"]] == [
+        _judged(m) for m in rescan.output_for_node("risk_scores").to_json()["models"]
+    ], "the CLI and the Dagster assets run one pipeline: the same findings, measured alike, scores and tiers"
     assert "blast_radius" not in metadata(rescan, "risk_findings"), "the first pass: measured before it spreads"
     assert "warehouse.marts.fct_transactions" not in measured["blast_radius"] + scores["blast_radius"], (
         "measured harmless, the failing test endangers no one: the blast radius spreads the measured severity"
