@@ -175,6 +175,7 @@ def depends_on(closure: ModelClosure) -> frozenset[str]:
         *closure.datasets,
         *(a.urn for d in datasets for a in d.assertions),
         *(o.urn for d in datasets for o in d.owners),
+        *(w for d in datasets for w in d.writer_urns),
         *(t.urn for d in datasets for t in d.terms),
         *(t.urn for d in datasets for f in d.fields or () for t in f.terms),
     })

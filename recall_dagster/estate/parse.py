@@ -256,6 +256,7 @@ def parse_dataset(
     operations_ms: tuple[tuple[int, int], ...] = (),
     builds_ms: tuple[int, ...] = (),
     written_by: tuple[str, ...] = (),
+    writer_urns: tuple[str, ...] = (),
     assertions: tuple[Assertion, ...] = (),
     profiles: tuple[Profile, ...] = (),
 ) -> Dataset:
@@ -287,6 +288,7 @@ def parse_dataset(
         operations_ms=operations_ms,
         builds_ms=builds_ms,
         written_by=written_by,
+        writer_urns=writer_urns,
         last_modified_ms=_last_modified(props, _get(aspects, SchemaMetadataClass)),
         property_updated_ms=_epoch_ms(property_value) if property_value else None,
         property_name=freshness_property if property_value else None,

@@ -9,7 +9,7 @@ together so a warehouse shared by ten models is read once, not ten times.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Iterable, Mapping, Sequence, cast
+from typing import Iterable, Mapping, NamedTuple, Sequence, cast
 
 from datahub.metadata.schema_classes import (
     AssertionInfoClass,
@@ -143,7 +143,12 @@ def _builds(graph: MetadataGraph, producers: Mapping[str, set[str]]) -> dict[str
     return {d: tuple(sorted((done[r] for r in found if r in done), reverse=True)) for d, found in producers.items()}
 
 
-def _writers(graph: MetadataGraph, producers: Mapping[str, set[str]]) -> dict[str, tuple[str, ...]]:
+class _Writers(NamedTuple):
+    names: tuple[str, ...]  # as a person finds them in the orchestrator: 'dagster: dbt_build/dbt_warehouse'
+    urns: tuple[str, ...]  # the jobs and their flows read for those names: a change to one is a change to the table
+
+
+def _writers(graph: MetadataGraph, producers: Mapping[str, set[str]]) -> dict[str, _Writers]:
     """The orchestrator jobs recorded as writing each dataset (a Dagster op, through DataHub's Dagster
     plugin), named as a person finds them in the orchestrator: which job to rerun when the table is stale."""
     jobs = _sorted(j for found in producers.values() for j in found if j.startswith(DATA_JOB))
@@ -153,7 +158,8 @@ def _writers(graph: MetadataGraph, producers: Mapping[str, set[str]]) -> dict[st
     flows = {j: parse.flow_of(j) for j in jobs}
     flow_read = graph.get_aspects(_sorted(set(flows.values())), [DataFlowInfoClass])
     named = {j: parse.writer_name(j, read[j], flow_read[flows[j]]) for j in jobs}
-    return {d: tuple(sorted(named[j] for j in found if j in named)) for d, found in producers.items()}
+    return {d: _Writers(tuple(sorted(named[j] for j in mine)), tuple(sorted({*mine, *(flows[j] for j in mine)})))
+            for d, found in producers.items() if (mine := [j for j in found if j in named])}
 
 
 def _dangling_references(raw: AspectMap, inputs: Sequence[str]) -> dict[str, str]:
@@ -260,7 +266,8 @@ def resolve(
             # a table known only by its operations (written by a job, never catalogued) still exists
             operations_ms=_operations(operations[u]),
             builds_ms=builds.get(u, ()),
-            written_by=writers.get(u, ()),
+            written_by=writers[u].names if u in writers else (),
+            writer_urns=writers[u].urns if u in writers else (),
             assertions=assertions.get(u, ()),
             profiles=parse.parse_profiles(profiles[u]),
         )

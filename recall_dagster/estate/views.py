@@ -146,6 +146,7 @@ class Dataset:
     operations_ms: tuple[tuple[int, int], ...] = ()
     builds_ms: tuple[int, ...] = ()  # when a run that writes it (a dbt model's build) last succeeded, newest first
     written_by: tuple[str, ...] = ()  # the orchestrator jobs recorded as writing it: 'dagster: dbt_build/dbt_warehouse'
+    writer_urns: tuple[str, ...] = ()  # those jobs and their flows, whose aspects give those names
     last_modified_ms: int | None = None
     property_updated_ms: int | None = None
     property_name: str | None = None

@@ -106,3 +106,25 @@ def test_the_orchestrator_job_writing_a_table_is_named(graph: LiteGraph) -> None
     [closure] = resolve_closures(graph, load().scan.resolve, scanned_at_ms=T0, include_all=True)
     assert closure.dataset(mart).written_by == ("dagster: dbt_build/dbt_warehouse",)
     assert closure.dataset(mart).freshness_at(T0) is None, "a job that writes it says nothing of when it last ran"
+
+
+@pytest.mark.parametrize("renamed", ["flow", "job"])
+def test_a_renamed_writer_reaches_the_model_in_an_incremental_rescan(graph: LiteGraph, renamed: str) -> None:
+    """The job and the flow are read for the name a table's writer goes by, so renaming either is a change to
+    every closure holding the table: a rescan reads it again and agrees with a full read."""
+    mart, options = make_estate().mart, load().scan.resolve
+    flow = DataFlow(orchestrator="dagster", id="defs/dbt_build", env="PROD", name="dbt_build")
+    op = DataJob(id="defs/dbt_warehouse", flow_urn=flow.urn, name="dbt_warehouse")
+    op.outlets = [DatasetUrn.from_string(mart)]
+    graph.emit_mcps([*flow.generate_mcp(), *op.generate_mcp()]).raise_if_failed("dagster")
+    _, first, _ = resolve_incremental(graph, options, scanned_at_ms=T0, include_all=True, previous=None)
+    if renamed == "flow":
+        flow.name = "nightly_build"
+        graph.emit_mcps(list(flow.generate_mcp())).raise_if_failed("renamed flow")
+    else:
+        op.name = "warehouse_models"
+        graph.emit_mcps(list(op.generate_mcp())).raise_if_failed("renamed job")
+    closures, _, rescan = resolve_incremental(graph, options, scanned_at_ms=T0, include_all=True, previous=first)
+    full = resolve_closures(graph, options, scanned_at_ms=T0, include_all=True)
+    assert full[0].dataset(mart).written_by != first.closures[full[0].urn].dataset(mart).written_by
+    assert (rescan.mode, closures) == ("incremental", full)
