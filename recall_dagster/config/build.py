@@ -56,7 +56,21 @@ def _folded(values: Iterable[str]) -> frozenset[str]:
     return frozenset(v.casefold() for v in values)
 
 
-def _scan(f: RecallFile, source: str) -> RecallConfig:
+@dataclass(frozen=True)
+class _Reading:
+    """What the scan and the lifecycle both read from ``lifecycle:``, built once for both: how a failure reaches
+    a model and which results fail."""
+
+    reach: ReachOptions
+    failing_results: frozenset[str]
+
+    @classmethod
+    def of(cls, lc: Lifecycle) -> "_Reading":
+        return cls(ReachOptions(table_level=lc.table_level, name_matching=lc.name_matching),
+                   frozenset(r.upper() for r in lc.failing_results))
+
+
+def _scan(f: RecallFile, source: str, reading: _Reading) -> RecallConfig:
     s = f.scoring
     config = RecallConfig(
         source=source,
@@ -89,8 +103,8 @@ def _scan(f: RecallFile, source: str) -> RecallConfig:
         blast_radius=BlastRadiusConfig(tuple(f.blast_radius.at_risk_detectors), f.blast_radius.min_severity),
         detectors={name: DetectorConfig(d.enabled, dict(d.severity)) for name, d in f.detectors.items()},
         profile_drift=ProfileDriftConfig(**f.profile_drift.model_dump()),
-        reach=ReachOptions(table_level=f.lifecycle.table_level, name_matching=f.lifecycle.name_matching),
-        failing_results=frozenset(r.upper() for r in f.lifecycle.failing_results),
+        reach=reading.reach,
+        failing_results=reading.failing_results,
         acknowledgements=AckPolicy(f.acknowledgements.max_days, frozenset(f.acknowledgements.trusted_authors),
                                    f.acknowledgements.key_env),
     )
@@ -98,13 +112,15 @@ def _scan(f: RecallFile, source: str) -> RecallConfig:
     return config
 
 
-def _lifecycle(lc: Lifecycle, source: str, warehouse: Warehouse, dagster_url: str) -> LifecycleConfig:
+def _lifecycle(
+    lc: Lifecycle, source: str, reading: _Reading, warehouse: Warehouse, dagster_url: str
+) -> LifecycleConfig:
     bands = tuple(sorted(lc.severity.bands.items(), key=lambda band: -band[1]))
     gate = lc.gate
     return LifecycleConfig(
         source=source,
-        failing_results=frozenset(r.upper() for r in lc.failing_results),
-        reach=ReachOptions(table_level=lc.table_level, name_matching=lc.name_matching),
+        failing_results=reading.failing_results,
+        reach=reading.reach,
         severity=SeverityConfig(
             bands=bands,
             not_live_step_down=lc.severity.not_live_step_down,
@@ -199,11 +215,11 @@ def build(f: RecallFile, source: str) -> Configuration:
     """Each domain's view of the checked file ``f``; ``source`` is the file that spoke last, for messages."""
     warehouse = Warehouse(f.warehouse.dbt_project, f.warehouse.profiles_dir, f.warehouse.target,
                           f.warehouse.read_timeout_seconds)
-    d = f.dagster
+    d, reading = f.dagster, _Reading.of(f.lifecycle)
     return Configuration(
         source=source,
-        scan=_scan(f, source),
-        lifecycle=_lifecycle(f.lifecycle, source, warehouse, f.dagster.webserver_url),
+        scan=_scan(f, source, reading),
+        lifecycle=_lifecycle(f.lifecycle, source, reading, warehouse, f.dagster.webserver_url),
         impact=_impact(f.impact, source, warehouse),
         writeback=_writeback(f.writeback),
         protect=ProtectConfig(
