@@ -20,7 +20,9 @@ from recall_dagster.baselines import Baselines, StateStore
 from recall_dagster.collector import while_paused
 from recall_dagster.detect import Detection, RecallConfig
 from recall_dagster.detect.state import SchemaBaseline
-from recall_dagster.detect.catalogue import Found, Judged, Judgement, first_pass, judge, kept_verdicts, keepable, second_pass
+from recall_dagster.detect.catalogue import (
+    Found, Judged, Judgement, first_pass, judge, kept_verdicts, keepable, second_pass,
+)
 from recall_dagster.errors import ConfigError, ModelNotFound, NoProductionVersion
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.columns import ColumnGraph
@@ -229,7 +231,7 @@ def scan_closures(
 class ShardScan:
     """One shard's part of a scan: its closures and what the detectors that need one closure found in them.
 
-    The blast radius needs the whole estate, so it waits for :func:`merge_shards`.
+    The blast radius needs the whole estate, so it waits for :meth:`Pipeline.gathered`.
     """
 
     shard: Shard | None  # None: the whole estate in one part
@@ -317,7 +319,7 @@ def kept_lists(
 ) -> Iterator[MetadataGraph]:
     """``graph``, listing models, groups and assertions from the last scan's lists and what changed since, when
     a scan of the whole estate keeps a snapshot (:class:`~recall_dagster.estate.listings.KnownListings`); the
-    lists it gave are kept when the scan ends without an error."""
+    lists it gave are kept when the read ends without an error."""
     if snapshots is None or models:
         yield graph
         return
