@@ -372,6 +372,7 @@ class Pipeline:
     snapshots: SnapshotStore | None = None
     measure: Measure | None = None
 
+    @while_paused
     def read(
         self, graph: MetadataGraph, *, scanned_at_ms: int, include_all: bool = False, models: Sequence[str] = (),
         full: bool = False, acks: AckBook = AckBook(),
@@ -388,6 +389,7 @@ class Pipeline:
         return Read(scanned_at_ms, graph.location, tuple(closures), whole_estate=not models, acks=acks,
                     rescan=rescan, without_production=unserved, unlinked=unlinked)
 
+    @while_paused
     def shard(
         self, graph: MetadataGraph, *, scanned_at_ms: int, shard: Shard, include_all: bool = False,
         full: bool = False,
@@ -399,6 +401,7 @@ class Pipeline:
         found = find_again(closures, self.config, self.store, snapshots=self.snapshots, rescan=rescan)
         return ShardScan(shard, scanned_at_ms, tuple(closures), found, rescan)
 
+    @while_paused
     def gathered(self, graph: MetadataGraph, parts: Sequence[ShardScan], *, acks: AckBook = AckBook()) -> Read:
         """The shards of one scan read as one of the whole estate (:func:`gather`), their first pass done."""
         whole = gather(parts)
@@ -429,6 +432,7 @@ class Pipeline:
         return finish_detection(read.closures, found, self.config, acks=read.acks.honoured, at_ms=read.scanned_at_ms,
                                 snapshots=self.snapshots, rescan=read.rescan)
 
+    @while_paused
     def score(self, read: Read, detection: Detection) -> ScanResult:
         """Every model scored, worst first, leaving out what an acknowledgement in force covers."""
         at, acks = read.scanned_at_ms, read.acks
