@@ -97,11 +97,15 @@ def outside(closures: Sequence[ModelClosure], config: RecallConfig, columns: Cal
     graph = columns()
     origins = {a: {t for t, _ in origins_of(urn, assertion.column, graph, config.reach)}
                for a, (urn, _, assertion) in tests.items()}
+    near: dict[str, set[str]] = {}  # table -> the failing tests it is an origin of: a closure asks its own tables
+    for a, tables_of in origins.items():
+        for table in tables_of:
+            near.setdefault(table, set()).add(a)
     found: dict[str, tuple[Finding, ...]] = {}
     for closure in closures:
         tables = {graph.canonical.get(u, u): u for u in closure.dataset_urns}
-        mine = [(urn, name, assertion) for a, (urn, name, assertion) in sorted(tests.items())
-                if graph.canonical.get(urn, urn) not in tables and not origins[a].isdisjoint(tables)]
+        reached = {a for t in tables for a in near.get(t, ())}
+        mine = [tests[a] for a in sorted(reached) if graph.canonical.get(tests[a][0], tests[a][0]) not in tables]
         if not mine:
             continue
         passing = passing_columns(closure, graph, closure.scanned_at_ms)
