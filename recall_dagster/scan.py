@@ -241,7 +241,6 @@ class ShardScan:
     rescan: Rescan | None = None
 
 
-@while_paused
 def find_again(
     closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, *,
     snapshots: SnapshotStore | None, rescan: Rescan | None, accept_schema: Sequence[str] = (),
@@ -359,7 +358,7 @@ class Pipeline:
     """The scan's stages, in their one order: read the closures, detect (the first pass), measure (replay the
     findings on their models), spread (the blast radius, from the measured severities), score.
 
-    Every entry point runs these: ``recall scan`` and the MCP server all of them (:meth:`run`), rollback and a
+    Every entry point runs these: ``recall scan`` and the MCP server all of them (:func:`run_scan`), rollback and a
     model's verdict check without measuring, each Dagster asset one stage or a span, a shard the first two
     (:meth:`shard`). What is kept between scans (baselines in ``store``; closures, verdicts and the blast
     radius in ``snapshots``) is kept by the stages themselves, so every entry point reuses it alike.
@@ -485,15 +484,15 @@ def run_scan(
 
 def judged(
     closures: Sequence[ModelClosure], config: RecallConfig, baselines: Mapping[str, SchemaBaseline], *,
-    measure: tuple[Measure, MetadataGraph] | None = None, acks: Sequence[Acknowledgement] = (), at_ms: int = 0,
+    measure: Callable[[Sequence[ModelClosure], Found], Found] | None = None, acks: Sequence[Acknowledgement] = (), at_ms: int = 0,
     among: Sequence[ModelClosure] | None = None, columns: Callable[[], ColumnGraph] | None = None,
 ) -> Detection:
     """The detect, measure and spread stages over ``closures`` judged apart from a scan (the version a retrain
     would replace, the findings an acknowledgement names, a regressed candidate): ``baselines`` read and never
-    recorded, nothing kept for the next scan; ``measure`` replays on the graph it is given. ``among`` is the estate they belong to when it was read whole
-    (its failing tests reach them: :func:`~recall_dagster.detect.catalogue.second_pass`)."""
+    recorded, nothing kept for the next scan; ``measure`` is the replay bound to the graph it reads. ``among``
+    is the estate they belong to when it was read whole (its failing tests reach them:
+    :func:`~recall_dagster.detect.catalogue.second_pass`)."""
     found = first_pass(closures, config, baselines)
     if measure is not None:
-        replay, graph = measure
-        found = replay(graph, closures, found)
+        found = measure(closures, found)
     return second_pass(closures, found, config, still_open(acks, at_ms), among=among, columns=columns)

@@ -97,6 +97,7 @@ def outside(closures: Sequence[ModelClosure], config: RecallConfig, columns: Cal
     graph = columns()
     origins = {a: {t for t, _ in origins_of(urn, assertion.column, graph, config.reach)}
                for a, (urn, _, assertion) in tests.items()}
+    home = {a: graph.canonical.get(urn, urn) for a, (urn, _, _) in tests.items()}  # the table each test is on
     near: dict[str, set[str]] = {}  # table -> the failing tests it is an origin of: a closure asks its own tables
     for a, tables_of in origins.items():
         for table in tables_of:
@@ -105,7 +106,7 @@ def outside(closures: Sequence[ModelClosure], config: RecallConfig, columns: Cal
     for closure in closures:
         tables = {graph.canonical.get(u, u): u for u in closure.dataset_urns}
         reached = {a for t in tables for a in near.get(t, ())}
-        mine = [tests[a] for a in sorted(reached) if graph.canonical.get(tests[a][0], tests[a][0]) not in tables]
+        mine = [tests[a] for a in sorted(reached) if home[a] not in tables]
         if not mine:
             continue
         passing = passing_columns(closure, graph, closure.scanned_at_ms)

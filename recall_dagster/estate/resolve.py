@@ -148,6 +148,9 @@ class _Writers(NamedTuple):
     urns: tuple[str, ...]  # the jobs and their flows read for those names: a change to one is a change to the table
 
 
+_NO_WRITERS = _Writers((), ())
+
+
 def _writers(graph: MetadataGraph, producers: Mapping[str, set[str]]) -> dict[str, _Writers]:
     """The orchestrator jobs recorded as writing each dataset (a Dagster op, through DataHub's Dagster
     plugin), named as a person finds them in the orchestrator: which job to rerun when the table is stale."""
@@ -266,8 +269,8 @@ def resolve(
             # a table known only by its operations (written by a job, never catalogued) still exists
             operations_ms=_operations(operations[u]),
             builds_ms=builds.get(u, ()),
-            written_by=writers[u].names if u in writers else (),
-            writer_urns=writers[u].urns if u in writers else (),
+            written_by=writers.get(u, _NO_WRITERS).names,
+            writer_urns=writers.get(u, _NO_WRITERS).urns,
             assertions=assertions.get(u, ()),
             profiles=parse.parse_profiles(profiles[u]),
         )

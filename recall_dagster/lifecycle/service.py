@@ -9,6 +9,7 @@ functions; time always comes in as ``now_ms``.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Iterable, Mapping, Sequence
 
 from recall_dagster.acks.model import Acknowledgement, split
@@ -211,7 +212,7 @@ def evaluate_gate(
     assessment = assess(graph, config, lc, now_ms)
     closure = select_version(assessment.estate, model)
     span = newest_run(assessment.spans.get(closure.urn, ()))
-    detection = judged([closure], config, baselines, measure=(measure, graph) if measure else None, acks=acks, at_ms=now_ms,
+    detection = judged([closure], config, baselines, measure=partial(measure, graph) if measure else None, acks=acks, at_ms=now_ms,
                        among=assessment.estate.closures, columns=lambda: assessment.estate.columns)
     part = split(closure, detection.findings.get(closure.urn, ()), acks, now_ms)
     findings = part.open
