@@ -40,6 +40,7 @@ from recall_dagster.acks.service import in_force
 from recall_dagster.cli.options import opened_graph
 from recall_dagster.graph.port import MetadataGraph, location_of
 from recall_dagster.config.load import load
+from recall_dagster.home_scan import home_pipeline
 from recall_dagster.impact.measured import mlflow_measure
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.impact.service import ImpactRequest, impact_test
@@ -48,9 +49,7 @@ from recall_dagster.errors import ConfigError, RecallError, ServiceUnreachable
 from recall_dagster.mcp_stdio import MAX_MESSAGE_BYTES, bounded_stdio
 from recall_dagster.lifecycle.service import blind_window_report, judge_retrain, list_incidents
 from recall_dagster.narrate import DEFAULT_STEP, WHAT_TO_DO, finding_paragraph
-from recall_dagster.baselines import JsonStateStore, MemoryStateStore
 from recall_dagster.results import ScanResult
-from recall_dagster.scan import run_scan
 from recall_dagster.secrets import redact
 from recall_dagster.settings import Settings
 
@@ -166,12 +165,10 @@ def _graph() -> Iterator[tuple[Settings, MetadataGraph]]:
 
 def _scan(model: str | None, config_path: str | None) -> ScanResult:
     loaded = load(config_path)
-    config, lc, ic = loaded.scan, loaded.lifecycle, loaded.impact
     with _graph() as (settings, graph):
-        baselines = JsonStateStore(settings.state_dir).load_baselines()  # read, never recorded: tools are read-only
-        return run_scan(graph, config, MemoryStateStore(baselines), scanned_at_ms=clock_ms(),
-                        models=[model] if model else (), acks=in_force(graph, settings, config.acknowledgements),
-                        measure=mlflow_measure(settings, lc, ic))
+        return home_pipeline(settings, loaded, recording=False).scan(  # tools are read-only: nothing recorded
+            graph, scanned_at_ms=clock_ms(), models=[model] if model else (),
+            acks=in_force(graph, settings, loaded.scan.acknowledgements))
 
 
 class _Server(FastMCP):

@@ -453,6 +453,22 @@ class Pipeline:
         found = self.measured(graph, read, self.detect(read, accept_schema=accept_schema))
         return self.score(read, self.spread(read, found))
 
+    def scan(
+        self, graph: MetadataGraph, *, scanned_at_ms: int, include_all: bool = False, models: Sequence[str] = (),
+        accept_schema: Sequence[str] = (), acks: AckBook = AckBook(), full: bool = False,
+    ) -> ScanResult:
+        """Every stage, over production models, every model with ``include_all``, or the ones ``models`` selects
+        (:func:`select_closures`).
+
+        ``scanned_at_ms`` is the instant freshness is judged at (now, or ``--as-of``), and the one ``acks`` are
+        in force at or not; those ``acks`` set aside are listed in the result. New schema baselines are saved
+        to the store after detection, so the scan that first sees a dataset reports no drift for it. With
+        snapshots, see :func:`scan_closures`.
+        """
+        read = self.read(graph, scanned_at_ms=scanned_at_ms, include_all=include_all, models=models, full=full,
+                         acks=acks)
+        return self.finish(graph, read, accept_schema=accept_schema)
+
 
 def run_scan(
     graph: MetadataGraph,
@@ -468,18 +484,11 @@ def run_scan(
     full: bool = False,
     measure: Measure | None = None,
 ) -> ScanResult:
-    """Every stage of the :class:`Pipeline` over production models, every model with ``include_all``, or the
-    ones ``models`` selects (:func:`select_closures`).
-
-    ``scanned_at_ms`` is the instant freshness is judged at (now, or ``--as-of``), and the one ``acks`` are
-    in force at or not; those ``acks`` set aside are listed in the result.
-    New schema baselines are saved to ``store`` after detection, so the scan
-    that first sees a dataset reports no drift for it.  With ``snapshots``, see :func:`scan_closures`.
-    """
-    pipeline = Pipeline(config, store, snapshots, measure)
-    read = pipeline.read(graph, scanned_at_ms=scanned_at_ms, include_all=include_all, models=models, full=full,
-                         acks=acks)
-    return pipeline.finish(graph, read, accept_schema=accept_schema)
+    """:meth:`Pipeline.scan` of a pipeline built from these parts: for a caller that is not scanning a Recall
+    home (:func:`recall_dagster.home_scan.home_pipeline` builds that one)."""
+    return Pipeline(config, store, snapshots, measure).scan(
+        graph, scanned_at_ms=scanned_at_ms, include_all=include_all, models=models, accept_schema=accept_schema,
+        acks=acks, full=full)
 
 
 def judged(

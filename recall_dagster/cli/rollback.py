@@ -49,13 +49,11 @@ def rollback_command(
     again once the alias is there changes nothing.
     """
     loaded = load(config_path)
-    config, lc = loaded.scan, loaded.lifecycle
-    policy, limits = loaded.writeback.retry, loaded.impact.registry
     settings = Settings.from_env(graph=graph_target)
     request = RollbackRequest(model, to_version, reason.strip(), (by or who()).strip(), force)
     result = roll_back(
-        lambda read_only: opened_graph(settings, read_only), settings, config, lc,
-        Registry(settings.mlflow_uri, limits), policy, request, clock_ms(), apply=apply,
+        lambda read_only: opened_graph(settings, read_only), settings, loaded,
+        Registry(settings.mlflow_uri, loaded.impact.registry), request, clock_ms(), apply=apply,
     )
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))

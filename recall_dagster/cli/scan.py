@@ -27,15 +27,12 @@ from recall_dagster.cli.options import (
 )
 from recall_dagster.errors import EXIT_FINDINGS, EXIT_UNVERIFIED, ConfigError
 from recall_dagster.config.load import load
-from recall_dagster.impact.measured import mlflow_measure
 from recall_dagster.clock import clock_ms
+from recall_dagster.home_scan import home_pipeline
 from recall_dagster.progress import Progress
 from recall_dagster.report import render_report
-from recall_dagster.baselines import JsonStateStore
-from recall_dagster.scan import Pipeline
 from recall_dagster.settings import Settings
 from recall_dagster.shown import shown
-from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.writeback.report import WritebackReport
 from recall_dagster.writeback.run import dry_run, write_back
 
@@ -96,13 +93,12 @@ def scan(
         if write and not dry:  # one write-back at a time, its turn taken before this scan writes anything
             held.enter_context(settings.writing("writeback", "recall scan --write"))
         graph = held.enter_context(opened_graph(settings, read_only=not write or dry))
-        measure = None if no_measure else mlflow_measure(settings, loaded.lifecycle, loaded.impact)
-        pipeline = Pipeline(config, JsonStateStore(settings.state_dir), SnapshotStore(settings.state_dir), measure)
+        pipeline = home_pipeline(settings, loaded, measured=not no_measure)
         with progress.step(f"read the closures of {'every model' if include_all else 'the production models'}"):
             read = pipeline.read(graph, scanned_at_ms=scanned_at_ms, include_all=include_all, models=models,
                                  full=full, acks=in_force(graph, settings, config.acknowledgements))
         with progress.step("run the detectors" + (", replay the findings on their models (impact.measured)"
-                                                  if measure else "") + " and score"):
+                                                  if pipeline.measure else "") + " and score"):
             result = pipeline.finish(graph, read, accept_schema=accept_schema)
         report = None
         if writeback_config is not None:

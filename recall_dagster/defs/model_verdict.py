@@ -34,7 +34,6 @@ from dagster import (
     asset_check,
 )
 
-from recall_dagster.baselines import JsonStateStore, MemoryStateStore
 from recall_dagster.clock import clock_ms
 from recall_dagster.defs._compat import check_metadata
 from recall_dagster.defs.resources import RecallResource
@@ -42,10 +41,10 @@ from recall_dagster.defs.translator import RecallTranslator
 from recall_dagster.detect.config import ScoringConfig
 from recall_dagster.errors import RecallError
 from recall_dagster.estate.select import select
+from recall_dagster.home_scan import home_pipeline
 from recall_dagster.instants import iso_instant
 from recall_dagster.narrate import headline
 from recall_dagster.results import ModelReport, ScanResult
-from recall_dagster.scan import run_scan
 
 VERDICT_CHECK = "recall_verdict"
 MODEL_KEY = "recall/registered_model"  # the check's own metadata: which registered model it judges
@@ -106,12 +105,12 @@ def verdict_check(training: AssetKey, model: str, translator: RecallTranslator |
 
 
 def _judged_now(recall: RecallResource, model: str) -> Verdict:
-    settings, config = recall.settings(), recall.configuration().scan
-    at = clock_ms()
+    loaded = recall.configuration()
+    config, at = loaded.scan, clock_ms()
     try:
         with recall.open_graph() as graph:
-            store = MemoryStateStore(JsonStateStore(settings.state_dir).load_baselines())
-            result = run_scan(graph, config, store, scanned_at_ms=at, models=[model])
+            judging = home_pipeline(recall.settings(), loaded, recording=False, measured=False)
+            result = judging.scan(graph, scanned_at_ms=at, models=[model])
     except RecallError as err:
         return Verdict(False, AssetCheckSeverity.WARN, f"Recall could not judge {model}: {err}", {})
     verdict = verdict_of(model, result.models, config.scoring, at)

@@ -18,12 +18,10 @@ from dagster import ConfigurableResource, EnvVar, InitResourceContext
 
 from recall_dagster.graph import MetadataGraph, open_graph
 from recall_dagster.config.load import Configuration, load
-from recall_dagster.baselines import JsonStateStore
 from recall_dagster.collector import hosted
-from recall_dagster.impact.measured import mlflow_measure
+from recall_dagster.home_scan import home_pipeline
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.scan import Pipeline
-from recall_dagster.snapshots import SnapshotStore
 from recall_dagster.settings import Settings, lock_wait_seconds
 
 if TYPE_CHECKING:
@@ -120,9 +118,7 @@ class RecallResource(ConfigurableResource):
     def pipeline(self) -> Pipeline:
         """The scan's stages as ``recall scan`` runs them from this home and config: baselines and snapshots kept
         in RECALL_HOME/state, findings measured on MLflow's versions as ``impact.measured`` says."""
-        settings, loaded = self.settings(), self.configuration()
-        return Pipeline(loaded.scan, JsonStateStore(settings.state_dir), SnapshotStore(settings.state_dir),
-                        mlflow_measure(settings, loaded.lifecycle, loaded.impact))
+        return home_pipeline(self.settings(), self.configuration())
 
     def models(self) -> MlflowModels:
         """Where impact tests load the served versions and their held-out rows."""

@@ -107,9 +107,8 @@ def _roll_back(context: OpExecutionContext, config: RollbackConfig, recall: Reca
     request = RollbackRequest(config.model, config.to_version, config.reason.strip(), by, config.force)
     try:
         result = roll_back(
-            recall.open_graph, settings, loaded.scan, loaded.lifecycle,
-            Registry(settings.mlflow_uri, loaded.impact.registry), loaded.writeback.retry,
-            request, clock_ms(), apply=True, run=context.run_id,
+            recall.open_graph, settings, loaded, Registry(settings.mlflow_uri, loaded.impact.registry), request,
+            clock_ms(), apply=True, run=context.run_id,
         )
     except RecallError as err:
         raise Failure(description=str(err)) from None

@@ -22,12 +22,13 @@ from datahub.metadata.schema_classes import DocumentInfoClass
 from datahub.metadata.urns import DocumentUrn
 
 from recall_dagster.acks.service import in_force
-from recall_dagster.baselines import JsonStateStore
+from recall_dagster.config.build import Configuration
 from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import RecallConfig
 from recall_dagster.errors import ConfigError, ServiceUnreachable
 from recall_dagster.estate.marks import MANAGED_BY_KEY
 from recall_dagster.files import write_record
+from recall_dagster.home_scan import home_pipeline
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.instants import iso_instant
 from recall_dagster.lifecycle.config import LifecycleConfig
@@ -43,7 +44,6 @@ from recall_dagster.lifecycle.service import assess
 from recall_dagster.lifecycle.verdict import Status, VersionVerdict
 from recall_dagster.mlflow_registry import RegistryLimits, failing, mlflow_client, sqlite_store, unreachable, version_numbers
 from recall_dagster.results import ModelReport
-from recall_dagster.scan import run_scan
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import RetryPolicy
 from recall_dagster.writeback.direct import write_changed
@@ -178,25 +178,24 @@ def _record_in_graph(
     return urn, landed, failures
 
 
-def _rescan(graph: MetadataGraph, settings: Settings, config: RecallConfig, lc: LifecycleConfig, registry: Registry,
-            model: str, now_ms: int) -> AfterRollback:
+def _rescan(graph: MetadataGraph, settings: Settings, loaded: Configuration, registry: Registry, model: str,
+            now_ms: int) -> AfterRollback:
+    config = loaded.scan
     _, aliases = registry.state(model)
-    assessment = assess(graph, config, lc, now_ms)
+    assessment = assess(graph, config, loaded.lifecycle, now_ms)
     judged = standings(model, assessment.estate.closures, assessment.causes)
     marked = production_marks(aliases, config.resolve.production_aliases)
     live = tuple(v.name for v in judged.values() if v.serves and v.verdict.status is Status.CONTAMINATED)
-    scanned = run_scan(graph, config, JsonStateStore(settings.state_dir), scanned_at_ms=now_ms, models=[model],
-                       acks=in_force(graph, settings, config.acknowledgements))
+    scanned = home_pipeline(settings, loaded, measured=False).scan(
+        graph, scanned_at_ms=now_ms, models=[model], acks=in_force(graph, settings, config.acknowledgements))
     return AfterRollback({a: judged.get(v) for a, v in marked.items()}, live, scanned.models)
 
 
 def roll_back(
     open_graph: GraphOpener,
     settings: Settings,
-    config: RecallConfig,
-    lc: LifecycleConfig,
+    loaded: Configuration,
     registry: Registry,
-    policy: RetryPolicy,
     request: RollbackRequest,
     now_ms: int,
     *,
@@ -210,6 +209,7 @@ def roll_back(
     writes the DataHub document if an earlier run could not.
     """
     name = request.registered
+    config, lc = loaded.scan, loaded.lifecycle
     versions, aliases = registry.state(name)
     if not apply:
         with open_graph(True) as graph:
@@ -231,9 +231,10 @@ def roll_back(
             if record is not None:
                 related = [v.model for v in (judged.get(record.to_version),
                                              *(judged.get(m.from_version) for m in record.moves)) if v is not None]
-                document, writes, failures = _record_in_graph(graph, record, related, policy, now_ms)
+                document, writes, failures = _record_in_graph(graph, record, related, loaded.writeback.retry,
+                                                               now_ms)
         with open_graph(True) as fresh:
-            after = _rescan(fresh, settings, config, lc, registry, name, now_ms)
+            after = _rescan(fresh, settings, loaded, registry, name, now_ms)
     return RollbackResult(plan, True, record, evidence, document, writes, tuple(failures), after)
 
 

@@ -38,3 +38,18 @@ def test_the_stage_list_names_what_exists() -> None:
 
     for module, names in STAGES.items():
         assert all(callable(getattr(importlib.import_module(module), n, None)) for n in names), module
+
+
+def test_a_home_s_pipeline_is_built_in_one_place() -> None:
+    """``recall scan``, the Dagster resource, the MCP server, a model's verdict check and rollback all scan the
+    home RECALL_HOME names: its stores and its replay are chosen by ``home_scan.home_pipeline`` alone, so none
+    of them can record or measure a scan of that home differently."""
+    import ast
+
+    building = sorted(
+        module for path, tree in package_trees().items()
+        if (module := _module(path)) not in {PIPELINE, "recall_dagster.home_scan"}
+        and any(isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None))
+                in {"Pipeline", "run_scan"} for node in ast.walk(tree))
+    )
+    assert building == [], "build a home's pipeline with recall_dagster.home_scan.home_pipeline"
