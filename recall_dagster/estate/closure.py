@@ -58,6 +58,15 @@ class ModelClosure:
         """Every assertion on its datasets, by URN; kept with the head like :attr:`dataset_urns`."""
         return tuple(a.urn for d in self.datasets.values() for a in d.assertions)
 
+    @property
+    def read(self) -> frozenset[str]:
+        """Every entity whose aspects went into the closure, as each view records what it was built from: a
+        rescan reads the model again when one of them changed, and keeps the closure otherwise."""
+        views: tuple[Model | Feature | FeatureTable | TrainingRun | Deployment | Dataset, ...] = (
+            self.model, *self.features, *self.feature_tables, *self.training_runs, *self.deployments,
+            *self.datasets.values())
+        return frozenset(urn for view in views for urn in view.read_from)
+
     def at(self, scanned_at_ms: int) -> "ModelClosure":
         """The same closure judged at another instant: a rescan re-stamps 10,000 kept closures, and
         ``dataclasses.replace`` (which runs ``__init__`` field by field) cost more than the copy. What

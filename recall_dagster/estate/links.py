@@ -162,37 +162,13 @@ class ChangedLinks:
                      {**base.asked, **self.change.incoming})
 
 
-def depends_on(closure: ModelClosure) -> frozenset[str]:
-    """Every entity whose aspects went into ``closure``."""
-    model = closure.model
-    datasets = closure.datasets.values()
-    return frozenset({
-        *chosen_by(model),
-        *(o.urn for o in model.owners),
-        *model.features,
-        *model.training_runs,
-        *(t for f in closure.features for t in f.tables),
-        *closure.datasets,
-        *(a.urn for d in datasets for a in d.assertions),
-        *(o.urn for d in datasets for o in d.owners),
-        *(w for d in datasets for w in d.writer_urns),
-        *(t.urn for d in datasets for t in d.terms),
-        *(t.urn for d in datasets for f in d.fields or () for t in f.terms),
-    })
-
-
-def chosen_by(model: Model) -> frozenset[str]:
-    """What decides whether a model is scanned: the version, its groups (aliases, stage tags) and deployments."""
-    return frozenset({model.urn, *model.groups, *model.deployments})
-
-
 def links_of(closures: Mapping[str, ModelClosure], models: Mapping[str, Model], asked: Incoming) -> Links:
     """The links of a full read: ``models`` (every listed model read), the ``closures`` of those selected, and
     the far-side links resolving ``asked`` about."""
-    chosen = {u: (m.groups, chosen_by(m)) for u, m in models.items()}
+    chosen = {u: (m.groups, m.chosen_by) for u, m in models.items()}
     readers: dict[str, list[str]] = {}  # gathered in lists: an owner of every model is read by ten thousand
     for urn in models:
-        for entity in depends_on(closures[urn]) if urn in closures else chosen[urn][1]:
+        for entity in closures[urn].read if urn in closures else chosen[urn][1]:
             readers.setdefault(entity, []).append(urn)
     return Links(chosen, {e: tuple(m) for e, m in readers.items()}, dict(asked))
 
@@ -206,10 +182,10 @@ def links_changed(before: KeptLinks, read_before: Mapping[str, ModelClosure], ke
     an owner ten thousand models read is not written again when one of them is read again."""
     again = before.models() - kept  # read again now, or no longer listed
     gone = again - models.keys()
-    chosen_now = {u: (m.groups, chosen_by(m)) for u, m in models.items()}
+    chosen_now = {u: (m.groups, m.chosen_by) for u, m in models.items()}
     chosen_then = before.chosen(u for u in again if u not in read_before)
-    then = {u: depends_on(read_before[u]) if u in read_before else chosen_then[u][1] for u in again}
-    now = {u: depends_on(closures[u]) if u in closures else chosen_now[u][1] for u in models}
+    then = {u: read_before[u].read if u in read_before else chosen_then[u][1] for u in again}
+    now = {u: closures[u].read if u in closures else chosen_now[u][1] for u in models}
     left: dict[str, set[str]] = {}
     joined: dict[str, list[str]] = {}
     for urn in again | models.keys():

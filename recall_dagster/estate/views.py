@@ -155,6 +155,13 @@ class Dataset:
     aliases: tuple[str, ...] = ()  # other names it answers to: a dbt node's unique_id
 
     @property
+    def read_from(self) -> tuple[str, ...]:
+        """The entities whose aspects this view was built from (:attr:`ModelClosure.read`): a change to any of
+        them is a change to the dataset as a model sees it."""
+        return (self.urn, *(a.urn for a in self.assertions), *(o.urn for o in self.owners), *self.writer_urns,
+                *(t.urn for t in self.terms), *(t.urn for f in self.fields or () for t in f.terms))
+
+    @property
     def has_active_owner(self) -> bool:
         return any(o.active for o in self.owners)
 
@@ -207,6 +214,11 @@ class Feature:
     tables: tuple[str, ...] = ()  # feature tables that contain it (the serving path)
     column: str | None = None  # the source column, when the feature records it in a custom property
 
+    @property
+    def read_from(self) -> tuple[str, ...]:
+        """The feature, and the feature tables whose aspects say they serve it."""
+        return (self.urn, *self.tables)
+
 
 @dataclass(frozen=True)
 class FeatureTable:
@@ -214,6 +226,10 @@ class FeatureTable:
     name: str
     missing: bool = False
     features: tuple[str, ...] = ()
+
+    @property
+    def read_from(self) -> tuple[str, ...]:
+        return (self.urn,)
 
 
 @dataclass(frozen=True)
@@ -225,6 +241,10 @@ class TrainingRun:
     missing: bool = False
     inputs: tuple[str, ...] = ()  # dataset URNs, from inputEdges and legacy inputs
     created_ms: int | None = None  # when the run was created (its start, as DataHub's mlflow source records it)
+
+    @property
+    def read_from(self) -> tuple[str, ...]:
+        return (self.urn,)
 
 
 @dataclass(frozen=True)
@@ -239,6 +259,10 @@ class Deployment:
     def serves(self, model_version: str | None) -> bool:
         """Whether it serves that version: its recorded version decides when present, else being listed does."""
         return self.version is None or model_version is None or self.version == model_version
+
+    @property
+    def read_from(self) -> tuple[str, ...]:
+        return (self.urn,)
 
 
 @dataclass(frozen=True)
@@ -259,6 +283,17 @@ class Model:
     training_runs: tuple[str, ...] = ()
     deployments: tuple[str, ...] = ()
     registry_production: bool = False  # carries a production alias or stage tag
+
+    @property
+    def chosen_by(self) -> frozenset[str]:
+        """What decides whether the model is scanned: the version, its groups (aliases, stage tags) and
+        deployments."""
+        return frozenset({self.urn, *self.groups, *self.deployments})
+
+    @property
+    def read_from(self) -> tuple[str, ...]:
+        """What chose it, its owners, and the features and runs its aspects name."""
+        return (*self.chosen_by, *(o.urn for o in self.owners), *self.features, *self.training_runs)
 
     @property
     def has_active_owner(self) -> bool:
