@@ -54,10 +54,10 @@ from datahub.metadata.schema_classes import SchemaMetadataClass
 from synthetic_estate import HOUR, NOW, Shape, entities, estate, read_everything
 
 from recall_dagster.graph import LiteGraph
-from recall_dagster.baselines import Baselines, MemoryStateStore
+from recall_dagster.kept.baselines import Baselines, MemoryStateStore
 from recall_dagster.config.load import load
 from recall_dagster.scan import run_scan
-from recall_dagster.snapshots import SnapshotStore
+from recall_dagster.kept.snapshots import SnapshotStore
 
 SCAN_TARGET_S = 30.0
 RESCAN_TARGET_S = 1.0

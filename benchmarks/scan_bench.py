@@ -22,7 +22,7 @@ from synthetic_estate import NOW, Shape, entities, estate, read_everything
 
 from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.graph import LiteGraph
-from recall_dagster.baselines import MemoryStateStore
+from recall_dagster.kept.baselines import MemoryStateStore
 from recall_dagster.config.load import load
 from recall_dagster.scan import judged, run_scan
 from recall_dagster.results import score_models

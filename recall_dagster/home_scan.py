@@ -10,12 +10,12 @@ scan one home differently.
 
 from __future__ import annotations
 
-from recall_dagster.baselines import JsonStateStore, MemoryStateStore, StateStore
+from recall_dagster.kept.baselines import JsonStateStore, MemoryStateStore, StateStore
 from recall_dagster.config.build import Configuration
 from recall_dagster.impact.measured import mlflow_measure
 from recall_dagster.scan import Pipeline
 from recall_dagster.settings import Settings
-from recall_dagster.snapshots import SnapshotStore
+from recall_dagster.kept.snapshots import SnapshotStore
 
 
 def home_pipeline(settings: Settings, loaded: Configuration, *, recording: bool = True,

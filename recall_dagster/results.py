@@ -13,7 +13,7 @@ from recall_dagster.detect import Detection, Finding, RecallConfig
 from recall_dagster.detect.blast_radius import BlastRadius
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.coverage import Coverage, coverage
-from recall_dagster.estate.incremental import Rescan
+from recall_dagster.kept.incremental import Rescan
 from recall_dagster.estate.unlinked import Outside
 from recall_dagster.estate.unserved import Unserved
 from recall_dagster.instants import iso_instant

@@ -4,7 +4,7 @@ models) → spread (the blast radius, from the measured severities) → score; t
 Every entry point runs the stages of :class:`Pipeline` and none assembles them itself: ``recall scan``, the MCP
 server, rollback's rescan and a model's verdict check run them all (:func:`run_scan`), each Dagster asset one
 stage or a span of them, and a shard of the estate the first two, gathered before the rest.  Configuration is
-read in :mod:`recall_dagster.config`, baselines kept in :mod:`recall_dagster.baselines`, results shaped in
+read in :mod:`recall_dagster.config`, baselines kept in :mod:`recall_dagster.kept.baselines`, results shaped in
 :mod:`recall_dagster.results`.
 """
 
@@ -16,7 +16,7 @@ from typing import Callable, Iterator, Mapping, Sequence, cast
 
 from recall_dagster.acks.model import Acknowledgement, still_open
 from recall_dagster.acks.trust import AckBook
-from recall_dagster.baselines import Baselines, StateStore
+from recall_dagster.kept.baselines import Baselines, StateStore
 from recall_dagster.collector import while_paused
 from recall_dagster.detect import Detection, RecallConfig
 from recall_dagster.detect.state import SchemaBaseline
@@ -26,7 +26,7 @@ from recall_dagster.detect.catalogue import (
 from recall_dagster.errors import ConfigError, ModelNotFound, NoProductionVersion
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.columns import ColumnGraph
-from recall_dagster.estate.incremental import Rescan, combined, resolve_incremental, snapshot_key
+from recall_dagster.kept.incremental import Rescan, combined, resolve_incremental, snapshot_key
 from recall_dagster.estate.naming import model_name
 from recall_dagster.estate.production import version_number
 from recall_dagster.estate.resolve import resolve, resolve_closures
@@ -37,8 +37,8 @@ from recall_dagster.estate.unserved import Unserved, without_production
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.instants import iso_instant
 from recall_dagster.results import ScanResult, score_models
-from recall_dagster.snapshots import SnapshotStore
-from recall_dagster.verdicts import (
+from recall_dagster.kept.snapshots import SnapshotStore
+from recall_dagster.kept.verdicts import (
     KeptSpread,
     Verdicts,
     baselines_digest,
@@ -245,7 +245,7 @@ def find_again(
     closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, *,
     snapshots: SnapshotStore | None, rescan: Rescan | None, accept_schema: Sequence[str] = (),
 ) -> Found:
-    """:func:`find_and_record`, keeping the last scan's verdicts (:mod:`recall_dagster.verdicts`) on the
+    """:func:`find_and_record`, keeping the last scan's verdicts (:mod:`recall_dagster.kept.verdicts`) on the
     closures ``rescan`` took from its snapshot; without a snapshot, every closure is judged."""
     key = rescan.snapshot if rescan is not None else ""
     if snapshots is None or rescan is None or not key:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from recall_dagster.baselines import JsonStateStore
+from recall_dagster.kept.baselines import JsonStateStore
 from recall_dagster.cli import cli
 from recall_dagster.errors import EXIT_UNREACHABLE, ServiceUnreachable
 from recall_dagster.files import locked

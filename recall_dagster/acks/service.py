@@ -26,7 +26,7 @@ from recall_dagster.detect.finding import Finding
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.graph.port import MetadataGraph
-from recall_dagster.baselines import JsonStateStore
+from recall_dagster.kept.baselines import JsonStateStore
 from recall_dagster.scan import judged, select_closures
 from recall_dagster.settings import Settings
 from recall_dagster.writeback.config import RetryPolicy

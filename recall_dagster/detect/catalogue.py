@@ -6,7 +6,7 @@ through the state, so it stays a pure ``(closure, config, state)`` function.
 
 Either pass can take what it found before on the same closures (:class:`Judged`,
 :class:`Spread`) instead of judging again: a rescan of an unchanged estate keeps
-them (:mod:`recall_dagster.verdicts`).  What each detector reads decides when
+them (:mod:`recall_dagster.kept.verdicts`).  What each detector reads decides when
 its verdict may be kept, as each declares (:class:`~recall_dagster.detect.declared.Reads`): the closure and
 the config only (kept while the closure is unchanged), the stored schema baselines too (kept while they are
 the same), or the scan's instant (judged again once its verdict may have turned).

@@ -27,7 +27,7 @@ from recall_dagster.detect.declared import Detector, Reads
 
 NAME = "profile_drift"
 CASES = ("shift",)
-# Judged at the scan's instant: kept until a newer profile of the closure's data (holds; recall_dagster.verdicts).
+# Judged at the scan's instant: kept until a newer profile of the closure's data (holds; recall_dagster.kept.verdicts).
 ROWS = ""  # the "column" a table's row count is kept under
 TRAINED = "the profile when this version trained"
 PREVIOUS = "the profile before it (no training time is recorded)"

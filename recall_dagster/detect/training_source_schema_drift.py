@@ -27,7 +27,7 @@ from recall_dagster.detect.declared import Detector, Reads
 NAME = "training_source_schema_drift"
 CASES = ("model_input_column", "other_column")
 # Judged against the stored schema baselines: its verdicts are kept only while they are the same
-# (recall_dagster.verdicts).
+# (recall_dagster.kept.verdicts).
 
 
 def _leaf(path: str) -> str:

@@ -25,7 +25,7 @@ from recall_dagster.detect.declared import Detector, Reads
 NAME = "upstream_staleness"
 CASES = ("stale",)
 # Judged at the scan's instant: kept until a record of a change turns up or a fresh table's window runs out
-# (holds), a stale table's age redrawn at each instant (restamp; recall_dagster.verdicts).
+# (holds), a stale table's age redrawn at each instant (restamp; recall_dagster.kept.verdicts).
 _CHANGED = " last changed {} ago, past its {} window"  # the part of the message that reads the instant
 
 

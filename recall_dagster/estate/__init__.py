@@ -1,7 +1,7 @@
 """Typed views of a model's upstream world, resolved from the metadata graph.
 
 The package exports the views and the closure, which are plain values; the readers that build them from a
-graph (:mod:`recall_dagster.estate.resolve`, :mod:`recall_dagster.estate.incremental`) are imported by name, so
+graph (:mod:`recall_dagster.estate.resolve`, :mod:`recall_dagster.kept.incremental`) are imported by name, so
 importing a view never loads the graph.
 """
 

@@ -50,7 +50,7 @@ class ModelClosure:
     @cached_property
     def dataset_urns(self) -> tuple[str, ...]:
         """The datasets it holds, by URN: what a scan asks of every closure (new baselines, who a dataset at
-        risk endangers), answered without its kept body (:class:`~recall_dagster.estate.kept.KeptClosure`)."""
+        risk endangers), answered without its kept body (:class:`~recall_dagster.kept.closures.KeptClosure`)."""
         return tuple(self.datasets)
 
     @cached_property

@@ -43,7 +43,7 @@ from recall_dagster.lifecycle.observed import Observed, observed_inputs
 from recall_dagster.lifecycle.rows import RowCounter, sql_row_counter
 from recall_dagster.lifecycle.verdict import Status
 from recall_dagster.narrate import window_paragraph
-from recall_dagster.baselines import JsonStateStore
+from recall_dagster.kept.baselines import JsonStateStore
 from recall_dagster.scan import Measure, judged
 from recall_dagster.instants import iso_instant
 from recall_dagster.settings import Settings

@@ -26,7 +26,7 @@ from recall_dagster.graph import LiteGraph
 from recall_dagster.config.load import load
 from recall_dagster.impact.measured import mlflow_measure
 from recall_dagster.instants import iso_instant
-from recall_dagster.baselines import JsonStateStore
+from recall_dagster.kept.baselines import JsonStateStore
 from recall_dagster.scan import gather, run_scan
 from recall_dagster.settings import Settings
 from recall_dagster.shard_parts import ShardParts

@@ -10,7 +10,7 @@ from datahub.emitter.serialization_helper import pre_json_transform
 
 from benchmarks.synthetic_estate import NOW, Shape, estate
 from recall_dagster.graph import GmsGraph
-from recall_dagster.baselines import MemoryStateStore
+from recall_dagster.kept.baselines import MemoryStateStore
 from recall_dagster.config.load import load
 from recall_dagster.scan import run_scan
 from tests.writeback.wb_support import WritebackGms, serve

@@ -21,7 +21,7 @@ from datahub.metadata.schema_classes import (
 from datahub.utilities.urns.dataset_urn import DatasetUrn
 
 from recall_dagster.estate.resolve import resolve_closures
-from recall_dagster.estate.incremental import resolve_incremental, snapshot_key
+from recall_dagster.kept.incremental import resolve_incremental, snapshot_key
 from recall_dagster.graph import LiteGraph
 from recall_dagster.config.load import load
 from tests.graph.graph_estate import make_estate

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from scan_estates import ingest
 
 from recall_dagster.cli import cli
-from recall_dagster.baselines import JsonStateStore
+from recall_dagster.kept.baselines import JsonStateStore
 from recall_dagster.errors import ConfigError
 
 AS_OF = "2025-06-01T00:00:00Z"

@@ -16,7 +16,7 @@ from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.estate.coverage import DATASET_SIGNALS
 from recall_dagster.graph import LiteGraph
 from recall_dagster.report import render_report
-from recall_dagster.baselines import MemoryStateStore
+from recall_dagster.kept.baselines import MemoryStateStore
 from recall_dagster.results import ScanResult
 from recall_dagster.scan import run_scan
 from scan_estates import SCAN_AT_MS, ingest

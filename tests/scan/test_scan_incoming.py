@@ -7,8 +7,8 @@ from contextlib import closing
 import datahub.metadata.schema_classes as dh
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 
-from recall_dagster.estate.incoming import KnownIncoming
-from recall_dagster.estate.links import Links
+from recall_dagster.kept.incoming import KnownIncoming
+from recall_dagster.kept.links import Links
 from recall_dagster.graph import LiteGraph
 
 ASSERTS = "Asserts"

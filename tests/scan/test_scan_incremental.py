@@ -18,12 +18,12 @@ from scan_estates import SCAN_AT_MS
 
 from recall_dagster.cli import cli
 from recall_dagster.estate.resolve import resolve_closures
-from recall_dagster.estate.incremental import resolve_incremental
+from recall_dagster.kept.incremental import resolve_incremental
 from recall_dagster.graph import LiteGraph
-from recall_dagster.baselines import MemoryStateStore
+from recall_dagster.kept.baselines import MemoryStateStore
 from recall_dagster.config.load import load
 from recall_dagster.scan import run_scan
-from recall_dagster.snapshots import SnapshotStore
+from recall_dagster.kept.snapshots import SnapshotStore
 from tests.fuzz.estates import NOW_MS, estates
 
 OPTIONS = load().scan.resolve

@@ -12,15 +12,15 @@ from benchmarks.synthetic_estate import estate as synthetic
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from scan_estates import SCAN_AT_MS, exact
 
-from recall_dagster.baselines import MemoryStateStore
+from recall_dagster.kept.baselines import MemoryStateStore
 from recall_dagster.config.load import load
 from recall_dagster.estate import ModelClosure
-from recall_dagster.estate.incremental import resolve_incremental, snapshot_key
-from recall_dagster.estate.kept import KeptClosure
+from recall_dagster.kept.incremental import resolve_incremental, snapshot_key
+from recall_dagster.kept.closures import KeptClosure
 from recall_dagster.graph import LiteGraph
 from recall_dagster.scan import run_scan
-from recall_dagster import snapshots
-from recall_dagster.snapshots import SnapshotStore
+from recall_dagster.kept import snapshots
+from recall_dagster.kept.snapshots import SnapshotStore
 
 HOUR = 3_600_000
 

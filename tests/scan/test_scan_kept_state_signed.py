@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 from scan_estates import SCAN_AT_MS, exact
 
-from recall_dagster.baselines import MemoryStateStore
+from recall_dagster.kept.baselines import MemoryStateStore
 from recall_dagster.config.load import load
 from recall_dagster.errors import ConfigError
-from recall_dagster.estate.incremental import snapshot_key
+from recall_dagster.kept.incremental import snapshot_key
 from recall_dagster.graph import LiteGraph
 from recall_dagster.pickles import KEY_FILE
 from recall_dagster.scan import run_scan
 from recall_dagster.settings import Settings
-from recall_dagster.snapshots import SnapshotStore
+from recall_dagster.kept.snapshots import SnapshotStore
 
 
 class Planted:

@@ -11,13 +11,13 @@ from scan_estates import SCAN_AT_MS, exact
 from test_scan_incremental import _schema
 from test_scan_rescan_exact import HOUR
 
-from recall_dagster.baselines import MemoryStateStore
+from recall_dagster.kept.baselines import MemoryStateStore
 from recall_dagster.config.load import load
-from recall_dagster.estate.incremental import resolve_incremental
+from recall_dagster.kept.incremental import resolve_incremental
 from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.graph import LiteGraph
 from recall_dagster.scan import run_scan
-from recall_dagster.snapshots import SnapshotStore
+from recall_dagster.kept.snapshots import SnapshotStore
 
 
 def test_links_another_scan_moved_on_while_one_read_them_cost_a_full_read(estate, tmp_path) -> None:

@@ -15,7 +15,7 @@ from scan_closures import NOW, closure, ds, feature, urn
 
 from recall_dagster.acks.model import Acknowledgement, fingerprint
 from recall_dagster.acks.trust import AckBook
-from recall_dagster.baselines import MemoryStateStore
+from recall_dagster.kept.baselines import MemoryStateStore
 from recall_dagster.detect import Detection, Severity
 from recall_dagster.detect.catalogue import Found
 from recall_dagster.detect.finding import finding

@@ -9,7 +9,7 @@ from syntax_trees import PACKAGE, imported_modules, package_trees
 PIPELINE = "recall_dagster.scan"
 # each stage's implementation: read, detect (the first pass), measure, spread (the blast radius), score
 STAGES = {
-    "recall_dagster.estate.incremental": {"resolve_incremental"},
+    "recall_dagster.kept.incremental": {"resolve_incremental"},
     "recall_dagster.detect.catalogue": {"first_pass", "judge", "second_pass"},
     "recall_dagster.impact.measured": {"measure_findings", "finding_measure"},
     "recall_dagster.results": {"score_models"},

@@ -1,7 +1,7 @@
 """A rescan finds exactly what a full scan finds, whatever changed between them: data, tests, time, deletions.
 
 Rescans keep the closures no change reached and the verdicts that still hold
-(:mod:`recall_dagster.verdicts`, :mod:`recall_dagster.detect.holds`); each case
+(:mod:`recall_dagster.kept.verdicts`, :mod:`recall_dagster.detect.holds`); each case
 below changes the estate or lets time pass, rescans twice from the kept state
 and compares every finding whole (message and evidence) and the blast radius
 with a scan that reads and judges everything.
@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scan_estates import SCAN_AT_MS, exact
 
-from recall_dagster.baselines import MemoryStateStore
+from recall_dagster.kept.baselines import MemoryStateStore
 from recall_dagster.config.load import load
 from recall_dagster.graph import LiteGraph
 from recall_dagster.scan import run_scan
-from recall_dagster.snapshots import SnapshotStore
+from recall_dagster.kept.snapshots import SnapshotStore
 from tests.fuzz.estates import NOW_MS, estates
 
 HOUR, DAY = 3_600_000, 86_400_000

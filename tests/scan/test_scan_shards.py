@@ -13,11 +13,11 @@ from scan_estates import SCAN_AT_MS
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate.shards import Shard
 from recall_dagster.graph import LiteGraph
-from recall_dagster.baselines import JsonStateStore, MemoryStateStore
+from recall_dagster.kept.baselines import JsonStateStore, MemoryStateStore
 from recall_dagster.config.load import load
 from recall_dagster.scan import Pipeline, run_scan
 from recall_dagster.settings import Settings
-from recall_dagster.snapshots import SnapshotStore
+from recall_dagster.kept.snapshots import SnapshotStore
 from recall_dagster.writeback.run import dry_run
 from tests.fuzz.estates import NOW_MS, estates
 

@@ -17,11 +17,11 @@ from recall_dagster.detect.config import DetectorConfig
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.graph import LiteGraph
-from recall_dagster.baselines import MemoryStateStore
+from recall_dagster.kept.baselines import MemoryStateStore
 from recall_dagster.config.load import load
 from recall_dagster.scan import record_baselines, run_scan
-from recall_dagster.snapshots import SnapshotStore
-from recall_dagster.verdicts import config_digest, reusable_spread
+from recall_dagster.kept.snapshots import SnapshotStore
+from recall_dagster.kept.verdicts import config_digest, reusable_spread
 
 DAY = 86_400_000
 

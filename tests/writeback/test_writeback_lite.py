@@ -25,7 +25,7 @@ from scan_estates import SCAN_AT_MS
 from wb_support import BREAK, HEAL_DATA, HEAL_TRAINING, MODEL, USER_STATS, lite_estate, scan
 
 from recall_dagster.graph import LiteGraph
-from recall_dagster.baselines import MemoryStateStore
+from recall_dagster.kept.baselines import MemoryStateStore
 from recall_dagster.scan import run_scan
 from recall_dagster.writeback.report import WritebackReport
 from recall_dagster.writeback.run import write_back

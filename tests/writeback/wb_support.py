@@ -38,7 +38,7 @@ from test_graph_gms import FakeGms, Seen, _handler  # noqa: E402
 from recall_dagster.detect import RecallConfig  # noqa: E402
 from recall_dagster.graph import GmsGraph, MetadataGraph  # noqa: E402
 from recall_dagster.graph.relationships import carrying_aspects, extract_targets  # noqa: E402
-from recall_dagster.baselines import MemoryStateStore  # noqa: E402
+from recall_dagster.kept.baselines import MemoryStateStore  # noqa: E402
 from recall_dagster.results import ScanResult  # noqa: E402
 from recall_dagster.scan import run_scan  # noqa: E402
 

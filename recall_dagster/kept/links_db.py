@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
 from recall_dagster.errors import ConfigError
-from recall_dagster.estate.links import Chosen, ChangedLinks, Key, KeptLinks, Links, LinksChange, LinksMoved
+from recall_dagster.kept.links import Chosen, ChangedLinks, Key, KeptLinks, Links, LinksChange, LinksMoved
 from recall_dagster.files import write_atomically
 
 _SCHEMA = """

@@ -24,7 +24,7 @@ Key = tuple[str, str]  # (relationship, target)
 
 
 class Answers(Protocol):
-    """The last scan's answers, asked by key (:class:`~recall_dagster.estate.links.KeptLinks` gives them)."""
+    """The last scan's answers, asked by key (:class:`~recall_dagster.kept.links.KeptLinks` gives them)."""
 
     def incoming(self, keys: Iterable[Key]) -> dict[Key, tuple[str, ...]]:
         """Of ``keys``, those asked about then: their sources, sorted."""

@@ -1,7 +1,7 @@
 """Blobs a snapshot keeps beside its index files and reads one at a time: closure bodies and their datasets.
 
 A rescan of 10,000 models that one change reached reads none of the kept
-bodies (:mod:`recall_dagster.estate.kept`), yet loading them with the heads,
+bodies (:mod:`recall_dagster.kept.closures`), yet loading them with the heads,
 even undecoded, was most of its load: 75 MB copied and paged in.  So they live
 in pack files the heads point into (name, offset, length) and are read by
 offset when a body is first decoded.  A pack is written whole, once, under a
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import BinaryIO, Iterable, Mapping, TypeVar
 
 from recall_dagster.errors import ConfigError
-from recall_dagster.estate.kept import Ref
+from recall_dagster.kept.closures import Ref
 from recall_dagster.files import write_atomically
 from recall_dagster.pickles import Signer
 

@@ -25,8 +25,8 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 
 from recall_dagster.estate.closure import ModelClosure
 from recall_dagster.estate.columns import same_columns
-from recall_dagster.estate.incoming import KnownIncoming
-from recall_dagster.estate.links import KeptLinks, Links, LinksMoved, links_changed, links_of
+from recall_dagster.kept.incoming import KnownIncoming
+from recall_dagster.kept.links import KeptLinks, Links, LinksMoved, links_changed, links_of
 from recall_dagster.estate.options import ResolveOptions
 from recall_dagster.estate.resolve import INCOMING, Resolution, resolve
 from recall_dagster.estate.shards import Shard

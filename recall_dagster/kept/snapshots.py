@@ -3,12 +3,12 @@
 All are caches: a missing, damaged or outdated file costs one full rescan (or
 one full detection), never an error.  They are written by this very code and
 read only by it (pickles stamped by :mod:`recall_dagster.pickles`): the
-closures' heads, their bodies and datasets in packs (:mod:`recall_dagster.packs`),
+closures' heads, their bodies and datasets in packs (:mod:`recall_dagster.kept.packs`),
 the estate's column lineage and the graph's lists, with the source of the
 ``estate`` modules, which decide what a closure holds; the verdicts of either
 pass with that of ``estate`` and ``detect``, which decide what is found.  Apart
 from them, the links a rescan follows a change by lie in a SQLite file stamped
-the same way, asked by key (:mod:`recall_dagster.links_db`).
+the same way, asked by key (:mod:`recall_dagster.kept.links_db`).
 """
 
 from __future__ import annotations
@@ -24,18 +24,18 @@ from typing import Callable, Iterable, Sequence, cast
 from recall_dagster import detect, estate
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.columns import ColumnGraph, column_graph
-from recall_dagster import links_db
-from recall_dagster.estate.incremental import Rescan, Snapshot
-from recall_dagster.estate.links import KeptLinks, Links, LinksMoved
+from recall_dagster.kept import links_db
+from recall_dagster.kept.incremental import Rescan, Snapshot
+from recall_dagster.kept.links import KeptLinks, Links, LinksMoved
 from recall_dagster.estate.listings import KnownListings, Listings
-from recall_dagster.estate.kept import Head, Kept, KeptClosure, Ref, head_and_body
+from recall_dagster.kept.closures import Head, Kept, KeptClosure, Ref, head_and_body
 from recall_dagster.estate.views import Dataset
 from recall_dagster.files import write_atomically
 from recall_dagster.graph.port import MetadataGraph
-from recall_dagster.packs import Packs
+from recall_dagster.kept.packs import Packs
 from recall_dagster.pickles import Signer, fingerprint, stamped, unstamped
 from recall_dagster.detect.catalogue import Spread
-from recall_dagster.verdicts import KeptSpread, Verdicts
+from recall_dagster.kept.verdicts import KeptSpread, Verdicts
 
 _CLOSURES = fingerprint(estate)
 _VERDICTS = fingerprint(estate, detect)
@@ -158,7 +158,7 @@ class SnapshotStore:
     def load(self, key: str) -> Snapshot | None:
         """The snapshot kept for ``key``; None when there is none this code can trust.  Its closures are
         heads whose bodies and datasets are read from their packs when first read
-        (:class:`~recall_dagster.estate.kept.KeptClosure`); its links are read only when asked for (a rescan
+        (:class:`~recall_dagster.kept.closures.KeptClosure`); its links are read only when asked for (a rescan
         following a change), and only if they were kept with the same closures."""
         kept = self._load_layered(key, "", _CLOSURES)
         tables = self._load_layered(key, ".tables", _CLOSURES)
@@ -237,7 +237,7 @@ class SnapshotStore:
     def column_graph(self, rescan: Rescan, closures: Sequence[ModelClosure]) -> Callable[[], ColumnGraph]:
         """The estate's column lineage over ``closures`` (a scan's, or a shard's), for the first detector that
         asks: the graph kept with the snapshot ``rescan`` kept its closures from, while they add what they
-        added then (:attr:`~recall_dagster.estate.incremental.Rescan.same_columns`), or built and kept.
+        added then (:attr:`~recall_dagster.kept.incremental.Rescan.same_columns`), or built and kept.
 
         Built, it reads every closure's datasets: at 10,000 models that is decoding every kept closure, for
         one failing test on a model a change reached.  A small mark says which snapshots a kept graph holds

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Protocol
 
 from recall_dagster.estate.closure import ModelClosure
-from recall_dagster.estate.incoming import Answers, Key
+from recall_dagster.kept.incoming import Answers, Key
 from recall_dagster.estate.views import Model
 
 Incoming = Mapping[Key, tuple[str, ...]]  # (relationship, target) -> its sources, sorted

@@ -31,7 +31,7 @@ from recall_dagster.detect import Finding, RecallConfig
 from recall_dagster.detect.holds import Timed
 from recall_dagster.detect.catalogue import Judged, Spread, keepable
 from recall_dagster.estate import ModelClosure
-from recall_dagster.estate.incremental import Rescan
+from recall_dagster.kept.incremental import Rescan
 
 
 @dataclass(frozen=True)
