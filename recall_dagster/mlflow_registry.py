@@ -28,11 +28,13 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from importlib.metadata import version as distribution_version
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Mapping
+from typing import TYPE_CHECKING, Annotated, Iterator, Mapping
 from urllib.parse import unquote
 
 from packaging.version import Version
+from pydantic import Field
 
+from recall_dagster.config.fields import Positive, Section
 from recall_dagster.errors import ServiceUnreachable, reason
 from recall_dagster.run_tags import DAGSTER_RUN_TAG
 
@@ -48,10 +50,13 @@ _UNAVAILABLE = frozenset({"TEMPORARILY_UNAVAILABLE", "REQUEST_LIMIT_EXCEEDED", "
 _TRANSPORT = "API request to "
 
 
-@dataclass(frozen=True)
-class RegistryLimits:
-    timeout_seconds: int  # one HTTP request to the tracking server
-    retries: int  # tries again after a failed request, MLflow waiting 2 s, 4 s, ... between them
+class RegistryLimits(Section):
+    """How long one request to the tracking server may take, and how often it is tried again
+    (``impact.registry``); MLflow waits 2 s, 4 s, ... between tries."""
+
+    timeout_seconds: Positive = Field(description="One HTTP request to the tracking server; then exit 3.")
+    retries: Annotated[int, Field(ge=0, le=9)] = Field(
+        description="Tries again after a failed request (MLflow allows 9).")
 
 
 def mlflow_client(tracking_uri: str, limits: RegistryLimits) -> "MlflowClient":

@@ -1,8 +1,9 @@
 """The checked file (:mod:`recall_dagster.config.models`) turned into the objects each domain reads.
 
-The models say what the file may hold; the domains want something else: tiers
-sorted by score, globs as ordered pairs, tag names case-folded, the warehouse
-handed to the lifecycle and impact sections that reach it. Every check has
+A section a domain reads as written is handed over as it is. Where a domain
+wants something else (tiers sorted by score, globs as ordered pairs, tag names
+case-folded, the warehouse handed to the lifecycle and impact sections that
+reach it, the source file named for messages), it is built here. Every check has
 happened by the time anything here runs, so nothing here raises but the
 detector catalogue's own (a detector or case the file does not configure).
 """
@@ -13,28 +14,22 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from recall_dagster.config.dagster import DagsterConfig
-from recall_dagster.config.models import Diagnose, Impact, Lifecycle, RecallFile, Writeback
+from recall_dagster.config.models import Diagnose, Impact, Lifecycle, RecallFile
 from recall_dagster.config.warehouse import Warehouse
 from recall_dagster.detect import RecallConfig, Severity, check_config
 from recall_dagster.detect.config import (
-    AckPolicy,
-    BlastRadiusConfig,
-    DetectorConfig,
-    FreshnessConfig,
     PiiConfig,
-    ProfileDriftConfig,
     ScoringConfig,
     Tier,
 )
-from recall_dagster.diagnose.config import SIGNALS, DiagnoseConfig, HypothesisConfig, RepairConfig, Tolerance
+from recall_dagster.diagnose.config import DiagnoseConfig, RepairConfig
 from recall_dagster.estate import ResolveOptions
 from recall_dagster.estate.options import ReachOptions
-from recall_dagster.impact.config import ImpactConfig, MeasuredConfig, QueryConfig, Thresholds
-from recall_dagster.lifecycle.config import GateConfig, LifecycleConfig, SeverityConfig
-from recall_dagster.protect.config import COMPONENTS, ProtectConfig
-from recall_dagster.mlflow_registry import RegistryLimits
+from recall_dagster.impact.config import ImpactConfig, QueryConfig
+from recall_dagster.lifecycle.config import LifecycleConfig, SeverityConfig
+from recall_dagster.protect.config import ProtectConfig
 from recall_dagster.rewrite import Rewrite
-from recall_dagster.writeback.config import GithubConfig, RetryPolicy, SlackConfig, WritebackConfig
+from recall_dagster.writeback.config import WritebackConfig
 
 
 @dataclass(frozen=True)
@@ -91,7 +86,7 @@ def _scan(f: RecallFile, source: str, reading: _Reading) -> RecallConfig:
             healthy_tier=s.healthy_tier,
             fail_tier=s.fail_tier,
         ),
-        freshness=FreshnessConfig(f.freshness.default_window_hours, tuple(f.freshness.windows.items())),
+        freshness=f.freshness,
         pii=PiiConfig(
             tags=_folded(f.pii.tags),
             terms=_folded(f.pii.terms),
@@ -100,13 +95,12 @@ def _scan(f: RecallFile, source: str, reading: _Reading) -> RecallConfig:
         ),
         label_tables=tuple(f.label_tables),
         min_fan_in=f.critical_path.min_fan_in,
-        blast_radius=BlastRadiusConfig(tuple(f.blast_radius.at_risk_detectors), f.blast_radius.min_severity),
-        detectors={name: DetectorConfig(d.enabled, dict(d.severity)) for name, d in f.detectors.items()},
-        profile_drift=ProfileDriftConfig(**f.profile_drift.model_dump()),
+        blast_radius=f.blast_radius,
+        detectors=f.detectors,
+        profile_drift=f.profile_drift,
         reach=reading.reach,
         failing_results=reading.failing_results,
-        acknowledgements=AckPolicy(f.acknowledgements.max_days, frozenset(f.acknowledgements.trusted_authors),
-                                   f.acknowledgements.key_env),
+        acknowledgements=f.acknowledgements,
     )
     check_config(config)
     return config
@@ -116,7 +110,6 @@ def _lifecycle(
     lc: Lifecycle, source: str, reading: _Reading, warehouse: Warehouse, dagster_url: str
 ) -> LifecycleConfig:
     bands = tuple(sorted(lc.severity.bands.items(), key=lambda band: -band[1]))
-    gate = lc.gate
     return LifecycleConfig(
         source=source,
         failing_results=reading.failing_results,
@@ -129,16 +122,7 @@ def _lifecycle(
         ),
         classification=tuple(lc.classification.items()),
         default_classification=lc.default_classification,
-        gate=GateConfig(
-            disabled=frozenset(gate.disabled),
-            advisory=frozenset(gate.advisory),
-            min_severity=gate.min_severity,
-            max_row_drop=gate.max_row_drop,
-            min_feature_coverage=gate.min_feature_coverage,
-            block_unknown=gate.block_unknown,
-            required=frozenset(gate.required),
-            block_unverified=gate.block_unverified,
-        ),
+        gate=lc.gate,
         training_rows_metric=lc.training_rows_metric,
         row_counts=tuple(lc.row_counts.items()),
         warehouse=warehouse,
@@ -147,52 +131,32 @@ def _lifecycle(
 
 
 def _impact(i: Impact, source: str, warehouse: Warehouse) -> ImpactConfig:
-    q, m = i.evaluation.query, i.measured
+    q = i.evaluation.query
     return ImpactConfig(
         source=source,
         artifact=i.evaluation.artifact,
         label_column=i.evaluation.label_column,
         query=QueryConfig(q.artifact, q.connection, q.input_prefix, q.label_prefix, q.max_rows, warehouse),
-        registry=RegistryLimits(timeout_seconds=i.registry.timeout_seconds, retries=i.registry.retries),
+        registry=i.registry,
         min_rows=i.min_rows,
         seed=i.seed,
         bootstrap=i.bootstrap,
         confidence=i.confidence,
         batch_rows=i.batch_rows,
         flip_tolerance=i.flip_tolerance,
-        warn=Thresholds(i.policy.warn.metric_loss, i.policy.warn.flip_rate),
-        block=Thresholds(i.policy.block.metric_loss, i.policy.block.flip_rate, i.policy.block.failure_rate),
-        measured=MeasuredConfig(
-            enabled=m.enabled,
-            production_only=m.production_only,
-            min_severity=m.min_severity,
-            schema_drift=dict(m.schema_drift),
-            failing_assertion=dict(m.failing_assertion),
-            block_severity=m.block_severity,
-            pass_severity=m.pass_severity,
-        ),
-    )
-
-
-def _writeback(w: Writeback) -> WritebackConfig:
-    slack, github = w.notify.slack, w.notify.github
-    return WritebackConfig(
-        tier_tags=dict(w.tags),
-        document_tier=w.document_tier,
-        incident_severity=w.incident_severity,
-        retry=RetryPolicy(w.retry.attempts, w.retry.backoff_seconds, w.retry.max_backoff_seconds, w.retry.budget_seconds),
-        slack=SlackConfig(slack.webhook_url_env) if slack.enabled else None,
-        github=GithubConfig(github.repo.strip(), github.token_env, github.api_url.rstrip("/")) if github.enabled else None,
+        warn=i.policy.warn,
+        block=i.policy.block,
+        measured=i.measured,
     )
 
 
 def _diagnose(d: Diagnose, source: str) -> DiagnoseConfig:
-    r, h = d.repair, d.hypotheses
+    r = d.repair
     return DiagnoseConfig(
         source=source,
-        metrics={name: Tolerance(m.higher_is_better, m.tolerance, m.relative) for name, m in d.metrics.items()},
+        metrics=d.metrics,
         primary=tuple(d.primary),
-        hypotheses=HypothesisConfig(h.margin, h.floor, {s: h.weights.get(s, 0.0) for s in SIGNALS}, h.counter_penalty),
+        hypotheses=d.hypotheses,
         code_tags=tuple(d.code_tags),
         transform_tag_prefix=d.transform_tag_prefix,
         repair=RepairConfig(
@@ -213,23 +177,16 @@ def _diagnose(d: Diagnose, source: str) -> DiagnoseConfig:
 
 def build(f: RecallFile, source: str) -> Configuration:
     """Each domain's view of the checked file ``f``; ``source`` is the file that spoke last, for messages."""
-    warehouse = Warehouse(f.warehouse.dbt_project, f.warehouse.profiles_dir, f.warehouse.target,
-                          f.warehouse.read_timeout_seconds)
-    d, reading = f.dagster, _Reading.of(f.lifecycle)
+    warehouse = f.warehouse
+    reading = _Reading.of(f.lifecycle)
     return Configuration(
         source=source,
         scan=_scan(f, source, reading),
         lifecycle=_lifecycle(f.lifecycle, source, reading, warehouse, f.dagster.webserver_url),
         impact=_impact(f.impact, source, warehouse),
-        writeback=_writeback(f.writeback),
-        protect=ProtectConfig(
-            weights={c: getattr(f.protect.weights, c) for c in COMPONENTS},
-            incident_memory=f.protect.incident_memory,
-            suggested_tests=tuple(f.protect.suggested_tests),
-            top=f.protect.top,
-        ),
+        writeback=f.writeback,
+        protect=f.protect,
         diagnose=_diagnose(f.diagnose, source),
-        dagster=DagsterConfig(tuple(d.scan_after), tuple(d.mlflow_models), d.sensor_interval_seconds,
-                              d.nightly_scan_cron, d.scan_shards, d.dbt_recipe),
+        dagster=f.dagster,
         narration=Rewrite(f.narration.rewrite_command or None, f.narration.timeout_seconds),
     )

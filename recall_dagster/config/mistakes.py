@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from pydantic import BaseModel, ValidationError
 
-from recall_dagster.config.models import KeyMistake
+from recall_dagster.config.fields import KeyMistake
 from recall_dagster.config.words import at, excerpt, expected, kind
 from recall_dagster.errors import ConfigError
 

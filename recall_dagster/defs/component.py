@@ -40,9 +40,8 @@ gate does not hold: a run that materializes the training without the gate step
 that keeps the training in Python behind :func:`retrain_gate`.
 """
 
-from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from dagster import (
     AssetKey,
@@ -134,9 +133,8 @@ class RecallComponent(Component, Model, Resolvable):
         """:func:`recall_definitions` as declared, and a gate asset per ``gates`` entry."""
         config_file = None if self.config_file is None else str(context.path / Path(self.config_file))
         resource = RecallResource.from_env(config_file)
-        declared: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
-                                    for k, v in self.model_dump(include=DAGSTER_KEYS, exclude_none=True).items()}
-        config = replace(load(resource.config_file()).dagster, **declared)
+        declared = self.model_dump(include=DAGSTER_KEYS, exclude_none=True)
+        config = load(resource.config_file()).dagster.model_copy(update=declared)
         status = DefaultSensorStatus.RUNNING if self.automation == "running" else DefaultSensorStatus.STOPPED
         recall = recall_definitions(resource, config, default_status=status)
         if not self.gates:

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Mapping
+from typing import Annotated, Mapping
 
+from pydantic import BeforeValidator, Field
+
+from recall_dagster.config.fields import Level, Number, Positive, Section, Text, Texts, none_is_empty_mapping
 from recall_dagster.detect.finding import Severity
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import Dataset, ResolveOptions
@@ -43,13 +46,15 @@ class ScoringConfig:
         return names.index(tier) <= names.index(threshold)
 
 
-@dataclass(frozen=True)
-class FreshnessConfig:
-    default_window_hours: float
-    windows: tuple[tuple[str, float], ...]  # (dataset URN or name glob, hours), first match wins
+class FreshnessConfig(Section):
+    """How long a dataset may go unchanged (``freshness``)."""
+
+    default_window_hours: Number = Field(description="How long a dataset no window below matches may go unchanged.")
+    windows: Annotated[dict[str, Number], BeforeValidator(none_is_empty_mapping)] = Field(
+        description="Dataset URN or name glob -> hours; the first match wins, a team's globs before the shipped ones.")
 
     def window_hours(self, dataset: Dataset) -> float:
-        for pattern, hours in self.windows:
+        for pattern, hours in self.windows.items():
             if matches_dataset(pattern, dataset):
                 return hours
         return self.default_window_hours
@@ -63,37 +68,45 @@ class PiiConfig:
     justification_properties: tuple[str, ...]  # custom properties on a model that justify it
 
 
-@dataclass(frozen=True)
-class BlastRadiusConfig:
-    at_risk_detectors: tuple[str, ...]  # whose findings put a dataset at risk
-    min_severity: Severity
+class BlastRadiusConfig(Section):
+    """Which findings put a dataset at risk (``blast_radius`` in recall.yaml)."""
+
+    at_risk_detectors: Texts = Field(description="Detectors whose findings put a dataset at risk.")
+    min_severity: Level = Field(description="The least severe finding that does.")
 
 
-@dataclass(frozen=True)
-class ProfileDriftConfig:
-    """How far a profiled statistic may move before ``profile_drift`` reports it."""
+class ProfileDriftConfig(Section):
+    """How far a profiled statistic may move before ``profile_drift`` reports it (``profile_drift``)."""
 
-    row_count_change: float  # relative
-    null_fraction_increase: float  # absolute rise in the share of NULLs
-    distinct_change: float  # relative
-    mean_shift: float  # in the reference's standard deviations
-    relative_mean_shift: float  # share of the reference mean, when no standard deviation was profiled
-    range_growth: float  # how far beyond the reference min..max, as a share of that range
+    row_count_change: Number = Field(description="|rows now - rows then| / rows then.")
+    null_fraction_increase: Number = Field(description="Rise in the share of NULLs.")
+    distinct_change: Number = Field(description="|distinct now - then| / then.")
+    mean_shift: Number = Field(description="|mean now - mean then| in standard deviations then.")
+    relative_mean_shift: Number = Field(
+        description="The same as a share of |mean then|, when no standard deviation was profiled.")
+    range_growth: Number = Field(
+        description="Min or max beyond the old min..max by more than this share of that range.")
 
 
-@dataclass(frozen=True)
-class AckPolicy:
+class AckPolicy(Section):
     """Which acknowledgements a scan honours (``acknowledgements`` in recall.yaml)."""
 
-    max_days: int = 90  # the longest an acknowledgement may last
-    trusted_authors: frozenset[str] = frozenset()  # DataHub users whose unsigned documents count
-    key_env: str = "RECALL_ACK_KEY"  # where the key shared by the instances on one graph is, when it is
+    max_days: Positive = Field(
+        description="The longest an acknowledgement may last; `recall ack --until` past it exits 2, a longer one "
+                    "read back is ignored and listed.")
+    trusted_authors: Texts = Field(
+        description="DataHub users (`alice` or `urn:li:corpuser:alice`) whose acknowledgement documents count "
+                    "without Recall's signature; empty: only Recall's own.")
+    key_env: Text = Field(
+        description="Environment variable holding the key Recall signs its acknowledgements with, the same on "
+                    "every instance sharing a graph; unset: this home's own key (state/state.key).")
 
 
-@dataclass(frozen=True)
-class DetectorConfig:
-    enabled: bool
-    severity: Mapping[str, Severity]  # case name -> severity
+class DetectorConfig(Section):
+    """One detector's switch and the severity of each case it raises (``detectors.<name>``)."""
+
+    enabled: bool = Field(default=True, description="false: the detector does not run.")
+    severity: dict[str, Level] = Field(description="Case -> severity of the findings it raises.")
 
 
 @dataclass(frozen=True)
@@ -108,9 +121,9 @@ class RecallConfig:
     blast_radius: BlastRadiusConfig
     detectors: Mapping[str, DetectorConfig]
     profile_drift: ProfileDriftConfig
+    acknowledgements: AckPolicy
     reach: ReachOptions = ReachOptions()  # how far a failing test is followed (lifecycle.table_level, .name_matching)
     failing_results: frozenset[str] = frozenset({"FAILURE"})  # what a failing test is (lifecycle.failing_results)
-    acknowledgements: AckPolicy = AckPolicy()
 
     def failing(self, result: str | None) -> bool:
         return result is not None and result in self.failing_results

@@ -9,24 +9,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Mapping
 
+from pydantic import Field
+
+from recall_dagster.config.fields import Number, Section
+
 
 Signal = Literal["temporal", "lineage", "fields", "size", "corroboration"]
 SIGNALS: tuple[Signal, ...] = ("temporal", "lineage", "fields", "size", "corroboration")
 
 
-@dataclass(frozen=True)
-class Tolerance:
-    higher_is_better: bool
-    tolerance: float
-    relative: bool = False  # the tolerance is a share of the baseline's value, not an absolute difference
+class Tolerance(Section):
+    """How much worse than its baseline one metric may be (``diagnose.metrics.<name>``)."""
+
+    higher_is_better: bool = Field(description="false for an error metric (mae, rmse).")
+    tolerance: Number = Field(description="How much worse than the baseline still passes.")
+    relative: bool = Field(default=False, description="The tolerance is a share of the baseline's value.")
 
 
-@dataclass(frozen=True)
-class HypothesisConfig:
-    margin: float
-    floor: float
-    weights: Mapping[str, float]  # signal -> weight
-    counter_penalty: float
+class HypothesisConfig(Section):
+    """How competing causes are weighed, and when the diagnosis abstains (``diagnose.hypotheses``)."""
+
+    margin: Number = Field(description="INCONCLUSIVE when the best two scores are closer than this.")
+    floor: Number = Field(description="INCONCLUSIVE when the best score is below it.")
+    weights: dict[Signal, Number] = Field(
+        description=f"Weight of each signal ({', '.join(SIGNALS)}); a signal left out weighs 0.")
+    counter_penalty: Number = Field(description="Taken off a hypothesis per piece of evidence against it.")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Sequence
 
-from recall_dagster.diagnose.config import HypothesisConfig
+from recall_dagster.diagnose.config import HypothesisConfig, Signal as SignalName
 from recall_dagster.diagnose.facts import Clue, Facts, RunFacts
 from recall_dagster.instants import iso_instant
 
@@ -152,7 +152,7 @@ def _corroboration(facts: Facts, clues: Sequence[Clue], observed: float | None) 
     return value, f"{count} distinct clue{'s' if count > 1 else ''} point{'' if count > 1 else 's'} this way"
 
 
-_SIGNALS: dict[str, Callable[[Facts, Sequence[Clue], float | None], tuple[float, str]]] = {
+_SIGNALS: dict[SignalName, Callable[[Facts, Sequence[Clue], float | None], tuple[float, str]]] = {
     "temporal": _temporal,
     "lineage": _lineage,
     "fields": _fields,

@@ -13,7 +13,7 @@ so a hypothesis's measured loss can be set against it.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
 from recall_dagster.diagnose.config import DiagnoseConfig, Tolerance
@@ -40,7 +40,7 @@ class MetricRow:
             "baseline": self.baseline,
             "candidate": self.candidate,
             "delta": self.delta,
-            "tolerance": asdict(self.tolerance),
+            "tolerance": self.tolerance.model_dump(),
             "regressed": self.regressed,
             "note": self.note,
         }

@@ -8,33 +8,65 @@ against the allowlist here too, so a typo fails the scan, not the measurement.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Annotated, Mapping
 
-from recall_dagster.detect import Severity
+from pydantic import AfterValidator, Field
+
+from recall_dagster.config.fields import KeyMistake, Level, Number, Section, Share, Text
+from recall_dagster.errors import ConfigError
+from recall_dagster.impact.mutation_spec import parse_mutation
 from recall_dagster.mlflow_registry import RegistryLimits
 from recall_dagster.lifecycle.rows import resolve_url
-from recall_dagster.config.warehouse import Warehouse
+from recall_dagster.config.warehouse import NO_WAREHOUSE, Warehouse
 from recall_dagster.warehouse import warehouse_connection
 
 DRIFT_CHANGES = ("retyped", "retyped_time", "removed")
 
 
-@dataclass(frozen=True)
-class Thresholds:
-    metric_loss: float  # relative degradation of the primary metric
-    flip_rate: float
-    failure_rate: float | None = None  # only the block line has one: more than this share failing blocks
+class WarnLine(Section):
+    """Past either value, a measured change warns (``impact.policy.warn``)."""
+
+    metric_loss: Number = Field(description="Relative loss of the primary metric that warns.")
+    flip_rate: Share = Field(description="Share of predictions flipping that warns.")
 
 
-@dataclass(frozen=True)
-class MeasuredConfig:
-    enabled: bool
-    production_only: bool
-    min_severity: Severity
-    schema_drift: Mapping[str, str]  # change -> mutation spec
-    failing_assertion: Mapping[str, str]  # test class -> mutation spec
-    block_severity: Severity
-    pass_severity: Severity
+class BlockLine(WarnLine):
+    """Past these, it blocks (``impact.policy.block``)."""
+
+    failure_rate: Share = Field(description="More than this share of rows failing inference blocks.")
+
+
+def _mutation(spec: str) -> str:
+    try:
+        parse_mutation(spec)
+    except ConfigError as err:
+        raise ValueError(str(err)) from None
+    return spec
+
+
+MutationSpec = Annotated[Text, AfterValidator(_mutation)]
+
+
+def _drift_changes(mapping: dict[str, str]) -> dict[str, str]:
+    unknown = sorted(set(mapping) - set(DRIFT_CHANGES))
+    if unknown:
+        raise KeyMistake(unknown[0], f"is not a change Recall tells apart; known: {', '.join(DRIFT_CHANGES)}")
+    return mapping
+
+
+class MeasuredConfig(Section):
+    """Which scan findings are replayed on their models, and what a verdict does to them (``impact.measured``)."""
+
+    enabled: bool = Field(description="Replay a scan's findings on the models they reach.")
+    production_only: bool = Field(description="Only on production model versions.")
+    min_severity: Level = Field(description="The least severe finding replayed.")
+    schema_drift: Annotated[dict[str, MutationSpec], AfterValidator(_drift_changes)] = Field(
+        description=f"The column's change ({', '.join(DRIFT_CHANGES)}) -> the mutation replaying it.")
+    failing_assertion: dict[str, MutationSpec] = Field(
+        description="The failing test's class (lifecycle.classification) -> the mutation, on the failed share of "
+                    "rows; a class not named is not replayed.")
+    block_severity: Level = Field(description="A BLOCK raises the finding to this.")
+    pass_severity: Level = Field(description="A PASS lowers it to this, with the measurement as evidence.")
 
 
 @dataclass(frozen=True)
@@ -46,7 +78,7 @@ class QueryConfig:
     input_prefix: str
     label_prefix: str
     max_rows: int
-    warehouse: Warehouse = Warehouse(None, None, None)
+    warehouse: Warehouse = NO_WAREHOUSE
 
     def url(self, environ: Mapping[str, str]) -> tuple[str | None, str]:
         """The URL the query reruns on, or None with the reason: ``connection``, else the dbt profile."""
@@ -72,6 +104,6 @@ class ImpactConfig:
     confidence: float
     batch_rows: int
     flip_tolerance: float
-    warn: Thresholds
-    block: Thresholds
+    warn: WarnLine
+    block: BlockLine
     measured: MeasuredConfig

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Mapping, Sequence
 
+from pydantic import BaseModel
+
 from recall_dagster.detect import Finding, RecallConfig
 from recall_dagster.detect.holds import Timed
 from recall_dagster.detect.catalogue import Judged, Spread, keepable
@@ -74,6 +76,8 @@ def baselines_digest(baselines: Mapping[str, Mapping[str, str]]) -> str:
 def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, BaseModel):
+        return {name: _plain(getattr(value, name)) for name in type(value).model_fields}
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, Mapping):

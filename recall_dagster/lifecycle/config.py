@@ -10,11 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from fnmatch import fnmatchcase
-from typing import Mapping
+from typing import Annotated, Mapping
 
+from pydantic import AfterValidator, Field
+
+from recall_dagster.config.fields import Level, Section, Share, Texts
 from recall_dagster.severity import Scale, Severity
 from recall_dagster.estate.options import ReachOptions
-from recall_dagster.config.warehouse import Warehouse
+from recall_dagster.config.warehouse import NO_WAREHOUSE, Warehouse
 
 # Every check the retrain gate runs, in report order (recall_dagster/lifecycle/retrain_gate.py implements them).
 CHECK_NAMES: tuple[str, ...] = (
@@ -55,16 +58,32 @@ class SeverityConfig:
         return self.scale.rank(severity)
 
 
-@dataclass(frozen=True)
-class GateConfig:
-    disabled: frozenset[str]
-    advisory: frozenset[str]  # checks whose failure is a WARN: shown, never refusing the retrain
-    min_severity: Severity  # scan findings at or above this fail the detector-backed checks
-    max_row_drop: float
-    min_feature_coverage: float
-    block_unknown: bool
-    required: frozenset[str]  # checks whose SKIP makes the verdict UNVERIFIED
-    block_unverified: bool  # whether the Dagster gate blocks a retrain on UNVERIFIED
+def _known_checks(names: list[str]) -> list[str]:
+    unknown = sorted(set(names) - set(CHECK_NAMES))
+    if unknown:
+        raise ValueError(f"names unknown check(s) {', '.join(unknown)}; known: {', '.join(CHECK_NAMES)}")
+    return names
+
+
+CheckNames = Annotated[Texts, AfterValidator(_known_checks)]
+
+
+class GateConfig(Section):
+    """`recall gate` and the blocking check on each training asset (``lifecycle.gate``)."""
+
+    disabled: CheckNames = Field(description="Checks the retrain gate skips.")
+    advisory: CheckNames = Field(
+        description="Checks whose failure is shown (WARN) but does not refuse the retrain.")
+    min_severity: Level = Field(description="Scan findings at or above this fail the detector-backed checks.")
+    max_row_drop: Share = Field(description="A training input that lost more than this share of its rows fails.")
+    min_feature_coverage: Share = Field(
+        description="Share of features that must resolve to an existing column of their source.")
+    block_unknown: bool = Field(
+        description="Whether an UNKNOWN blind-window verdict on the judged version blocks like CONTAMINATED.")
+    required: CheckNames = Field(
+        description="Checks that must measure: one skipped makes the verdict UNVERIFIED (exit 4).")
+    block_unverified: bool = Field(
+        description="The Dagster gate refuses a retrain on UNVERIFIED (and when no version can be found).")
 
 
 @dataclass(frozen=True)
@@ -78,7 +97,7 @@ class LifecycleConfig:
     gate: GateConfig
     training_rows_metric: str  # prefix of the metrics a training run logs per table read: <prefix><schema>.<table>
     row_counts: tuple[tuple[str, str], ...]  # (glob over "platform:name", SQLAlchemy URL or env:VARIABLE)
-    warehouse: Warehouse = Warehouse(None, None, None)  # the dbt profile tried after row_counts
+    warehouse: Warehouse = NO_WAREHOUSE  # the dbt profile tried after row_counts
     dagster_url: str = ""  # dagster.webserver_url: where a version's training run is linked
 
     def failing(self, result: str | None) -> bool:

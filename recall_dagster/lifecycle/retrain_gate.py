@@ -416,7 +416,7 @@ def run_gate(inputs: GateInputs) -> GateResult:
         judged_at_ms=inputs.now_ms,
         checks=checks,
         findings=tuple(inputs.findings),
-        required=inputs.config.gate.required - skipped,
+        required=frozenset(inputs.config.gate.required).difference(skipped),
         accepted=inputs.accepted,
         trained_by=DagsterRun.of(inputs.closure.model.properties, inputs.config.dagster_url),
     )

@@ -22,7 +22,7 @@ from typing import Callable, Iterator, Mapping, Sequence, cast
 from datahub.utilities.urns.dataset_urn import DatasetUrn
 
 from recall_dagster.errors import reason
-from recall_dagster.config.warehouse import Warehouse
+from recall_dagster.config.warehouse import NO_WAREHOUSE, Warehouse
 from recall_dagster.read_only_sql import sql_connection
 from recall_dagster.warehouse import warehouse_connection
 
@@ -74,7 +74,7 @@ def sql_row_counter(
     """A counter over the configured connections, then the warehouse's dbt profile: the first entry whose glob
     matches a dataset's identity (without case, as warehouses fold names) and whose URL is set counts it."""
     env = os.environ if environ is None else environ
-    timeout_s = (warehouse or Warehouse(None, None, None)).read_timeout_seconds
+    timeout_s = (warehouse or NO_WAREHOUSE).read_timeout_seconds
     profile: list[tuple[tuple[str, ...], str | None, str]] = []  # read once, on the first table that needs it
 
     def entries() -> Iterator[tuple[str, str | None, str]]:

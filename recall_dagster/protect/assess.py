@@ -126,7 +126,7 @@ def reliability(
                 max(0.0, 1 - past / pc.incident_memory), f"{past} past incident(s)" if past else "no past incident"
             ),
         }
-        components = tuple(Component(n, values[n][0], pc.weights[n], values[n][1]) for n in COMPONENTS)
+        components = tuple(Component(n, values[n][0], pc.weights.of(n), values[n][1]) for n in COMPONENTS)
         score = round(sum(c.value * c.weight for c in components))
         out.append(Reliability(table, score, components, tuple(sorted(models))))
     return tuple(sorted(out, key=lambda r: (r.score, display_name(r.dataset))))

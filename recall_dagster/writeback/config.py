@@ -8,19 +8,23 @@ never written in the file.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from typing import Mapping
+from typing import Annotated
 
-from recall_dagster.detect import Severity
+from pydantic import AfterValidator, Field, StringConstraints, model_validator
+
+from recall_dagster.config.fields import KeyMistake, Level, Number, Positive, Section, Text
+from recall_dagster.writeback.keys import MANAGED_TAG, TAG_PREFIX
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    attempts: int  # tries per write within one scan, the first included
-    backoff_seconds: float  # wait before the second try, doubled after each failure
-    max_backoff_seconds: float
-    budget_seconds: float = math.inf  # the most one run may spend waiting between tries, whatever is left to try
+class RetryPolicy(Section):
+    """How a failed write is tried again (``writeback.retry``): per write within one scan; what still fails is
+    retried by the next scan."""
+
+    attempts: Positive = Field(description="Tries per write within one scan, the first included.")
+    backoff_seconds: Number = Field(description="Wait before the second try, doubled after each failure.")
+    max_backoff_seconds: Number = Field(description="The longest single wait.")
+    budget_seconds: Number = Field(
+        description="The most one run waits between retries in all; then what failed fails (exit 3).")
 
     def delay(self, failures: int) -> float:
         """Seconds to wait after ``failures`` failed tries (1 for the first)."""
@@ -33,23 +37,56 @@ class RetryPolicy:
         return delay if failures < self.attempts and waited + delay <= self.budget_seconds else None
 
 
-@dataclass(frozen=True)
-class SlackConfig:
-    webhook_url_env: str  # environment variable holding the incoming-webhook URL
+class SlackConfig(Section):
+    enabled: bool = Field(description="Post incidents to Slack.")
+    webhook_url_env: Text = Field(description="Environment variable holding the incoming-webhook URL.")
 
 
-@dataclass(frozen=True)
-class GithubConfig:
-    repo: str  # owner/name the issues are opened in
-    token_env: str  # environment variable holding a token allowed to write issues
-    api_url: str
+class GithubConfig(Section):
+    enabled: bool = Field(description="Open an issue per incident.")
+    repo: Annotated[str, StringConstraints(strip_whitespace=True)] = Field(
+        description="owner/name the issues are opened in (required when enabled).")
+    token_env: Text = Field(description="Environment variable holding a token allowed to write issues.")
+    api_url: Annotated[Text, AfterValidator(lambda url: url.rstrip("/"))] = Field(
+        description="The GitHub API's base URL.")
+
+    @model_validator(mode="after")
+    def _repo_when_enabled(self) -> "GithubConfig":
+        if self.enabled and not self.repo:
+            raise KeyMistake("repo", "must name owner/name when github is enabled")
+        return self
 
 
-@dataclass(frozen=True)
-class WritebackConfig:
-    tier_tags: Mapping[str, str]  # tier -> tag name; tiers not listed get no tag
-    document_tier: str  # models at this tier or worse get a pre-mortem document
-    incident_severity: Severity  # findings at this severity or worse open incidents
-    retry: RetryPolicy
-    slack: SlackConfig | None  # None: off
-    github: GithubConfig | None  # None: off
+class Notify(Section):
+    slack: SlackConfig
+    github: GithubConfig
+
+
+class WritebackConfig(Section):
+    """`recall scan --write` and the datahub_writeback asset (``writeback``)."""
+
+    tags: dict[str, Text] = Field(
+        description=f"Tier -> tag on the model; every tag starting with {TAG_PREFIX!r} is Recall's to add and remove.")
+    document_tier: Text = Field(description="Models at this tier or worse get a pre-mortem document.")
+    incident_severity: Level = Field(description="Findings at this severity or worse open an incident.")
+    retry: RetryPolicy = Field(description="Per write, within one scan; what still fails is retried next scan.")
+    notify: Notify = Field(description="Opt-in; secrets are read from the environment variables named here.")
+
+    @model_validator(mode="after")
+    def _recall_tags(self) -> "WritebackConfig":
+        for tier, name in self.tags.items():
+            if not name.startswith(TAG_PREFIX) or name == TAG_PREFIX:
+                raise KeyMistake(f"tags.{tier}", f"must be a tag name starting with {TAG_PREFIX!r}")
+            if name == MANAGED_TAG:
+                raise KeyMistake(f"tags.{tier}", f"must not be {MANAGED_TAG!r}, which marks Recall's own entities")
+        return self
+
+    @property
+    def slack(self) -> SlackConfig | None:
+        """Slack, when it is on."""
+        return self.notify.slack if self.notify.slack.enabled else None
+
+    @property
+    def github(self) -> GithubConfig | None:
+        """GitHub issues, when they are on."""
+        return self.notify.github if self.notify.github.enabled else None

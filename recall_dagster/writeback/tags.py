@@ -20,13 +20,13 @@ _COLOURS = ("#d9363e", "#f5a623", "#4a90e2")  # by tier order: most serious firs
 
 
 def recall_tag_urns(config: WritebackConfig) -> list[str]:
-    return sorted({tag_urn(name) for name in config.tier_tags.values()})
+    return sorted({tag_urn(name) for name in config.tags.values()})
 
 
 def tag_vocabulary(config: WritebackConfig, tiers: tuple[str, ...]) -> list[Write]:
     """The tags themselves, named and coloured so the UI shows what they mean."""
     writes = []
-    for tier, name in sorted(config.tier_tags.items(), key=lambda item: tiers.index(item[0])):
+    for tier, name in sorted(config.tags.items(), key=lambda item: tiers.index(item[0])):
         properties = TagPropertiesClass(
             name=name,
             description=f"Recall scored this model {tier}: see its pre-mortem and incidents.",
@@ -41,7 +41,7 @@ def tag_vocabulary(config: WritebackConfig, tiers: tuple[str, ...]) -> list[Writ
 def plan_tags(ctx: PlanContext) -> list[Write]:
     tiers = ctx.result.config.scoring.tier_names()
     writes = tag_vocabulary(ctx.config, tiers)
-    wanted = {m.closure.urn: ctx.config.tier_tags.get(m.score.tier) for m in ctx.result.models}
+    wanted = {m.closure.urn: ctx.config.tags.get(m.score.tier) for m in ctx.result.models}
     for urn in ctx.state.tagged_models:
         wanted.setdefault(urn, None)
     for urn, name in sorted(wanted.items()):

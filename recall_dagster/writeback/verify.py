@@ -232,7 +232,7 @@ def verify(
     store.save_capabilities({INCIDENTS_ON_MODELS: True})  # probe afresh: a refusal below sets it back
     scoring = recall_config.scoring
     worst = scoring.tiers[0].name
-    tag = config.tier_tags.get(worst)
+    tag = config.tags.get(worst)
     graph.emit_mcps(
         [
             MetadataChangeProposalWrapper(

@@ -21,7 +21,6 @@ from dagster._core.execution.backfill import PartitionBackfill
 from dagster._core.storage.tags import BACKFILL_ID_TAG
 
 from recall_dagster.defs import RecallResource, recall_definitions
-from recall_dagster.config.dagster import DagsterConfig
 from recall_dagster.graph import LiteGraph
 from recall_dagster.config.load import load
 from recall_dagster.impact.measured import mlflow_measure
@@ -45,8 +44,7 @@ def general(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def location(home: Path, graph: Path, shards: int = SHARDS) -> Definitions:
     settings = Settings(home=home, graph=str(graph))
     return recall_definitions(RecallResource.from_settings(settings),
-                              DagsterConfig(scan_after=(), mlflow_models=(), sensor_interval_seconds=60,
-                                            nightly_scan_cron="0 2 * * *", scan_shards=shards))
+                              load().dagster.model_copy(update={"scan_shards": shards}))
 
 
 def merge_tick(defs: Definitions, instance: DagsterInstance, cursor: str | None):  # noqa: ANN201 - a SensorResult

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, AssetSelection, Definitions, instance_for_test
 
-from recall_dagster.config.dagster import DagsterConfig
+from recall_dagster.config.load import load
 from recall_dagster.defs import RecallResource, RecallTranslator, recall_definitions, retrain_gate
 from recall_dagster.defs.scan import scan_run_config
 from recall_dagster.defs.translator import ASSETS
@@ -51,9 +51,8 @@ def general(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def location(tmp_path: Path, graph: Path, shards: int = 1) -> Definitions:
     settings = Settings(home=tmp_path / "home", graph=str(shutil.copyfile(graph, tmp_path / "g.db")))
-    return recall_definitions(RecallResource.from_settings(settings), DagsterConfig(
-        scan_after=(), mlflow_models=(), sensor_interval_seconds=60, nightly_scan_cron="0 2 * * *",
-        scan_shards=shards), translator=Platform())
+    return recall_definitions(RecallResource.from_settings(settings),
+                              load().dagster.model_copy(update={"scan_shards": shards}), translator=Platform())
 
 
 def test_every_name_is_the_translator_s(general: Path, tmp_path: Path) -> None:

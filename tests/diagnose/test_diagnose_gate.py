@@ -38,7 +38,7 @@ def test_a_relative_tolerance_scales_with_the_baseline() -> None:
     assert metric_gate({"mae": 2.09}, {"mae": 2.0}, config).verdict == "PASS"  # allowed 0.1
     assert metric_gate({"mae": 2.11}, {"mae": 2.0}, config).verdict == "REGRESSION"
     assert metric_gate({"mae": 4.11}, {"mae": 4.0}, config).verdict == "PASS", "the same rise on a bigger error"
-    absolute = only(mae=replace(MAE, relative=False))
+    absolute = only(mae=MAE.model_copy(update={"relative": False}))
     assert metric_gate({"mae": 2.09}, {"mae": 2.0}, absolute).verdict == "REGRESSION", "0.09 > 0.05 absolute"
 
 

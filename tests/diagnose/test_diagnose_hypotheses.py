@@ -168,7 +168,7 @@ def test_decide_abstains_below_the_floor_or_within_the_margin() -> None:
     clear, reason = decide((hyp("schema_change", 0.6), hyp("stale_input", 0.4)), CONFIG)
     assert clear == "REGRESSION" and "schema_change" in reason
     assert decide((hyp("schema_change", 0.6), hyp("stale_input", 0.5)), CONFIG)[0] == "REGRESSION", "exactly the margin"
-    assert decide((hyp("schema_change", 0.6), hyp("stale_input", 0.4)), replace(CONFIG, margin=0.3))[0] \
+    assert decide((hyp("schema_change", 0.6), hyp("stale_input", 0.4)), CONFIG.model_copy(update={"margin": 0.3}))[0] \
         == "INCONCLUSIVE"
     assert decide((hyp("schema_change", 0.35),), CONFIG)[0] == "REGRESSION", "exactly the floor"
 

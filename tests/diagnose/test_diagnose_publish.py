@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from contextlib import closing
-from dataclasses import replace
 from pathlib import Path
 
 from datahub.metadata.schema_classes import DocumentInfoClass
@@ -37,8 +36,11 @@ def diagnosis(transform: bool) -> Diagnosis:
 
 
 def test_evidence_first_one_document_and_news_only_once(tmp_path: Path, inbox: Inbox) -> None:
-    config = replace(load().writeback, slack=SlackConfig(webhook_url_env="TEST_SLACK_URL"),
-                     retry=RetryPolicy(attempts=1, backoff_seconds=0, max_backoff_seconds=0))
+    shipped = load().writeback
+    slack = SlackConfig(enabled=True, webhook_url_env="TEST_SLACK_URL")
+    config = shipped.model_copy(update={
+        "notify": shipped.notify.model_copy(update={"slack": slack}),
+        "retry": RetryPolicy(attempts=1, backoff_seconds=0, max_backoff_seconds=0, budget_seconds=3600)})
     evidence = tmp_path / "evidence"
     with closing(LiteGraph(tmp_path / "graph.db")) as graph:
         first = record_diagnosis(graph, evidence, diagnosis(True), [MODEL], config, 1_000)

@@ -176,7 +176,7 @@ def test_a_server_refusing_model_targets_gets_the_incident_on_the_datasets(lc: L
     entry = next(iter(reconcile({}, causes(lc, *FAILING), at(10.5)).entries.values()))
     graph = RefusesModelTargets()
     store = WritebackStore(tmp_path, graph.location)
-    policy = RetryPolicy(attempts=1, backoff_seconds=0, max_backoff_seconds=0)
+    policy = RetryPolicy(attempts=1, backoff_seconds=0, max_backoff_seconds=0, budget_seconds=3600)
     outcome = publish(graph, [entry], {}, lc, policy, store)  # type: ignore[arg-type]
     assert outcome.landed == {entry.urn} and outcome.failures == []
     assert store.capability(INCIDENTS_ON_MODELS) is False, "the refusal is remembered with the scan's write-back"

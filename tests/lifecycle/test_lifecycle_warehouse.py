@@ -13,12 +13,18 @@ from click.testing import CliRunner
 from recall_dagster.cli import cli
 from recall_dagster.errors import ConfigError
 from recall_dagster.config.load import load
+from recall_dagster.config.warehouse import NO_WAREHOUSE, Warehouse
 from recall_dagster.lifecycle.rows import sql_row_counter
 from recall_dagster.warehouse import DbtTarget, dbt_target, sqlalchemy_url, warehouse_connection
-from recall_dagster.config.warehouse import Warehouse
 
 ORDERS = "urn:li:dataset:(urn:li:dataPlatform:duckdb,jaffle.main.orders,PROD)"
 ELSEWHERE = "urn:li:dataset:(urn:li:dataPlatform:duckdb,other.main.orders,PROD)"
+
+
+
+def _at(project: Path) -> Warehouse:
+    """The warehouse section naming ``project``, the rest as shipped."""
+    return NO_WAREHOUSE.model_copy(update={"dbt_project": str(project)})
 
 
 def team_project(tmp_path: Path, output: dict) -> Path:
@@ -40,7 +46,7 @@ def duckdb_project(tmp_path: Path, rows: int = 5) -> Path:
 def test_the_dbt_profile_counts_rows_with_no_connection_configured(tmp_path: Path) -> None:
     project = duckdb_project(tmp_path, rows=5)
     env = {"JAFFLE_DUCKDB": str(tmp_path / "jaffle.duckdb")}
-    counter = sql_row_counter((), environ=env, warehouse=Warehouse(str(project), None, None))
+    counter = sql_row_counter((), environ=env, warehouse=_at(project))
     counted = counter({"main.orders": [ORDERS]})
     assert counted.counts == {"main.orders": 5}, counted.skipped
     node = "urn:li:dataset:(urn:li:dataPlatform:dbt,jaffle.main.orders,PROD)"
@@ -53,7 +59,7 @@ def test_the_dbt_profile_counts_rows_with_no_connection_configured(tmp_path: Pat
 def test_dbt_project_dir_from_the_environment_as_dbt_reads_it(tmp_path: Path) -> None:
     project = duckdb_project(tmp_path, rows=3)
     env = {"JAFFLE_DUCKDB": str(tmp_path / "jaffle.duckdb"), "DBT_PROJECT_DIR": str(project)}
-    counter = sql_row_counter((), environ=env, warehouse=Warehouse(None, None, None))
+    counter = sql_row_counter((), environ=env, warehouse=NO_WAREHOUSE)
     assert counter({"main.orders": [ORDERS]}).counts == {"main.orders": 3}
 
 
@@ -63,7 +69,7 @@ def test_a_named_connection_wins_and_an_unset_one_gives_way_to_the_profile(tmp_p
     with duckdb.connect(str(other)) as conn:
         conn.execute("CREATE TABLE main.orders AS SELECT range AS id FROM range(9)")
     env = {"JAFFLE_DUCKDB": str(tmp_path / "jaffle.duckdb")}
-    warehouse = Warehouse(str(project), None, None)
+    warehouse = _at(project)
     named = sql_row_counter((("duckdb:jaffle.*", f"duckdb:///{other}"),), environ=env, warehouse=warehouse)
     assert named({"main.orders": [ORDERS]}).counts == {"main.orders": 9}, "lifecycle.row_counts overrides"
     unset = sql_row_counter((("duckdb:*", "env:NOT_SET"),), environ=env, warehouse=warehouse)
@@ -72,14 +78,14 @@ def test_a_named_connection_wins_and_an_unset_one_gives_way_to_the_profile(tmp_p
 
 def test_what_the_profile_cannot_give_is_the_reason(tmp_path: Path) -> None:
     project = duckdb_project(tmp_path)
-    counted = sql_row_counter((), environ={}, warehouse=Warehouse(str(project), None, None))({"t": [ORDERS]})
+    counted = sql_row_counter((), environ={}, warehouse=_at(project))({"t": [ORDERS]})
     assert counted.counts == {}
     assert "env_var('JAFFLE_DUCKDB'), which is not set" in counted.skipped["t"]
     (tmp_path / "odd").mkdir()
     odd = team_project(tmp_path / "odd", {"type": "teradata", "host": "h"})
-    _, url, why = warehouse_connection(Warehouse(str(odd), None, None), {})
+    _, url, why = warehouse_connection(_at(odd), {})
     assert url is None and "teradata" in why and "lifecycle.row_counts" in why
-    assert warehouse_connection(Warehouse(None, None, None), {}) == ((), None, ""), "no project: no warehouse"
+    assert warehouse_connection(NO_WAREHOUSE, {}) == ((), None, ""), "no project: no warehouse"
 
 
 def test_the_profile_s_target_and_values_are_read_as_dbt_reads_them(tmp_path: Path) -> None:
@@ -89,7 +95,7 @@ def test_the_profile_s_target_and_values_are_read_as_dbt_reads_them(tmp_path: Pa
     target = dbt_target(folder, environ={"PG_PASSWORD": "p@ss/word"})
     assert (target.platform, target.database, target.name) == ("postgres", "Analytics", "dev")
     assert sqlalchemy_url(target) == "postgresql+psycopg2://ana:p%40ss%2Fword@db:6543/Analytics"
-    globs, _, _ = warehouse_connection(Warehouse(str(folder), None, None), {"PG_PASSWORD": "x"})
+    globs, _, _ = warehouse_connection(_at(folder), {"PG_PASSWORD": "x"})
     assert globs == ("postgres:analytics.*", "dbt:analytics.*"), (
         "DataHub's dbt source lowercases names, and its dbt nodes are relations of the same warehouse")
     with pytest.raises(ConfigError, match="no output 'prod'"):

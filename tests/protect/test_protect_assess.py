@@ -41,7 +41,7 @@ from recall_dagster.estate.columns import Col, column_graph  # noqa: E402
 from recall_dagster.lifecycle.incidents import ACTIVE, RESOLVED, IncidentEntry  # noqa: E402
 from recall_dagster.protect.assess import Gap, Reliability, gaps, reliability  # noqa: E402
 from recall_dagster.protect.assess import tests_yaml as _tests_yaml  # noqa: E402  (not collected as a test)
-from recall_dagster.protect.config import COMPONENTS, ProtectConfig
+from recall_dagster.protect.config import COMPONENTS, ProtectConfig, ProtectWeights
 from recall_dagster.config.load import load  # noqa: E402
 
 NOW = at(100)
@@ -56,7 +56,8 @@ def pc() -> ProtectConfig:
 def config() -> RecallConfig:
     """The shipped scan config, its freshness pinned to the shipped 7-day default whatever a local layer says."""
     loaded = load().scan
-    return replace(loaded, freshness=replace(loaded.freshness, default_window_hours=168.0, windows=()))
+    return replace(loaded, freshness=loaded.freshness.model_copy(update={"default_window_hours": 168.0,
+                                                                        "windows": {}}))
 
 
 # --- builders -----------------------------------------------------------------------------------------------
@@ -132,7 +133,7 @@ def test_a_dataset_meeting_every_component_scores_100_with_every_reason_positive
         assert r.score == 100
         assert [c.name for c in r.components] == list(COMPONENTS)
         assert all(c.value == 1.0 for c in r.components)
-        assert [c.weight for c in r.components] == [pc.weights[n] for n in COMPONENTS]
+        assert [c.weight for c in r.components] == [pc.weights.of(n) for n in COMPONENTS]
     why = components(scores[FCT])
     assert why["tests"][1] == "an assertion watches it"
     assert why["freshness"][1] == "changed 1 h ago, within 168 h"
@@ -158,7 +159,7 @@ def test_each_missing_component_costs_exactly_its_weight_and_says_why(
     views[DEVICE] = replace(views[DEVICE], **changes)
     scores = score([closure(1, views=views)], config, pc)
     device = scores[DEVICE]
-    assert device.score == round(100 - pc.weights[component])
+    assert device.score == round(100 - pc.weights.of(component))
     assert components(device)[component] == (0.0, why)
     assert all(c.value == 1.0 for c in device.components if c.name != component), "only that component drops"
     assert all(r.score == 100 for u, r in scores.items() if u != DEVICE), "other tables are untouched"
@@ -166,7 +167,7 @@ def test_each_missing_component_costs_exactly_its_weight_and_says_why(
 
 def test_missing_everything_leaves_only_the_incident_points(config: RecallConfig, pc: ProtectConfig) -> None:
     scores = score([closure(1)], config, pc)  # the bare estate: no tests, times, owners or docs
-    assert {r.score for r in scores.values()} == {round(pc.weights["incidents"])}
+    assert {r.score for r in scores.values()} == {round(pc.weights.of("incidents"))}
 
 
 def test_unknown_freshness_costs_the_freshness_points(config: RecallConfig, pc: ProtectConfig) -> None:
@@ -175,7 +176,7 @@ def test_unknown_freshness_costs_the_freshness_points(config: RecallConfig, pc: 
         views[urn] = replace(views[urn], operations_ms=(), last_modified_ms=None, property_updated_ms=None)
     fct = score([closure(1, views=views)], config, pc)[FCT]
     assert components(fct)["freshness"] == (0.0, "nobody records when it changes")
-    assert fct.score == round(100 - pc.weights["freshness"])
+    assert fct.score == round(100 - pc.weights.of("freshness"))
 
 
 def test_a_change_recorded_only_after_the_instant_is_unknown_freshness(config: RecallConfig, pc: ProtectConfig) -> None:
@@ -199,7 +200,7 @@ def test_freshness_window_is_inclusive_and_any_twin_or_signal_may_vouch(config: 
     views[FCT_PG] = replace(views[FCT_PG], last_modified_ms=NOW - int((window + 1) * HOUR))
     fct = score([closure(1, views=views)], config, pc)[FCT]
     assert components(fct)["freshness"][0] == 0.0
-    assert fct.score == round(100 - pc.weights["freshness"])
+    assert fct.score == round(100 - pc.weights.of("freshness"))
 
 
 def test_the_newest_change_on_any_twin_wins(config: RecallConfig, pc: ProtectConfig) -> None:
@@ -210,7 +211,7 @@ def test_the_newest_change_on_any_twin_wins(config: RecallConfig, pc: ProtectCon
 
 
 def test_a_configured_window_decides_freshness(config: RecallConfig, pc: ProtectConfig) -> None:
-    tight = replace(config, freshness=replace(config.freshness, windows=(("*.fct_device_features", 2.0),)))
+    tight = replace(config, freshness=config.freshness.model_copy(update={"windows": {"*.fct_device_features": 2.0}}))
     views = all_healthy()
     views[DEVICE] = replace(views[DEVICE], operations_ms=((NOW - 5 * HOUR, NOW - 5 * HOUR),))
     scores = score([closure(1, views=views)], tight, pc)
@@ -220,7 +221,7 @@ def test_a_configured_window_decides_freshness(config: RecallConfig, pc: Protect
 
 def test_a_window_configured_on_the_warehouse_twin_applies_to_its_table(config: RecallConfig, pc: ProtectConfig) -> None:
     """The scan's upstream_staleness detector flags FCT_PG stale under this window; protect must agree."""
-    tight = replace(config, freshness=replace(config.freshness, windows=((FCT_PG, 1.0),)))
+    tight = replace(config, freshness=config.freshness.model_copy(update={"windows": {FCT_PG: 1.0}}))
     views = all_healthy()
     views[FCT] = replace(views[FCT], operations_ms=())
     views[FCT_PG] = replace(views[FCT_PG], operations_ms=((NOW - 10 * HOUR, NOW - 10 * HOUR),))
@@ -254,9 +255,9 @@ def test_past_incidents_cost_proportionally_up_to_incident_memory(
     raw = score([closure(1, views=all_healthy())], config, pc, entries)[RAW]
     value = max(0.0, 1 - count / pc.incident_memory)
     assert components(raw)["incidents"] == (pytest.approx(value), f"{count} past incident(s)")
-    assert raw.score == round(100 - pc.weights["incidents"] * (1 - value))
+    assert raw.score == round(100 - pc.weights.of("incidents") * (1 - value))
     if count >= pc.incident_memory:
-        assert raw.score == round(100 - pc.weights["incidents"]), "never below zero incident points"
+        assert raw.score == round(100 - pc.weights.of("incidents")), "never below zero incident points"
 
 
 def test_incidents_are_counted_on_their_origin_table_through_twins_once_per_incident(
@@ -274,8 +275,9 @@ def test_incidents_are_counted_on_their_origin_table_through_twins_once_per_inci
 
 
 def test_weights_come_from_the_protect_config(config: RecallConfig, pc: ProtectConfig) -> None:
-    assert abs(sum(pc.weights.values()) - 100) < 1e-9 and set(pc.weights) == set(COMPONENTS)
-    custom = replace(pc, weights={"tests": 60, "freshness": 10, "owner": 10, "documentation": 10, "incidents": 10})
+    assert abs(sum(pc.weights.of(c) for c in COMPONENTS) - 100) < 1e-9
+    custom = pc.model_copy(update={"weights": ProtectWeights(tests=60, freshness=10, owner=10, documentation=10,
+                                                             incidents=10)})
     views = all_healthy()
     views[DEVICE] = replace(views[DEVICE], assertions=())
     assert score([closure(1, views=views)], config, custom)[DEVICE].score == 40
@@ -289,8 +291,8 @@ def test_least_reliable_first_ties_by_name(config: RecallConfig, pc: ProtectConf
     ranked = reliability([closure(1, views=views)], column_graph([closure(1, views=views)]), [], config, pc, NOW)
     assert [r.dataset for r in ranked] == [DEVICE, STG, FCT, RAW], "fct_transactions < raw.orders by name at 100"
     assert [r.score for r in ranked] == sorted(r.score for r in ranked)
-    assert ranked[0].score == round(100 - pc.weights["tests"] - pc.weights["documentation"])
-    assert ranked[1].score == round(100 - pc.weights["owner"])
+    assert ranked[0].score == round(100 - pc.weights.of("tests") - pc.weights.of("documentation"))
+    assert ranked[1].score == round(100 - pc.weights.of("owner"))
 
 
 def test_each_dataset_lists_the_models_whose_closures_hold_it(config: RecallConfig, pc: ProtectConfig) -> None:

@@ -36,7 +36,7 @@ def test_overlay_changes_only_what_it_names(tmp_path):
     config = load(overlay).scan
     assert config.scoring.weights[Severity.WARN] == 15
     assert config.scoring.weights[Severity.CRITICAL] == 30
-    assert config.freshness.windows == (("*.raw.*", 24.0),)
+    assert config.freshness.windows == {"*.raw.*": 24.0}
     assert config.source == str(overlay)
 
 

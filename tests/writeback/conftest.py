@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 from contextlib import closing
-from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
@@ -26,7 +25,8 @@ def recall_config() -> RecallConfig:
 @pytest.fixture
 def wb_config() -> WritebackConfig:
     """The shipped write-back config, retrying without waiting."""
-    return replace(load().writeback, retry=RetryPolicy(attempts=4, backoff_seconds=0, max_backoff_seconds=0))
+    quick = RetryPolicy(attempts=4, backoff_seconds=0, max_backoff_seconds=0, budget_seconds=3600)
+    return load().writeback.model_copy(update={"retry": quick})
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from contextlib import closing
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,19 +13,20 @@ from wb_support import BREAK, HEAL_DATA, HEAL_TRAINING, HEALTHY, lite_estate, sc
 from tests.conftest import Inbox
 
 from recall_dagster.graph import LiteGraph
-from recall_dagster.writeback.config import WritebackConfig, GithubConfig, SlackConfig
+from recall_dagster.writeback.config import GithubConfig, Notify, SlackConfig, WritebackConfig
 from recall_dagster.writeback.notify import Github, Slack
 from recall_dagster.writeback.report import WritebackReport
 from recall_dagster.writeback.run import write_back
 
 
+def _issues_at(url: str, enabled: bool = True) -> GithubConfig:
+    return GithubConfig(enabled=enabled, repo="acme/models", token_env="TEST_GH_TOKEN", api_url=url)
+
+
 @pytest.fixture
 def notifying(wb_config: WritebackConfig, inbox: Inbox) -> WritebackConfig:
-    return replace(
-        wb_config,
-        slack=SlackConfig(webhook_url_env="TEST_SLACK_URL"),
-        github=GithubConfig(repo="acme/models", token_env="TEST_GH_TOKEN", api_url=inbox.url),
-    )
+    slack = SlackConfig(enabled=True, webhook_url_env="TEST_SLACK_URL")
+    return wb_config.model_copy(update={"notify": Notify(slack=slack, github=_issues_at(inbox.url))})
 
 
 def _write(lite_path, recall_config, settings, config, now_ms: int) -> WritebackReport:
@@ -99,21 +99,23 @@ def test_notifications_are_off_unless_configured(
     assert inbox.take() == []
 
     monkeypatch.delenv("TEST_SLACK_URL")
-    report = _write(lite_path, recall_config, settings, replace(notifying, github=None), 2_000)
+    slack_only = notifying.model_copy(update={"notify": notifying.notify.model_copy(
+        update={"github": _issues_at(inbox.url, enabled=False)})})
+    report = _write(lite_path, recall_config, settings, slack_only, 2_000)
     assert report.notes == ("Slack notifications are on but TEST_SLACK_URL is not set",)
 
 
 def test_a_password_or_token_from_the_graph_is_masked_in_every_message(inbox: Inbox) -> None:
     pasted = "the test reads postgresql://svc:hunter2-pw@db/x with ghp-pasted-token"
     Slack(f"{inbox.url}/slack").announce("a table", pasted)
-    Github(GithubConfig("acme/models", "TEST_GH_TOKEN", inbox.url), "gh-token").announce(
+    Github(_issues_at(inbox.url), "gh-token").announce(
         f"title {pasted}", f"gh-token and {pasted}")
     sent = repr(inbox.take())
     assert "hunter2-pw" not in sent and "gh-token" not in sent and "[redacted]@db" in sent
 
 
 def test_a_github_issue_title_from_the_graph_is_one_line_of_text(inbox: Inbox) -> None:
-    github = Github(GithubConfig("acme/models", "TEST_GH_TOKEN", inbox.url), "gh-token")
+    github = Github(_issues_at(inbox.url), "gh-token")
     github.announce("orders\x1b[31m\nfailing\u202e", "body\x1b[2J")
     [(_, _, issue)] = inbox.take()
     assert issue["title"] == "[Recall] orders\\x1b[31m failing\\u202e" and issue["body"] == "body\\x1b[2J"

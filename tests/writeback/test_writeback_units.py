@@ -20,7 +20,7 @@ from recall_dagster.writeback.store import WritebackStore
 from recall_dagster.writeback.writes import Write
 
 DATASET = "urn:li:dataset:(urn:li:dataPlatform:x,a,PROD)"
-POLICY = RetryPolicy(attempts=3, backoff_seconds=0.5, max_backoff_seconds=1)
+POLICY = RetryPolicy(attempts=3, backoff_seconds=0.5, max_backoff_seconds=1, budget_seconds=3600)
 
 
 def test_urns_depend_only_on_what_they_are_about() -> None:
@@ -39,7 +39,7 @@ def _section(**override: object) -> dict:
 def test_the_shipped_section_is_all_off_and_typed() -> None:
     config = configuration(_section(), "recall.yaml").writeback
     assert config.slack is None and config.github is None
-    assert config.tier_tags == {"CRITICAL": "recall:critical", "AT_RISK": "recall:at-risk"}
+    assert config.tags == {"CRITICAL": "recall:critical", "AT_RISK": "recall:at-risk"}
     assert config.retry.delay(1) == 1 and config.retry.delay(10) == 30  # doubling, capped
 
 
