@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import shlex
 import subprocess
-from dataclasses import dataclass
+from typing import Annotated
+
+from pydantic import Field
+
+from recall_dagster.config.fields import Section
 
 
-@dataclass(frozen=True)
-class Rewrite:
+class Rewrite(Section):
     """``narration.rewrite_command``: a command given a paragraph on stdin whose stdout a person reads instead.
 
     Off when no command is set. A command that fails, times out or prints
@@ -20,14 +23,17 @@ class Rewrite:
     never make it missing.
     """
 
-    command: str | None = None
-    timeout_seconds: float = 20.0
+    rewrite_command: str | None = Field(
+        default=None,
+        description="Opt-in: a command given a paragraph on stdin whose stdout is shown instead at the terminal.")
+    timeout_seconds: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(
+        default=20.0, description="The rewrite command's time; then the template is shown.")
 
     def __call__(self, text: str) -> str:
-        if not self.command:
+        if not self.rewrite_command:
             return text
         try:
-            done = subprocess.run(shlex.split(self.command), input=text, capture_output=True, text=True,
+            done = subprocess.run(shlex.split(self.rewrite_command), input=text, capture_output=True, text=True,
                                   timeout=self.timeout_seconds, check=False)
         except (OSError, subprocess.TimeoutExpired, ValueError):
             return text

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from recall_dagster.config.dagster import DagsterConfig
-from recall_dagster.config.models import Diagnose, Impact, Lifecycle, RecallFile
+from recall_dagster.config.models import Impact, Lifecycle, RecallFile
 from recall_dagster.config.warehouse import Warehouse
 from recall_dagster.detect import RecallConfig, Severity, check_config
 from recall_dagster.detect.config import (
@@ -22,7 +22,7 @@ from recall_dagster.detect.config import (
     ScoringConfig,
     Tier,
 )
-from recall_dagster.diagnose.config import DiagnoseConfig, RepairConfig
+from recall_dagster.diagnose.config import DiagnoseConfig
 from recall_dagster.estate import ResolveOptions
 from recall_dagster.estate.options import ReachOptions
 from recall_dagster.impact.config import ImpactConfig, QueryConfig
@@ -150,31 +150,6 @@ def _impact(i: Impact, source: str, warehouse: Warehouse) -> ImpactConfig:
     )
 
 
-def _diagnose(d: Diagnose, source: str) -> DiagnoseConfig:
-    r = d.repair
-    return DiagnoseConfig(
-        source=source,
-        metrics=d.metrics,
-        primary=tuple(d.primary),
-        hypotheses=d.hypotheses,
-        code_tags=tuple(d.code_tags),
-        transform_tag_prefix=d.transform_tag_prefix,
-        repair=RepairConfig(
-            project=r.project,
-            allowed=tuple(r.allowed),
-            protected=tuple(r.protected),
-            max_changed_lines=r.max_changed_lines,
-            command=tuple(r.command),
-            timeout_seconds=r.timeout_seconds,
-            ignore=tuple(r.ignore),
-            min_recovery=r.min_recovery,
-            retrain=tuple(r.retrain),
-            dbt_project=r.dbt.project or "",
-            dbt_command=tuple(r.dbt.command),
-        ),
-    )
-
-
 def build(f: RecallFile, source: str) -> Configuration:
     """Each domain's view of the checked file ``f``; ``source`` is the file that spoke last, for messages."""
     warehouse = f.warehouse
@@ -186,7 +161,7 @@ def build(f: RecallFile, source: str) -> Configuration:
         impact=_impact(f.impact, source, warehouse),
         writeback=f.writeback,
         protect=f.protect,
-        diagnose=_diagnose(f.diagnose, source),
+        diagnose=f.diagnose,
         dagster=f.dagster,
-        narration=Rewrite(f.narration.rewrite_command or None, f.narration.timeout_seconds),
+        narration=f.narration,
     )

@@ -27,11 +27,12 @@ from recall_dagster.detect.config import (
     FreshnessConfig,
     ProfileDriftConfig,
 )
-from recall_dagster.diagnose.config import HypothesisConfig, Tolerance
+from recall_dagster.diagnose.config import DiagnoseConfig
 from recall_dagster.impact.config import BlockLine, MeasuredConfig, WarnLine
 from recall_dagster.mlflow_registry import RegistryLimits
 from recall_dagster.lifecycle.config import GateConfig
 from recall_dagster.protect.config import ProtectConfig
+from recall_dagster.rewrite import Rewrite
 from recall_dagster.config.fields import (
     Count,
     KeyMistake,
@@ -186,55 +187,6 @@ class Impact(Section):
         description="After a scan, a finding on a column reaching a production model is replayed on the model.")
 
 
-class RepairDbt(Section):
-    project: Text | None = Field(description="The dbt project's directory inside `project`; null: none proposed.")
-    command: Texts = Field(
-        description='Run in the copy to run the added test, "{select}" and "{python}" filled in.')
-
-
-class Repair(Section):
-    project: Text = Field(description="The team's project, relative to where recall runs.")
-    allowed: Texts = Field(description="Globs of project files a repair may edit; empty refuses every edit.")
-    protected: Texts = Field(description="Never edited, whatever `allowed` says.")
-    max_changed_lines: Positive = Field(description="The largest edit a repair may propose.")
-    min_recovery: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = Field(
-        description="Proven: the biggest drop back within tolerance or this share of it won back.")
-    command: Texts = Field(
-        description='Run in the copy after the edit ("{model}", "{python}" filled in): retrains and prints the '
-                    "metrics as its last line of JSON; empty: proposed, not proven.")
-    retrain: Texts = Field(
-        description='Run in the copy to retrain on the data as it stood before a failure ("{before}" too).')
-    dbt: RepairDbt = Field(description="Adding the missing dbt test upstream of a failing one.")
-    timeout_seconds: Annotated[float, Field(ge=1, allow_inf_nan=False)] = Field(
-        description="The most one repair command may run.")
-    ignore: Texts = Field(description="Left out of the copy.")
-
-
-class Diagnose(Section):
-    metrics: dict[str, Tolerance] = Field(
-        description="A candidate worse than its baseline by more than the tolerance regresses.")
-    primary: Texts = Field(description="Breaks ties between metrics that lost the same share of their skill.")
-    hypotheses: HypothesisConfig
-    code_tags: Texts = Field(description="Run tags whose change means the training code changed.")
-    transform_tag_prefix: Text = Field(
-        description='Run tag per feature: "<module>:<function>@<hash>" of the code computing it.')
-    repair: Repair = Field(description="Repairs are edited and proven in a temporary copy, never in the project.")
-
-    @model_validator(mode="after")
-    def _primary_metrics_exist(self) -> "Diagnose":
-        missing = [m for m in self.primary if m not in self.metrics]
-        if missing:
-            raise KeyMistake("primary", f"names {', '.join(missing)}, which diagnose.metrics lacks")
-        return self
-
-
-class Narration(Section):
-    rewrite_command: str | None = Field(
-        description="Opt-in: a command given a paragraph on stdin whose stdout is shown instead at the terminal.")
-    timeout_seconds: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(
-        description="The rewrite command's time; then the template is shown.")
-
-
 class RecallFile(Section):
     """The whole file, once every layer is laid."""
 
@@ -258,8 +210,8 @@ class RecallFile(Section):
     lifecycle: Lifecycle = Field(description="Data incidents, blind window and retrain gate.")
     impact: Impact = Field(description="`recall impact` and the measured severity of scan findings.")
     protect: ProtectConfig = Field(description="`recall protect`: reliability of each dataset on a production path.")
-    diagnose: Diagnose = Field(description="`recall diagnose`: the metric gate, ranked causes, a proven repair.")
-    narration: Narration = Field(description="The paragraphs people read for findings, verdicts and blind windows.")
+    diagnose: DiagnoseConfig = Field(description="`recall diagnose`: the metric gate, ranked causes, a proven repair.")
+    narration: Rewrite = Field(description="The paragraphs people read for findings, verdicts and blind windows.")
     dagster: DagsterConfig = Field(description="The `recall` code location and its sensors.")
 
     @model_validator(mode="after")

@@ -254,7 +254,7 @@ class Command:
     """What runs in a copy: ``args`` (``{name}`` placeholders), the ``diagnose.repair`` key it is configured
     under, and how its result is read from the copy and its stdout (by default, the last line of JSON)."""
 
-    args: tuple[str, ...]
+    args: Sequence[str]
     key: str = "command"
     read: Callable[[Path, str], dict[str, float] | None] = lambda _copy, stdout: _metrics(stdout)
 

@@ -193,27 +193,28 @@ def add_dbt_test(ctx: Context) -> Repair | None:
     repair = ctx.config.repair
     clue = next((c for c in ctx.top.evidence if c.kind == "assertion_failed" and not c.against
                  and c.data.get("guard_upstream")), None)
-    if clue is None or not repair.dbt_project:
+    dbt_project = repair.dbt.project
+    if clue is None or not dbt_project:
         return None
     failing, column, node_name = DbtNode(str(clue.data["dbt_node"])), str(clue.data["column"]), str(clue.data["kind"])
     refusals = []
     for guard in clue.data["guard_upstream"]:
         target, upstream = DbtNode(str(guard["node"])), str(guard["column"])
         try:
-            edit, name = upstream_test_edit(ctx.project, repair.dbt_project, failing, column, node_name, target,
+            edit, name = upstream_test_edit(ctx.project, dbt_project, failing, column, node_name, target,
                                             upstream)
             check_limits(edit, repair)
         except RepairRefused as err:
             refusals.append(str(err))
             continue
-        if not repair.dbt_command:
+        if not repair.dbt.command:
             return Repair("add_dbt_test", edit.description, edit.patch, False, None, None, None,
                           "no dbt command is configured (diagnose.repair.dbt.command): proposed, not proven")
         def outcome(copy: Path, _stdout: str, at: DbtNode = target, col: str = upstream, test: str = name
                     ) -> dict[str, float] | None:
-            return dbt_test_outcome(copy / repair.dbt_project, at, col, test)
+            return dbt_test_outcome(copy / dbt_project, at, col, test)
 
-        command = Command(repair.dbt_command, "dbt.command", outcome)
+        command = Command(repair.dbt.command, "dbt.command", outcome)
         try:
             validation = validate_in_copy(ctx.project, edit, repair, ctx.substitutions(select=target.selector),
                                           ctx.env, command)

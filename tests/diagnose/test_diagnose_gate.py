@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import pytest
 
@@ -15,7 +14,8 @@ CONFIG = load().diagnose
 
 
 def only(**metrics: Tolerance) -> DiagnoseConfig:
-    return replace(CONFIG, metrics=metrics, primary=tuple(name for name in ("roc_auc", "mae") if name in metrics))
+    return CONFIG.model_copy(update={"metrics": metrics,
+                                     "primary": [name for name in ("roc_auc", "mae") if name in metrics]})
 
 
 AUC = Tolerance(higher_is_better=True, tolerance=0.002)
@@ -89,7 +89,7 @@ def test_the_primary_is_the_biggest_drop_and_its_loss_is_a_share_of_skill() -> N
     assert bigger.primary == "mae", "half its size lost beats a thirtieth of AUC's skill, whatever the order"
     tie = ({"roc_auc": 0.65, "mae": 3.0}, {"roc_auc": 0.8, "mae": 2.0})  # both lose half
     assert metric_gate(*tie, CONFIG).primary == "roc_auc"
-    assert metric_gate(*tie, replace(CONFIG, primary=("mae", "roc_auc"))).primary == "mae", "the order breaks ties"
+    assert metric_gate(*tie, CONFIG.model_copy(update={"primary": ["mae", "roc_auc"]})).primary == "mae", "the order breaks ties"
     at_chance = metric_gate({"roc_auc": 0.45}, {"roc_auc": 0.5}, CONFIG)
     assert at_chance.loss == pytest.approx(0.05), "no skill to share: the drop itself"
     only_r2 = metric_gate({"r2": 0.5}, {"r2": 0.6}, CONFIG)

@@ -83,6 +83,11 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
+def _with(config: RepairConfig, **changes: object) -> RepairConfig:
+    """``config`` with ``changes`` made, as a team's recall.yaml would make them."""
+    return config.model_copy(update=changes)
+
+
 @pytest.fixture
 def shipped(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> RepairConfig:
     """The shipped ``diagnose.repair``, with no estate's recall.yaml laid over it."""
@@ -92,7 +97,7 @@ def shipped(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> RepairConfig:
 
 @pytest.fixture
 def config(shipped: RepairConfig) -> RepairConfig:
-    return dataclasses.replace(
+    return _with(
         shipped,
         allowed=("pkg/*",),
         command=("{python}", "train.py", "--model", "{model}"),
@@ -206,10 +211,10 @@ def test_limits(config: RepairConfig) -> None:
     with pytest.raises(RepairRefused, match=r"lib/a\.py matches none of diagnose\.repair\.allowed \(pkg/\*\)"):
         check_limits(dataclasses.replace(small, path="lib/a.py"), config)
     with pytest.raises(RepairRefused, match=r"tests/a\.py is protected by diagnose\.repair\.protected \(tests/\*\)"):
-        check_limits(dataclasses.replace(small, path="tests/a.py"), dataclasses.replace(config, allowed=("*",)))
+        check_limits(dataclasses.replace(small, path="tests/a.py"), _with(config, allowed=("*",)))
     for escaping in ("../outside.py", "pkg/../../outside.py", "/etc/passwd"):
         with pytest.raises(RepairRefused, match="may only edit a file inside the project"):
-            check_limits(dataclasses.replace(small, path=escaping), dataclasses.replace(config, allowed=("*",)))
+            check_limits(dataclasses.replace(small, path=escaping), _with(config, allowed=("*",)))
     big = edit_of("pkg/a.py", "a\nb\nc\n", "A\nB\nC\n")
     assert big.changed_lines == 6
     with pytest.raises(RepairRefused, match=r"changes 6 lines, more than diagnose\.repair\.max_changed_lines \(4\)"):
@@ -248,7 +253,7 @@ def test_the_copy_leads_pythonpath(project: Path, config: RepairConfig, tmp_path
     validation = validate_in_copy(
         project,
         first,
-        dataclasses.replace(config, command=("{python}", "{runner}")),
+        _with(config, command=("{python}", "{runner}")),
         {**SUBSTITUTIONS, "runner": str(runner)},
         env={**os.environ, "PYTHONPATH": str(elsewhere)},
     )
@@ -265,7 +270,7 @@ def test_a_failing_compile_is_not_run(project: Path, config: RepairConfig, tmp_p
     validation = validate_in_copy(
         project,
         broken,
-        dataclasses.replace(config, command=("{python}", "-c", "import pathlib, sys; pathlib.Path(sys.argv[1]).touch()",
+        _with(config, command=("{python}", "-c", "import pathlib, sys; pathlib.Path(sys.argv[1]).touch()",
                                              "{marker}")),
         {**SUBSTITUTIONS, "marker": str(marker)},
     )
@@ -277,14 +282,14 @@ def test_a_failing_compile_is_not_run(project: Path, config: RepairConfig, tmp_p
 
 def test_no_command_proposes_without_proving(project: Path, config: RepairConfig) -> None:
     first, _ = guarded_division_edits(project, "pkg.transforms", "ratios")
-    validation = validate_in_copy(project, first, dataclasses.replace(config, command=()), SUBSTITUTIONS)
+    validation = validate_in_copy(project, first, _with(config, command=()), SUBSTITUTIONS)
     assert (validation.compiled, validation.returncode, validation.metrics, validation.ok) == (True, None, None, False)
 
 
 def test_a_timeout_is_reported_with_the_output_so_far(project: Path, config: RepairConfig) -> None:
     before = snapshot(project)
     first, _ = guarded_division_edits(project, "pkg.transforms", "ratios")
-    slow = dataclasses.replace(
+    slow = _with(
         config, timeout_seconds=1,
         command=("{python}", "-c", "import time; print('started', flush=True); time.sleep(30)"),
     )
@@ -297,7 +302,7 @@ def test_a_timeout_is_reported_with_the_output_so_far(project: Path, config: Rep
 
 def test_a_failing_command_is_not_ok(project: Path, config: RepairConfig) -> None:
     first, _ = guarded_division_edits(project, "pkg.transforms", "ratios")
-    failing = dataclasses.replace(config, command=("{python}", "-c", "print('{{\"x\": 1}}'); raise SystemExit(3)"))
+    failing = _with(config, command=("{python}", "-c", "print('{{\"x\": 1}}'); raise SystemExit(3)"))
     validation = validate_in_copy(project, first, failing, SUBSTITUTIONS)
     assert (validation.returncode, validation.metrics, validation.ok) == (3, {"x": 1.0}, False)
 
@@ -321,7 +326,7 @@ def test_prove_smallest_tries_small_edits_first_and_stops_at_the_first_accepted(
 ) -> None:
     before = snapshot(project)
     first, second = guarded_division_edits(project, "pkg.transforms", "ratios")
-    roomy = dataclasses.replace(config, max_changed_lines=10)
+    roomy = _with(config, max_changed_lines=10)
     # Given biggest first: the 2-line edit is still tried first, proven, and rejected by `accept`.
     chosen, tried = prove_smallest(project, [second, first], roomy, SUBSTITUTIONS, lambda m: m["inverse_inf"] == 0)
     assert [v.edit for v in tried] == [first, second]

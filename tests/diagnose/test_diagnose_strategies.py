@@ -53,11 +53,12 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def configured(project: Path, **repair: object) -> DiagnoseConfig:
+def configured(project: Path, dbt_project: str | None = "dbt", **repair: object) -> DiagnoseConfig:
     config = load().diagnose
-    defaults = {"project": str(project), "allowed": ("dbt/models/*.yml",), "dbt_project": "dbt",
-                "retrain": ("{python}", "train.py", "{model}", "--before", "{before}")}
-    return dataclasses.replace(config, repair=dataclasses.replace(config.repair, **{**defaults, **repair}))
+    dbt = config.repair.dbt.model_copy(update={"project": dbt_project})
+    defaults = {"project": str(project), "allowed": ["dbt/models/*.yml"], "dbt": dbt,
+                "retrain": ["{python}", "train.py", "{model}", "--before", "{before}"]}
+    return config.model_copy(update={"repair": config.repair.model_copy(update={**defaults, **repair})})
 
 
 def facts() -> Facts:
@@ -119,13 +120,12 @@ def test_a_retrain_that_wins_back_too_little_yields_to_the_rollback(project: Pat
     first, *_ = repairs(configured(project))
     assert (first["strategy"], first["validated"]) == ("retrain_before_failure", True), "87% won back: enough"
     assert "roc_auc 0.8 -> 0.93 (87% of its drop won back)" in first["reason"]
-    strict = configured(project)
-    strict = dataclasses.replace(strict, repair=dataclasses.replace(strict.repair, min_recovery=1.0))
+    strict = configured(project, min_recovery=1.0)
     assert repairs(strict)[0]["strategy"] == "rollback", "a team that wants it all back gets a rollback"
 
 
 def test_unconfigured_repairs_are_proposed_not_proven_and_say_which_key_to_set(project: Path) -> None:
-    first, retrain = repairs(configured(project, retrain=(), dbt_project=""))
+    first, retrain = repairs(configured(project, retrain=[], dbt_project=None))
     assert first["strategy"] == "rollback", "the only proven option leads"
     assert not retrain["validated"] and "diagnose.repair.retrain" in retrain["reason"]
 

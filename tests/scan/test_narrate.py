@@ -73,13 +73,13 @@ def test_a_blind_window_names_the_contaminated_live_version_and_the_rollback() -
 
 
 def test_a_configured_rewrite_replaces_the_text_and_any_failure_keeps_the_template() -> None:
-    shout = Rewrite(f"{shlex.quote(sys.executable)} -c 'import sys; print(sys.stdin.read().upper())'")
+    shout = Rewrite(rewrite_command=f"{shlex.quote(sys.executable)} -c 'import sys; print(sys.stdin.read().upper())'")
     assert shout("roll back to fraud_2.") == "ROLL BACK TO FRAUD_2."
     assert Rewrite()("kept") == "kept", "off by default"
     for broken in (f"{shlex.quote(sys.executable)} -c 'raise SystemExit(1)'", "/no/such/command",
                    f"{shlex.quote(sys.executable)} -c 'print()'"):
-        assert Rewrite(broken)("kept") == "kept", broken
-    slow = Rewrite(f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(5)'", timeout_seconds=0.5)
+        assert Rewrite(rewrite_command=broken)("kept") == "kept", broken
+    slow = Rewrite(rewrite_command=f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(5)'", timeout_seconds=0.5)
     assert slow("kept") == "kept"
 
 
