@@ -224,7 +224,7 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
         config, lc, ic = loaded.scan, loaded.lifecycle, loaded.impact
         with _graph() as (settings, graph):
             report = impact_test(graph, config, lc, ic, ImpactRequest(dataset, column, mutation, fraction),
-                                 MlflowModels(settings.mlflow_uri, ic), clock_ms())
+                                 MlflowModels(settings.mlflow_uri, ic, loaded.warehouse), clock_ms())
             return report.to_json()
 
     @tool()

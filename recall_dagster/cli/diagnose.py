@@ -60,7 +60,7 @@ def diagnose_command(
     settings = Settings.from_env(graph=graph_target)
     progress = Progress.for_command(as_json)
     now_ms = clock_ms()
-    models = MlflowModels(settings.mlflow_uri, ic)
+    models = MlflowModels(settings.mlflow_uri, ic, loaded.warehouse)
     settings.ensure_home()
     with opened_graph(settings, read_only=no_write) as graph:
         result = diagnose(graph, models.client(), model, Configs(config, lc, dc, ic), models, now_ms,

@@ -14,19 +14,17 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from recall_dagster.config.dagster import DagsterConfig
-from recall_dagster.config.models import Impact, Lifecycle, RecallFile
+from recall_dagster.config.models import Lifecycle, RecallFile
 from recall_dagster.config.warehouse import Warehouse
-from recall_dagster.detect import RecallConfig, Severity, check_config
+from recall_dagster.detect import RecallConfig, check_config
 from recall_dagster.detect.config import (
     PiiConfig,
-    ScoringConfig,
-    Tier,
 )
 from recall_dagster.diagnose.config import DiagnoseConfig
 from recall_dagster.estate import ResolveOptions
 from recall_dagster.estate.options import ReachOptions
-from recall_dagster.impact.config import ImpactConfig, QueryConfig
-from recall_dagster.lifecycle.config import LifecycleConfig, SeverityConfig
+from recall_dagster.impact.config import ImpactConfig
+from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.protect.config import ProtectConfig
 from recall_dagster.rewrite import Rewrite
 from recall_dagster.writeback.config import WritebackConfig
@@ -38,6 +36,7 @@ class Configuration:
 
     source: str  # the file that spoke last, for messages
     scan: RecallConfig
+    warehouse: Warehouse  # the team's warehouse, which the lifecycle's row counts and impact's query reach
     lifecycle: LifecycleConfig
     impact: ImpactConfig
     writeback: WritebackConfig
@@ -66,7 +65,6 @@ class _Reading:
 
 
 def _scan(f: RecallFile, source: str, reading: _Reading) -> RecallConfig:
-    s = f.scoring
     config = RecallConfig(
         source=source,
         resolve=ResolveOptions(
@@ -78,14 +76,7 @@ def _scan(f: RecallFile, source: str, reading: _Reading) -> RecallConfig:
             production_aliases=frozenset(f.production.aliases),
             production_tags=frozenset(f.production.stage_tags),
         ),
-        scoring=ScoringConfig(
-            weights={sev: getattr(s.weights, sev.value) for sev in Severity},
-            deployment_factor=s.deployment_factor,
-            max_score=s.max_score,
-            tiers=tuple(sorted((Tier(name, minimum) for name, minimum in s.tiers.items()), key=lambda t: -t.minimum)),
-            healthy_tier=s.healthy_tier,
-            fail_tier=s.fail_tier,
-        ),
+        scoring=f.scoring,
         freshness=f.freshness,
         pii=PiiConfig(
             tags=_folded(f.pii.tags),
@@ -106,20 +97,11 @@ def _scan(f: RecallFile, source: str, reading: _Reading) -> RecallConfig:
     return config
 
 
-def _lifecycle(
-    lc: Lifecycle, source: str, reading: _Reading, warehouse: Warehouse, dagster_url: str
-) -> LifecycleConfig:
-    bands = tuple(sorted(lc.severity.bands.items(), key=lambda band: -band[1]))
+def _lifecycle(lc: Lifecycle, reading: _Reading, warehouse: Warehouse, dagster_url: str) -> LifecycleConfig:
     return LifecycleConfig(
-        source=source,
         failing_results=reading.failing_results,
         reach=reading.reach,
-        severity=SeverityConfig(
-            bands=bands,
-            not_live_step_down=lc.severity.not_live_step_down,
-            priorities={name: lc.severity.priorities[name] for name, _ in bands},
-            ladder={name: lc.severity.ladder[name] for name, _ in bands},
-        ),
+        severity=lc.severity,
         classification=tuple(lc.classification.items()),
         default_classification=lc.default_classification,
         gate=lc.gate,
@@ -130,35 +112,15 @@ def _lifecycle(
     )
 
 
-def _impact(i: Impact, source: str, warehouse: Warehouse) -> ImpactConfig:
-    q = i.evaluation.query
-    return ImpactConfig(
-        source=source,
-        artifact=i.evaluation.artifact,
-        label_column=i.evaluation.label_column,
-        query=QueryConfig(q.artifact, q.connection, q.input_prefix, q.label_prefix, q.max_rows, warehouse),
-        registry=i.registry,
-        min_rows=i.min_rows,
-        seed=i.seed,
-        bootstrap=i.bootstrap,
-        confidence=i.confidence,
-        batch_rows=i.batch_rows,
-        flip_tolerance=i.flip_tolerance,
-        warn=i.policy.warn,
-        block=i.policy.block,
-        measured=i.measured,
-    )
-
-
 def build(f: RecallFile, source: str) -> Configuration:
     """Each domain's view of the checked file ``f``; ``source`` is the file that spoke last, for messages."""
-    warehouse = f.warehouse
     reading = _Reading.of(f.lifecycle)
     return Configuration(
         source=source,
         scan=_scan(f, source, reading),
-        lifecycle=_lifecycle(f.lifecycle, source, reading, warehouse, f.dagster.webserver_url),
-        impact=_impact(f.impact, source, warehouse),
+        warehouse=f.warehouse,
+        lifecycle=_lifecycle(f.lifecycle, reading, f.warehouse, f.dagster.webserver_url),
+        impact=f.impact,
         writeback=f.writeback,
         protect=f.protect,
         diagnose=f.diagnose,

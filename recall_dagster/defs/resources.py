@@ -122,7 +122,8 @@ class RecallResource(ConfigurableResource):
 
     def models(self) -> MlflowModels:
         """Where impact tests load the served versions and their held-out rows."""
-        return MlflowModels(self.settings().mlflow_uri, self.configuration().impact)
+        loaded = self.configuration()
+        return MlflowModels(self.settings().mlflow_uri, loaded.impact, loaded.warehouse)
 
     @contextmanager
     def open_graph(self, read_only: bool = True) -> Iterator[MetadataGraph]:

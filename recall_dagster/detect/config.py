@@ -11,11 +11,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from functools import cached_property
 from typing import Annotated, Mapping
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, model_validator
 
-from recall_dagster.config.fields import Level, Number, Positive, Section, Text, Texts, none_is_empty_mapping
+from recall_dagster.config.fields import (
+    KeyMistake,
+    Level,
+    Number,
+    Positive,
+    Section,
+    Text,
+    Texts,
+    none_is_empty_mapping,
+)
 from recall_dagster.detect.finding import Severity
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import Dataset, ResolveOptions
@@ -28,18 +38,43 @@ class Tier:
     minimum: int  # lowest score that reaches the tier
 
 
-@dataclass(frozen=True)
-class ScoringConfig:
-    weights: Mapping[Severity, float]
-    deployment_factor: float  # each live deployment multiplies a model's risk by (1 + factor)
-    max_score: int
-    tiers: tuple[Tier, ...]  # most serious first
-    healthy_tier: str  # the tier of a score of 0
-    fail_tier: str  # a model at this tier or worse fails the scan
+class Weights(Section):
+    """Points a finding adds to its model's score, by its severity."""
+
+    CRITICAL: Number = Field(description="Points a CRITICAL finding adds to its model's score.")
+    WARN: Number = Field(description="Points a WARN finding adds.")
+    INFO: Number = Field(description="Points an INFO finding adds.")
+
+    def of(self, severity: Severity) -> float:
+        return float(getattr(self, severity.value))
+
+
+class ScoringConfig(Section):
+    """score = min(max_score, sum(weight) * (1 + deployment_factor * live deployments)) (``scoring``)."""
+
+    weights: Weights = Field(description="Points per finding, by severity.")
+    deployment_factor: Number = Field(description="Each live deployment multiplies a model's score by (1 + this).")
+    max_score: Positive = Field(description="The score's ceiling.")
+    tiers: dict[str, Positive] = Field(
+        min_length=1, description="Tier name -> lowest score reaching it (`replace: true` for a team's own tiers).")
+    healthy_tier: Text = Field(description="The tier of a score of 0.")
+    fail_tier: Text = Field(description="`recall scan` exits 1 when a model reaches this tier or a worse one.")
+
+    @model_validator(mode="after")
+    def _fail_tier_is_a_tier(self) -> "ScoringConfig":
+        names = [*self.tiers, self.healthy_tier]
+        if self.fail_tier not in names:
+            raise KeyMistake("fail_tier", f"must be one of {', '.join(names)}")
+        return self
+
+    @cached_property
+    def ranked(self) -> tuple[Tier, ...]:
+        """The tiers, most serious first (a team's file may list them in any order)."""
+        return tuple(sorted((Tier(name, minimum) for name, minimum in self.tiers.items()), key=lambda t: -t.minimum))
 
     def tier_names(self) -> tuple[str, ...]:
         """Every tier, most serious first, the healthy tier last."""
-        return (*(t.name for t in self.tiers), self.healthy_tier)
+        return (*(t.name for t in self.ranked), self.healthy_tier)
 
     def at_or_above(self, tier: str, threshold: str) -> bool:
         names = self.tier_names()

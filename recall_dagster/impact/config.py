@@ -7,17 +7,16 @@ against the allowlist here too, so a typo fails the scan, not the measurement.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Mapping
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, StringConstraints, model_validator
 
-from recall_dagster.config.fields import KeyMistake, Level, Number, Section, Share, Text
+from recall_dagster.config.fields import Count, KeyMistake, Level, Number, Positive, Section, Share, Text
 from recall_dagster.errors import ConfigError
 from recall_dagster.impact.mutation_spec import parse_mutation
 from recall_dagster.mlflow_registry import RegistryLimits
 from recall_dagster.lifecycle.rows import resolve_url
-from recall_dagster.config.warehouse import NO_WAREHOUSE, Warehouse
+from recall_dagster.config.warehouse import Warehouse
 from recall_dagster.warehouse import warehouse_connection
 
 DRIFT_CHANGES = ("retyped", "retyped_time", "removed")
@@ -69,41 +68,67 @@ class MeasuredConfig(Section):
     pass_severity: Level = Field(description="A PASS lowers it to this, with the measurement as evidence.")
 
 
-@dataclass(frozen=True)
-class QueryConfig:
-    """Evaluation rows from the warehouse, through the training query the run logged."""
+class QueryConfig(Section):
+    """Evaluation rows from the warehouse, through the training query the run logged
+    (``impact.evaluation.query``)."""
 
-    artifact: str
-    connection: str  # SQLAlchemy URL or env:VARIABLE; empty: the warehouse's dbt profile, else off
-    input_prefix: str
-    label_prefix: str
-    max_rows: int
-    warehouse: Warehouse = NO_WAREHOUSE
+    artifact: Text = Field(description="Run artifact holding the training query.")
+    connection: Annotated[str, StringConstraints(strip_whitespace=True)] = Field(
+        description='SQLAlchemy URL or env:VARIABLE holding one; "": the warehouse\'s dbt profile, else off.')
+    input_prefix: Annotated[str, StringConstraints(strip_whitespace=True)] = Field(
+        description='Result columns are named <prefix><model input>; "": named as the inputs.')
+    label_prefix: Text = Field(description="The one result column starting with this holds the label.")
+    max_rows: Positive = Field(description="Rows drawn (seeded) from the result.")
 
-    def url(self, environ: Mapping[str, str]) -> tuple[str | None, str]:
-        """The URL the query reruns on, or None with the reason: ``connection``, else the dbt profile."""
+    def url(self, environ: Mapping[str, str], warehouse: Warehouse) -> tuple[str | None, str]:
+        """The URL the query reruns on, or None with the reason: ``connection``, else ``warehouse``'s dbt
+        profile."""
         if self.connection:
             url, why = resolve_url(self.connection, environ)
             return url, f"impact.evaluation.query.connection: {why}" if why else ""
-        globs, url, why = warehouse_connection(self.warehouse, environ)
+        globs, url, why = warehouse_connection(warehouse, environ)
         if not globs:
             return None, "impact.evaluation.query.connection is empty and no dbt project is named (warehouse:)"
         return url, why
 
 
-@dataclass(frozen=True)
-class ImpactConfig:
-    source: str
-    artifact: str
-    label_column: str
-    query: QueryConfig
-    registry: RegistryLimits
-    min_rows: int
-    seed: int
-    bootstrap: int
-    confidence: float
-    batch_rows: int
-    flip_tolerance: float
+class EvaluationConfig(Section):
+    """The rows a model is measured on: what its training run logged (``impact.evaluation``)."""
+
+    artifact: Text = Field(description="Run artifact holding the model's inputs and the label (.parquet or .csv).")
+    label_column: Text = Field(description="The column of that file holding the true outcome.")
+    query: QueryConfig = Field(
+        description="When the run logged no such rows: rerun the SQL it logged on the warehouse.")
+
+
+class PolicyConfig(Section):
+    """WARN from the warn line; BLOCK on a significant loss, or flips or failures past the block line."""
+
     warn: WarnLine
     block: BlockLine
-    measured: MeasuredConfig
+
+    @model_validator(mode="after")
+    def _warn_below_block(self) -> "PolicyConfig":
+        if self.warn.metric_loss > self.block.metric_loss or self.warn.flip_rate > self.block.flip_rate:
+            raise KeyMistake("warn", "must not be above impact.policy.block")
+        return self
+
+
+class ImpactConfig(Section):
+    """`recall impact` and the measured severity of scan findings (``impact``)."""
+
+    evaluation: EvaluationConfig = Field(
+        description="The rows a model is measured on: what its training run logged.")
+    registry: RegistryLimits = Field(description="How models and runs are read from MLflow.")
+    min_rows: Positive = Field(description="Fewer evaluation rows than this is INCOMPLETE.")
+    seed: Count = Field(description="The rows mutated, shuffles and the bootstrap all draw from it.")
+    bootstrap: Count = Field(description="Paired bootstrap replicates for the interval of the metric's delta.")
+    confidence: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = Field(
+        description="Of that interval.")
+    batch_rows: Positive = Field(description="Rows per inference call; a call that raises fails its rows.")
+    flip_tolerance: Number = Field(
+        description="A regressor's prediction flips when it moves more than this x the spread of its predictions.")
+    policy: PolicyConfig = Field(
+        description="WARN from the warn line; BLOCK on a significant loss, or flips or failures past the block line.")
+    measured: MeasuredConfig = Field(
+        description="After a scan, a finding on a column reaching a production model is replayed on the model.")

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from recall_dagster.config.warehouse import Warehouse
 from recall_dagster.detect import Finding, Severity, failing_assertion, training_source_schema_drift, upstream_staleness
 from recall_dagster.detect.catalogue import Found
 from recall_dagster.graph.port import MetadataGraph
@@ -242,15 +243,15 @@ class _MlflowOnFirstLoad:
     """The registry's models, imported (pandas, then MLflow) when a finding is first replayed: a scan or a gate
     on a healthy estate replays nothing and starts without them."""
 
-    def __init__(self, tracking_uri: str, ic: ImpactConfig) -> None:
-        self.tracking_uri, self.ic = tracking_uri, ic
+    def __init__(self, tracking_uri: str, ic: ImpactConfig, warehouse: Warehouse) -> None:
+        self.tracking_uri, self.ic, self.warehouse = tracking_uri, ic, warehouse
         self._source: ModelSource | None = None
 
     def load(self, closure: ModelClosure) -> "Subject":
         if self._source is None:
             from recall_dagster.impact.models import MlflowModels
 
-            self._source = MlflowModels(self.tracking_uri, self.ic)
+            self._source = MlflowModels(self.tracking_uri, self.ic, self.warehouse)
         return self._source.load(closure)
 
 
@@ -259,4 +260,4 @@ def mlflow_measure(settings: Settings, lc: LifecycleConfig, ic: ImpactConfig) ->
     the retrain gate): findings replayed on the versions MLflow holds; None when ``impact.measured`` is off."""
     if not ic.measured.enabled:
         return None
-    return finding_measure(lc, ic, _MlflowOnFirstLoad(settings.mlflow_uri, ic))
+    return finding_measure(lc, ic, _MlflowOnFirstLoad(settings.mlflow_uri, ic, lc.warehouse))

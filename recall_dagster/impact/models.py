@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import numpy as np
 import pandas as pd
 
+from recall_dagster.config.warehouse import Warehouse
 from recall_dagster.errors import RecallError, ServiceUnreachable, reason
 from recall_dagster.estate import ModelClosure
 from recall_dagster.impact.config import ImpactConfig
@@ -149,8 +150,8 @@ def _labels(raw: pd.Series, predictor: Predictor, where: str) -> np.ndarray:
 class MlflowModels:
     """Loads each closure's version once per experiment; a second ask returns the same subject or reason."""
 
-    def __init__(self, tracking_uri: str, config: ImpactConfig) -> None:
-        self.tracking_uri, self.config = tracking_uri, config
+    def __init__(self, tracking_uri: str, config: ImpactConfig, warehouse: Warehouse) -> None:
+        self.tracking_uri, self.config, self.warehouse = tracking_uri, config, warehouse
         # MLflow draws a download bar per artifact on stderr, which would garble the report.
         os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
         self._cache: dict[str, Subject | ModelUnavailable] = {}
@@ -192,17 +193,17 @@ class MlflowModels:
         with tempfile.TemporaryDirectory(prefix="recall-impact-") as tmp:
             frame = self._evaluation(client, mv.run_id, Path(tmp), where)
             predictor = self._predictor(model_uri, frame, Path(tmp), where)
-        label = self.config.label_column
+        label = self.config.evaluation.label_column
         labels = _labels(frame[label], predictor, where)
         return Subject(name, str(version), mv.run_id, predictor, frame.drop(columns=[label]), labels)
 
     def _evaluation(self, client: MlflowClient, run_id: str, tmp: Path, where: str) -> pd.DataFrame:
         """The held-out rows the run logged; without them, its training query rerun when one is configured."""
-        artifact = self.config.artifact
+        artifact = self.config.evaluation.artifact
         try:
             local = self._download(client, run_id, artifact, tmp / "evaluation", where)
         except ModelUnavailable as missing:
-            url, why = self.config.query.url(os.environ)
+            url, why = self.config.evaluation.query.url(os.environ, self.warehouse)
             if url is None:
                 raise ModelUnavailable(
                     f"the training run {run_id} of {where} logged no evaluation data at {artifact} ({missing}); "
@@ -215,9 +216,9 @@ class MlflowModels:
             raise
         except Exception as err:  # any reader failure means the artifact is unusable
             raise ModelUnavailable(f"evaluation data {artifact} of {where} cannot be read: {reason(err)}") from None
-        if self.config.label_column not in frame.columns:
+        if self.config.evaluation.label_column not in frame.columns:
             raise ModelUnavailable(
-                f"evaluation data {artifact} of {where} has no label column {self.config.label_column!r} "
+                f"evaluation data {artifact} of {where} has no label column {self.config.evaluation.label_column!r} "
                 "(impact.evaluation.label_column)"
             )
         return frame
@@ -240,16 +241,16 @@ class MlflowModels:
 
     def _queried(self, client: MlflowClient, run_id: str, tmp: Path, where: str, url: str) -> pd.DataFrame:
         """The training query's rows, inputs renamed to the model's names and the label to ``label_column``."""
-        query = self.config.query
+        query = self.config.evaluation.query
         try:
             sql = self._download(client, run_id, query.artifact, tmp / "query", where).read_text()
         except ModelUnavailable as err:
             raise ModelUnavailable(
-                f"the training run {run_id} of {where} logged neither evaluation rows at {self.config.artifact} "
+                f"the training run {run_id} of {where} logged neither evaluation rows at {self.config.evaluation.artifact} "
                 f"nor a training query at {query.artifact} ({err})"
             ) from None
         frame = _read_sql(url, sql, where, f"the training query {query.artifact} of run {run_id}",
-                          query.warehouse.read_timeout_seconds)
+                          self.warehouse.read_timeout_seconds)
         labels = [c for c in frame.columns if str(c).startswith(query.label_prefix)]
         if len(labels) != 1:
             raise ModelUnavailable(
@@ -258,7 +259,7 @@ class MlflowModels:
             )
         prefix = query.input_prefix
         inputs = {c: str(c)[len(prefix):] for c in frame.columns if c != labels[0] and str(c).startswith(prefix)}
-        frame = frame[[*inputs, labels[0]]].rename(columns={**inputs, labels[0]: self.config.label_column})
+        frame = frame[[*inputs, labels[0]]].rename(columns={**inputs, labels[0]: self.config.evaluation.label_column})
         if len(frame) > query.max_rows:
             frame = frame.sample(n=query.max_rows, random_state=self.config.seed).sort_index()
         return frame.reset_index(drop=True)
@@ -278,7 +279,7 @@ class MlflowModels:
                 return SklearnPredictor(mlflow.sklearn.load_model(local))
             import mlflow.pyfunc
 
-            raw = frame[self.config.label_column].dropna()
+            raw = frame[self.config.evaluation.label_column].dropna()
             task: Task = "classification" if set(pd.unique(raw)) <= {0, 1} else "regression"  # True == 1 too
             return PyfuncPredictor(mlflow.pyfunc.load_model(local), task)
         except Exception as err:  # a model that will not load is a reason, not a crash

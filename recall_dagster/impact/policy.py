@@ -51,7 +51,7 @@ def _pct(share: float) -> str:
 
 
 def judge(m: Measurement, config: ImpactConfig) -> Judgement:
-    block, warn = config.block, config.warn
+    block, warn = config.policy.block, config.policy.warn
     attempted = m.rows + m.failures
     failure_rate = m.failures / attempted if attempted else 0.0
     if m.failures and failure_rate > (block.failure_rate or 0.0):

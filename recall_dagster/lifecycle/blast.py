@@ -115,7 +115,7 @@ class BlastRadius:
 def severity_of(share: float, live: bool, config: SeverityConfig) -> str:
     """The band the poisoned share reaches, stepped down for a version serving no live traffic."""
     names = config.names
-    level = next(i for i, (_, minimum) in enumerate(config.bands) if share >= minimum)
+    level = next(i for i, (_, minimum) in enumerate(config.ranked) if share >= minimum)
     if not live:
         level = min(len(names) - 1, level + config.not_live_step_down)
     return names[level]

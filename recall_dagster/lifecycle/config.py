@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from fnmatch import fnmatchcase
-from typing import Annotated, Mapping
+from typing import Annotated
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, model_validator
 
-from recall_dagster.config.fields import Level, Section, Share, Texts
-from recall_dagster.severity import Scale, Severity
+from recall_dagster.config.fields import Count, KeyMistake, Level, Number, Section, Share, Texts
+from recall_dagster.severity import Scale
 from recall_dagster.estate.options import ReachOptions
 from recall_dagster.config.warehouse import NO_WAREHOUSE, Warehouse
 
@@ -37,17 +37,41 @@ CHECK_NAMES: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class SeverityConfig:
-    bands: tuple[tuple[str, float], ...]  # (severity, lowest poisoned share reaching it), most severe first
-    not_live_step_down: int  # levels lower for a version no live deployment serves
-    priorities: Mapping[str, int]  # severity -> DataHub incident priority (0 critical .. 3 low)
-    ladder: Mapping[str, Severity]  # severity -> where it stands on the one ladder
+class SeverityConfig(Section):
+    """An incident's band, from the share of a model's features poisoned (``lifecycle.severity``)."""
+
+    bands: dict[str, Number] = Field(
+        description="Incident severity -> lowest share of a model's features poisoned that reaches it.")
+    not_live_step_down: Count = Field(description="Levels lower for a model version no live deployment serves.")
+    priorities: dict[str, Count] = Field(description="DataHub incident priority (0 critical .. 3 low) of each band.")
+    ladder: dict[str, Level] = Field(
+        description="Where each band stands on the one severity ladder (CRITICAL > WARN > INFO) that findings, "
+                    "thresholds and the gate use; a more severe band never stands lower.")
+
+    @model_validator(mode="after")
+    def _bands_cover_zero_and_have_priorities(self) -> "SeverityConfig":
+        if 0 not in self.bands.values():
+            raise KeyMistake("bands", "must give one severity the share 0")
+        for key, mapping, what in (("priorities", self.priorities, "a DataHub priority"),
+                                   ("ladder", self.ladder, "a place on the ladder")):
+            missing = [name for name in self.bands if name not in mapping]
+            if missing:
+                raise KeyMistake(f"{key}.{missing[0]}", f"is missing: every band needs {what}")
+        ordered = sorted(self.bands, key=lambda name: -self.bands[name])
+        for louder, quieter in zip(ordered, ordered[1:]):
+            if self.ladder[louder].rank > self.ladder[quieter].rank:
+                raise KeyMistake(f"ladder.{louder}", f"stands below {quieter}, a less severe band")
+        return self
+
+    @cached_property
+    def ranked(self) -> tuple[tuple[str, float], ...]:
+        """(band, lowest poisoned share reaching it), most severe first."""
+        return tuple(sorted(self.bands.items(), key=lambda band: -band[1]))
 
     @cached_property
     def scale(self) -> Scale:
         """The bands as words of the one ladder (:mod:`recall_dagster.severity`)."""
-        return Scale("incident band", tuple((name, self.ladder[name]) for name, _ in self.bands))
+        return Scale("incident band", tuple((name, self.ladder[name]) for name, _ in self.ranked))
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -88,7 +112,9 @@ class GateConfig(Section):
 
 @dataclass(frozen=True)
 class LifecycleConfig:
-    source: str
+    """The ``lifecycle:`` section as the lifecycle reads it, with the warehouse its row counts reach and the
+    Dagster UI its verdicts link to."""
+
     failing_results: frozenset[str]
     reach: ReachOptions  # how far a failing test is followed (table_level, name_matching)
     severity: SeverityConfig

@@ -134,7 +134,7 @@ class _Scratch:
             parents={self.dataset: self.model},
         )
         scoring = config.scoring
-        score = Score(scoring.max_score, scoring.tiers[0].name) if sick else Score(0, scoring.healthy_tier)
+        score = Score(scoring.max_score, scoring.ranked[0].name) if sick else Score(0, scoring.healthy_tier)
         report = ModelReport(closure=closure, findings=(finding,) if sick else (), score=score)
         return ScanResult(
             scanned_at_ms=at_ms, graph="recall verify", models=(report,), blast_radius=(), config=config
@@ -231,7 +231,7 @@ def verify(
     store = WritebackStore(settings.state_dir, graph.location)
     store.save_capabilities({INCIDENTS_ON_MODELS: True})  # probe afresh: a refusal below sets it back
     scoring = recall_config.scoring
-    worst = scoring.tiers[0].name
+    worst = scoring.ranked[0].name
     tag = config.tags.get(worst)
     graph.emit_mcps(
         [

@@ -49,7 +49,8 @@ class Registry:
             production=True, scanned_at_ms=0,
         )
         try:
-            return MlflowModels(self.uri, configured({"impact": overlay}).impact).load(closure), run_id
+            loaded = configured({"impact": overlay})
+            return MlflowModels(self.uri, loaded.impact, loaded.warehouse).load(closure), run_id
         except ModelUnavailable as err:
             return err, run_id
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
 
 import pytest
 
@@ -50,10 +49,10 @@ def measured(
 
 
 def test_shipped_thresholds_are_what_the_edges_below_assume(config):
-    assert config.warn.metric_loss < config.block.metric_loss
-    assert config.warn.flip_rate < config.block.flip_rate
-    assert config.block.failure_rate == 0.0
-    assert "failure_rate" not in type(config.warn).model_fields, "only the block line counts failed rows"
+    assert config.policy.warn.metric_loss < config.policy.block.metric_loss
+    assert config.policy.warn.flip_rate < config.policy.block.flip_rate
+    assert config.policy.block.failure_rate == 0.0
+    assert "failure_rate" not in type(config.policy.warn).model_fields, "only the block line counts failed rows"
 
 
 # --- failures -----------------------------------------------------------------------------------
@@ -71,7 +70,8 @@ def test_failures_block_before_anything_else(config):
 
 
 def test_failures_at_a_failure_rate_line_do_not_block_above_it_do(config):
-    lenient = dataclasses.replace(config, block=config.block.model_copy(update={"failure_rate": 0.1}))
+    block = config.policy.block.model_copy(update={"failure_rate": 0.1})
+    lenient = config.model_copy(update={"policy": config.policy.model_copy(update={"block": block})})
     assert judge(measured(failures=10, rows=90), lenient).verdict is Verdict.PASS  # 10% exactly
     assert judge(measured(failures=11, rows=89), lenient).verdict is Verdict.BLOCK  # 11%
 
@@ -80,24 +80,24 @@ def test_failures_at_a_failure_rate_line_do_not_block_above_it_do(config):
 
 
 def test_a_significant_loss_at_the_block_line_blocks(config):
-    verdict = judge(measured(loss=config.block.metric_loss, significant=True), config)
+    verdict = judge(measured(loss=config.policy.block.metric_loss, significant=True), config)
     assert verdict.verdict is Verdict.BLOCK
     assert "significant" in verdict.reason and "5.0% of its skill lost" in verdict.reason
 
 
 def test_the_same_loss_not_significant_warns(config):
-    verdict = judge(measured(loss=config.block.metric_loss, significant=False), config)
+    verdict = judge(measured(loss=config.policy.block.metric_loss, significant=False), config)
     assert verdict.verdict is Verdict.WARN
     assert "not significant" in verdict.reason
 
 
 def test_a_significant_loss_just_under_the_block_line_warns(config):
-    assert judge(measured(loss=config.block.metric_loss - 1e-9, significant=True), config).verdict is Verdict.WARN
+    assert judge(measured(loss=config.policy.block.metric_loss - 1e-9, significant=True), config).verdict is Verdict.WARN
 
 
 def test_a_loss_at_the_warn_line_warns_and_just_under_passes(config):
-    assert judge(measured(loss=config.warn.metric_loss), config).verdict is Verdict.WARN
-    assert judge(measured(loss=config.warn.metric_loss - 1e-9), config).verdict is Verdict.PASS
+    assert judge(measured(loss=config.policy.warn.metric_loss), config).verdict is Verdict.WARN
+    assert judge(measured(loss=config.policy.warn.metric_loss - 1e-9), config).verdict is Verdict.PASS
 
 
 def test_a_gain_passes_and_says_no_loss(config):
@@ -116,20 +116,20 @@ def test_no_loss_is_incomplete(config):
 
 
 def test_flips_at_the_block_line_block_even_without_loss(config):
-    verdict = judge(measured(loss=0.0, flip_rate=config.block.flip_rate), config)
+    verdict = judge(measured(loss=0.0, flip_rate=config.policy.block.flip_rate), config)
     assert verdict.verdict is Verdict.BLOCK
     assert "5.0% of predictions flip" in verdict.reason
 
 
 def test_flips_block_a_loss_that_is_not_significant(config):
-    m = measured(loss=config.block.metric_loss, significant=False, flip_rate=config.block.flip_rate)
+    m = measured(loss=config.policy.block.metric_loss, significant=False, flip_rate=config.policy.block.flip_rate)
     assert judge(m, config).verdict is Verdict.BLOCK
 
 
 def test_flips_at_the_warn_line_warn_and_just_under_pass(config):
-    assert judge(measured(flip_rate=config.warn.flip_rate), config).verdict is Verdict.WARN
-    assert judge(measured(flip_rate=config.warn.flip_rate - 1e-9), config).verdict is Verdict.PASS
-    assert judge(measured(flip_rate=config.block.flip_rate - 1e-9), config).verdict is Verdict.WARN
+    assert judge(measured(flip_rate=config.policy.warn.flip_rate), config).verdict is Verdict.WARN
+    assert judge(measured(flip_rate=config.policy.warn.flip_rate - 1e-9), config).verdict is Verdict.PASS
+    assert judge(measured(flip_rate=config.policy.block.flip_rate - 1e-9), config).verdict is Verdict.WARN
 
 
 # --- worst --------------------------------------------------------------------------------------
@@ -165,7 +165,7 @@ def shipped() -> dict:
 def test_the_shipped_section_parses_to_its_values(config):
     assert config.seed == 7 and config.bootstrap == 200 and config.confidence == 0.95
     assert config.batch_rows == 5000 and config.flip_tolerance == 0.1
-    assert config.label_column == "label"
+    assert config.evaluation.label_column == "label"
     assert dict(config.measured.schema_drift) == {
         "retyped": "type_coercion",
         "retyped_time": "timezone_shift:1",
@@ -188,7 +188,8 @@ def test_warn_equal_to_block_is_allowed():
     data = shipped()
     data["policy"]["warn"] = dict(data["policy"]["block"])
     del data["policy"]["warn"]["failure_rate"]
-    assert with_section("impact", data).warn.metric_loss == with_section("impact", data).block.metric_loss
+    policy = with_section("impact", data).policy
+    assert policy.warn.metric_loss == policy.block.metric_loss
 
 
 def test_an_unknown_mutation_in_schema_drift_is_a_config_error():
@@ -240,7 +241,8 @@ def test_a_flip_rate_above_one_is_a_config_error():
 def test_an_overlay_file_changes_only_what_it_names(tmp_path):
     overlay = tmp_path / "mine.yaml"
     overlay.write_text("impact:\n  policy:\n    block: {metric_loss: 0.2}\n")
-    config = load(overlay).impact
-    assert config.block.metric_loss == 0.2
-    assert config.block.flip_rate == 0.05 and config.warn.metric_loss == 0.01
-    assert config.source == str(overlay)
+    loaded = load(overlay)
+    config = loaded.impact
+    assert config.policy.block.metric_loss == 0.2
+    assert config.policy.block.flip_rate == 0.05 and config.policy.warn.metric_loss == 0.01
+    assert loaded.source == str(overlay)

@@ -65,7 +65,7 @@ def measure(settings: Settings, table: str, column: str, mutation: str) -> dict:
     with closing(open_graph(settings, read_only=True)) as graph:
         report = impact_test(
             graph, load().scan, load().lifecycle, ic, ImpactRequest(table, column, mutation),
-            MlflowModels(settings.mlflow_uri, ic), int(time.time() * 1000),
+            MlflowModels(settings.mlflow_uri, ic, load().warehouse), int(time.time() * 1000),
         )
     return report.to_json()
 
@@ -84,7 +84,7 @@ def test_shuffling_the_column_behind_the_strongest_feature_costs_skill_and_only_
     assert row["model"] == "fraud_detector" and row["version"] == "1", "the version the production alias serves"
     assert code == {"PASS": 0, "WARN": 0, "BLOCK": 1}[report["verdict"]]
     assert row["flip_rate"] > 0 and row["delta"] < 0
-    warn = load().impact.warn
+    warn = load().impact.policy.warn
     if report["verdict"] == "PASS":
         assert row["loss"] < warn.metric_loss and row["flip_rate"] < warn.flip_rate, "a PASS hides no real loss"
     if "; significant" in row["reason"] or "not significant" in row["reason"]:
@@ -176,7 +176,7 @@ def test_the_experiment_is_on_disk_before_a_write_back_that_fails(env: Settings)
         ic = load().impact
         report = impact_test(
             graph, load().scan, load().lifecycle, ic,
-            ImpactRequest("fct_transactions", "amount", "shift:5"), MlflowModels(env.mlflow_uri, ic),
+            ImpactRequest("fct_transactions", "amount", "shift:5"), MlflowModels(env.mlflow_uri, ic, load().warehouse),
             int(time.time() * 1000),
         )
     with serve(WritebackGms(fail_writes=True)) as server, closing(GmsGraph(server.url, retries=0)) as gms:

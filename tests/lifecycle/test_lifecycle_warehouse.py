@@ -113,10 +113,12 @@ def test_init_names_the_project_so_gate_and_impact_reach_the_warehouse(tmp_path:
     assert done.exit_code == 0, done.output
     config = str(tmp_path / "recall" / "recall.yaml")
     assert load(config).lifecycle.warehouse.dbt_project == str(project.resolve())
-    query = load(config).impact.query
-    assert query.url({"JAFFLE_DUCKDB": str(tmp_path / "jaffle.duckdb")}) == (
+    loaded = load(config)
+    query = loaded.impact.evaluation.query
+    assert query.url({"JAFFLE_DUCKDB": str(tmp_path / "jaffle.duckdb")}, loaded.warehouse) == (
         f"duckdb:///{tmp_path / 'jaffle.duckdb'}", ""), "the training query reruns where dbt builds"
-    assert load(None).impact.query.url({})[0] is None, "no project named: the fallback stays off"
+    shipped = load(None)
+    assert shipped.impact.evaluation.query.url({}, shipped.warehouse)[0] is None, "no project: the fallback is off"
 
 
 def test_dbt_s_own_filters_render_as_dbt_renders_them(tmp_path: Path) -> None:

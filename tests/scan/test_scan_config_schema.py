@@ -63,7 +63,7 @@ def test_keys_the_user_chooses_are_free_but_their_values_are_checked(tmp_path: P
         "detectors: {pii_exposure: {enabled: false}}\n"
         "diagnose: {metrics: {log_loss: {higher_is_better: false, tolerance: 0.01, relative: true}}}\n"
     )
-    assert load(path).scan.scoring.tiers[0].name == "SEVERE"
+    assert load(path).scan.scoring.ranked[0].name == "SEVERE"
     path.write_text("diagnose: {metrics: {log_loss: {higher_is_better: false, tolerance: small}}}\n")
     with pytest.raises(ConfigError, match="`diagnose.metrics.log_loss.tolerance` must be a finite number >= 0, not a string"):
         load(path).scan
