@@ -73,8 +73,8 @@ def _personal_data(closures: Sequence[ModelClosure], config: RecallConfig) -> di
                   *([None] if marks_pii(d.tags, d.terms, config.pii) else [])]
     })
     model = closures[0].model
-    reasons = [model.properties.get(p) for p in config.pii.justification_properties if model.properties.get(p)]
-    return {"columns": found, "justified": justified(model, config.pii), "justification": reasons}
+    reasons = [model.properties.get(p) for p in config.justification.properties if model.properties.get(p)]
+    return {"columns": found, "justified": justified(model, config.justification), "justification": reasons}
 
 
 def evidence_pack(

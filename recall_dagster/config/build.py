@@ -11,15 +11,11 @@ detector catalogue's own (a detector or case the file does not configure).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
 
 from recall_dagster.config.dagster import DagsterConfig
 from recall_dagster.config.models import Lifecycle, RecallFile
 from recall_dagster.config.warehouse import Warehouse
 from recall_dagster.detect import RecallConfig, check_config
-from recall_dagster.detect.config import (
-    PiiConfig,
-)
 from recall_dagster.diagnose.config import DiagnoseConfig
 from recall_dagster.estate import ResolveOptions
 from recall_dagster.estate.options import ReachOptions
@@ -44,10 +40,6 @@ class Configuration:
     diagnose: DiagnoseConfig
     dagster: DagsterConfig
     narration: Rewrite
-
-
-def _folded(values: Iterable[str]) -> frozenset[str]:
-    return frozenset(v.casefold() for v in values)
 
 
 @dataclass(frozen=True)
@@ -78,12 +70,8 @@ def _scan(f: RecallFile, source: str, reading: _Reading) -> RecallConfig:
         ),
         scoring=f.scoring,
         freshness=f.freshness,
-        pii=PiiConfig(
-            tags=_folded(f.pii.tags),
-            terms=_folded(f.pii.terms),
-            justification_tags=_folded(f.justification.tags),
-            justification_properties=tuple(f.justification.properties),
-        ),
+        pii=f.pii,
+        justification=f.justification,
         label_tables=tuple(f.label_tables),
         min_fan_in=f.critical_path.min_fan_in,
         blast_radius=f.blast_radius,

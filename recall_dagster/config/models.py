@@ -24,6 +24,8 @@ from recall_dagster.detect.config import (
     BlastRadiusConfig,
     DetectorConfig,
     FreshnessConfig,
+    JustificationConfig,
+    PiiConfig,
     ProfileDriftConfig,
     ScoringConfig,
 )
@@ -59,16 +61,6 @@ class Production(Section):
     live_statuses: Texts = Field(description="mlModelDeploymentProperties.status values that serve traffic.")
 
 
-class Pii(Section):
-    tags: Texts = Field(description="Tag names marking a dataset or column as personal data.")
-    terms: Texts = Field(description="Glossary term names or ids doing the same.")
-
-
-class Justification(Section):
-    tags: Texts = Field(description="Tags on a model that document why it may use personal data.")
-    properties: Texts = Field(description="Custom properties on a model that do the same.")
-
-
 class CriticalPath(Section):
     min_fan_in: Positive = Field(description="Upstream datasets a table must merge to be on the critical path.")
 
@@ -98,8 +90,8 @@ class RecallFile(Section):
     closure: Closure
     production: Production
     freshness: FreshnessConfig
-    pii: Pii
-    justification: Justification
+    pii: PiiConfig
+    justification: JustificationConfig
     label_tables: Texts = Field(description="Dataset URN or name globs read by training only, by design.")
     critical_path: CriticalPath
     profile_drift: ProfileDriftConfig = Field(description="A profiled column a feature reads, now against training time.")

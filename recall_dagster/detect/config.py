@@ -95,12 +95,30 @@ class FreshnessConfig(Section):
         return self.default_window_hours
 
 
-@dataclass(frozen=True)
-class PiiConfig:
-    tags: frozenset[str]  # case-folded tag names that mark PII
-    terms: frozenset[str]  # case-folded glossary term names or ids that mark PII
-    justification_tags: frozenset[str]  # case-folded tag names on a model that justify PII use
-    justification_properties: tuple[str, ...]  # custom properties on a model that justify it
+class PiiConfig(Section):
+    """What marks a dataset or column as personal data (``pii``), matched in any case."""
+
+    tags: Texts = Field(description="Tag names marking a dataset or column as personal data.")
+    terms: Texts = Field(description="Glossary term names or ids doing the same.")
+
+    @cached_property
+    def folded_tags(self) -> frozenset[str]:
+        return frozenset(t.casefold() for t in self.tags)
+
+    @cached_property
+    def folded_terms(self) -> frozenset[str]:
+        return frozenset(t.casefold() for t in self.terms)
+
+
+class JustificationConfig(Section):
+    """What on a model documents why it may use personal data (``justification``)."""
+
+    tags: Texts = Field(description="Tags on a model that document why it may use personal data.")
+    properties: Texts = Field(description="Custom properties on a model that do the same.")
+
+    @cached_property
+    def folded_tags(self) -> frozenset[str]:
+        return frozenset(t.casefold() for t in self.tags)
 
 
 class BlastRadiusConfig(Section):
@@ -151,6 +169,7 @@ class RecallConfig:
     scoring: ScoringConfig
     freshness: FreshnessConfig
     pii: PiiConfig
+    justification: JustificationConfig
     label_tables: tuple[str, ...]
     min_fan_in: int
     blast_radius: BlastRadiusConfig

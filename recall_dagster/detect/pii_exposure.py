@@ -7,7 +7,7 @@ or a non-empty custom property, on the version or its registered model.
 
 from __future__ import annotations
 
-from recall_dagster.detect.config import PiiConfig, RecallConfig
+from recall_dagster.detect.config import JustificationConfig, PiiConfig, RecallConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import Dataset, Model, ModelClosure, Term
@@ -18,14 +18,15 @@ CASES = ("unjustified",)
 
 
 def marks_pii(tags: tuple[str, ...], terms: tuple[Term, ...], pii: PiiConfig) -> bool:
-    return any(t.casefold() in pii.tags for t in tags) or any(
-        t.name.casefold() in pii.terms or t.urn.rsplit(":", 1)[-1].casefold() in pii.terms for t in terms
+    return any(t.casefold() in pii.folded_tags for t in tags) or any(
+        t.name.casefold() in pii.folded_terms or t.urn.rsplit(":", 1)[-1].casefold() in pii.folded_terms
+        for t in terms
     )
 
 
-def justified(model: Model, pii: PiiConfig) -> bool:
-    return any(t.casefold() in pii.justification_tags for t in model.tags) or any(
-        (model.properties.get(p) or "").strip() for p in pii.justification_properties
+def justified(model: Model, justification: JustificationConfig) -> bool:
+    return any(t.casefold() in justification.folded_tags for t in model.tags) or any(
+        (model.properties.get(p) or "").strip() for p in justification.properties
     )
 
 
@@ -38,7 +39,7 @@ def _marked(dataset: Dataset, pii: PiiConfig) -> tuple[tuple[str, ...], bool] | 
 
 def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
     pii = config.pii
-    if justified(closure.model, pii):
+    if justified(closure.model, config.justification):
         return []
     findings: list[Finding] = []
     judged = state.memo.judgements(NAME, pii)
