@@ -29,7 +29,7 @@ def tier_of(value: int, scoring: ScoringConfig) -> str:
 
 
 def score_model(findings: Iterable[Finding], live_deployments: int, scoring: ScoringConfig) -> Score:
-    raw = sum(scoring.weights.of(f.severity) for f in findings) * (1 + scoring.deployment_factor * live_deployments)
+    raw = sum(scoring.weights.points[f.severity] for f in findings) * (1 + scoring.deployment_factor * live_deployments)
     # round half up, after trimming float noise (10 * 1.15 is 11.4999...)
     value = min(scoring.max_score, math.floor(round(raw, 6) + 0.5))
     return Score(value, tier_of(value, scoring))

@@ -45,8 +45,10 @@ class Weights(Section):
     WARN: Number = Field(description="Points a WARN finding adds.")
     INFO: Number = Field(description="Points an INFO finding adds.")
 
-    def of(self, severity: Severity) -> float:
-        return float(getattr(self, severity.value))
+    @cached_property
+    def points(self) -> dict[Severity, float]:
+        """Severity -> points, looked up once per finding of every model a scan scores."""
+        return {severity: float(getattr(self, severity.value)) for severity in Severity}
 
 
 class ScoringConfig(Section):

@@ -34,8 +34,8 @@ def test_overlay_changes_only_what_it_names(tmp_path):
     overlay = tmp_path / "mine.yaml"
     overlay.write_text("scoring:\n  weights: {WARN: 15}\nfreshness:\n  windows: {'*.raw.*': 24}\n")
     config = load(overlay).scan
-    assert config.scoring.weights.of(Severity.WARN) == 15
-    assert config.scoring.weights.of(Severity.CRITICAL) == 30
+    assert config.scoring.weights.points[Severity.WARN] == 15
+    assert config.scoring.weights.points[Severity.CRITICAL] == 30
     assert config.freshness.windows == {"*.raw.*": 24.0}
     assert config.source == str(overlay)
 
@@ -165,7 +165,7 @@ def test_the_configuration_is_read_once_per_content_of_its_files(tmp_path):
     first = load(path)
     assert load(path) is first and load(path).lifecycle is first.lifecycle
     overlay(tmp_path, {"scoring": {"weights": {"WARN": 16}}})
-    assert load(path).scan.scoring.weights.of(Severity.WARN) == 16
+    assert load(path).scan.scoring.weights.points[Severity.WARN] == 16
 
 
 def test_a_bad_section_exits_2_from_the_gate_with_the_key_named(tmp_path, monkeypatch):
