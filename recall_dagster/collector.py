@@ -9,7 +9,7 @@ not in a cycle. At the end every live object is put straight into the oldest
 generation (freeze, unfreeze), so the next young collections do not walk them
 once more either.
 
-A process that hosts Recall and manages its own memory, a Dagster run, says so (:func:`hosted`): while it does,
+A process that hosts Recall and manages its own memory, a Dagster run, says so (:func:`host_starts`): while it does,
 nothing here touches its collector.
 """
 
@@ -25,10 +25,17 @@ T = TypeVar("T")
 _hosts = 0  # hosts in this process using Recall now (Dagster steps): the collector is theirs while one is
 
 
-def hosted(starting: bool) -> None:
-    """A host starts (or stops) using Recall in this process; while any does, :func:`paused` pauses nothing."""
+def host_starts() -> None:
+    """A host (a Dagster step) starts using Recall in this process: while any does, :func:`paused` pauses
+    nothing."""
     global _hosts
-    _hosts = max(0, _hosts + (1 if starting else -1))
+    _hosts += 1
+
+
+def host_stops() -> None:
+    """A host that started (:func:`host_starts`) is done with Recall; a stop without a start changes nothing."""
+    global _hosts
+    _hosts = max(0, _hosts - 1)
 
 
 @contextmanager

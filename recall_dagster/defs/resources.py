@@ -18,7 +18,7 @@ from dagster import ConfigurableResource, EnvVar, InitResourceContext
 
 from recall_dagster.graph import MetadataGraph, open_graph
 from recall_dagster.config.load import Configuration, load
-from recall_dagster.collector import hosted
+from recall_dagster.collector import host_starts, host_stops
 from recall_dagster.home_scan import home_pipeline
 from recall_dagster.impact.models import MlflowModels
 from recall_dagster.scan import Pipeline
@@ -89,10 +89,10 @@ class RecallResource(ConfigurableResource):
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         """A Dagster run's memory is Dagster's: Recall leaves its garbage collector alone while the run uses it."""
-        hosted(True)
+        host_starts()
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
-        hosted(False)
+        host_stops()
 
     def config_file(self) -> str | None:
         """``RECALL_CONFIG`` as configured, at run time and while definitions load (before Dagster resolves an EnvVar)."""
