@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from recall_dagster.contracts.base import VERSION
-from recall_dagster.detect import RecallConfig
+from recall_dagster.detect import ScanConfig
 from recall_dagster.detect.pii_exposure import marks_pii, justified
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.files import write_record
@@ -65,7 +65,7 @@ def _checks(closures: Sequence[ModelClosure]) -> list[dict[str, Any]]:
     return sorted(checks.values(), key=lambda c: c["on"])
 
 
-def _personal_data(closures: Sequence[ModelClosure], config: RecallConfig) -> dict[str, Any]:
+def _personal_data(closures: Sequence[ModelClosure], config: ScanConfig) -> dict[str, Any]:
     found = sorted({
         f"{d.name}.{f.path}" if f else d.name
         for c in closures for d in c.datasets.values()
@@ -78,7 +78,7 @@ def _personal_data(closures: Sequence[ModelClosure], config: RecallConfig) -> di
 
 
 def evidence_pack(
-    graph: MetadataGraph, settings: Settings, config: RecallConfig, lc: LifecycleConfig, model: str, now_ms: int
+    graph: MetadataGraph, settings: Settings, config: ScanConfig, lc: LifecycleConfig, model: str, now_ms: int
 ) -> dict[str, Any]:
     """Every section from live metadata, for the production versions of ``model`` (or the version it names)."""
     closures = select_closures(graph, config, scanned_at_ms=now_ms, models=[model])

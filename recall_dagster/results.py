@@ -9,7 +9,7 @@ from typing import Any, Sequence
 from recall_dagster.acks.model import Accepted, Acknowledgement, split
 from recall_dagster.acks.trust import Ignored
 from recall_dagster.contracts.base import VERSION
-from recall_dagster.detect import Detection, Finding, RecallConfig
+from recall_dagster.detect import Detection, Finding, ScanConfig
 from recall_dagster.detect.blast_radius import BlastRadius
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.coverage import Coverage, coverage
@@ -52,7 +52,7 @@ class ScanResult:
     graph: str
     models: tuple[ModelReport, ...]  # highest score first
     blast_radius: tuple[BlastRadius, ...]
-    config: RecallConfig
+    config: ScanConfig
     acks: tuple[Acknowledgement, ...] = ()  # the acknowledgements the scan honoured
     ignored_acks: tuple[Ignored, ...] = ()  # and those it read and set aside (untrusted, too long), with why
     rescan: Rescan | None = None  # how the closures were come by, when the scan kept a snapshot
@@ -87,7 +87,7 @@ class ScanResult:
 
 
 def score_models(
-    closures: Sequence[ModelClosure], detection: Detection, config: RecallConfig, *,
+    closures: Sequence[ModelClosure], detection: Detection, config: ScanConfig, *,
     acks: Sequence[Acknowledgement] = (), at_ms: int,
 ) -> tuple[ModelReport, ...]:
     """Each model scored on the findings no acknowledgement in force at ``at_ms`` covers."""

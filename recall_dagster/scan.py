@@ -18,7 +18,7 @@ from recall_dagster.acks.model import Acknowledgement, still_open
 from recall_dagster.acks.trust import AckBook
 from recall_dagster.kept.baselines import Baselines, StateStore
 from recall_dagster.collector import while_paused
-from recall_dagster.detect import Detection, RecallConfig
+from recall_dagster.detect import Detection, ScanConfig
 from recall_dagster.detect.state import SchemaBaseline
 from recall_dagster.detect.catalogue import (
     Found, Judged, Judgement, first_pass, judge, kept_verdicts, keepable, second_pass,
@@ -86,7 +86,7 @@ def record_baselines(
 
 
 def find_and_record(
-    closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, *, accept_schema: Sequence[str] = (),
+    closures: Sequence[ModelClosure], config: ScanConfig, store: StateStore, *, accept_schema: Sequence[str] = (),
 ) -> Found:
     """The detectors that need one closure each, against the stored baselines; then the schemas first seen
     now (and the accepted ones) are recorded."""
@@ -94,7 +94,7 @@ def find_and_record(
 
 
 def _find_and_record(
-    closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, baselines: Baselines,
+    closures: Sequence[ModelClosure], config: ScanConfig, store: StateStore, baselines: Baselines,
     accept_schema: Sequence[str], judged: Judged | None, keep: bool = True,
     columns: Callable[[], ColumnGraph] | None = None,
 ) -> tuple[Judgement, Baselines]:
@@ -109,7 +109,7 @@ def _find_and_record(
 
 
 def finish_detection(
-    closures: Sequence[ModelClosure], found: Found, config: RecallConfig, *,
+    closures: Sequence[ModelClosure], found: Found, config: ScanConfig, *,
     acks: Sequence[Acknowledgement] = (), at_ms: int, snapshots: SnapshotStore | None = None,
     rescan: Rescan | None = None,
 ) -> Detection:
@@ -133,7 +133,7 @@ def finish_detection(
 
 def select_closures(
     graph: MetadataGraph,
-    config: RecallConfig,
+    config: ScanConfig,
     *,
     scanned_at_ms: int,
     include_all: bool = False,
@@ -174,7 +174,7 @@ def select_closures(
     return sorted({c.urn: c for c in picked}.values(), key=lambda c: c.urn)
 
 
-def _unmarked_message(versions: Sequence[ModelClosure], config: RecallConfig) -> str:
+def _unmarked_message(versions: Sequence[ModelClosure], config: ScanConfig) -> str:
     """Which registered models have versions but none marked production, and what would mark one."""
     names: dict[str, list[str]] = {}
     for c in sorted(versions, key=version_number):
@@ -187,7 +187,7 @@ def _unmarked_message(versions: Sequence[ModelClosure], config: RecallConfig) ->
     )
 
 
-def production_markers(config: RecallConfig) -> str:
+def production_markers(config: ScanConfig) -> str:
     """What marks a version production, as a person configures it (recall.yaml ``production:``)."""
     options = config.resolve
     return (f"no alias {', '.join(sorted(options.production_aliases))} in the registry or the graph, no stage tag "
@@ -196,7 +196,7 @@ def production_markers(config: RecallConfig) -> str:
 
 def scan_closures(
     graph: MetadataGraph,
-    config: RecallConfig,
+    config: ScanConfig,
     *,
     scanned_at_ms: int,
     include_all: bool = False,
@@ -242,7 +242,7 @@ class ShardScan:
 
 
 def find_again(
-    closures: Sequence[ModelClosure], config: RecallConfig, store: StateStore, *,
+    closures: Sequence[ModelClosure], config: ScanConfig, store: StateStore, *,
     snapshots: SnapshotStore | None, rescan: Rescan | None, accept_schema: Sequence[str] = (),
 ) -> Found:
     """:func:`find_and_record`, keeping the last scan's verdicts (:mod:`recall_dagster.kept.verdicts`) on the
@@ -313,7 +313,7 @@ def gather(parts: Sequence[ShardScan]) -> ShardScan:
 
 @contextmanager
 def kept_lists(
-    graph: MetadataGraph, config: RecallConfig, snapshots: SnapshotStore | None, *, include_all: bool,
+    graph: MetadataGraph, config: ScanConfig, snapshots: SnapshotStore | None, *, include_all: bool,
     models: Sequence[str] = (), full: bool = False,
 ) -> Iterator[MetadataGraph]:
     """``graph``, listing models, groups and assertions from the last scan's lists and what changed since, when
@@ -329,7 +329,7 @@ def kept_lists(
 
 
 def left_out(
-    graph: MetadataGraph, closures: Sequence[ModelClosure], config: RecallConfig, at_ms: int,
+    graph: MetadataGraph, closures: Sequence[ModelClosure], config: ScanConfig, at_ms: int,
 ) -> tuple[Unserved, tuple[Outside, ...]]:
     """What a scan of the whole estate says beyond its closures: the registered models it judged no version
     of, and the assertions failing at ``at_ms`` on data none of its models reads."""
@@ -366,7 +366,7 @@ class Pipeline:
     The write-back takes the scored result where an entry point sends it.
     """
 
-    config: RecallConfig
+    config: ScanConfig
     store: StateStore
     snapshots: SnapshotStore | None = None
     measure: Measure | None = None
@@ -472,7 +472,7 @@ class Pipeline:
 
 def run_scan(
     graph: MetadataGraph,
-    config: RecallConfig,
+    config: ScanConfig,
     store: StateStore,
     *,
     scanned_at_ms: int,
@@ -492,7 +492,7 @@ def run_scan(
 
 
 def judged(
-    closures: Sequence[ModelClosure], config: RecallConfig, baselines: Mapping[str, SchemaBaseline], *,
+    closures: Sequence[ModelClosure], config: ScanConfig, baselines: Mapping[str, SchemaBaseline], *,
     measure: Callable[[Sequence[ModelClosure], Found], Found] | None = None, acks: Sequence[Acknowledgement] = (), at_ms: int = 0,
     among: Sequence[ModelClosure] | None = None, columns: Callable[[], ColumnGraph] | None = None,
 ) -> Detection:

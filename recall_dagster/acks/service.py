@@ -21,7 +21,7 @@ from recall_dagster.acks.trust import DAY_MS, AckBook, sorted_out
 from recall_dagster.detect.config import AckPolicy
 from recall_dagster.instants import iso_instant
 from recall_dagster.pickles import Signer
-from recall_dagster.detect import RecallConfig
+from recall_dagster.detect import ScanConfig
 from recall_dagster.detect.finding import Finding
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import ModelClosure, display_name
@@ -65,7 +65,7 @@ def in_force(graph: MetadataGraph, settings: Settings, policy: AckPolicy) -> Ack
 
 
 def _current(
-    graph: MetadataGraph, settings: Settings, config: RecallConfig, request: AckRequest, now_ms: int
+    graph: MetadataGraph, settings: Settings, config: ScanConfig, request: AckRequest, now_ms: int
 ) -> list[tuple[ModelClosure, Finding]]:
     # a named registered model means every version of it: one a retrain has not yet put in production included
     closures = select_closures(graph, config, scanned_at_ms=now_ms, include_all=request.model is not None,
@@ -95,7 +95,7 @@ def _scope(matched: tuple[ModelClosure, Finding], model: str | None) -> str:
 
 
 def acknowledge(
-    graph: MetadataGraph, settings: Settings, config: RecallConfig, request: AckRequest, now_ms: int,
+    graph: MetadataGraph, settings: Settings, config: ScanConfig, request: AckRequest, now_ms: int,
     retry: RetryPolicy, write: bool = True,
 ) -> tuple[Acknowledgement, int, list[str]]:
     """The acknowledgement, on disk first, then published; with the writes that landed and those that did not."""

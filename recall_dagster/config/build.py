@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from recall_dagster.config.dagster import DagsterConfig
 from recall_dagster.config.models import Lifecycle, RecallFile
 from recall_dagster.config.warehouse import Warehouse
-from recall_dagster.detect import RecallConfig, check_config
+from recall_dagster.detect import ScanConfig, check_config
 from recall_dagster.diagnose.config import DiagnoseConfig
 from recall_dagster.estate import ResolveOptions
 from recall_dagster.estate.options import ReachOptions
@@ -31,7 +31,7 @@ class Configuration:
     """Every section of the layered ``recall.yaml``, parsed and checked: what one command is handed."""
 
     source: str  # the file that spoke last, for messages
-    scan: RecallConfig
+    scan: ScanConfig
     warehouse: Warehouse  # the team's warehouse, which the lifecycle's row counts and impact's query reach
     lifecycle: LifecycleConfig
     impact: ImpactConfig
@@ -56,8 +56,8 @@ class _Reading:
                    frozenset(r.upper() for r in lc.failing_results))
 
 
-def _scan(f: RecallFile, source: str, reading: _Reading) -> RecallConfig:
-    config = RecallConfig(
+def _scan(f: RecallFile, source: str, reading: _Reading) -> ScanConfig:
+    config = ScanConfig(
         source=source,
         resolve=ResolveOptions(
             max_depth=f.closure.max_depth,

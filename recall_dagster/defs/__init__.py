@@ -37,7 +37,7 @@ from recall_dagster.defs.incidents import recall_incident_assets
 from recall_dagster.defs.metric_gate import metric_gate
 from recall_dagster.defs.resources import RecallResource
 from recall_dagster.defs.rollback import RollbackConfig, rollback_job, rollback_run_config
-from recall_dagster.defs.scan import ScanConfig, recall_scan_assets, scan_run_config
+from recall_dagster.defs.scan import ScanRunConfig, recall_scan_assets, scan_run_config
 from recall_dagster.defs.shards import shard_job, shard_merge_sensor, sharded_nightly_scan
 from recall_dagster.defs.sensors import datahub_assertion_sensor, dbt_test_failure_sensor, mlflow_sensor
 from recall_dagster.defs.translator import RecallTranslator
@@ -100,7 +100,7 @@ __all__ = [
     "RecallResource",
     "RecallTranslator",
     "RollbackConfig",
-    "ScanConfig",
+    "ScanRunConfig",
     "datahub_assertion_sensor",
     "dbt_metadata_asset",
     "dbt_test_failure_sensor",

@@ -59,7 +59,7 @@ VERDICT_ROWS = 10  # models whose verdict is a line of its own in the scores' ta
 COUNTS = ("planned", "landed", "refused", "pending")
 
 
-class ScanConfig(Config):
+class ScanRunConfig(Config):
     """Which models to scan; the same choices as ``recall scan``'s flags."""
 
     models: list[str] = Field(
@@ -81,13 +81,13 @@ class FindingsConfig(Config):
 def scan_run_config(models: Sequence[str] = (), translator: RecallTranslator | None = None) -> dict[str, Any]:
     """Run config that points a scan job at some models (:func:`select_closures` selectors), for sensors and
     the launchpad alike."""
-    config = ScanConfig(models=list(models))
+    config = ScanRunConfig(models=list(models))
     return {"ops": {op_name(translator or RecallTranslator(), "model_closures"): {"config": config.model_dump()}}}
 
 
 def _model_closures(deps: Sequence[AssetKey | str], shards: int, translator: RecallTranslator) -> AssetsDefinition:
     @recall_asset(translator, "model_closures", deps=list(deps))
-    def model_closures(config: ScanConfig, recall: RecallResource) -> Output[Read]:
+    def model_closures(config: ScanRunConfig, recall: RecallResource) -> Output[Read]:
         """Each model's upstream world read from the graph: features, training runs, datasets, deployments
         (with shards, gathered from every shard's part)."""
         if shards > 1 and not config.models:
@@ -97,7 +97,7 @@ def _model_closures(deps: Sequence[AssetKey | str], shards: int, translator: Rec
     return model_closures
 
 
-def _closures(config: ScanConfig, recall: RecallResource) -> Output[Read]:
+def _closures(config: ScanRunConfig, recall: RecallResource) -> Output[Read]:
     """The read stage over the closures a scan config picks; a named model the graph does not know fails the
     step by name."""
     settings = recall.settings()
@@ -111,7 +111,7 @@ def _closures(config: ScanConfig, recall: RecallResource) -> Output[Read]:
     return _closures_output(read)
 
 
-def _gathered(config: ScanConfig, recall: RecallResource, shards: int) -> Output[Read]:
+def _gathered(config: ScanRunConfig, recall: RecallResource, shards: int) -> Output[Read]:
     """Every shard's part of one scan, as ``shard_scans`` left them; parts that do not add up to one scan of
     the estate (missing, or of different instants) fail the step by name."""
     settings = recall.settings()

@@ -1,6 +1,6 @@
 """Pure detectors: ``(closure, config, state) -> list[Finding]``, one module each."""
 
-from recall_dagster.detect.config import RecallConfig
+from recall_dagster.detect.config import ScanConfig
 from recall_dagster.detect.finding import Finding, Severity, count_by_severity
 from recall_dagster.detect.catalogue import DETECTORS, Detection, check_config
 from recall_dagster.detect.state import DetectorState, Exposure
@@ -11,7 +11,7 @@ __all__ = [
     "DetectorState",
     "Exposure",
     "Finding",
-    "RecallConfig",
+    "ScanConfig",
     "Severity",
     "check_config",
     "count_by_severity",

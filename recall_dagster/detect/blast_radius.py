@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Container, Iterable
 
-from recall_dagster.detect.config import RecallConfig
+from recall_dagster.detect.config import ScanConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState, Exposure
 from recall_dagster.estate import ModelClosure, display_name
@@ -54,7 +54,7 @@ def exposure_index(closures: Iterable[ModelClosure], at_risk: Container[str]) ->
     return {u: Exposure(tuple(sorted(models[u])), tuple(sorted(deployments[u]))) for u in sorted(models)}
 
 
-def at_risk_index(findings: Iterable[Finding], config: RecallConfig) -> dict[str, tuple[str, ...]]:
+def at_risk_index(findings: Iterable[Finding], config: ScanConfig) -> dict[str, tuple[str, ...]]:
     """Dataset URN -> detectors whose findings blame it at or above the configured severity."""
     blamed: dict[str, set[str]] = {}
     rule = config.blast_radius
@@ -78,7 +78,7 @@ def rank(state: DetectorState) -> list[BlastRadius]:
     return sorted((_radius(u, state) for u in state.at_risk), key=_rank_key)
 
 
-def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
+def detect(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> list[Finding]:
     radii = sorted((_radius(u, state) for u in closure.datasets if u in state.at_risk), key=_rank_key)
     return [
         finding(

@@ -32,7 +32,7 @@ from recall_dagster.detect import (
     upstream_staleness,
     version_mismatch,
 )
-from recall_dagster.detect.config import RecallConfig
+from recall_dagster.detect.config import ScanConfig
 from recall_dagster.detect.declared import Detector
 from recall_dagster.detect.finding import Finding
 from recall_dagster.detect.holds import Timed
@@ -63,7 +63,7 @@ IDENTITIES: Mapping[str, Callable[[Finding], Any]] = {d.name: d.identity for d i
 _SECOND_PASS = blast_radius.NAME
 
 
-def check_config(config: RecallConfig) -> None:
+def check_config(config: ScanConfig) -> None:
     """Fail before scanning when recall.yaml misses a detector, a case, or names an unknown one."""
     known = set(_ORDER)
     unknown = sorted((set(config.detectors) | set(config.blast_radius.at_risk_detectors)) - known)
@@ -130,7 +130,7 @@ class Judgement:
 
 def first_pass(
     closures: Sequence[ModelClosure],
-    config: RecallConfig,
+    config: ScanConfig,
     schema_baselines: Mapping[str, SchemaBaseline],
     judged: Judged | None = None,
 ) -> Found:
@@ -143,7 +143,7 @@ def first_pass(
 
 def judge(
     closures: Sequence[ModelClosure],
-    config: RecallConfig,
+    config: ScanConfig,
     schema_baselines: Mapping[str, SchemaBaseline],
     judged: Judged | None = None,
     keep: bool = True,
@@ -220,7 +220,7 @@ class Spread:
 
 
 def second_pass(
-    closures: Sequence[ModelClosure], found: Found, config: RecallConfig, open_findings: OpenFindings | None = None,
+    closures: Sequence[ModelClosure], found: Found, config: ScanConfig, open_findings: OpenFindings | None = None,
     earlier: Spread | None = None, partly: "tuple[Spread, frozenset[str]] | None" = None,
     among: Sequence[ModelClosure] | None = None, columns: "Callable[[], ColumnGraph] | None" = None,
 ) -> Detection:
@@ -252,7 +252,7 @@ def second_pass(
 
 
 def _spread(
-    closures: Sequence[ModelClosure], config: RecallConfig, at_risk: Mapping[str, tuple[str, ...]],
+    closures: Sequence[ModelClosure], config: ScanConfig, at_risk: Mapping[str, tuple[str, ...]],
     partly: "tuple[Spread, frozenset[str]] | None" = None,
 ) -> Spread:
     exposure = blast_radius.exposure_index(closures, at_risk)

@@ -1,7 +1,7 @@
 """Typed, validated view of ``recall.yaml``: every weight, threshold and severity.
 
 Retuning Recall for an estate is an edit to ``recall.yaml``, never to code.
-This module only turns already-read data into a :class:`RecallConfig`
+This module only turns already-read data into a :class:`ScanConfig`
 (reading the file is the caller's job: ``detect/`` touches no filesystem), and
 every mistake becomes a :class:`~recall_dagster.errors.ConfigError` naming the
 key at fault.
@@ -165,7 +165,7 @@ class DetectorConfig(Section):
 
 
 @dataclass(frozen=True)
-class RecallConfig:
+class ScanConfig:
     source: str  # where it was read from, for messages
     resolve: ResolveOptions
     scoring: ScoringConfig

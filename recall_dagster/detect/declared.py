@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable, Sequence
 
-from recall_dagster.detect.config import RecallConfig
+from recall_dagster.detect.config import ScanConfig
 from recall_dagster.detect.finding import Finding
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import ModelClosure
 
-DetectFn = Callable[[ModelClosure, RecallConfig, DetectorState], list[Finding]]
-HoldsFn = Callable[[ModelClosure, RecallConfig, DetectorState], "int | None"]
+DetectFn = Callable[[ModelClosure, ScanConfig, DetectorState], list[Finding]]
+HoldsFn = Callable[[ModelClosure, ScanConfig, DetectorState], "int | None"]
 RestampFn = Callable[[Sequence[Finding], int, int], "list[Finding] | None"]
 
 

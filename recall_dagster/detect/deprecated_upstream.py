@@ -6,7 +6,7 @@ fix is one read away.
 
 from __future__ import annotations
 
-from recall_dagster.detect.config import RecallConfig
+from recall_dagster.detect.config import ScanConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import ModelClosure, display_name
@@ -16,7 +16,7 @@ NAME = "deprecated_upstream"
 CASES = ("deprecated", "removed")
 
 
-def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
+def detect(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> list[Finding]:
     findings: list[Finding] = []
     for urn, dataset in sorted(closure.datasets.items()):
         if dataset.removed:

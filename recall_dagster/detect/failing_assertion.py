@@ -27,7 +27,7 @@ from __future__ import annotations
 from itertools import takewhile
 from typing import Callable, Mapping, Sequence
 
-from recall_dagster.detect.config import RecallConfig
+from recall_dagster.detect.config import ScanConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.holds import first_after
 from recall_dagster.detect.state import DetectorState
@@ -44,7 +44,7 @@ NAME = "failing_assertion"
 CASES = ("FAILURE", "ERROR")
 
 
-def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
+def detect(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> list[Finding]:
     findings: list[Finding] = []
     graph: ColumnGraph | None = None  # worked out on the first failure: most closures have none
     passing: frozenset[Col] = frozenset()
@@ -85,7 +85,7 @@ def failing_held(closures: Sequence[ModelClosure]) -> list[Failing]:
             if assertion.result in CASES]
 
 
-def outside(closures: Sequence[ModelClosure], config: RecallConfig, columns: Callable[[], ColumnGraph],
+def outside(closures: Sequence[ModelClosure], config: ScanConfig, columns: Callable[[], ColumnGraph],
             failing: Sequence[Failing]) -> Mapping[str, tuple[Finding, ...]]:
     """Model URN -> the ``failing`` tests on tables its closure does not hold that reach it (always as a suspect:
     what descends from the failing column would hold the failing table upstream); ``columns`` gives the
@@ -124,7 +124,7 @@ def outside(closures: Sequence[ModelClosure], config: RecallConfig, columns: Cal
     return found
 
 
-def _finding(closure: ModelClosure, config: RecallConfig, urn: str, name: str, assertion: Assertion,
+def _finding(closure: ModelClosure, config: ScanConfig, urn: str, name: str, assertion: Assertion,
              verdict: FailingTest, path: tuple[str, ...], **more: object) -> Finding:
     where = f"{name}.{assertion.column}" if assertion.column else name
     verb = "failed" if assertion.result == "FAILURE" else "errored"
@@ -175,7 +175,7 @@ def _next_run(dataset: Dataset, at_ms: int) -> int | None:
     return first_after(at_ms, (*(a.ran_at_ms for a in dataset.assertions), *later, *dataset.builds_ms))
 
 
-def holds(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> int | None:
+def holds(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> int | None:
     """The verdict reads the instant only through what each test's latest run was then
     (:meth:`~recall_dagster.estate.views.Assertion.as_of`) and what was built by then: it holds until the first
     run after it of a test on, or build of, any of the closure's datasets."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from recall_dagster.detect.config import RecallConfig
+from recall_dagster.detect.config import ScanConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import Dataset, Feature, ModelClosure, display_name
@@ -93,7 +93,7 @@ def _column_problems(
         yield case, message, evidence
 
 
-def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
+def detect(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> list[Finding]:
     gone = _gone_tables(closure)
     return [
         finding(closure, NAME, config.severity(NAME, case), feature.urn, message, **evidence)

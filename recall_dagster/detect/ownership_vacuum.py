@@ -7,7 +7,7 @@ Only the datasets on the serving path (feature sources) and training path
 
 from __future__ import annotations
 
-from recall_dagster.detect.config import RecallConfig
+from recall_dagster.detect.config import ScanConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import ModelClosure, Owner
@@ -24,7 +24,7 @@ def _why(owners: tuple[Owner, ...]) -> str:
     return f"has no active owner ({gone} left)"
 
 
-def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
+def detect(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> list[Finding]:
     findings: list[Finding] = []
     model = closure.model
     if not model.has_active_owner:

@@ -7,7 +7,7 @@ or a non-empty custom property, on the version or its registered model.
 
 from __future__ import annotations
 
-from recall_dagster.detect.config import JustificationConfig, PiiConfig, RecallConfig
+from recall_dagster.detect.config import JustificationConfig, PiiConfig, ScanConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import Dataset, Model, ModelClosure, Term
@@ -37,7 +37,7 @@ def _marked(dataset: Dataset, pii: PiiConfig) -> tuple[tuple[str, ...], bool] | 
     return (columns, whole) if columns or whole else None
 
 
-def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
+def detect(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> list[Finding]:
     pii = config.pii
     if justified(closure.model, config.justification):
         return []

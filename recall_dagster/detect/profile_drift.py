@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from recall_dagster.detect.config import ProfileDriftConfig, RecallConfig
+from recall_dagster.detect.config import ProfileDriftConfig, ScanConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.holds import first_after
 from recall_dagster.detect.state import DetectorState
@@ -175,7 +175,7 @@ def _fold(
     return tuple(out)
 
 
-def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
+def detect(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> list[Finding]:
     return [
         finding(
             closure, NAME, config.severity(NAME, "shift"), d.urn, d.message, cause=d.urn,
@@ -193,7 +193,7 @@ def identity(f: Finding) -> dict[str, object]:
             "reached": f.evidence.get("reached")}
 
 
-def holds(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> int | None:
+def holds(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> int | None:
     """The verdict reads the instant only through which profile of each table is the newest then: it holds until
     the first profile taken after it of any of the closure's datasets."""
     at = closure.scanned_at_ms

@@ -16,7 +16,7 @@ is the same data.
 
 from __future__ import annotations
 
-from recall_dagster.detect.config import RecallConfig, matches_dataset
+from recall_dagster.detect.config import ScanConfig, matches_dataset
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import ModelClosure
@@ -61,7 +61,7 @@ def _twins(closure: ModelClosure) -> dict[str, set[str]]:
     return twins
 
 
-def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
+def detect(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> list[Finding]:
     model = closure.model
     if not closure.features and not closure.training_runs:
         return []

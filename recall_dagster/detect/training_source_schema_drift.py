@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable, Mapping
 
-from recall_dagster.detect.config import RecallConfig
+from recall_dagster.detect.config import ScanConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.memo import Memo
 from recall_dagster.detect.state import DetectorState, SchemaBaseline
@@ -123,7 +123,7 @@ def _table_changes(
     return found
 
 
-def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
+def detect(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> list[Finding]:
     baselines = state.schema_baselines
     tables = _table_changes(closure, baselines, state.memo)
     if not tables:

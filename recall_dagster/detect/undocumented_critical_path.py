@@ -10,7 +10,7 @@ documentation.  Each table is judged once, named by its canonical twin.
 
 from __future__ import annotations
 
-from recall_dagster.detect.config import RecallConfig
+from recall_dagster.detect.config import ScanConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import ModelClosure
@@ -20,7 +20,7 @@ NAME = "undocumented_critical_path"
 CASES = ("undocumented",)
 
 
-def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
+def detect(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> list[Finding]:
     if not closure.production:
         return []
     findings: list[Finding] = []

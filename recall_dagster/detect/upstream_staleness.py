@@ -13,7 +13,7 @@ import math
 from dataclasses import replace
 from typing import Any, Sequence
 
-from recall_dagster.detect.config import RecallConfig
+from recall_dagster.detect.config import ScanConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.freshness import Own, TableFreshness, combine, own
 from recall_dagster.detect.holds import earliest, first_after
@@ -37,7 +37,7 @@ def _per(last: Freshness, on: Dataset | None, urn: str) -> str:
     return f"its {last.source}" if on is None or on.urn == urn else f"the {last.source} of {on.name}"
 
 
-def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
+def detect(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> list[Finding]:
     """Each description of a stale table that records its freshness itself (one that records nothing is
     not blamed for a twin's record), judged by the table's rule (:mod:`recall_dagster.detect.freshness`)."""
     instant = closure.scanned_at_ms
@@ -109,7 +109,7 @@ def _runs_out(table: TableFreshness) -> int | None:
     return table.last.updated_ms + math.floor(table.window_hours * HOUR_MS)
 
 
-def holds(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> int | None:
+def holds(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> int | None:
     """Until a record of a change to one of the closure's datasets turns up after the instant, or the window of
     one of its fresh tables runs out (each description alone and each table its twins make, as :func:`detect`
     judges them): a stale table stays stale meanwhile, only older (:func:`restamp`)."""

@@ -6,7 +6,7 @@ either way the model answering traffic is not the one everybody reviews.
 
 from __future__ import annotations
 
-from recall_dagster.detect.config import RecallConfig
+from recall_dagster.detect.config import ScanConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState
 from recall_dagster.estate import ModelClosure, display_name
@@ -16,7 +16,7 @@ NAME = "version_mismatch"
 CASES = ("mismatch",)
 
 
-def detect(closure: ModelClosure, config: RecallConfig, state: DetectorState) -> list[Finding]:
+def detect(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> list[Finding]:
     production = closure.production_versions
     if not production or closure.model.urn in production:
         return []

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from typing import Any, Callable, Iterable, Mapping, Sequence, cast
 
-from recall_dagster.detect import RecallConfig, training_serving_skew
+from recall_dagster.detect import ScanConfig, training_serving_skew
 from recall_dagster.detect.config import matches_dataset
 from recall_dagster.detect.freshness import judge_table
 from recall_dagster.detect.profile_drift import drifts
@@ -50,7 +50,7 @@ class NoBaseline(ConfigError):
 class Configs:
     """The sections of recall.yaml diagnosis reads."""
 
-    scan: RecallConfig
+    scan: ScanConfig
     lifecycle: LifecycleConfig
     diagnose: DiagnoseConfig
     impact: ImpactConfig
@@ -214,7 +214,7 @@ def _relevance(closure: ModelClosure, columns: ColumnGraph, dataset: str, fields
 
 def _assertion_clues(
     records: Sequence[AssertionRecord], closure: ModelClosure, columns: ColumnGraph, base: RunFacts,
-    cand: RunFacts, config: RecallConfig, lc: LifecycleConfig,
+    cand: RunFacts, config: ScanConfig, lc: LifecycleConfig,
 ) -> list[Clue]:
     start = base.end_ms or base.start_ms
     if start is None or cand.start_ms is None:
@@ -274,7 +274,7 @@ def _upstream_guards(graph: MetadataGraph, clues: list[Clue], columns: ColumnGra
     return out
 
 
-def _state_clues(assessment: Assessment, closure: ModelClosure, cand: RunFacts, config: RecallConfig) -> list[Clue]:
+def _state_clues(assessment: Assessment, closure: ModelClosure, cand: RunFacts, config: ScanConfig) -> list[Clue]:
     clues = []
     for cause in assessment.causes:
         verdict, impact = cause.versions_of(closure.urn), cause.blast.impact_on(closure.urn)
@@ -299,7 +299,7 @@ def _state_clues(assessment: Assessment, closure: ModelClosure, cand: RunFacts, 
     return clues
 
 
-def _profile_clues(closure: ModelClosure, base: RunFacts, cand: RunFacts, config: RecallConfig) -> list[Clue]:
+def _profile_clues(closure: ModelClosure, base: RunFacts, cand: RunFacts, config: ScanConfig) -> list[Clue]:
     """Profiled columns the features read that moved between the two trainings, one clue per table it starts in."""
     if base.start_ms is None or cand.start_ms is None:
         return []

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping
 
 from recall_dagster.contracts.base import VERSION
-from recall_dagster.detect import RecallConfig
+from recall_dagster.detect import ScanConfig
 from recall_dagster.diagnose.collect import Configs, Pair, collect, pick_versions, run_facts
 from recall_dagster.diagnose.facts import Facts
 from recall_dagster.diagnose.metric_gate import MetricGateOutcome, metric_gate
@@ -95,7 +95,7 @@ def diagnose(
     return Diagnosis(pair, gate, verdict, reason, ranked, proposals, facts)
 
 
-def version_urns(graph: MetadataGraph, d: Diagnosis, config: RecallConfig) -> list[str]:
+def version_urns(graph: MetadataGraph, d: Diagnosis, config: ScanConfig) -> list[str]:
     """The two versions as the graph names them (what a document is related to); one not ingested yet is left out."""
     urns = []
     for version in (d.pair.candidate, d.pair.baseline):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from recall_dagster.detect import RecallConfig
+from recall_dagster.detect import ScanConfig
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import display_name
 from recall_dagster.estate.lookup import NamedTable, recorded_columns, table_named
@@ -40,7 +40,7 @@ class ImpactRequest:
 
 def impact_test(
     graph: MetadataGraph,
-    config: RecallConfig,
+    config: ScanConfig,
     lc: LifecycleConfig,
     ic: ImpactConfig,
     request: ImpactRequest,

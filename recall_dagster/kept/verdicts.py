@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 
 from pydantic import BaseModel
 
-from recall_dagster.detect import Finding, RecallConfig
+from recall_dagster.detect import Finding, ScanConfig
 from recall_dagster.detect.holds import Timed
 from recall_dagster.detect.catalogue import Judged, Spread, keepable
 from recall_dagster.estate import ModelClosure
@@ -59,7 +59,7 @@ class KeptSpread:
     spread: Spread
 
 
-def config_digest(config: RecallConfig) -> str:
+def config_digest(config: ScanConfig) -> str:
     """The same in every process for the same settings (sets are sorted, not hashed in their random order),
     wherever they were read from: the file's name only ever reaches error messages."""
     plain = _plain(dataclasses.replace(config, source=""))

@@ -22,7 +22,7 @@ from datahub.metadata.schema_classes import (
     ViewPropertiesClass,
 )
 
-from recall_dagster.detect import RecallConfig
+from recall_dagster.detect import ScanConfig
 from recall_dagster.estate import Dataset, ModelClosure, display_name
 from recall_dagster.estate.measures import measured
 from recall_dagster.estate.parse import Run, assertion_kind, parse_assertion
@@ -33,7 +33,7 @@ from recall_dagster.estate.columns import column_graph
 from recall_dagster.lifecycle.incidents import INCIDENT_TYPE
 from recall_dagster.lifecycle.records import AssertionRecord, AssertionRun, Estate, OpenIncident, TrainingSpan
 
-def read_estate(graph: MetadataGraph, config: RecallConfig, now_ms: int) -> Estate:
+def read_estate(graph: MetadataGraph, config: ScanConfig, now_ms: int) -> Estate:
     """All model versions, not only production ones: a rollback target is rarely in production."""
     closures = tuple(resolve_closures(graph, config.resolve, scanned_at_ms=now_ms, include_all=True))
     datasets = {u: d for c in closures for u, d in c.datasets.items()}

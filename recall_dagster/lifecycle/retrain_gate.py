@@ -19,7 +19,7 @@ from recall_dagster.acks.model import Accepted
 from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import (
     Finding,
-    RecallConfig,
+    ScanConfig,
     Severity,
     deprecated_upstream,
     orphaned_feature,
@@ -71,7 +71,7 @@ class GateInputs:
     current_rows: Mapping[str, int]  # "schema.table" -> rows now, where measured
     unmeasured_rows: Mapping[str, str]  # "schema.table" -> why its rows could not be counted now
     columns: ColumnGraph
-    scan: RecallConfig
+    scan: ScanConfig
     config: LifecycleConfig
     now_ms: int
     measured: bool = False  # whether the findings were replayed on the model (impact.measured)

@@ -24,7 +24,7 @@ from datahub.metadata.urns import DocumentUrn
 from recall_dagster.acks.service import in_force
 from recall_dagster.config.build import Configuration
 from recall_dagster.contracts.base import VERSION
-from recall_dagster.detect import RecallConfig
+from recall_dagster.detect import ScanConfig
 from recall_dagster.errors import ConfigError, ServiceUnreachable
 from recall_dagster.estate.marks import MANAGED_BY_KEY
 from recall_dagster.files import write_record
@@ -239,7 +239,7 @@ def roll_back(
 
 
 def _plan(
-    graph: MetadataGraph, config: RecallConfig, lc: LifecycleConfig, request: RollbackRequest,
+    graph: MetadataGraph, config: ScanConfig, lc: LifecycleConfig, request: RollbackRequest,
     versions: frozenset[str], aliases: Mapping[str, str], now_ms: int,
 ) -> tuple[RollbackPlan, dict[str, VersionVerdict]]:
     """The plan, and the blind window's standing of every version it was judged on."""

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from recall_dagster.acks.model import Acknowledgement, split
 from recall_dagster.acks.service import in_force
 from recall_dagster.contracts.base import VERSION
-from recall_dagster.detect import RecallConfig
+from recall_dagster.detect import ScanConfig
 from recall_dagster.detect.state import SchemaBaseline
 from recall_dagster.errors import ConfigError, ModelNotFound
 from recall_dagster.estate import ModelClosure
@@ -69,7 +69,7 @@ def unlinked_json(records: Sequence[AssertionRecord]) -> list[dict[str, Any]]:
              "result": r.latest.result if r.latest else None} for r in records]
 
 
-def assess(graph: MetadataGraph, config: RecallConfig, lc: LifecycleConfig, now_ms: int) -> Assessment:
+def assess(graph: MetadataGraph, config: ScanConfig, lc: LifecycleConfig, now_ms: int) -> Assessment:
     """Every model version, every assertion's history, every training run, grouped into root causes, as they
     stood at ``now_ms``: a test run recorded after it is not yet known (``--as-of``)."""
     estate = read_estate(graph, config, now_ms)
@@ -155,7 +155,7 @@ def _targeted(
 
 
 def blind_window_report(
-    graph: MetadataGraph, config: RecallConfig, lc: LifecycleConfig, target: str | None, now_ms: int
+    graph: MetadataGraph, config: ScanConfig, lc: LifecycleConfig, target: str | None, now_ms: int
 ) -> BlindWindowReport:
     """The blind window and version verdicts for one dataset or assertion, or for every root cause (None); a
     failing assertion that reaches no model is an answer too (nothing trained on it), never "not found"."""
@@ -189,7 +189,7 @@ def _twins_of(closure: ModelClosure, urns: Iterable[str]) -> list[str]:
 
 def evaluate_gate(
     graph: MetadataGraph,
-    config: RecallConfig,
+    config: ScanConfig,
     lc: LifecycleConfig,
     model: str,
     now_ms: int,
@@ -250,7 +250,7 @@ def evaluate_gate(
 def judge_retrain(
     graph: MetadataGraph,
     settings: Settings,
-    config: RecallConfig,
+    config: ScanConfig,
     lc: LifecycleConfig,
     model: str,
     now_ms: int,
@@ -317,7 +317,7 @@ class SyncResult:
 def sync_incidents(
     graph: MetadataGraph,
     settings: Settings,
-    config: RecallConfig,
+    config: ScanConfig,
     lc: LifecycleConfig,
     now_ms: int,
     policy: RetryPolicy,

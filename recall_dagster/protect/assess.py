@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
-from recall_dagster.detect import RecallConfig
+from recall_dagster.detect import ScanConfig
 from recall_dagster.detect.freshness import judge_table
 from recall_dagster.estate import Dataset, ModelClosure, display_name
 from recall_dagster.estate.dbt import DbtNode
@@ -92,7 +92,7 @@ def reliability(
     closures: Sequence[ModelClosure],
     columns: ColumnGraph,
     entries: Sequence[IncidentEntry],
-    config: RecallConfig,
+    config: ScanConfig,
     pc: ProtectConfig,
     now_ms: int,
 ) -> tuple[Reliability, ...]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recall_dagster.contracts.base import VERSION
-from recall_dagster.detect import RecallConfig
+from recall_dagster.detect import ScanConfig
 from recall_dagster.graph.port import MetadataGraph
 from recall_dagster.estate.dbt import dbt_nodes
 from recall_dagster.estate.columns import column_graph
@@ -39,7 +39,7 @@ class ProtectReport:
 
 
 def protect_report(
-    graph: MetadataGraph, settings: Settings, config: RecallConfig, pc: ProtectConfig, now_ms: int
+    graph: MetadataGraph, settings: Settings, config: ScanConfig, pc: ProtectConfig, now_ms: int
 ) -> ProtectReport:
     closures = select_closures(graph, config, scanned_at_ms=now_ms)
     columns = column_graph(closures)

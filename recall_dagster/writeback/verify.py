@@ -39,7 +39,7 @@ from datahub.metadata.schema_classes import (
 )
 from datahub.utilities.urns.urn import guess_entity_type
 
-from recall_dagster.detect import Finding, RecallConfig, Severity
+from recall_dagster.detect import Finding, ScanConfig, Severity
 from recall_dagster.estate import Dataset, Model, ModelClosure
 from recall_dagster.graph.port import AspectMap, MetadataGraph
 from recall_dagster.results import ModelReport, ScanResult
@@ -116,7 +116,7 @@ class _Scratch:
     def urns(self) -> tuple[str, ...]:
         return (self.model, self.dataset, self.assertion, self.incident, self.document)
 
-    def scan(self, config: RecallConfig, at_ms: int, sick: bool) -> ScanResult:
+    def scan(self, config: ScanConfig, at_ms: int, sick: bool) -> ScanResult:
         """A scan of the scratch model alone: at the worst tier with one finding, or healthy."""
         finding = Finding(
             detector=DETECTOR,
@@ -220,7 +220,7 @@ def _cleanup(graph: MetadataGraph, scratch: _Scratch) -> tuple[list[str], list[s
 def verify(
     graph: MetadataGraph,
     settings: Settings,
-    recall_config: RecallConfig,
+    recall_config: ScanConfig,
     config: WritebackConfig,
     now_ms: int,
     *,

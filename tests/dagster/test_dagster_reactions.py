@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from recall_dagster.detect import Finding, RecallConfig, Severity
+from recall_dagster.detect import Finding, ScanConfig, Severity
 from recall_dagster.detect.blast_radius import BlastRadius
 from recall_dagster.estate import Dataset, Deployment, Feature, Model, ModelClosure, TrainingRun, assemble_closure
 from recall_dagster.reactions import (
@@ -27,7 +27,7 @@ LIVE = Deployment("urn:li:mlModelDeployment:(urn:li:dataPlatform:recall,fraud-ap
 
 
 @pytest.fixture(scope="module")
-def config() -> RecallConfig:
+def config() -> ScanConfig:
     return load().scan
 
 
@@ -47,7 +47,7 @@ def finding(detector: str, severity: Severity, message: str, cause: str | None =
     return Finding(detector, severity, subject=cause or MODEL, message=message, cause=cause)
 
 
-def report(config: RecallConfig, *findings: Finding) -> ModelReport:
+def report(config: ScanConfig, *findings: Finding) -> ModelReport:
     c = closure()
     return ModelReport(c, findings, score_model(findings, len(c.live_deployments), config.scoring))
 

@@ -8,7 +8,7 @@ import pytest
 from lifecycle_estates import FCT, at, closure, datasets, estate, model_urn, record, span_for
 
 from recall_dagster.acks.model import Accepted
-from recall_dagster.detect import Finding, RecallConfig, Severity
+from recall_dagster.detect import Finding, ScanConfig, Severity
 from recall_dagster.instants import iso_instant
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate import Assertion
@@ -26,12 +26,12 @@ def lc() -> LifecycleConfig:
 
 
 @pytest.fixture(scope="module")
-def scan_config() -> RecallConfig:
+def scan_config() -> ScanConfig:
     return load().scan
 
 
 def inputs(
-    lc: LifecycleConfig, scan_config: RecallConfig, *history: tuple[float | None, str],
+    lc: LifecycleConfig, scan_config: ScanConfig, *history: tuple[float | None, str],
     trained: TrainingSpan | None = None, **changes,
 ) -> GateInputs:
     views = datasets()

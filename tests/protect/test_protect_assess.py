@@ -33,7 +33,7 @@ from lifecycle_estates import (  # noqa: E402
     estate,
 )
 
-from recall_dagster.detect import RecallConfig  # noqa: E402
+from recall_dagster.detect import ScanConfig  # noqa: E402
 from recall_dagster.estate import Dataset, ModelClosure  # noqa: E402
 from recall_dagster.estate.views import Assertion, Deployment, Owner, Term  # noqa: E402
 from recall_dagster.estate.dbt import DbtNode  # noqa: E402
@@ -53,7 +53,7 @@ def pc() -> ProtectConfig:
 
 
 @pytest.fixture(scope="module")
-def config() -> RecallConfig:
+def config() -> ScanConfig:
     """The shipped scan config, its freshness pinned to the shipped 7-day default whatever a local layer says."""
     loaded = load().scan
     return replace(loaded, freshness=loaded.freshness.model_copy(update={"default_window_hours": 168.0,
@@ -94,7 +94,7 @@ def incident(*origins: Col, poisoned: Sequence[str] = (), state: str = RESOLVED,
 
 
 def score(
-    closures: Sequence[ModelClosure], config: RecallConfig, pc: ProtectConfig,
+    closures: Sequence[ModelClosure], config: ScanConfig, pc: ProtectConfig,
     entries: Sequence[IncidentEntry] = (), now_ms: int = NOW,
 ) -> dict[str, Reliability]:
     return {r.dataset: r for r in reliability(closures, column_graph(closures), entries, config, pc, now_ms)}
@@ -125,7 +125,7 @@ def other_model(name: str, features: Sequence[tuple[str, str, str | None]], *, l
 
 
 def test_a_dataset_meeting_every_component_scores_100_with_every_reason_positive(
-    config: RecallConfig, pc: ProtectConfig
+    config: ScanConfig, pc: ProtectConfig
 ) -> None:
     scores = score([closure(1, views=all_healthy())], config, pc)
     assert set(scores) == {RAW, STG, FCT, DEVICE}, "one entry per table: twins collapse onto their canonical URN"
@@ -152,7 +152,7 @@ MISSING: dict[str, tuple[dict, str]] = {
 
 @pytest.mark.parametrize("component", list(MISSING))
 def test_each_missing_component_costs_exactly_its_weight_and_says_why(
-    component: str, config: RecallConfig, pc: ProtectConfig
+    component: str, config: ScanConfig, pc: ProtectConfig
 ) -> None:
     changes, why = MISSING[component]
     views = all_healthy()
@@ -165,12 +165,12 @@ def test_each_missing_component_costs_exactly_its_weight_and_says_why(
     assert all(r.score == 100 for u, r in scores.items() if u != DEVICE), "other tables are untouched"
 
 
-def test_missing_everything_leaves_only_the_incident_points(config: RecallConfig, pc: ProtectConfig) -> None:
+def test_missing_everything_leaves_only_the_incident_points(config: ScanConfig, pc: ProtectConfig) -> None:
     scores = score([closure(1)], config, pc)  # the bare estate: no tests, times, owners or docs
     assert {r.score for r in scores.values()} == {round(pc.weights.of("incidents"))}
 
 
-def test_unknown_freshness_costs_the_freshness_points(config: RecallConfig, pc: ProtectConfig) -> None:
+def test_unknown_freshness_costs_the_freshness_points(config: ScanConfig, pc: ProtectConfig) -> None:
     views = all_healthy()
     for urn in (FCT, FCT_PG):
         views[urn] = replace(views[urn], operations_ms=(), last_modified_ms=None, property_updated_ms=None)
@@ -179,7 +179,7 @@ def test_unknown_freshness_costs_the_freshness_points(config: RecallConfig, pc: 
     assert fct.score == round(100 - pc.weights.of("freshness"))
 
 
-def test_a_change_recorded_only_after_the_instant_is_unknown_freshness(config: RecallConfig, pc: ProtectConfig) -> None:
+def test_a_change_recorded_only_after_the_instant_is_unknown_freshness(config: ScanConfig, pc: ProtectConfig) -> None:
     views = all_healthy()
     for urn in (FCT, FCT_PG):
         views[urn] = replace(views[urn], operations_ms=((NOW + HOUR, NOW + HOUR),))
@@ -187,7 +187,7 @@ def test_a_change_recorded_only_after_the_instant_is_unknown_freshness(config: R
     assert components(fct)["freshness"] == (0.0, "nobody records when it changes")
 
 
-def test_freshness_window_is_inclusive_and_any_twin_or_signal_may_vouch(config: RecallConfig, pc: ProtectConfig) -> None:
+def test_freshness_window_is_inclusive_and_any_twin_or_signal_may_vouch(config: ScanConfig, pc: ProtectConfig) -> None:
     window = config.freshness.default_window_hours
     views = all_healthy()
     # the dbt node records nothing; the warehouse twin's lastModified sits exactly on the window's edge
@@ -203,14 +203,14 @@ def test_freshness_window_is_inclusive_and_any_twin_or_signal_may_vouch(config: 
     assert fct.score == round(100 - pc.weights.of("freshness"))
 
 
-def test_the_newest_change_on_any_twin_wins(config: RecallConfig, pc: ProtectConfig) -> None:
+def test_the_newest_change_on_any_twin_wins(config: ScanConfig, pc: ProtectConfig) -> None:
     views = all_healthy()
     views[FCT] = replace(views[FCT], operations_ms=((NOW - 500 * HOUR, NOW - 500 * HOUR),))  # stale dbt node
     views[FCT_PG] = replace(views[FCT_PG], operations_ms=((NOW - 3 * HOUR, NOW - 3 * HOUR),))  # fresh warehouse twin
     assert components(score([closure(1, views=views)], config, pc)[FCT])["freshness"][0] == 1.0
 
 
-def test_a_configured_window_decides_freshness(config: RecallConfig, pc: ProtectConfig) -> None:
+def test_a_configured_window_decides_freshness(config: ScanConfig, pc: ProtectConfig) -> None:
     tight = replace(config, freshness=config.freshness.model_copy(update={"windows": {"*.fct_device_features": 2.0}}))
     views = all_healthy()
     views[DEVICE] = replace(views[DEVICE], operations_ms=((NOW - 5 * HOUR, NOW - 5 * HOUR),))
@@ -219,7 +219,7 @@ def test_a_configured_window_decides_freshness(config: RecallConfig, pc: Protect
     assert scores[FCT].score == 100, "the default window still holds elsewhere"
 
 
-def test_a_window_configured_on_the_warehouse_twin_applies_to_its_table(config: RecallConfig, pc: ProtectConfig) -> None:
+def test_a_window_configured_on_the_warehouse_twin_applies_to_its_table(config: ScanConfig, pc: ProtectConfig) -> None:
     """The scan's upstream_staleness detector flags FCT_PG stale under this window; protect must agree."""
     tight = replace(config, freshness=config.freshness.model_copy(update={"windows": {FCT_PG: 1.0}}))
     views = all_healthy()
@@ -228,7 +228,7 @@ def test_a_window_configured_on_the_warehouse_twin_applies_to_its_table(config: 
     assert components(score([closure(1, views=views)], tight, pc)[FCT])["freshness"][0] == 0.0
 
 
-def test_tests_owner_and_documentation_count_from_any_twin(config: RecallConfig, pc: ProtectConfig) -> None:
+def test_tests_owner_and_documentation_count_from_any_twin(config: ScanConfig, pc: ProtectConfig) -> None:
     views = all_healthy()
     views[STG] = replace(views[STG], assertions=(), owners=(), description=None)
     views[STG_PG] = replace(
@@ -240,7 +240,7 @@ def test_tests_owner_and_documentation_count_from_any_twin(config: RecallConfig,
     assert stg.score == 100, "a failing assertion still watches it; a glossary term documents it"
 
 
-def test_an_owner_who_left_is_no_owner(config: RecallConfig, pc: ProtectConfig) -> None:
+def test_an_owner_who_left_is_no_owner(config: ScanConfig, pc: ProtectConfig) -> None:
     views = all_healthy()
     views[RAW] = replace(views[RAW], owners=(Owner("urn:li:corpuser:left", active=False),))
     raw = score([closure(1, views=views)], config, pc)[RAW]
@@ -249,7 +249,7 @@ def test_an_owner_who_left_is_no_owner(config: RecallConfig, pc: ProtectConfig) 
 
 @pytest.mark.parametrize("count", [1, 2, 3, 5])
 def test_past_incidents_cost_proportionally_up_to_incident_memory(
-    count: int, config: RecallConfig, pc: ProtectConfig
+    count: int, config: ScanConfig, pc: ProtectConfig
 ) -> None:
     entries = [incident((RAW, "unit_price"), n=i) for i in range(count)]
     raw = score([closure(1, views=all_healthy())], config, pc, entries)[RAW]
@@ -261,7 +261,7 @@ def test_past_incidents_cost_proportionally_up_to_incident_memory(
 
 
 def test_incidents_are_counted_on_their_origin_table_through_twins_once_per_incident(
-    config: RecallConfig, pc: ProtectConfig
+    config: ScanConfig, pc: ProtectConfig
 ) -> None:
     # one incident from two columns of the warehouse twin of fct_transactions, another still open on it
     entries = [
@@ -274,7 +274,7 @@ def test_incidents_are_counted_on_their_origin_table_through_twins_once_per_inci
     assert scores[RAW].score == scores[STG].score == scores[DEVICE].score == 100, "only the origin table pays"
 
 
-def test_weights_come_from_the_protect_config(config: RecallConfig, pc: ProtectConfig) -> None:
+def test_weights_come_from_the_protect_config(config: ScanConfig, pc: ProtectConfig) -> None:
     assert abs(sum(pc.weights.of(c) for c in COMPONENTS) - 100) < 1e-9
     custom = pc.model_copy(update={"weights": ProtectWeights(tests=60, freshness=10, owner=10, documentation=10,
                                                              incidents=10)})
@@ -283,7 +283,7 @@ def test_weights_come_from_the_protect_config(config: RecallConfig, pc: ProtectC
     assert score([closure(1, views=views)], config, custom)[DEVICE].score == 40
 
 
-def test_least_reliable_first_ties_by_name(config: RecallConfig, pc: ProtectConfig) -> None:
+def test_least_reliable_first_ties_by_name(config: ScanConfig, pc: ProtectConfig) -> None:
     views = all_healthy()
     views[DEVICE] = replace(views[DEVICE], assertions=(), description=None)  # loses tests and documentation
     for urn in (STG, STG_PG):
@@ -295,7 +295,7 @@ def test_least_reliable_first_ties_by_name(config: RecallConfig, pc: ProtectConf
     assert ranked[1].score == round(100 - pc.weights.of("owner"))
 
 
-def test_each_dataset_lists_the_models_whose_closures_hold_it(config: RecallConfig, pc: ProtectConfig) -> None:
+def test_each_dataset_lists_the_models_whose_closures_hold_it(config: ScanConfig, pc: ProtectConfig) -> None:
     only_device = {DEVICE: datasets()[DEVICE]}
     closures = [closure(1, views=all_healthy()), closure(2), other_model("churn", [("risk", DEVICE, "ip_risk_score")],
                                                                         live=True, views=only_device)]
@@ -418,7 +418,7 @@ def test_a_feature_whose_column_the_graph_does_not_know_opens_no_gap() -> None:
     assert [g.column for g in found] == [(DEVICE, "ip_risk_score")]
 
 
-def test_no_closures_no_gaps_and_no_scores(config: RecallConfig, pc: ProtectConfig) -> None:
+def test_no_closures_no_gaps_and_no_scores(config: ScanConfig, pc: ProtectConfig) -> None:
     assert gaps([], column_graph([]), []) == ()
     assert reliability([], column_graph([]), [], config, pc, NOW) == ()
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from scan_estates import ingest
 
-from recall_dagster.detect import RecallConfig
+from recall_dagster.detect import ScanConfig
 from recall_dagster.config.load import load
 
 
 @pytest.fixture(scope="session")
-def config() -> RecallConfig:
+def config() -> ScanConfig:
     return load().scan
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from recall_dagster.detect import DETECTORS, RecallConfig, Severity
+from recall_dagster.detect import DETECTORS, ScanConfig, Severity
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate.resolve import resolve_closures
 from recall_dagster.estate.coverage import DATASET_SIGNALS
@@ -39,7 +39,7 @@ DEP_BLUE = "urn:li:mlModelDeployment:(urn:li:dataPlatform:sagemaker,spend-endpoi
 ASSERTION = "urn:li:assertion:0f3c9a1e2b"
 
 
-def scan(db: Path, config: RecallConfig, store: MemoryStateStore | None = None, **kwargs) -> ScanResult:
+def scan(db: Path, config: ScanConfig, store: MemoryStateStore | None = None, **kwargs) -> ScanResult:
     graph = LiteGraph(db, read_only=True)
     try:
         return run_scan(graph, config, store or MemoryStateStore(), scanned_at_ms=SCAN_AT_MS, **kwargs)

@@ -10,7 +10,7 @@ from typing import Iterator
 import pytest
 from wb_support import BREAK, HEALTHY, WritebackGms, gms_estate, lite_estate
 
-from recall_dagster.detect import RecallConfig
+from recall_dagster.detect import ScanConfig
 from recall_dagster.graph import GmsGraph, LiteGraph
 from recall_dagster.config.load import load
 from recall_dagster.settings import Settings
@@ -18,7 +18,7 @@ from recall_dagster.writeback.config import WritebackConfig, RetryPolicy
 
 
 @pytest.fixture(scope="session")
-def recall_config() -> RecallConfig:
+def recall_config() -> ScanConfig:
     return load().scan
 
 

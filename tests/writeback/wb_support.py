@@ -35,7 +35,7 @@ from datahub.utilities.urns.urn import guess_entity_type  # noqa: E402
 from scan_estates import SCAN_AT_MS, ingest  # noqa: E402
 from test_graph_gms import FakeGms, Seen, _handler  # noqa: E402
 
-from recall_dagster.detect import RecallConfig  # noqa: E402
+from recall_dagster.detect import ScanConfig  # noqa: E402
 from recall_dagster.graph import GmsGraph, MetadataGraph  # noqa: E402
 from recall_dagster.graph.relationships import carrying_aspects, extract_targets  # noqa: E402
 from recall_dagster.kept.baselines import MemoryStateStore  # noqa: E402
@@ -56,7 +56,7 @@ def lite_estate(db: Path, *files: str) -> Path:
     return ingest(db, *files)
 
 
-def scan(graph: MetadataGraph, config: RecallConfig) -> ScanResult:
+def scan(graph: MetadataGraph, config: ScanConfig) -> ScanResult:
     return run_scan(graph, config, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS)
 
 
