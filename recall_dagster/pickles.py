@@ -37,12 +37,14 @@ _MAC_BYTES = hashlib.sha256().digest_size
 log = logging.getLogger(__name__)
 
 
-def fingerprint(*packages: ModuleType) -> str:
-    """The source of every module of ``packages``: what decides the shape of the objects they define."""
+def fingerprint(*modules: ModuleType) -> str:
+    """The source of ``modules`` (every module of a package): what decides the shape of the objects they
+    define."""
     digest = hashlib.sha256()
-    for package in packages:
-        for source in sorted(Path(str(package.__file__)).parent.glob("*.py")):
-            digest.update(f"{package.__name__}.{source.name}".encode() + source.read_bytes())
+    for module in modules:
+        where = Path(str(module.__file__))
+        for source in sorted(where.parent.glob("*.py")) if hasattr(module, "__path__") else [where]:
+            digest.update(f"{module.__name__}.{source.name}".encode() + source.read_bytes())
     return digest.hexdigest()
 
 

@@ -16,14 +16,15 @@ import hashlib
 import os
 from pathlib import Path
 
-from recall_dagster import detect, estate
+from recall_dagster import detect, estate, kept, scan, severity
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate.shards import Shard
 from recall_dagster.files import RECORD_LOCK_SECONDS, locked, read_json_object, write_atomically, write_json
 from recall_dagster.pickles import Signer, fingerprint, stamped, unstamped
 from recall_dagster.scan import ShardScan
 
-_STAMP = fingerprint(estate, detect)
+SOURCES = (estate, detect, severity, kept, scan)  # what defines a shard's part (ShardScan): its change refuses old parts
+_STAMP = fingerprint(*SOURCES)
 
 
 class ShardParts:

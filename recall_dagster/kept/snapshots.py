@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence, cast
 
-from recall_dagster import detect, estate
+from recall_dagster import detect, estate, kept, severity
 from recall_dagster.estate import ModelClosure
 from recall_dagster.estate.columns import ColumnGraph, column_graph
 from recall_dagster.kept import links_db
@@ -37,8 +37,11 @@ from recall_dagster.pickles import Signer, fingerprint, stamped, unstamped
 from recall_dagster.detect.catalogue import Spread
 from recall_dagster.kept.verdicts import KeptSpread, Verdicts
 
-_CLOSURES = fingerprint(estate)
-_VERDICTS = fingerprint(estate, detect)
+# what defines the objects each kind of kept state holds: a change to any of their source refuses what was kept
+CLOSURE_SOURCES = (estate, kept)
+VERDICT_SOURCES = (estate, detect, severity, kept)
+_CLOSURES = fingerprint(*CLOSURE_SOURCES)
+_VERDICTS = fingerprint(*VERDICT_SOURCES)
 
 
 @dataclass(frozen=True)
