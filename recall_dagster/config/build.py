@@ -1,9 +1,12 @@
 """The checked file (:mod:`recall_dagster.config.models`) turned into the objects each domain reads.
 
-A section a domain reads as written is handed over as it is. Where a domain
-wants something else (tiers sorted by score, globs as ordered pairs, tag names
-case-folded, the warehouse handed to the lifecycle and impact sections that
-reach it, the source file named for messages), it is built here. Every check has
+A section a domain reads as written is handed over as it is (each derives what
+it needs from itself, as the scoring section ranks its tiers). What is built
+here joins sections: the scan's configuration (a dozen sections, named by the
+file that spoke last for messages), the resolver's options (``closure`` and
+``production``), the lifecycle's (with the warehouse its row counts reach and
+the Dagster UI its verdicts link to), and how a failing test reaches a model,
+which the scan and the lifecycle both read. Every check has
 happened by the time anything here runs, so nothing here raises but the
 detector catalogue's own (a detector or case the file does not configure).
 """

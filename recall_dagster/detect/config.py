@@ -1,10 +1,11 @@
-"""Typed, validated view of ``recall.yaml``: every weight, threshold and severity.
+"""The scan's sections of ``recall.yaml``: every weight, threshold and severity the detectors and scoring read.
 
 Retuning Recall for an estate is an edit to ``recall.yaml``, never to code.
-This module only turns already-read data into a :class:`ScanConfig`
-(reading the file is the caller's job: ``detect/`` touches no filesystem), and
-every mistake becomes a :class:`~recall_dagster.errors.ConfigError` naming the
-key at fault.
+Each section here is the file's own model (the loader checks the file against
+it, and every mistake becomes a :class:`~recall_dagster.errors.ConfigError`
+naming the key at fault); :class:`ScanConfig` is what a scan is handed, those
+sections together. Reading the file is the caller's job: ``detect/`` touches no
+filesystem.
 """
 
 from __future__ import annotations
