@@ -24,8 +24,7 @@ def home_pipeline(settings: Settings, loaded: Configuration, *, recording: bool 
     state folder; otherwise it reads the baselines kept there and writes nothing (a read-only tool, a check
     that only judges). Measured, each replayable finding is replayed on MLflow's versions as
     ``impact.measured`` says."""
-    store: StateStore = JsonStateStore(settings.state_dir)
-    if not recording:
-        store = MemoryStateStore(JsonStateStore(settings.state_dir).load_baselines())
+    kept = JsonStateStore(settings.state_dir)
+    store: StateStore = kept if recording else MemoryStateStore(kept.load_baselines())
     return Pipeline(loaded.scan, store, SnapshotStore(settings.state_dir) if recording else None,
                     mlflow_measure(settings, loaded.lifecycle, loaded.impact) if measured else None)

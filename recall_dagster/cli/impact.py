@@ -78,7 +78,8 @@ def impact_command(
     now_ms = clock_ms()
     request = ImpactRequest(dataset, column, mutation, fraction, models)
     with opened_graph(settings, read_only=no_write) as graph:
-        report = impact_test(graph, config, lc, ic, request, MlflowModels(settings.mlflow_uri, ic, loaded.warehouse), now_ms, progress.note)
+        models_at = MlflowModels(settings.mlflow_uri, ic, loaded.warehouse)
+        report = impact_test(graph, config, lc, ic, request, models_at, now_ms, progress.note)
         published = record_impact(None if no_write else graph, settings, report, policy, now_ms)
     if as_json:
         click.echo(json.dumps({**report.to_json(), "record": published.to_json()}, indent=2))

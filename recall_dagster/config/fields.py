@@ -52,6 +52,11 @@ def _severity(value: Any) -> Any:
     raise ValueError(f"must be one of {', '.join(s.value for s in Severity)}")
 
 
+def folded(values: list[str]) -> frozenset[str]:
+    """``values`` as a section matches them, in any case (tag and term names)."""
+    return frozenset(v.casefold() for v in values)
+
+
 def _web_address(value: str) -> str:
     if value and not value.startswith(("http://", "https://")):
         raise ValueError("an http:// or https:// address, or empty")

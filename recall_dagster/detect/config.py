@@ -25,6 +25,7 @@ from recall_dagster.config.fields import (
     Section,
     Text,
     Texts,
+    folded,
     none_is_empty_mapping,
 )
 from recall_dagster.detect.finding import Severity
@@ -106,11 +107,11 @@ class PiiConfig(Section):
 
     @cached_property
     def folded_tags(self) -> frozenset[str]:
-        return frozenset(t.casefold() for t in self.tags)
+        return folded(self.tags)
 
     @cached_property
     def folded_terms(self) -> frozenset[str]:
-        return frozenset(t.casefold() for t in self.terms)
+        return folded(self.terms)
 
 
 class JustificationConfig(Section):
@@ -121,7 +122,7 @@ class JustificationConfig(Section):
 
     @cached_property
     def folded_tags(self) -> frozenset[str]:
-        return frozenset(t.casefold() for t in self.tags)
+        return folded(self.tags)
 
 
 class BlastRadiusConfig(Section):

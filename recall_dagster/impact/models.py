@@ -216,9 +216,10 @@ class MlflowModels:
             raise
         except Exception as err:  # any reader failure means the artifact is unusable
             raise ModelUnavailable(f"evaluation data {artifact} of {where} cannot be read: {reason(err)}") from None
-        if self.config.evaluation.label_column not in frame.columns:
+        label = self.config.evaluation.label_column
+        if label not in frame.columns:
             raise ModelUnavailable(
-                f"evaluation data {artifact} of {where} has no label column {self.config.evaluation.label_column!r} "
+                f"evaluation data {artifact} of {where} has no label column {label!r} "
                 "(impact.evaluation.label_column)"
             )
         return frame
@@ -241,12 +242,13 @@ class MlflowModels:
 
     def _queried(self, client: MlflowClient, run_id: str, tmp: Path, where: str, url: str) -> pd.DataFrame:
         """The training query's rows, inputs renamed to the model's names and the label to ``label_column``."""
-        query = self.config.evaluation.query
+        evaluation = self.config.evaluation
+        query = evaluation.query
         try:
             sql = self._download(client, run_id, query.artifact, tmp / "query", where).read_text()
         except ModelUnavailable as err:
             raise ModelUnavailable(
-                f"the training run {run_id} of {where} logged neither evaluation rows at {self.config.evaluation.artifact} "
+                f"the training run {run_id} of {where} logged neither evaluation rows at {evaluation.artifact} "
                 f"nor a training query at {query.artifact} ({err})"
             ) from None
         frame = _read_sql(url, sql, where, f"the training query {query.artifact} of run {run_id}",
@@ -259,7 +261,7 @@ class MlflowModels:
             )
         prefix = query.input_prefix
         inputs = {c: str(c)[len(prefix):] for c in frame.columns if c != labels[0] and str(c).startswith(prefix)}
-        frame = frame[[*inputs, labels[0]]].rename(columns={**inputs, labels[0]: self.config.evaluation.label_column})
+        frame = frame[[*inputs, labels[0]]].rename(columns={**inputs, labels[0]: evaluation.label_column})
         if len(frame) > query.max_rows:
             frame = frame.sample(n=query.max_rows, random_state=self.config.seed).sort_index()
         return frame.reset_index(drop=True)
