@@ -63,13 +63,13 @@ def main() -> None:
             scan = lambda: run_scan(graph, config, MemoryStateStore(), scanned_at_ms=NOW)  # noqa: E731
             cold = timed(scan, 1)
             baseline = timed(lambda: read_everything(graph, everything, config.resolve.history_limit), args.repeat)
-            closures = resolve_closures(graph, config.resolve, scanned_at_ms=NOW)
-            detection = judged(closures, config, {})
+            closures = resolve_closures(graph, config.resolve)
+            detection = judged(closures, config, {}, at_ms=NOW)
             rows = [
                 ("baseline: read every aspect once", baseline),
                 ("scan, cold", cold),
-                ("resolve closures", timed(lambda: resolve_closures(graph, config.resolve, scanned_at_ms=NOW), args.repeat)),
-                ("run detectors", timed(lambda: judged(closures, config, {}), args.repeat)),
+                ("resolve closures", timed(lambda: resolve_closures(graph, config.resolve), args.repeat)),
+                ("run detectors", timed(lambda: judged(closures, config, {}, at_ms=NOW), args.repeat)),
                 ("score", timed(lambda: score_models(closures, detection, config, at_ms=NOW), args.repeat)),
                 ("scan, warm (end to end)", timed(scan, args.repeat)),
             ]

@@ -81,7 +81,7 @@ def evidence_pack(
     graph: MetadataGraph, settings: Settings, config: ScanConfig, lc: LifecycleConfig, model: str, now_ms: int
 ) -> dict[str, Any]:
     """Every section from live metadata, for the production versions of ``model`` (or the version it names)."""
-    closures = select_closures(graph, config, scanned_at_ms=now_ms, models=[model])
+    closures = select_closures(graph, config, models=[model])
     assessment = assess(graph, config, lc, now_ms)
     group = closures[0].registered_model
     every = [c for c in assessment.estate.closures if c.registered_model == group]

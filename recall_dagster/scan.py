@@ -86,21 +86,23 @@ def record_baselines(
 
 
 def find_and_record(
-    closures: Sequence[ModelClosure], config: ScanConfig, store: StateStore, *, accept_schema: Sequence[str] = (),
+    closures: Sequence[ModelClosure], config: ScanConfig, store: StateStore, *, at_ms: int,
+    accept_schema: Sequence[str] = (),
 ) -> Found:
-    """The detectors that need one closure each, against the stored baselines; then the schemas first seen
-    now (and the accepted ones) are recorded."""
-    return _find_and_record(closures, config, store, store.load_baselines(), accept_schema, None, keep=False)[0].found
+    """The detectors that need one closure each, judging at ``at_ms`` against the stored baselines; then the
+    schemas first seen now (and the accepted ones) are recorded."""
+    return _find_and_record(closures, config, store, store.load_baselines(), accept_schema, None, at_ms,
+                            keep=False)[0].found
 
 
 def _find_and_record(
     closures: Sequence[ModelClosure], config: ScanConfig, store: StateStore, baselines: Baselines,
-    accept_schema: Sequence[str], judged: Judged | None, keep: bool = True,
+    accept_schema: Sequence[str], judged: Judged | None, at_ms: int, keep: bool = True,
     columns: Callable[[], ColumnGraph] | None = None,
 ) -> tuple[Judgement, Baselines]:
     """:func:`find_and_record` on loaded ``baselines``, keeping what ``judged`` holds; and the baselines it
     recorded."""
-    judgement = judge(closures, config, baselines, judged, keep, columns)
+    judgement = judge(closures, config, baselines, judged, keep, columns, at_ms=at_ms)
     updated = record_baselines(closures, baselines, accept=accept_schema)
     recorded = {u: cols for u, cols in updated.items() if baselines.get(u) != cols}
     if recorded:
@@ -118,13 +120,13 @@ def finish_detection(
     closures (``rescan``) under the same config and the same datasets are at risk, and saved when it is new."""
     key = rescan.snapshot if rescan is not None else ""
     if snapshots is None or rescan is None or not key:
-        return second_pass(closures, found, config, still_open(acks, at_ms))
+        return second_pass(closures, found, config, still_open(acks, at_ms), at_ms=at_ms)
     digest = config_digest(config)
     kept = snapshots.load_spread(key)
     earlier = reusable_spread(kept, rescan, digest, closures)
     partly = partly_reusable_spread(kept, rescan, digest) if earlier is None else None
     detection = second_pass(closures, found, config, still_open(acks, at_ms), earlier, partly,
-                            columns=snapshots.column_graph(rescan, closures))
+                            columns=snapshots.column_graph(rescan, closures), at_ms=at_ms)
     moved = kept is not None and kept.token != rescan.token  # the same closures, under the graph's new token
     if detection.spread is not None and (detection.spread is not earlier or moved):
         snapshots.save_spread(KeptSpread(key, rescan.token, digest, detection.spread))
@@ -135,7 +137,6 @@ def select_closures(
     graph: MetadataGraph,
     config: ScanConfig,
     *,
-    scanned_at_ms: int,
     include_all: bool = False,
     models: Sequence[str] = (),
 ) -> list[ModelClosure]:
@@ -147,15 +148,15 @@ def select_closures(
     :class:`ModelNotFound` naming it; the graph answers, no URN is built.
     """
     if not models:
-        return resolve_closures(graph, config.resolve, scanned_at_ms=scanned_at_ms, include_all=include_all)
+        return resolve_closures(graph, config.resolve, include_all=include_all)
     by_urn = {m: model_name(m).version_urn is not None for m in models}
     urns = [m for m, is_urn in by_urn.items() if is_urn]
     named = [m for m, is_urn in by_urn.items() if not is_urn]
-    picked = resolve_closures(graph, config.resolve, scanned_at_ms=scanned_at_ms, model_urns=urns) if urns else []
+    picked = resolve_closures(graph, config.resolve, model_urns=urns) if urns else []
     unknown = [c.urn for c in picked if c.model.missing]
     unmarked: list[ModelClosure] = []
     if named:
-        pool = resolve_closures(graph, config.resolve, scanned_at_ms=scanned_at_ms, include_all=True)
+        pool = resolve_closures(graph, config.resolve, include_all=True)
         for selector in named:
             registered = select(pool, [selector])
             found = select(pool, versions=[selector]) or [c for c in registered if include_all or c.production]
@@ -198,7 +199,6 @@ def scan_closures(
     graph: MetadataGraph,
     config: ScanConfig,
     *,
-    scanned_at_ms: int,
     include_all: bool = False,
     models: Sequence[str] = (),
     snapshots: SnapshotStore | None = None,
@@ -211,16 +211,12 @@ def scan_closures(
     if models:
         if shard is not None:
             raise ConfigError("a shard is a share of the whole estate: scan chosen models without one")
-        return select_closures(
-            graph, config, scanned_at_ms=scanned_at_ms, include_all=include_all, models=models
-        ), None
+        return select_closures(graph, config, include_all=include_all, models=models), None
     if snapshots is None:
-        return resolve(graph, config.resolve, scanned_at_ms=scanned_at_ms, include_all=include_all,
-                       shard=shard).closures, None
+        return resolve(graph, config.resolve, include_all=include_all, shard=shard).closures, None
     previous = snapshots.load(snapshot_key(graph.location, config.resolve, include_all, shard))
     closures, snapshot, rescan = resolve_incremental(
-        graph, config.resolve, scanned_at_ms=scanned_at_ms, include_all=include_all, previous=previous, full=full,
-        shard=shard,
+        graph, config.resolve, include_all=include_all, previous=previous, full=full, shard=shard,
     )
     if snapshot is not previous:
         snapshots.save(snapshot)
@@ -242,20 +238,20 @@ class ShardScan:
 
 
 def find_again(
-    closures: Sequence[ModelClosure], config: ScanConfig, store: StateStore, *,
+    closures: Sequence[ModelClosure], config: ScanConfig, store: StateStore, *, at_ms: int,
     snapshots: SnapshotStore | None, rescan: Rescan | None, accept_schema: Sequence[str] = (),
 ) -> Found:
     """:func:`find_and_record`, keeping the last scan's verdicts (:mod:`recall_dagster.kept.verdicts`) on the
     closures ``rescan`` took from its snapshot; without a snapshot, every closure is judged."""
     key = rescan.snapshot if rescan is not None else ""
     if snapshots is None or rescan is None or not key:
-        return find_and_record(closures, config, store, accept_schema=accept_schema)
+        return find_and_record(closures, config, store, at_ms=at_ms, accept_schema=accept_schema)
     digest, baselines = config_digest(config), store.load_baselines()
     judged_under = baselines_digest(baselines)
     earlier = snapshots.load_verdicts(key)
     judged = reusable(earlier, rescan, digest, judged_under)
     columns = snapshots.column_graph(rescan, closures)
-    judgement, recorded = _find_and_record(closures, config, store, baselines, accept_schema, judged,
+    judgement, recorded = _find_and_record(closures, config, store, baselines, accept_schema, judged, at_ms,
                                            columns=columns)
     found = judgement.found
     # Baselines first recorded now are the schemas these closures hold, so every verdict holds under them too
@@ -380,9 +376,8 @@ class Pipeline:
         (:func:`left_out`); the lists a kept snapshot gave are kept when the read ends without an error."""
         with kept_lists(graph, self.config, self.snapshots, include_all=include_all, models=models,
                         full=full) as reading:
-            closures, rescan = scan_closures(reading, self.config, scanned_at_ms=scanned_at_ms,
-                                             include_all=include_all, models=models, snapshots=self.snapshots,
-                                             full=full)
+            closures, rescan = scan_closures(reading, self.config, include_all=include_all, models=models,
+                                             snapshots=self.snapshots, full=full)
             unserved, unlinked = (Unserved(), ()) if models else left_out(reading, closures, self.config,
                                                                           scanned_at_ms)
         return Read(scanned_at_ms, graph.location, tuple(closures), whole_estate=not models, acks=acks,
@@ -395,9 +390,10 @@ class Pipeline:
     ) -> ShardScan:
         """One shard's part of a scan: its closures read and detected; the blast radius waits for
         :meth:`gathered`."""
-        closures, rescan = scan_closures(graph, self.config, scanned_at_ms=scanned_at_ms, include_all=include_all,
-                                         snapshots=self.snapshots, full=full, shard=shard)
-        found = find_again(closures, self.config, self.store, snapshots=self.snapshots, rescan=rescan)
+        closures, rescan = scan_closures(graph, self.config, include_all=include_all, snapshots=self.snapshots,
+                                         full=full, shard=shard)
+        found = find_again(closures, self.config, self.store, at_ms=scanned_at_ms, snapshots=self.snapshots,
+                           rescan=rescan)
         return ShardScan(shard, scanned_at_ms, tuple(closures), found, rescan)
 
     @while_paused
@@ -413,8 +409,8 @@ class Pipeline:
         """The first pass: the detectors that need one closure each (what shards found, when they read it);
         schemas first seen now, and those ``accept_schema`` names, become baselines."""
         if read.found is None:
-            return find_again(read.closures, self.config, self.store, snapshots=self.snapshots, rescan=read.rescan,
-                              accept_schema=accept_schema)
+            return find_again(read.closures, self.config, self.store, at_ms=read.scanned_at_ms,
+                              snapshots=self.snapshots, rescan=read.rescan, accept_schema=accept_schema)
         if accept_schema:
             raise ConfigError("accept a table's schema in a scan of the whole estate read in one part: a shard "
                               "may not hold the table")
@@ -493,15 +489,15 @@ def run_scan(
 
 def judged(
     closures: Sequence[ModelClosure], config: ScanConfig, baselines: Mapping[str, SchemaBaseline], *,
-    measure: Callable[[Sequence[ModelClosure], Found], Found] | None = None, acks: Sequence[Acknowledgement] = (), at_ms: int = 0,
-    among: Sequence[ModelClosure] | None = None, columns: Callable[[], ColumnGraph] | None = None,
+    at_ms: int, measure: Callable[[Sequence[ModelClosure], Found], Found] | None = None,
+    acks: Sequence[Acknowledgement] = (), among: Sequence[ModelClosure] | None = None, columns: Callable[[], ColumnGraph] | None = None,
 ) -> Detection:
-    """The detect, measure and spread stages over ``closures`` judged apart from a scan (the version a retrain
+    """The detect, measure and spread stages over ``closures`` judged at ``at_ms`` apart from a scan (the version a retrain
     would replace, the findings an acknowledgement names, a regressed candidate): ``baselines`` read and never
     recorded, nothing kept for the next scan; ``measure`` is the replay bound to the graph it reads. ``among``
     is the estate they belong to when it was read whole (its failing tests reach them:
     :func:`~recall_dagster.detect.catalogue.second_pass`)."""
-    found = first_pass(closures, config, baselines)
+    found = first_pass(closures, config, baselines, at_ms=at_ms)
     if measure is not None:
         found = measure(closures, found)
-    return second_pass(closures, found, config, still_open(acks, at_ms), among=among, columns=columns)
+    return second_pass(closures, found, config, still_open(acks, at_ms), among=among, columns=columns, at_ms=at_ms)

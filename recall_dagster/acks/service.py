@@ -68,9 +68,9 @@ def _current(
     graph: MetadataGraph, settings: Settings, config: ScanConfig, request: AckRequest, now_ms: int
 ) -> list[tuple[ModelClosure, Finding]]:
     # a named registered model means every version of it: one a retrain has not yet put in production included
-    closures = select_closures(graph, config, scanned_at_ms=now_ms, include_all=request.model is not None,
+    closures = select_closures(graph, config, include_all=request.model is not None,
                                models=[request.model] if request.model else ())
-    detection = judged(closures, config, JsonStateStore(settings.state_dir).load_baselines())
+    detection = judged(closures, config, JsonStateStore(settings.state_dir).load_baselines(), at_ms=now_ms)
     of_detector = [(c, f) for c in closures for f in detection.findings.get(c.urn, ()) if f.detector == request.detector]
     matched = [(c, f) for c, f in of_detector if f.about(c, request.subject)]
     if not matched:

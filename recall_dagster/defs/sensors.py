@@ -41,7 +41,6 @@ from recall_dagster.estate.parse import asserted_entity
 from recall_dagster.estate.select import select
 from recall_dagster.mlflow_registry import failing, unreachable
 from recall_dagster.graph.port import MetadataGraph
-from recall_dagster.clock import clock_ms
 from recall_dagster.reactions import (
     AssertionResult,
     Registration,
@@ -56,9 +55,7 @@ Job = JobDefinition | UnresolvedAssetJobDefinition
 
 
 def _closures(recall: RecallResource, graph: MetadataGraph, include_all: bool = False) -> list[ModelClosure]:
-    return resolve_closures(
-        graph, recall.configuration().scan.resolve, scanned_at_ms=clock_ms(), include_all=include_all
-    )
+    return resolve_closures(graph, recall.configuration().scan.resolve, include_all=include_all)
 
 
 def _rescan(run_key: str, models: Sequence[str], trigger: str, translator: RecallTranslator) -> RunRequest:

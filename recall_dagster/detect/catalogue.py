@@ -133,12 +133,14 @@ def first_pass(
     config: ScanConfig,
     schema_baselines: Mapping[str, SchemaBaseline],
     judged: Judged | None = None,
+    *,
+    at_ms: int,
 ) -> Found:
-    """Every enabled detector but ``blast_radius``: each needs one closure only, so shards of an estate
-    can run this pass apart.  On the closures ``judged`` holds, its detectors keep their verdicts, the volatile
+    """Every enabled detector but ``blast_radius``, judging at ``at_ms``: each needs one closure only, so shards
+    of an estate can run this pass apart.  On the closures ``judged`` holds, its detectors keep their verdicts, the volatile
     ones keep theirs while they hold, and the others judge again.
     """
-    return judge(closures, config, schema_baselines, judged, keep=False).found
+    return judge(closures, config, schema_baselines, judged, keep=False, at_ms=at_ms).found
 
 
 def judge(
@@ -148,12 +150,14 @@ def judge(
     judged: Judged | None = None,
     keep: bool = True,
     columns: "Callable[[], ColumnGraph] | None" = None,
+    *,
+    at_ms: int,
 ) -> Judgement:
     """:func:`first_pass`, with the volatile verdicts it made or kept and how long each holds (worked out only
     to ``keep`` them).  ``columns`` gives the estate's column lineage when a detector first asks (built from
     ``closures`` without it)."""
     enabled = [d for d in DETECTORS if config.enabled(d.name) and d.name != _SECOND_PASS]
-    state = DetectorState(schema_baselines=schema_baselines,
+    state = DetectorState(at_ms=at_ms, schema_baselines=schema_baselines,
                           columns=columns or cache(lambda: column_graph(closures)))
     earlier = judged.found if judged is not None else {}
     before_timed = judged.timed if judged is not None else {}
@@ -165,7 +169,7 @@ def judge(
         d: Detector, closure: ModelClosure, before: Mapping[str, Timed], mine: dict[str, Timed]
     ) -> list[Finding]:
         nonlocal judged_again
-        at = closure.scanned_at_ms
+        at = at_ms
         kept = before.get(d.name)
         if kept is not None and kept.holds_at(at):
             if kept.judged_at_ms == at or d.restamp is None or not kept.findings:
@@ -222,7 +226,8 @@ class Spread:
 def second_pass(
     closures: Sequence[ModelClosure], found: Found, config: ScanConfig, open_findings: OpenFindings | None = None,
     earlier: Spread | None = None, partly: "tuple[Spread, frozenset[str]] | None" = None,
-    among: Sequence[ModelClosure] | None = None, columns: "Callable[[], ColumnGraph] | None" = None,
+    among: Sequence[ModelClosure] | None = None, columns: "Callable[[], ColumnGraph] | None" = None, *,
+    at_ms: int,
 ) -> Detection:
     """What needs the whole estate: ``blast_radius`` over ``closures`` and what the first pass ``found`` in
     each, and the failing tests on tables outside a model's closure that reach it (:func:`failing_assertion.outside`).
@@ -237,12 +242,13 @@ def second_pass(
     if earlier is not None and earlier.at_risk == at_risk:
         spread = earlier
     else:
-        spread = _spread(closures, config, at_risk, partly)
+        spread = _spread(closures, config, at_risk, at_ms, partly)
     if among is None:
-        estate, failing = closures, failing_assertion.failing_found(closures, found)
+        estate, failing = closures, failing_assertion.failing_found(closures, found, at_ms)
     else:
-        estate, failing = among, failing_assertion.failing_held(among)
-    outside = failing_assertion.outside(closures, config, columns or cache(lambda: column_graph(estate)), failing)
+        estate, failing = among, failing_assertion.failing_held(among, at_ms)
+    outside = failing_assertion.outside(closures, config, columns or cache(lambda: column_graph(estate)), failing,
+                                        at_ms)
     return Detection(
         findings={c.urn: sort_findings([*found[c.urn], *spread.findings[c.urn], *outside.get(c.urn, ())])
                   for c in closures},
@@ -252,11 +258,11 @@ def second_pass(
 
 
 def _spread(
-    closures: Sequence[ModelClosure], config: ScanConfig, at_risk: Mapping[str, tuple[str, ...]],
+    closures: Sequence[ModelClosure], config: ScanConfig, at_risk: Mapping[str, tuple[str, ...]], at_ms: int,
     partly: "tuple[Spread, frozenset[str]] | None" = None,
 ) -> Spread:
     exposure = blast_radius.exposure_index(closures, at_risk)
-    state = DetectorState(exposure=exposure, at_risk=at_risk)
+    state = DetectorState(at_ms=at_ms, exposure=exposure, at_risk=at_risk)
     enabled = config.enabled(_SECOND_PASS)
     before, kept = partly if partly is not None else (None, frozenset())
     earlier = before.findings if before is not None else {}

@@ -48,14 +48,15 @@ def detect(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> l
     findings: list[Finding] = []
     graph: ColumnGraph | None = None  # worked out on the first failure: most closures have none
     passing: frozenset[Col] = frozenset()
+    at = state.at_ms
     for urn, dataset in sorted(closure.datasets.items()):
-        for assertion in (a.as_of(closure.scanned_at_ms) for a in dataset.assertions):
+        for assertion in (a.as_of(at) for a in dataset.assertions):
             if assertion.result not in CASES:
                 continue
             if graph is None:
                 graph = state.columns() if state.columns is not None else closure.columns
-                passing = passing_columns(closure, graph, closure.scanned_at_ms)
-            verdict = failing_test(closure, graph, urn, assertion, config.reach, passing, closure.scanned_at_ms)
+                passing = passing_columns(closure, graph, at)
+            verdict = failing_test(closure, graph, urn, assertion, config.reach, passing, at)
             if verdict is not None:
                 findings.append(_finding(closure, config, urn, dataset.name, assertion, verdict,
                                          closure.path_to(urn)))
@@ -65,28 +66,30 @@ def detect(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> l
 Failing = tuple[str, str, Assertion]  # a failing test: its dataset's URN and name, and the test as of the instant
 
 
-def failing_found(closures: Sequence[ModelClosure], found: Mapping[str, Sequence[Finding]]) -> list[Failing]:
-    """The failing tests the first pass ``found`` on the closures: read from the few closures holding one, so a
+def failing_found(
+    closures: Sequence[ModelClosure], found: Mapping[str, Sequence[Finding]], at_ms: int
+) -> list[Failing]:
+    """The failing tests the first pass ``found`` on the closures at ``at_ms``: read from the few closures holding one, so a
     rescan decodes no kept closure to learn that nothing fails."""
     tests: list[Failing] = []
     for closure in closures:
         for f in found.get(closure.urn, ()):
             if f.detector == NAME and not is_outside(f) and f.cause:
                 dataset = closure.dataset(f.cause)
-                tests += [(f.cause, dataset.name, a.as_of(closure.scanned_at_ms))
+                tests += [(f.cause, dataset.name, a.as_of(at_ms))
                           for a in dataset.assertions if a.urn == f.subject]
     return tests
 
 
-def failing_held(closures: Sequence[ModelClosure]) -> list[Failing]:
-    """Every failing test the closures hold (an estate read whole, as the lifecycle reads it)."""
+def failing_held(closures: Sequence[ModelClosure], at_ms: int) -> list[Failing]:
+    """Every failing test the closures hold at ``at_ms`` (an estate read whole, as the lifecycle reads it)."""
     return [(urn, dataset.name, assertion) for closure in closures for urn, dataset in closure.datasets.items()
-            for assertion in (a.as_of(closure.scanned_at_ms) for a in dataset.assertions)
+            for assertion in (a.as_of(at_ms) for a in dataset.assertions)
             if assertion.result in CASES]
 
 
 def outside(closures: Sequence[ModelClosure], config: ScanConfig, columns: Callable[[], ColumnGraph],
-            failing: Sequence[Failing]) -> Mapping[str, tuple[Finding, ...]]:
+            failing: Sequence[Failing], at_ms: int) -> Mapping[str, tuple[Finding, ...]]:
     """Model URN -> the ``failing`` tests on tables its closure does not hold that reach it (always as a suspect:
     what descends from the failing column would hold the failing table upstream); ``columns`` gives the
     estate's column lineage, asked only when some test fails. A closure whose tables hold no origin of a
@@ -109,7 +112,7 @@ def outside(closures: Sequence[ModelClosure], config: ScanConfig, columns: Calla
         mine = [tests[a] for a in sorted(reached) if home[a] not in tables]
         if not mine:
             continue
-        passing = passing_columns(closure, graph, closure.scanned_at_ms)
+        passing = passing_columns(closure, graph, at_ms)
         hits = []
         for urn, name, assertion in mine:
             reach = reaches(closure, graph, urn, assertion.column, config.reach, passing)
@@ -179,7 +182,7 @@ def holds(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> in
     """The verdict reads the instant only through what each test's latest run was then
     (:meth:`~recall_dagster.estate.views.Assertion.as_of`) and what was built by then: it holds until the first
     run after it of a test on, or build of, any of the closure's datasets."""
-    at = closure.scanned_at_ms
+    at = state.at_ms
     return state.memo.judgements((NAME, "next run", at)).least(closure.datasets, lambda d: _next_run(d, at))
 
 

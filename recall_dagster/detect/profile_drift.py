@@ -183,7 +183,7 @@ def detect(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> l
             columns={c: {"changes": list(s.changes), "then": s.earlier, "now": s.latest} for c, s in d.shifts.items()},
             reached=list(d.reached), features=list(d.features),
         )
-        for d in drifts(closure, config.profile_drift, closure.scanned_at_ms, _trained_ms(closure), TRAINED)
+        for d in drifts(closure, config.profile_drift, state.at_ms, _trained_ms(closure), TRAINED)
     ]
 
 
@@ -196,7 +196,7 @@ def identity(f: Finding) -> dict[str, object]:
 def holds(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> int | None:
     """The verdict reads the instant only through which profile of each table is the newest then: it holds until
     the first profile taken after it of any of the closure's datasets."""
-    at = closure.scanned_at_ms
+    at = state.at_ms
     return state.memo.judgements((NAME, "next profile", at)).least(
         closure.datasets, lambda d: first_after(at, (p.at_ms for p in d.profiles)) if d.profiles else None)
 

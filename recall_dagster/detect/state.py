@@ -1,7 +1,7 @@
 """What detectors may know beyond one closure: history and the rest of the estate.
 
-Detectors stay pure functions of ``(closure, config, state)``.  Everything that
-needs memory (schema baselines from earlier scans) or a view across models
+Detectors stay pure functions of ``(closure, config, state)``.  The instant they
+judge at, and everything that needs memory (schema baselines from earlier scans) or a view across models
 (which production models a dataset endangers) is computed outside and handed
 in here, read-only.  ``memo`` is the one mutable part: a cache of per-dataset
 work, alive for one pass (:mod:`recall_dagster.detect.memo`).
@@ -28,8 +28,11 @@ class Exposure:
     deployments: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DetectorState:
+    # the instant the pass judges at (the scan's; ``--as-of`` replays the past): a closure holds none, so the
+    # same closure kept from the last scan is judged now
+    at_ms: int
     # dataset URN -> its schema as first recorded (see scan.py's state store)
     schema_baselines: Mapping[str, SchemaBaseline] = field(default_factory=dict)
     # dataset URN at risk -> who depends on it, over every scanned closure

@@ -4,7 +4,7 @@ Windows are per dataset in ``recall.yaml`` (default seven days); a table is
 judged by the one rule of :mod:`recall_dagster.detect.freshness` (its newest
 record among its descriptions, its strictest window), as the gate judges it.  A
 dataset whose freshness nobody records is not reported: unknown is not stale.  Time is
-the scan's instant (``closure.scanned_at_ms``), so ``--as-of`` replays the past.
+the scan's instant (``state.at_ms``), so ``--as-of`` replays the past.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _per(last: Freshness, on: Dataset | None, urn: str) -> str:
 def detect(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> list[Finding]:
     """Each description of a stale table that records its freshness itself (one that records nothing is
     not blamed for a twin's record), judged by the table's rule (:mod:`recall_dagster.detect.freshness`)."""
-    instant = closure.scanned_at_ms
+    instant = state.at_ms
     lone = state.memo.judgements((NAME, instant), config)
     owns = state.memo.judgements((NAME, "own", instant), config)
 
@@ -113,7 +113,7 @@ def holds(closure: ModelClosure, config: ScanConfig, state: DetectorState) -> in
     """Until a record of a change to one of the closure's datasets turns up after the instant, or the window of
     one of its fresh tables runs out (each description alone and each table its twins make, as :func:`detect`
     judges them): a stale table stays stale meanwhile, only older (:func:`restamp`)."""
-    at = closure.scanned_at_ms
+    at = state.at_ms
 
     def turns(dataset: Dataset) -> int | None:  # the first of: a new record of it, its own window running out
         return earliest((_runs_out(combine((own(dataset, at, config.freshness),), at)), _next_record(dataset, at)))

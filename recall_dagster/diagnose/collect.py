@@ -292,7 +292,7 @@ def _state_clues(assessment: Assessment, closure: ModelClosure, cand: RunFacts, 
                 clues.append(Clue("input_stale", name,
                                   f"{name} had not changed for over {table.window_hours:g} h when the candidate trained",
                                   "input", at_ms=table.last.updated_ms))
-    skew = judged([closure], config, {}).findings.get(closure.urn, ())
+    skew = judged([closure], config, {}, at_ms=assessment.at_ms).findings.get(closure.urn, ())
     for finding in skew:
         if finding.detector == training_serving_skew.NAME:
             clues.append(Clue("serving_skew", display_name(finding.subject), finding.message, "feature"))

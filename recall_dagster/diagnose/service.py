@@ -100,7 +100,7 @@ def version_urns(graph: MetadataGraph, d: Diagnosis, config: ScanConfig) -> list
     urns = []
     for version in (d.pair.candidate, d.pair.baseline):
         try:
-            found = select_closures(graph, config, scanned_at_ms=0, include_all=True, models=[f"{d.pair.model}/{version}"])
+            found = select_closures(graph, config, include_all=True, models=[f"{d.pair.model}/{version}"])
         except ModelNotFound:
             continue
         urns += [c.urn for c in found]

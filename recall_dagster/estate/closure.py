@@ -26,11 +26,12 @@ Path = tuple[str, ...]
 
 @dataclass(frozen=True)
 class ModelClosure:
-    """Everything one model version depends on, resolved at ``scanned_at_ms``."""
+    """Everything one model version depends on, as the graph describes it: the same metadata makes the same
+    closure whenever it is read, and the instant a scan judges it at is the scan's
+    (:class:`~recall_dagster.detect.state.DetectorState`), so a rescan keeps a closure as it was read."""
 
     model: Model
     production: bool
-    scanned_at_ms: int
     features: tuple[Feature, ...] = ()
     feature_tables: tuple[FeatureTable, ...] = ()
     training_runs: tuple[TrainingRun, ...] = ()
@@ -66,14 +67,6 @@ class ModelClosure:
             self.model, *self.features, *self.feature_tables, *self.training_runs, *self.deployments,
             *self.datasets.values())
         return frozenset(urn for view in views for urn in view.read_from)
-
-    def at(self, scanned_at_ms: int) -> "ModelClosure":
-        """The same closure judged at another instant: a rescan re-stamps 10,000 kept closures, and
-        ``dataclasses.replace`` (which runs ``__init__`` field by field) cost more than the copy. What
-        was cached from the closure's contents (its column graph) holds at any instant and comes along."""
-        moved = object.__new__(type(self))
-        moved.__dict__.update(self.__dict__, scanned_at_ms=scanned_at_ms)
-        return moved
 
     @cached_property
     def columns(self) -> "ColumnGraph":
@@ -248,7 +241,6 @@ def assemble_closure(
     model: Model,
     *,
     production: bool,
-    scanned_at_ms: int,
     features: Mapping[str, Feature],
     feature_tables: Mapping[str, FeatureTable],
     training_runs: Mapping[str, TrainingRun],
@@ -298,7 +290,6 @@ def assemble_closure(
     return ModelClosure(
         model=model,
         production=production,
-        scanned_at_ms=scanned_at_ms,
         features=closure_features,
         feature_tables=tuple(feature_tables[t] for t in table_urns if t in feature_tables),
         training_runs=tuple(training_runs[u] for u in model.training_runs if u in training_runs),

@@ -194,7 +194,6 @@ def resolve_closures(
     graph: MetadataGraph,
     options: ResolveOptions,
     *,
-    scanned_at_ms: int,
     include_all: bool = False,
     model_urns: Sequence[str] | None = None,
 ) -> list[ModelClosure]:
@@ -203,14 +202,13 @@ def resolve_closures(
     Soft-deleted models are skipped unless named.  Closures come back sorted
     by model URN so everything built on them is deterministic.
     """
-    return resolve(graph, options, scanned_at_ms=scanned_at_ms, include_all=include_all, model_urns=model_urns).closures
+    return resolve(graph, options, include_all=include_all, model_urns=model_urns).closures
 
 
 def resolve(
     graph: MetadataGraph,
     options: ResolveOptions,
     *,
-    scanned_at_ms: int,
     include_all: bool = False,
     model_urns: Sequence[str] | None = None,
     candidates: Sequence[str] | None = None,
@@ -288,7 +286,6 @@ def resolve(
         assemble_closure(
             m,
             production=is_production(m, deployments),
-            scanned_at_ms=scanned_at_ms,
             features=features,
             feature_tables=tables,
             training_runs=runs,

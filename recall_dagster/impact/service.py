@@ -49,7 +49,7 @@ def impact_test(
     progress: Progress = lambda _: None,
 ) -> ImpactReport:
     mutation = parse_mutation(request.mutation, request.fraction)
-    every = select_closures(graph, config, scanned_at_ms=now_ms, include_all=True)
+    every = select_closures(graph, config, include_all=True)
     columns = column_graph(every)
     table = table_named(graph, columns, request.dataset)
     if table is None:
@@ -57,7 +57,7 @@ def impact_test(
     if not table.read:
         return _read_by_no_model(graph, table, request.column, mutation)
     changed = changed_column(columns, table.urn, request.column)
-    measured = select_closures(graph, config, scanned_at_ms=now_ms, models=request.models)
+    measured = select_closures(graph, config, models=request.models)
     affected = affected_models(measured, columns, changed, lc)
     return run_experiment(affected, changed, mutation, source, ic, progress)
 

@@ -64,8 +64,8 @@ class KeptClosure(ModelClosure):
     def __init__(self, stored: tuple[Head, Ref], kept: Kept) -> None:  # the head fills the fields
         model, production, deployments, production_versions, dataset_urns, assertion_urns = stored[0]
         self.__dict__.update(
-            model=model, urn=model.urn, production=production, scanned_at_ms=0, deployments=deployments,
-            live_deployments=tuple(d for d in deployments if d.live),  # before stamping: each copy shares it
+            model=model, urn=model.urn, production=production, deployments=deployments,
+            live_deployments=tuple(d for d in deployments if d.live),
             production_versions=production_versions, dataset_urns=dataset_urns, assertion_urns=assertion_urns,
             _stored=stored, _kept=kept,
         )

@@ -107,9 +107,8 @@ def snapshot_key(location: str, options: ResolveOptions, include_all: bool, shar
     return repr((location, sorted(settings.items()), include_all, shard.key if shard else None))
 
 
-def _unstamped(resolution: Resolution) -> dict[str, ModelClosure]:
-    """The closures as a snapshot keeps them: judged at no instant, since the next scan judges at its own."""
-    return {c.urn: c.at(0) for c in resolution.closures}
+def _by_urn(resolution: Resolution) -> dict[str, ModelClosure]:
+    return {c.urn: c for c in resolution.closures}
 
 
 def _reached(graph: MetadataGraph, changed: frozenset[str]) -> set[str]:
@@ -156,7 +155,6 @@ def resolve_incremental(
     graph: MetadataGraph,
     options: ResolveOptions,
     *,
-    scanned_at_ms: int,
     include_all: bool,
     previous: Snapshot | None,
     full: bool = False,
@@ -169,25 +167,25 @@ def resolve_incremental(
     changes = graph.changes_since(previous.token if previous is not None and previous.key == key else None)
     because = _full_because(previous, key, changes, full)
     if because is None and previous is not None and changes.token == previous.token:
-        return _stamped(previous, scanned_at_ms), previous, Rescan(
+        return _in_order(previous), previous, Rescan(
             "incremental", "nothing changed since the last scan", kept=frozenset(previous.closures),
             snapshot=key, kept_from=previous.token, token=previous.token, same_columns=True)
     links = previous.links() if because is None and previous is not None else None
     if links is not None and previous is not None and changes.urns is not None:
         try:
-            return _incremental(graph, options, scanned_at_ms, include_all, shard, previous, links, changes)
+            return _incremental(graph, options, include_all, shard, previous, links, changes)
         except LinksMoved:
             because = "another scan rewrote the last scan's links while this one read them"
     asking = KnownIncoming(graph, Links({}, {}))
-    resolution = resolve(asking, options, scanned_at_ms=scanned_at_ms, include_all=include_all, shard=shard)
-    read = _unstamped(resolution)
+    resolution = resolve(asking, options, include_all=include_all, shard=shard)
+    read = _by_urn(resolution)
     snapshot = Snapshot(key, changes.token, read, _given(links_of(read, resolution.models, asking.changes())))
     reason = because or "the last scan's snapshot is incomplete"
     rescan = Rescan("full", reason, reread=len(resolution.models), snapshot=key, token=snapshot.token)
-    return _stamped(snapshot, scanned_at_ms), snapshot, rescan
+    return _in_order(snapshot), snapshot, rescan
 
 
-def _incremental(graph: MetadataGraph, options: ResolveOptions, scanned_at_ms: int, include_all: bool,
+def _incremental(graph: MetadataGraph, options: ResolveOptions, include_all: bool,
                  shard: Shard | None, previous: Snapshot, links: KeptLinks, changes: Changes
                  ) -> tuple[list[ModelClosure], Snapshot, Rescan]:
     """Read again the models a change since ``previous`` reaches, following it by ``links``."""
@@ -196,9 +194,9 @@ def _incremental(graph: MetadataGraph, options: ResolveOptions, scanned_at_ms: i
     affected = _affected(links, listed, _reached(graph, changes.urns)) if changes.urns else set()
     kept = listed - affected
     asking = KnownIncoming(graph, links, changes.urns)
-    fresh = resolve(asking, options, scanned_at_ms=scanned_at_ms, include_all=include_all,
+    fresh = resolve(asking, options, include_all=include_all,
                     candidates=sorted(affected), shard=shard) if affected else Resolution([], {})
-    closures = _unstamped(fresh)
+    closures = _by_urn(fresh)
     snapshot = Snapshot(
         previous.key, changes.token, {**{u: c for u, c in previous.closures.items() if u in kept}, **closures},
         _given(links_changed(links, previous.closures, kept, closures, fresh.models, asking.changes())),
@@ -210,8 +208,10 @@ def _incremental(graph: MetadataGraph, options: ResolveOptions, scanned_at_ms: i
     rescan = Rescan("incremental", f"{changed:,} entit{'y' if changed == 1 else 'ies'} changed since the last scan",
                     changed=changed, reread=len(affected), kept=reused, snapshot=previous.key,
                     kept_from=previous.token, token=snapshot.token, same_columns=same)
-    return _stamped(snapshot, scanned_at_ms), snapshot, rescan
+    return _in_order(snapshot), snapshot, rescan
 
 
-def _stamped(snapshot: Snapshot, scanned_at_ms: int) -> list[ModelClosure]:
-    return [snapshot.closures[u].at(scanned_at_ms) for u in sorted(snapshot.closures)]
+def _in_order(snapshot: Snapshot) -> list[ModelClosure]:
+    """The snapshot's closures as a resolve gives them, by model URN: kept as they were read, since the scan
+    judges them at its own instant."""
+    return [snapshot.closures[u] for u in sorted(snapshot.closures)]

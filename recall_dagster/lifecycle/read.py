@@ -33,9 +33,9 @@ from recall_dagster.estate.columns import column_graph
 from recall_dagster.lifecycle.incidents import INCIDENT_TYPE
 from recall_dagster.lifecycle.records import AssertionRecord, AssertionRun, Estate, OpenIncident, TrainingSpan
 
-def read_estate(graph: MetadataGraph, config: ScanConfig, now_ms: int) -> Estate:
+def read_estate(graph: MetadataGraph, config: ScanConfig) -> Estate:
     """All model versions, not only production ones: a rollback target is rarely in production."""
-    closures = tuple(resolve_closures(graph, config.resolve, scanned_at_ms=now_ms, include_all=True))
+    closures = tuple(resolve_closures(graph, config.resolve, include_all=True))
     datasets = {u: d for c in closures for u, d in c.datasets.items()}
     return Estate(closures=closures, columns=column_graph(closures), datasets=datasets)
 

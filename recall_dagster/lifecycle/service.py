@@ -56,6 +56,7 @@ from recall_dagster.writeback.store import WritebackStore
 class Assessment:
     """The graph as the lifecycle sees it at one instant."""
 
+    at_ms: int
     estate: Estate
     records: Sequence[AssertionRecord]
     spans: Mapping[str, tuple[TrainingSpan, ...]]
@@ -72,11 +73,11 @@ def unlinked_json(records: Sequence[AssertionRecord]) -> list[dict[str, Any]]:
 def assess(graph: MetadataGraph, config: ScanConfig, lc: LifecycleConfig, now_ms: int) -> Assessment:
     """Every model version, every assertion's history, every training run, grouped into root causes, as they
     stood at ``now_ms``: a test run recorded after it is not yet known (``--as-of``)."""
-    estate = read_estate(graph, config, now_ms)
+    estate = read_estate(graph, config)
     records = [r.as_of(now_ms) for r in read_assertions(graph, estate, config.resolve.history_limit, lc.failing)]
     spans = read_training_spans(graph, estate.closures, lc.training_rows_metric)
     unlinked = unlinked_failures(graph, {r.urn for r in records}, lc.failing, now_ms, config.resolve.history_limit)
-    return Assessment(estate, records, spans, root_causes(records, estate, spans, lc), unlinked)
+    return Assessment(now_ms, estate, records, spans, root_causes(records, estate, spans, lc), unlinked)
 
 
 # -- blind window -------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ class ProtectReport:
 def protect_report(
     graph: MetadataGraph, settings: Settings, config: ScanConfig, pc: ProtectConfig, now_ms: int
 ) -> ProtectReport:
-    closures = select_closures(graph, config, scanned_at_ms=now_ms)
+    closures = select_closures(graph, config)
     columns = column_graph(closures)
     entries = list(Ledger(settings.state_dir, graph.location).load().values())
     found = gaps(closures, columns, entries)

@@ -129,7 +129,6 @@ class _Scratch:
         closure = ModelClosure(
             model=Model(urn=self.model, name=self.name),
             production=True,
-            scanned_at_ms=at_ms,
             datasets={self.dataset: Dataset(urn=self.dataset, name=self.name)},
             parents={self.dataset: self.model},
         )

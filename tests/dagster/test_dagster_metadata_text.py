@@ -75,7 +75,7 @@ def test_each_model_s_verdict_is_a_line_in_the_scores_table_not_behind_a_click(t
     from recall_dagster.estate.views import Model
     from recall_dagster.settings import Settings
 
-    sick, well = (ModelClosure(Model(f"urn:li:mlModel:(urn:li:dataPlatform:mlflow,{n},PROD)", n), True, 0)
+    sick, well = (ModelClosure(Model(f"urn:li:mlModel:(urn:li:dataPlatform:mlflow,{n},PROD)", n), True)
                   for n in ("fraud_1", "churn_1"))
     failing = Finding("failing_assertion", Severity.CRITICAL, "urn:li:assertion:a",
                       f"assertion not_null on {NAME}.price failed in its latest run (4,073 failing rows)")

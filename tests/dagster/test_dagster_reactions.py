@@ -36,7 +36,7 @@ def closure() -> ModelClosure:
     run = TrainingRun("urn:li:dataProcessInstance:run1", "run1", inputs=(MART, LABELS))
     model = Model(MODEL, "fraud_detector_2", features=(feature.urn,), training_runs=(run.urn,), deployments=(LIVE.urn,))
     return assemble_closure(
-        model, production=True, scanned_at_ms=0, features={feature.urn: feature}, feature_tables={},
+        model, production=True, features={feature.urn: feature}, feature_tables={},
         training_runs={run.urn: run}, deployments={LIVE.urn: LIVE},
         datasets={MART: Dataset(MART, "warehouse.marts.fct_transactions"), LABELS: Dataset(LABELS, "labels")},
         production_versions=(), max_depth=5,

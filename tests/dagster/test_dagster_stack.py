@@ -10,7 +10,6 @@ once the ingestion has carried it into DataHub.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -222,7 +221,7 @@ def test_datahub_s_dagster_plugin_carries_the_demo_s_runs_into_the_graph(defs, i
         runs = graph.list_urns("dataProcessInstance")
         named = {graph.get_aspects([r])[r]["dataProcessInstanceProperties"].name for r in runs}
         assert build.run_id in named, "the run itself, as a process instance of the dbt_build flow"
-        closures = resolve_closures(graph, load().scan.resolve, scanned_at_ms=int(time.time() * 1000))
+        closures = resolve_closures(graph, load().scan.resolve)
     finally:
         graph.close()
     written = {d.name for c in closures for d in c.datasets.values()

@@ -105,7 +105,7 @@ def test_a_stock_mlflow_input_is_the_table_it_names_and_an_unnamed_one_is_said(e
 def closure_of(settings: Settings):  # noqa: ANN201 - a ModelClosure
     graph = open_graph(settings, read_only=True)
     try:
-        [closure] = resolve_closures(graph, load().scan.resolve, scanned_at_ms=0)
+        [closure] = resolve_closures(graph, load().scan.resolve)
     finally:
         graph.close()
     return closure

@@ -46,7 +46,7 @@ class Registry:
             model=Model(urn=f"urn:li:mlModel:(urn:li:dataPlatform:mlflow,{name}_{version},PROD)",
                         name=f"{name}_{version}", version=str(version),
                         groups=(f"urn:li:mlModelGroup:(urn:li:dataPlatform:mlflow,{name},PROD)",)),
-            production=True, scanned_at_ms=0,
+            production=True,
         )
         try:
             loaded = configured({"impact": overlay})

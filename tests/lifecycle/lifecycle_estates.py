@@ -108,7 +108,6 @@ def closure(
     return ModelClosure(
         model=Model(model, f"{name}_{version}", version=str(version), groups=(group,), features=tuple(f.urn for f in feats)),
         production=live,
-        scanned_at_ms=at(100),
         features=feats,
         training_runs=(TrainingRun(run, run, inputs=(FCT_PG,)),),
         deployments=deployments,

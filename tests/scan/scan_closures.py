@@ -58,7 +58,6 @@ def closure(
     deployments: Iterable[Deployment] = (Deployment("urn:li:mlModelDeployment:(urn:li:dataPlatform:k,live,PROD)", "live", status="IN_SERVICE", live=True),),
     production_versions: tuple[str, ...] = (),
     max_depth: int = 10,
-    scanned_at_ms: int = NOW,
     **model_fields,
 ) -> ModelClosure:
     features, runs, deployments = list(features), list(runs), list(deployments)
@@ -75,7 +74,6 @@ def closure(
     return assemble_closure(
         model,
         production=True,
-        scanned_at_ms=scanned_at_ms,
         features={f.urn: f for f in features},
         feature_tables=tables,
         training_runs={r.urn: r for r in runs},

@@ -46,7 +46,7 @@ def estate(evidence: dict[str, int | None], windows: dict[str, float]) -> tuple[
 
 
 def scan_says(c: ModelClosure, config) -> bool | None:
-    found = upstream_staleness.detect(c, config, DetectorState())
+    found = upstream_staleness.detect(c, config, DetectorState(at_ms=NOW))
     return bool(found)
 
 
@@ -74,7 +74,7 @@ def test_a_fresh_build_of_the_dbt_node_makes_its_warehouse_table_fresh_for_every
 def test_a_window_set_on_one_name_holds_the_table_for_every_command():
     """A team sets 24 h on the warehouse table; the dbt node (default window) was last built 30 h ago."""
     c, config = estate({"node": 30}, {"wh": 24})
-    (stale,) = upstream_staleness.detect(c, config, DetectorState())
+    (stale,) = upstream_staleness.detect(c, config, DetectorState(at_ms=NOW))
     assert stale.subject == urn("node") and stale.evidence["window_hours"] == 24
     assert "30.0 hours ago, past its 24.0 hours window (per its build)" in stale.message
     assert gate_says(c, config) == "FAIL"
@@ -83,7 +83,7 @@ def test_a_window_set_on_one_name_holds_the_table_for_every_command():
 
 def test_a_finding_on_a_twin_says_whose_record_made_it_stale():
     c, config = estate({"node": 300, "wh": 400}, {})
-    found = {f.subject: f for f in upstream_staleness.detect(c, config, DetectorState())}
+    found = {f.subject: f for f in upstream_staleness.detect(c, config, DetectorState(at_ms=NOW))}
     assert set(found) == {urn("node"), urn("wh")}, "each description recording a change is named; ref records none"
     assert "(per the build of db.node)" in found[urn("wh")].message
     assert found[urn("wh")].evidence["age_hours"] == 300.0

@@ -25,14 +25,14 @@ AFTER_EXPIRY = (datetime.now(timezone.utc) + timedelta(days=3)).date().isoformat
 SHARED_KEY = "a secret every instance on the graph is given"
 
 
-def stale_closure(last_updated_ms: int, scanned_at_ms: int = NOW):
+def stale_closure(last_updated_ms: int):
     mart = ds("mart", operations_ms=((last_updated_ms, last_updated_ms),))
-    return closure(features=[feature("f", "mart")], datasets=[mart], scanned_at_ms=scanned_at_ms)
+    return closure(features=[feature("f", "mart")], datasets=[mart])
 
 
-def stale(config, last_updated_ms: int, scanned_at_ms: int = NOW) -> tuple[object, Finding]:
-    c = stale_closure(last_updated_ms, scanned_at_ms)
-    [found] = upstream_staleness.detect(c, config, DetectorState())
+def stale(config, last_updated_ms: int, at_ms: int = NOW) -> tuple[object, Finding]:
+    c = stale_closure(last_updated_ms)
+    [found] = upstream_staleness.detect(c, config, DetectorState(at_ms=at_ms))
     return c, found
 
 
@@ -59,7 +59,7 @@ def versions_without_owner(config) -> list[tuple[object, Finding]]:
         c = closure(owners=(), version=str(n), groups=(group,))
         c = replace(c, model=replace(c.model, urn=f"urn:li:mlModel:(urn:li:dataPlatform:mlflow,m_{n},PROD)",
                                      name=f"m_{n}"))
-        [found] = [f for f in ownership_vacuum.detect(c, config, DetectorState()) if f.subject == c.urn]
+        [found] = [f for f in ownership_vacuum.detect(c, config, DetectorState(at_ms=NOW)) if f.subject == c.urn]
         out.append((c, found))
     return out
 
@@ -83,7 +83,7 @@ def test_a_registered_model_s_acknowledgement_holds_for_the_next_retrain(config)
 def test_the_same_outage_growing_older_stays_accepted_and_a_new_one_does_not(config):
     c, found = stale(config, NOW - 300 * HOUR)
     ack = accept(found)
-    later_c, later = stale(config, NOW - 300 * HOUR, scanned_at_ms=NOW + 24 * HOUR)
+    later_c, later = stale(config, NOW - 300 * HOUR, at_ms=NOW + 24 * HOUR)
     assert later.evidence["age_hours"] != found.evidence["age_hours"] and ack.covers(later, later_c, NOW + 24 * HOUR)
     again_c, again = stale(config, NOW - 200 * HOUR)  # it refreshed, then stopped again
     assert not ack.covers(again, again_c, NOW)
@@ -100,7 +100,7 @@ def test_changed_evidence_is_a_new_finding_for_detectors_without_an_identity() -
 
 def test_an_accepted_finding_is_shown_not_scored(config):
     c, found = stale(config, NOW - 300 * HOUR)
-    detection = judged([c], config, {})
+    detection = judged([c], config, {}, at_ms=NOW)
     [plain] = score_models([c], detection, config, at_ms=NOW)
     [acked] = score_models([c], detection, config, acks=[accept(found)], at_ms=NOW)
     assert plain.score.value > acked.score.value, "the staleness no longer counts"
@@ -114,7 +114,7 @@ def test_an_accepted_finding_is_shown_not_scored(config):
 
 def test_an_accepted_finding_puts_no_dataset_at_risk(config):
     c, found = stale(config, NOW - 300 * HOUR)
-    assert found.cause in {b.dataset for b in judged([c], config, {}).blast_radius}
+    assert found.cause in {b.dataset for b in judged([c], config, {}, at_ms=NOW).blast_radius}
     still_open = judged([c], config, {}, acks=[accept(found)], at_ms=NOW)
     assert still_open.blast_radius == () and "blast_radius" not in {f.detector for f in still_open.findings[c.urn]}
 

@@ -18,8 +18,8 @@ def price_test(*runs: tuple[int, str]) -> Assertion:
 
 def failing_at(assertion: Assertion, scanned_at_ms: int, config) -> list[str]:
     mart = ds("mart", assertions=(assertion,))
-    found = failing_assertion.detect(closure(features=[feature("price", "mart")], datasets=[mart],
-                                             scanned_at_ms=scanned_at_ms), config, DetectorState())
+    found = failing_assertion.detect(closure(features=[feature("price", "mart")], datasets=[mart]), config,
+                                     DetectorState(at_ms=scanned_at_ms))
     return [f.evidence["result"] for f in found]
 
 
@@ -35,6 +35,6 @@ def test_a_failure_since_repaired_is_failing_as_of_its_time(config) -> None:
     assert failing_at(test, NOW, config) == []
     assert failing_at(test, NOW - 5 * HOUR, config) == ["FAILURE"]
     [again] = failing_assertion.detect(
-        closure(features=[feature("price", "mart")], datasets=[ds("mart", assertions=(test,))],
-                scanned_at_ms=NOW - 5 * HOUR), config, DetectorState())
+        closure(features=[feature("price", "mart")], datasets=[ds("mart", assertions=(test,))]), config,
+        DetectorState(at_ms=NOW - 5 * HOUR))
     assert again.evidence["since_ms"] == NOW - 30 * HOUR and again.evidence["failed_rows"] == 7

@@ -54,7 +54,7 @@ def graph(tmp_path: Path):
 
 def mart_freshness(graph: LiteGraph, at_ms: int):
     estate = make_estate()
-    [closure] = resolve_closures(graph, load().scan.resolve, scanned_at_ms=at_ms, include_all=True)
+    [closure] = resolve_closures(graph, load().scan.resolve, include_all=True)
     return closure.dataset(estate.mart).freshness_at(at_ms)
 
 
@@ -76,20 +76,20 @@ def test_dbt_source_freshness_stamps_the_source_as_loaded(graph: LiteGraph) -> N
         lastModified=AuditStampClass(time=T0 - 2 * HOUR, actor="urn:li:corpuser:dbt_executor"),
     )
     graph.emit_mcps([MetadataChangeProposalWrapper(entityUrn=raw, aspect=schema)]).raise_if_failed("freshness")
-    [closure] = resolve_closures(graph, load().scan.resolve, scanned_at_ms=T0, include_all=True)
+    [closure] = resolve_closures(graph, load().scan.resolve, include_all=True)
     seen = closure.dataset(raw).freshness_at(T0)
     assert (seen.updated_ms, seen.source) == (T0 - 2 * HOUR, "lastModified")
     schema.lastModified = AuditStampClass(time=T0, actor="urn:li:corpuser:ingestion")
     graph.emit_mcps([MetadataChangeProposalWrapper(entityUrn=raw, aspect=schema)]).raise_if_failed("schema change")
-    [closure] = resolve_closures(graph, load().scan.resolve, scanned_at_ms=T0, include_all=True)
+    [closure] = resolve_closures(graph, load().scan.resolve, include_all=True)
     assert closure.dataset(raw).freshness_at(T0) is None, "another source's schema stamp is a schema change"
 
 
 def test_a_new_build_reaches_the_model_in_an_incremental_rescan(graph: LiteGraph) -> None:
     mart, options = make_estate().mart, load().scan.resolve
-    _, first, _ = resolve_incremental(graph, options, scanned_at_ms=T0, include_all=True, previous=None)
+    _, first, _ = resolve_incremental(graph, options, include_all=True, previous=None)
     graph.emit_mcps(build(mart, "inv-3", T0 - 3 * HOUR, InstanceRunResult.SUCCESS)).raise_if_failed("build")
-    closures, _, rescan = resolve_incremental(graph, options, scanned_at_ms=T0, include_all=True, previous=first)
+    closures, _, rescan = resolve_incremental(graph, options, include_all=True, previous=first)
     assert rescan.mode == "incremental" and rescan.reread == 1, rescan
     assert closures[0].dataset(mart).freshness_at(T0).updated_ms == T0 - 2 * HOUR
     assert first.key == snapshot_key(graph.location, options, True)
@@ -103,7 +103,7 @@ def test_the_orchestrator_job_writing_a_table_is_named(graph: LiteGraph) -> None
     op = DataJob(id="seed.dagster.definitions/dbt_warehouse", flow_urn=flow.urn, name="dbt_warehouse")
     op.outlets = [DatasetUrn.from_string(mart)]
     graph.emit_mcps([*flow.generate_mcp(), *op.generate_mcp()]).raise_if_failed("dagster")
-    [closure] = resolve_closures(graph, load().scan.resolve, scanned_at_ms=T0, include_all=True)
+    [closure] = resolve_closures(graph, load().scan.resolve, include_all=True)
     assert closure.dataset(mart).written_by == ("dagster: dbt_build/dbt_warehouse",)
     assert closure.dataset(mart).freshness_at(T0) is None, "a job that writes it says nothing of when it last ran"
 
@@ -117,14 +117,14 @@ def test_a_renamed_writer_reaches_the_model_in_an_incremental_rescan(graph: Lite
     op = DataJob(id="defs/dbt_warehouse", flow_urn=flow.urn, name="dbt_warehouse")
     op.outlets = [DatasetUrn.from_string(mart)]
     graph.emit_mcps([*flow.generate_mcp(), *op.generate_mcp()]).raise_if_failed("dagster")
-    _, first, _ = resolve_incremental(graph, options, scanned_at_ms=T0, include_all=True, previous=None)
+    _, first, _ = resolve_incremental(graph, options, include_all=True, previous=None)
     if renamed == "flow":
         flow.name = "nightly_build"
         graph.emit_mcps(list(flow.generate_mcp())).raise_if_failed("renamed flow")
     else:
         op.name = "warehouse_models"
         graph.emit_mcps(list(op.generate_mcp())).raise_if_failed("renamed job")
-    closures, _, rescan = resolve_incremental(graph, options, scanned_at_ms=T0, include_all=True, previous=first)
-    full = resolve_closures(graph, options, scanned_at_ms=T0, include_all=True)
+    closures, _, rescan = resolve_incremental(graph, options, include_all=True, previous=first)
+    full = resolve_closures(graph, options, include_all=True)
     assert full[0].dataset(mart).written_by != first.closures[full[0].urn].dataset(mart).written_by
     assert (rescan.mode, closures) == ("incremental", full)

@@ -24,7 +24,7 @@ from recall_dagster.estate import Assertion, ColumnEdge, Dataset, Owner, SchemaF
 from recall_dagster.estate.coverage import coverage
 from tests.configured import configured
 
-STATE = DetectorState()
+STATE = DetectorState(at_ms=NOW)
 
 
 def subjects(findings) -> list[tuple[str, str]]:
@@ -57,8 +57,7 @@ def test_staleness_as_of_ignores_later_updates(config):
     mart = ds("mart", operations_ms=((NOW, NOW), (NOW - 10 * 24 * HOUR, NOW - 10 * 24 * HOUR)))
     now = closure(features=[feature("f", "mart")], datasets=[mart])
     assert upstream_staleness.detect(now, config, STATE) == []
-    earlier = closure(features=[feature("f", "mart")], datasets=[mart], scanned_at_ms=NOW - HOUR)
-    (stale,) = upstream_staleness.detect(earlier, config, STATE)
+    (stale,) = upstream_staleness.detect(now, config, DetectorState(at_ms=NOW - HOUR))
     assert stale.evidence["last_updated_ms"] == NOW - 10 * 24 * HOUR
 
 
@@ -110,7 +109,7 @@ def test_skew_is_silent_without_features_or_runs_and_informs_without_a_run(confi
 
 
 def _drift(c, baselines, config):
-    return training_source_schema_drift.detect(c, config, DetectorState(schema_baselines=baselines))
+    return training_source_schema_drift.detect(c, config, DetectorState(at_ms=NOW, schema_baselines=baselines))
 
 
 def test_drift_needs_a_baseline(config):
@@ -272,7 +271,7 @@ def test_retuning_is_a_config_change(config):
     strict = tuned(detectors={"pii_exposure": {"severity": {"unjustified": "CRITICAL"}}})
     assert pii_exposure.detect(c, strict, STATE)[0].severity is Severity.CRITICAL
     off = tuned(detectors={"pii_exposure": {"enabled": False}})
-    assert all(f.detector != "pii_exposure" for fs in judged([c], off, {}).findings.values() for f in fs)
+    assert all(f.detector != "pii_exposure" for fs in judged([c], off, {}, at_ms=NOW).findings.values() for f in fs)
 
 
 def test_depth_limit_and_cycles_in_assembly(config):
@@ -290,8 +289,8 @@ def test_findings_are_sorted_and_deterministic(config):
         datasets=[ds("old", deprecated=True, owners=())],
         owners=(),
     )
-    first = judged([c], config, {}).findings[c.urn]
-    second = judged([c], config, {}).findings[c.urn]
+    first = judged([c], config, {}, at_ms=NOW).findings[c.urn]
+    second = judged([c], config, {}, at_ms=NOW).findings[c.urn]
     assert first == second
     assert [f.severity.rank for f in first] == sorted(f.severity.rank for f in first)
 

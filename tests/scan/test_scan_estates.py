@@ -115,7 +115,7 @@ def test_findings_carry_actionable_evidence(estate, config):
 def test_closures_read_legacy_inputs_cycles_and_dangling_urns(estate, config):
     graph = LiteGraph(estate("general"), read_only=True)
     try:
-        closures = {c.urn: c for c in resolve_closures(graph, config.resolve, scanned_at_ms=SCAN_AT_MS)}
+        closures = {c.urn: c for c in resolve_closures(graph, config.resolve, )}
     finally:
         graph.close()
     m1 = closures[M1]
@@ -135,7 +135,7 @@ def test_depth_limit_bounds_the_closure(estate, config):
     shallow = replace(config, resolve=replace(config.resolve, max_depth=1))
     graph = LiteGraph(estate("general"), read_only=True)
     try:
-        (m2,) = resolve_closures(graph, shallow.resolve, scanned_at_ms=SCAN_AT_MS, model_urns=[M2])
+        (m2,) = resolve_closures(graph, shallow.resolve, model_urns=[M2])
     finally:
         graph.close()
     assert set(m2.datasets) == {MART, LABELS, STG_PAY, RAW_CUST}

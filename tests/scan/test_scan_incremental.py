@@ -24,7 +24,7 @@ from recall_dagster.kept.baselines import MemoryStateStore
 from recall_dagster.config.load import load
 from recall_dagster.scan import run_scan
 from recall_dagster.kept.snapshots import SnapshotStore
-from tests.fuzz.estates import NOW_MS, estates
+from tests.fuzz.estates import estates
 
 OPTIONS = load().scan.resolve
 
@@ -45,18 +45,18 @@ def test_incremental_closures_equal_a_full_resolve_after_any_change(before, othe
         else [[]]
     with tempfile.TemporaryDirectory() as scratch, closing(LiteGraph(Path(scratch) / "g.db")) as graph:
         graph.emit_mcps(before)
-        _, snapshot, _ = resolve_incremental(graph, OPTIONS, scanned_at_ms=NOW_MS, include_all=include_all,
+        _, snapshot, _ = resolve_incremental(graph, OPTIONS, include_all=include_all,
                                              previous=None)
         for change in rounds:
             graph.emit_mcps(change)
             closures, snapshot, rescan = resolve_incremental(
-                graph, OPTIONS, scanned_at_ms=NOW_MS, include_all=include_all, previous=snapshot)
+                graph, OPTIONS, include_all=include_all, previous=snapshot)
             assert rescan.mode == "incremental"
-            assert closures == resolve_closures(graph, OPTIONS, scanned_at_ms=NOW_MS, include_all=include_all)
+            assert closures == resolve_closures(graph, OPTIONS, include_all=include_all)
             links = snapshot.links().whole()
             kept = links.asked
             assert kept == {(r, t): tuple(graph.related([t], r, "incoming")[t]) for r, t in kept}
-            _, read, _ = resolve_incremental(graph, OPTIONS, scanned_at_ms=NOW_MS, include_all=include_all,
+            _, read, _ = resolve_incremental(graph, OPTIONS, include_all=include_all,
                                              previous=None)
             assert _who_read(links) == _who_read(read.links().whole())
 
@@ -89,12 +89,12 @@ def test_a_version_read_again_reads_the_production_versions_of_every_group_it_is
     ]
     with tempfile.TemporaryDirectory() as scratch, closing(LiteGraph(Path(scratch) / "g.db")) as graph:
         graph.emit_mcps(estate)
-        _, snapshot, _ = resolve_incremental(graph, OPTIONS, scanned_at_ms=NOW_MS, include_all=True, previous=None)
+        _, snapshot, _ = resolve_incremental(graph, OPTIONS, include_all=True, previous=None)
         graph.emit_mcps([_schema(dataset, "text")])
-        closures, _, rescan = resolve_incremental(graph, OPTIONS, scanned_at_ms=NOW_MS, include_all=True,
+        closures, _, rescan = resolve_incremental(graph, OPTIONS, include_all=True,
                                                   previous=snapshot)
         assert (rescan.mode, rescan.reread) == ("incremental", 3)
-        assert closures == resolve_closures(graph, OPTIONS, scanned_at_ms=NOW_MS, include_all=True)
+        assert closures == resolve_closures(graph, OPTIONS, include_all=True)
         churn_2 = next(c for c in closures if c.model.name == "churn_2")
         assert churn_2.production_versions == ("urn:li:mlModel:(urn:li:dataPlatform:mlflow,churn_3,PROD)",)
 
@@ -154,18 +154,18 @@ def test_a_change_on_the_far_side_of_a_link_reaches_the_closures_that_name_it(es
         owned = graph.list_urns("mlModel")[0]
         graph.emit_mcps([MetadataChangeProposalWrapper(entityUrn=owned, aspect=dh.OwnershipClass(
             owners=[dh.OwnerClass(owner=SOLE_OWNER, type="TECHNICAL_OWNER")]))])
-        before = resolve_closures(graph, OPTIONS, scanned_at_ms=SCAN_AT_MS, include_all=True)
+        before = resolve_closures(graph, OPTIONS, include_all=True)
         edits = _edits(before)
     for kind, edit in edits.items():
         copy = path.with_name(f"{len(kind)}.db")
         copy.write_bytes(path.read_bytes())
         with closing(LiteGraph(copy)) as graph:
-            _, snapshot, _ = resolve_incremental(graph, OPTIONS, scanned_at_ms=SCAN_AT_MS, include_all=True,
+            _, snapshot, _ = resolve_incremental(graph, OPTIONS, include_all=True,
                                                  previous=None)
             graph.emit_mcps(edit)
-            closures, _, rescan = resolve_incremental(graph, OPTIONS, scanned_at_ms=SCAN_AT_MS, include_all=True,
+            closures, _, rescan = resolve_incremental(graph, OPTIONS, include_all=True,
                                                       previous=snapshot)
-            full = resolve_closures(graph, OPTIONS, scanned_at_ms=SCAN_AT_MS, include_all=True)
+            full = resolve_closures(graph, OPTIONS, include_all=True)
             assert full != before, f"{kind}: the edit changed nothing a closure holds"
             assert (rescan.mode, closures) == ("incremental", full), kind
 
@@ -311,9 +311,9 @@ def test_recall_scan_says_how_it_read_the_closures(estate, tmp_path) -> None:
 
 def test_an_empty_graph_rescans_to_nothing() -> None:
     with tempfile.TemporaryDirectory() as scratch, closing(LiteGraph(Path(scratch) / "g.db")) as graph:
-        closures, snapshot, _ = resolve_incremental(graph, OPTIONS, scanned_at_ms=5, include_all=True, previous=None)
+        closures, snapshot, _ = resolve_incremental(graph, OPTIONS, include_all=True, previous=None)
         assert closures == [] and snapshot.closures == {}
-        again, _, rescan = resolve_incremental(graph, OPTIONS, scanned_at_ms=6, include_all=True, previous=snapshot)
+        again, _, rescan = resolve_incremental(graph, OPTIONS, include_all=True, previous=snapshot)
         assert again == [] and rescan.to_json() == {
             "mode": "incremental", "reason": "nothing changed since the last scan", "changed_entities": 0,
             "models_reread": 0, "models_reused": 0}

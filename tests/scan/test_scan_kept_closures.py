@@ -144,5 +144,5 @@ def _kept_links(state, graph, config) -> tuple:  # noqa: ANN001
 
 def _read_links(graph, config, at: int) -> tuple:  # noqa: ANN001
     """The links a full read of the graph makes."""
-    _, snapshot, _ = resolve_incremental(graph, config.resolve, scanned_at_ms=at, include_all=False, previous=None)
+    _, snapshot, _ = resolve_incremental(graph, config.resolve, include_all=False, previous=None)
     return _plain_links(snapshot.links())

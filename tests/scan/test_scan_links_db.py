@@ -36,11 +36,11 @@ def test_links_another_scan_moved_on_while_one_read_them_cost_a_full_read(estate
         faster = run_scan(graph, config, MemoryStateStore(), scanned_at_ms=SCAN_AT_MS, snapshots=store)
         assert faster.rescan.mode == "incremental"
         graph.emit_mcps([_schema(datasets[-1], "text")])
-        closures, _, rescan = resolve_incremental(graph, config.resolve, scanned_at_ms=SCAN_AT_MS,
+        closures, _, rescan = resolve_incremental(graph, config.resolve,
                                                   include_all=False, previous=slower)
         assert (rescan.mode, rescan.reason) == ("full", "another scan rewrote the last scan's links while this "
                                                         "one read them")
-        assert closures == resolve_closures(graph, config.resolve, scanned_at_ms=SCAN_AT_MS, include_all=False)
+        assert closures == resolve_closures(graph, config.resolve, include_all=False)
 
 
 _DIE_MID_CHANGE = """

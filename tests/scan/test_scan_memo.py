@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from scan_closures import HOUR, NOW, closure, cols, ds, feature, urn
 
 from recall_dagster.detect import DetectorState, training_source_schema_drift, upstream_staleness
@@ -19,17 +21,17 @@ def test_a_dataset_a_dozen_closures_hold_is_judged_once_and_reported_in_each(con
     monkeypatch.setattr(Dataset, "freshness_at", counted)
     raw = ds("raw", last_modified_ms=NOW - 200 * HOUR)
     closures = [closure(features=[feature(f"f{i}", "raw")], datasets=[raw]) for i in range(12)]
-    state = DetectorState()
+    state = DetectorState(at_ms=NOW)
     found = [upstream_staleness.detect(c, config, state) for c in closures]
     assert [[f.subject for f in fs] for fs in found] == [[urn("raw")]] * 12
     assert judged == [urn("raw")]
-    later = upstream_staleness.detect(closure(features=[feature("f", "raw")], datasets=[raw], scanned_at_ms=NOW + HOUR),
-                                      config, state)
+    later = upstream_staleness.detect(closure(features=[feature("f", "raw")], datasets=[raw]), config,
+                                      replace(state, at_ms=NOW + HOUR))
     assert [f.evidence["age_hours"] for f in later] == [201.0], "another instant is judged again"
 
 
 def test_two_views_of_one_dataset_each_get_their_own_verdict(config) -> None:
-    state = DetectorState(schema_baselines={urn("mart"): {"amount": "NUMBER"}})
+    state = DetectorState(at_ms=NOW, schema_baselines={urn("mart"): {"amount": "NUMBER"}})
     stale = ds("mart", last_modified_ms=NOW - 200 * HOUR, fields=cols(amount="STRING"))
     fresh = ds("mart", last_modified_ms=NOW - HOUR, fields=cols(amount="NUMBER"))
     old, new = (closure(features=[feature("amount", "mart")], datasets=[view]) for view in (stale, fresh))

@@ -21,7 +21,7 @@ def version(platform: str, name: str, number: int, production: bool = False) -> 
     group = f"urn:li:mlModelGroup:(urn:li:dataPlatform:{platform},{name},PROD)"
     model = Model(urn=f"urn:li:mlModel:(urn:li:dataPlatform:{platform},{name}_{number},PROD)", name=f"{name}_{number}",
                   version=str(number), groups=(group,), registry_production=production)
-    return ModelClosure(model=model, production=production, scanned_at_ms=0)
+    return ModelClosure(model=model, production=production)
 
 
 def test_each_form_is_read_once() -> None:

@@ -7,7 +7,7 @@ from dataclasses import replace
 from scan_closures import HOUR, NOW, closure, cols, ds, feature, run, urn
 from test_scan_detectors import STATE, subjects, tuned
 
-from recall_dagster.detect import profile_drift
+from recall_dagster.detect import DetectorState, profile_drift
 from recall_dagster.estate.views import ColumnEdge, ColumnProfile, Profile
 
 BEFORE, TRAINED, AFTER = NOW - 48 * HOUR, NOW - 24 * HOUR, NOW - HOUR
@@ -82,9 +82,9 @@ def test_without_a_standard_deviation_the_mean_is_judged_relative_to_itself(conf
 def test_no_profile_one_profile_or_only_later_profiles_say_nothing(config):
     assert profile_drift.detect(estate(raw=(), mart=()), config, STATE) == []
     assert profile_drift.detect(estate(raw=(profiled(AFTER, amount=IN_CENTS),), mart=()), config, STATE) == []
-    replayed = estate(raw=(profiled(AFTER, amount=IN_CENTS), profiled(BEFORE, amount=NORMAL)), mart=(),
-                      scanned_at_ms=AFTER - HOUR)
-    assert profile_drift.detect(replayed, config, STATE) == [], "--as-of before the shift was profiled"
+    replayed = estate(raw=(profiled(AFTER, amount=IN_CENTS), profiled(BEFORE, amount=NORMAL)), mart=())
+    assert profile_drift.detect(replayed, config, DetectorState(at_ms=AFTER - HOUR)) == [], (
+        "--as-of before the shift was profiled")
 
 
 def test_the_severity_is_the_teams_to_raise(config):

@@ -23,7 +23,7 @@ from recall_dagster.graph import LiteGraph
 from recall_dagster.graph.overlay import Overlay
 from recall_dagster.graph.port import AspectMap, AspectT, Direction, MetadataGraph
 from tests.graph.graph_estate import make_estate
-from tests.scan.scan_estates import SCAN_AT_MS, ingest
+from tests.scan.scan_estates import ingest
 
 
 class Noting(Overlay):
@@ -81,7 +81,7 @@ def test_a_closure_records_every_entity_the_resolver_read_for_it(tmp_path: Path,
         assert models
         for model in models:
             noting = Noting(graph)
-            [closure] = resolve(noting, options, scanned_at_ms=SCAN_AT_MS, candidates=[model],
+            [closure] = resolve(noting, options, candidates=[model],
                                 model_urns=[model]).closures
             missed = noting.read - closure.read - noting.far
             assert missed == set(), f"{model}: read, not recorded"

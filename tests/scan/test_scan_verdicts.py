@@ -35,7 +35,7 @@ def test_every_detector_that_reads_the_instant_or_the_baselines_says_so() -> Non
     for detector in catalogue.DETECTORS:
         module = importlib.import_module(f"recall_dagster.detect.{detector.name}")
         source = open(module.__file__).read()
-        assert detector.volatile == ("scanned_at_ms" in source), f"{detector.name}: must declare reads=Reads.INSTANT"
+        assert detector.volatile == ("state.at_ms" in source), f"{detector.name}: must declare reads=Reads.INSTANT"
         assert detector.reads_baselines == ("schema_baselines" in source), \
             f"{detector.name}: must declare reads=Reads.BASELINES"
 
@@ -218,7 +218,7 @@ def test_a_kept_verdict_is_the_same_at_another_instant_and_under_other_baselines
     same under every column retyped; the ones that are not kept do find something else there."""
     config = load().scan
     with closing(LiteGraph(estate("general"))) as graph:
-        closures = resolve_closures(graph, config.resolve, scanned_at_ms=SCAN_AT_MS, include_all=True)
+        closures = resolve_closures(graph, config.resolve, include_all=True)
     recorded = record_baselines(closures, {})
     retyped = {urn: {column: f"not {kind}" for column, kind in columns.items()} for urn, columns in recorded.items()}
     turned: set[str] = set()
@@ -226,9 +226,10 @@ def test_a_kept_verdict_is_the_same_at_another_instant_and_under_other_baselines
         if detector.name == "blast_radius":
             continue  # the second pass: kept by what is at risk (test_the_blast_radius_is_kept_...)
         for closure in closures:
-            now = detector.detect(closure, config, DetectorState(schema_baselines=recorded))
-            later = detector.detect(closure.at(SCAN_AT_MS + 60 * DAY), config, DetectorState(schema_baselines=recorded))
-            other = detector.detect(closure, config, DetectorState(schema_baselines=retyped))
+            now = detector.detect(closure, config, DetectorState(at_ms=SCAN_AT_MS, schema_baselines=recorded))
+            later = detector.detect(closure, config, DetectorState(at_ms=SCAN_AT_MS + 60 * DAY,
+                                                                   schema_baselines=recorded))
+            other = detector.detect(closure, config, DetectorState(at_ms=SCAN_AT_MS, schema_baselines=retyped))
             if now != later:
                 assert detector.volatile, f"{detector.name} finds otherwise at another instant: it must declare Reads.INSTANT"
                 turned.add(detector.name)
@@ -244,19 +245,19 @@ def test_a_kept_blast_radius_is_judged_again_where_a_dataset_changed_standing(es
     before (or the reverse), or endangers other models; the result is the second pass judged afresh."""
     config = load().scan
     with closing(LiteGraph(estate("general"))) as graph:
-        closures = resolve_closures(graph, config.resolve, scanned_at_ms=SCAN_AT_MS, include_all=True)
-    found = catalogue.first_pass(closures, config, record_baselines(closures, {}))
-    before = catalogue.second_pass(closures, found, config)
+        closures = resolve_closures(graph, config.resolve, include_all=True)
+    found = catalogue.first_pass(closures, config, record_baselines(closures, {}), at_ms=SCAN_AT_MS)
+    before = catalogue.second_pass(closures, found, config, at_ms=SCAN_AT_MS)
     blamed = [(urn, f) for urn, fs in found.items() for f in fs if f.cause in before.spread.at_risk]
     assert blamed, "the estate has a dataset at risk"
     urn, gone = blamed[0]
     fewer = {u: [f for f in fs if f.cause != gone.cause] for u, fs in found.items()}
     kept = frozenset(c.urn for c in closures)
     for now in (fewer, found):
-        partly = catalogue.second_pass(closures, now, config, partly=(before.spread, kept))
-        afresh = catalogue.second_pass(closures, now, config)
+        partly = catalogue.second_pass(closures, now, config, partly=(before.spread, kept), at_ms=SCAN_AT_MS)
+        afresh = catalogue.second_pass(closures, now, config, at_ms=SCAN_AT_MS)
         assert partly.findings == afresh.findings and partly.blast_radius == afresh.blast_radius
-    assert catalogue.second_pass(closures, fewer, config).findings != before.findings
+    assert catalogue.second_pass(closures, fewer, config, at_ms=SCAN_AT_MS).findings != before.findings
 
 
 def test_a_detector_declaring_what_it_cannot_read_is_refused_when_it_is_declared() -> None:

@@ -22,7 +22,6 @@ from recall_dagster.detect.finding import Finding, Severity
 from recall_dagster.estate.marks import is_managed
 from recall_dagster.graph import open_graph
 from recall_dagster.progress import Progress
-from recall_dagster.clock import clock_ms
 from recall_dagster.config.load import load
 from recall_dagster.scan import select_closures
 from recall_dagster.score import score_model
@@ -75,7 +74,7 @@ def test_enrichment_links_models_features_deployments_and_training_inputs(estate
         }
         transactions = "urn:li:dataset:(urn:li:dataPlatform:postgres,warehouse.marts.fct_transactions,PROD)"
         assert not graph.timeseries([transactions], m.OperationClass)[transactions], "no operation is forged"
-        [fraud] = select_closures(graph, load().scan, scanned_at_ms=clock_ms(), models=[FRAUD_V1])
+        [fraud] = select_closures(graph, load().scan, models=[FRAUD_V1])
         assert any(d.builds_ms for d in fraud.same_table(transactions)), (
             "dbt's model builds reach Recall as DataHub's dbt source records them (run_results.json)")
     finally:
