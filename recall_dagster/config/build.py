@@ -3,10 +3,10 @@
 A section a domain reads as written is handed over as it is (each derives what
 it needs from itself, as the scoring section ranks its tiers). What is built
 here joins sections: the scan's configuration (a dozen sections, named by the
-file that spoke last for messages), the resolver's options (``closure`` and
-``production``), the lifecycle's (with the warehouse its row counts reach and
-the Dagster UI its verdicts link to), and how a failing test reaches a model,
-which the scan and the lifecycle both read. Every check has
+file that spoke last for messages, with how a failing test reaches a model as
+the lifecycle section reads it) and the resolver's options (``closure`` and
+``production``); the lifecycle section is handed the warehouse its row counts
+reach and the Dagster UI its verdicts link to. Every check has
 happened by the time anything here runs, so nothing here raises but the
 detector catalogue's own (a detector or case the file does not configure).
 """
@@ -16,12 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from recall_dagster.config.dagster import DagsterConfig
-from recall_dagster.config.models import Lifecycle, RecallFile
+from recall_dagster.config.models import RecallFile
 from recall_dagster.config.warehouse import Warehouse
 from recall_dagster.detect import ScanConfig, check_config
 from recall_dagster.diagnose.config import DiagnoseConfig
 from recall_dagster.estate import ResolveOptions
-from recall_dagster.estate.options import ReachOptions
 from recall_dagster.impact.config import ImpactConfig
 from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.protect.config import ProtectConfig
@@ -45,21 +44,7 @@ class Configuration:
     narration: Rewrite
 
 
-@dataclass(frozen=True)
-class _Reading:
-    """What the scan and the lifecycle both read from ``lifecycle:``, built once for both: how a failure reaches
-    a model and which results fail."""
-
-    reach: ReachOptions
-    failing_results: frozenset[str]
-
-    @classmethod
-    def of(cls, lc: Lifecycle) -> "_Reading":
-        return cls(ReachOptions(table_level=lc.table_level, name_matching=lc.name_matching),
-                   frozenset(r.upper() for r in lc.failing_results))
-
-
-def _scan(f: RecallFile, source: str, reading: _Reading) -> ScanConfig:
+def _scan(f: RecallFile, source: str) -> ScanConfig:
     config = ScanConfig(
         source=source,
         resolve=ResolveOptions(
@@ -80,37 +65,21 @@ def _scan(f: RecallFile, source: str, reading: _Reading) -> ScanConfig:
         blast_radius=f.blast_radius,
         detectors=f.detectors,
         profile_drift=f.profile_drift,
-        reach=reading.reach,
-        failing_results=reading.failing_results,
+        reach=f.lifecycle.reach,
+        failing_results=f.lifecycle.failing_outcomes,
         acknowledgements=f.acknowledgements,
     )
     check_config(config)
     return config
 
 
-def _lifecycle(lc: Lifecycle, reading: _Reading, warehouse: Warehouse, dagster_url: str) -> LifecycleConfig:
-    return LifecycleConfig(
-        failing_results=reading.failing_results,
-        reach=reading.reach,
-        severity=lc.severity,
-        classification=tuple(lc.classification.items()),
-        default_classification=lc.default_classification,
-        gate=lc.gate,
-        training_rows_metric=lc.training_rows_metric,
-        row_counts=tuple(lc.row_counts.items()),
-        warehouse=warehouse,
-        dagster_url=dagster_url,
-    )
-
-
 def build(f: RecallFile, source: str) -> Configuration:
     """Each domain's view of the checked file ``f``; ``source`` is the file that spoke last, for messages."""
-    reading = _Reading.of(f.lifecycle)
     return Configuration(
         source=source,
-        scan=_scan(f, source, reading),
+        scan=_scan(f, source),
         warehouse=f.warehouse,
-        lifecycle=_lifecycle(f.lifecycle, reading, f.warehouse, f.dagster.webserver_url),
+        lifecycle=f.lifecycle.joined(f.warehouse, f.dagster.webserver_url),
         impact=f.impact,
         writeback=f.writeback,
         protect=f.protect,

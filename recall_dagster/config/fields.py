@@ -13,7 +13,8 @@ naming that key, so the message points at ``scoring.fail_tier``, not at ``scorin
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from functools import cache, cached_property
+from typing import Annotated, Any, Mapping, Self
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
@@ -29,9 +30,24 @@ class KeyMistake(ValueError):
 
 
 class Section(BaseModel):
-    """A mapping of the file: unknown keys are typos, values are taken as written."""
+    """A mapping of the file: unknown keys are typos, values are taken as written.
+
+    What a section derives from its keys is a cached property; a copy forgets it, since pydantic's copy
+    carries it over and a copy with other keys would answer from the old ones."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        copied = super().model_copy(update=update, deep=deep)
+        for name in _derived(type(self)):
+            copied.__dict__.pop(name, None)
+        return copied
+
+
+@cache
+def _derived(section: type) -> tuple[str, ...]:
+    return tuple(name for klass in section.__mro__ for name, value in vars(klass).items()
+                 if isinstance(value, cached_property))
 
 
 def _none_is_empty(value: Any) -> Any:

@@ -31,7 +31,7 @@ from recall_dagster.detect.config import (
 )
 from recall_dagster.diagnose.config import DiagnoseConfig
 from recall_dagster.impact.config import ImpactConfig
-from recall_dagster.lifecycle.config import GateConfig, SeverityConfig
+from recall_dagster.lifecycle.config import LifecycleConfig
 from recall_dagster.protect.config import ProtectConfig
 from recall_dagster.rewrite import Rewrite
 from recall_dagster.config.fields import (
@@ -65,25 +65,6 @@ class CriticalPath(Section):
     min_fan_in: Positive = Field(description="Upstream datasets a table must merge to be on the critical path.")
 
 
-class Lifecycle(Section):
-    failing_results: Texts = Field(
-        description="Assertion results that mean the data is bad (ERROR: the test itself broke).")
-    table_level: bool = Field(description="A failing assertion naming no column poisons every column of its table.")
-    name_matching: bool = Field(
-        description="A feature with no source-column property matches a poisoned column by its name.")
-    severity: SeverityConfig = Field(description="Per model, from the share of its features poisoned.")
-    classification: dict[str, Text] = Field(
-        description="Glob over a test's kind (dbt test name or type) -> failure mode; the first match wins, "
-                    "a team's globs before the shipped ones.")
-    default_classification: Text = Field(description="The failure mode of a test no glob matches.")
-    training_rows_metric: Text = Field(
-        description="Prefix of the metrics a training run logs per table it read: <prefix><schema>.<table>.")
-    row_counts: dict[str, Text] = Field(
-        description='Glob over "<platform>:<dataset name>" -> SQLAlchemy URL or env:VARIABLE: where the gate '
-                    "counts a training input's rows when no DataHub profile says; the first match wins.")
-    gate: GateConfig = Field(description="`recall gate` and the blocking check on each training asset.")
-
-
 class RecallFile(Section):
     """The whole file, once every layer is laid."""
 
@@ -104,7 +85,7 @@ class RecallFile(Section):
     acknowledgements: AckPolicy = Field(
         description="`recall ack`: how long an acceptance may last, and whose, from the graph, count.")
     warehouse: Warehouse = Field(description="The team's warehouse, reached through its dbt profile.")
-    lifecycle: Lifecycle = Field(description="Data incidents, blind window and retrain gate.")
+    lifecycle: LifecycleConfig = Field(description="Data incidents, blind window and retrain gate.")
     impact: ImpactConfig = Field(description="`recall impact` and the measured severity of scan findings.")
     protect: ProtectConfig = Field(description="`recall protect`: reliability of each dataset on a production path.")
     diagnose: DiagnoseConfig = Field(description="`recall diagnose`: the metric gate, ranked causes, a proven repair.")

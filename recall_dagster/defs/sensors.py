@@ -111,7 +111,7 @@ def datahub_assertion_sensor(job: Job, interval_s: int = 60, default_status: Def
             default_status=default_status,
             description="Rescans the production models downstream of each assertion that newly fails in DataHub.")
     def datahub_assertion_results(context: SensorEvaluationContext, recall: RecallResource) -> SensorResult:
-        outcomes = recall.configuration().lifecycle.failing_results
+        outcomes = recall.configuration().lifecycle.failing_outcomes
         with recall.open_graph() as graph:
             results = assertion_results(graph)
             handled = _handled_failures(context.cursor, results, outcomes) if context.cursor is not None else None

@@ -1,20 +1,20 @@
 """The ``lifecycle:`` section of ``recall.yaml``: what counts as bad data, how loud, what blocks a retrain.
 
-Kept apart from the scan's config (as ``writeback:`` is) because only the
-lifecycle reads it; every mistake is a :class:`~recall_dagster.errors.ConfigError`
-naming the key, raised before any graph is read.
+Declared here, where it is read, and read as written: the scan takes from it only
+how far a failing test is followed and which results fail. Every mistake is a
+:class:`~recall_dagster.errors.ConfigError` naming the key, raised before any
+graph is read.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 from fnmatch import fnmatchcase
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Field, PrivateAttr, model_validator
 
-from recall_dagster.config.fields import Count, KeyMistake, Level, Number, Section, Share, Texts
+from recall_dagster.config.fields import Count, KeyMistake, Level, Number, Section, Share, Text, Texts
 from recall_dagster.severity import Scale
 from recall_dagster.estate.options import ReachOptions
 from recall_dagster.config.warehouse import NO_WAREHOUSE, Warehouse
@@ -110,28 +110,60 @@ class GateConfig(Section):
         description="The Dagster gate refuses a retrain on UNVERIFIED (and when no version can be found).")
 
 
-@dataclass(frozen=True)
-class LifecycleConfig:
-    """The ``lifecycle:`` section as the lifecycle reads it, with the warehouse its row counts reach and the
-    Dagster UI its verdicts link to."""
+class LifecycleConfig(Section):
+    """The ``lifecycle:`` section, joined by the loader to the warehouse its row counts reach and the Dagster UI
+    its verdicts link to (:meth:`joined`): both are sections of their own, so the file never sets them here."""
 
-    failing_results: frozenset[str]
-    reach: ReachOptions  # how far a failing test is followed (table_level, name_matching)
-    severity: SeverityConfig
-    classification: tuple[tuple[str, str], ...]  # (glob over the test's kind, class), first match wins
-    default_classification: str
-    gate: GateConfig
-    training_rows_metric: str  # prefix of the metrics a training run logs per table read: <prefix><schema>.<table>
-    row_counts: tuple[tuple[str, str], ...]  # (glob over "platform:name", SQLAlchemy URL or env:VARIABLE)
-    warehouse: Warehouse = NO_WAREHOUSE  # the dbt profile tried after row_counts
-    dagster_url: str = ""  # dagster.webserver_url: where a version's training run is linked
+    failing_results: Texts = Field(
+        description="Assertion results that mean the data is bad (ERROR: the test itself broke).")
+    table_level: bool = Field(description="A failing assertion naming no column poisons every column of its table.")
+    name_matching: bool = Field(
+        description="A feature with no source-column property matches a poisoned column by its name.")
+    severity: SeverityConfig = Field(description="Per model, from the share of its features poisoned.")
+    classification: dict[str, Text] = Field(
+        description="Glob over a test's kind (dbt test name or type) -> failure mode; the first match wins, "
+                    "a team's globs before the shipped ones.")
+    default_classification: Text = Field(description="The failure mode of a test no glob matches.")
+    training_rows_metric: Text = Field(
+        description="Prefix of the metrics a training run logs per table it read: <prefix><schema>.<table>.")
+    row_counts: dict[str, Text] = Field(
+        description='Glob over "<platform>:<dataset name>" -> SQLAlchemy URL or env:VARIABLE: where the gate '
+                    "counts a training input's rows when no DataHub profile says; the first match wins.")
+    gate: GateConfig = Field(description="`recall gate` and the blocking check on each training asset.")
+    _warehouse: Warehouse = PrivateAttr(default=NO_WAREHOUSE)
+    _dagster_url: str = PrivateAttr(default="")
+
+    def joined(self, warehouse: Warehouse, dagster_url: str) -> "LifecycleConfig":
+        """This section with the warehouse the row counts fall back to (its dbt profile) and
+        ``dagster.webserver_url``, where a version's training run is linked."""
+        joined = self.model_copy()
+        joined._warehouse, joined._dagster_url = warehouse, dagster_url
+        return joined
+
+    @property
+    def warehouse(self) -> Warehouse:
+        return self._warehouse
+
+    @property
+    def dagster_url(self) -> str:
+        return self._dagster_url
+
+    @cached_property
+    def reach(self) -> ReachOptions:
+        """How far a failing test is followed, as the scan reads it too."""
+        return ReachOptions(table_level=self.table_level, name_matching=self.name_matching)
+
+    @cached_property
+    def failing_outcomes(self) -> frozenset[str]:
+        """The results that fail, in the case DataHub writes them."""
+        return frozenset(r.upper() for r in self.failing_results)
 
     def failing(self, result: str | None) -> bool:
-        return result is not None and result in self.failing_results
+        return result is not None and result in self.failing_outcomes
 
     def classify(self, kind: str | None) -> str:
         folded = (kind or "").casefold()
         return next(
-            (name for pattern, name in self.classification if fnmatchcase(folded, pattern.casefold())),
+            (name for pattern, name in self.classification.items() if fnmatchcase(folded, pattern.casefold())),
             self.default_classification,
         )

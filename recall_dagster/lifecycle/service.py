@@ -266,7 +266,7 @@ def judge_retrain(
     baselines = JsonStateStore(settings.state_dir).load_baselines()
     return evaluate_gate(
         graph, config, lc, model, now_ms, baselines=baselines,
-        row_counter=sql_row_counter(lc.row_counts, warehouse=lc.warehouse), measure=measure,
+        row_counter=sql_row_counter(tuple(lc.row_counts.items()), warehouse=lc.warehouse), measure=measure,
         acks=in_force(graph, settings, config.acknowledgements).honoured, observed=observed,
     )
 

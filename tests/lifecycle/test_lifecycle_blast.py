@@ -62,7 +62,7 @@ def test_a_failing_column_is_rerooted_and_closed_downstream_through_twins(lc: Li
 
 def test_name_matching_can_be_turned_off(lc: LifecycleConfig) -> None:
     world = estate([closure(1)])
-    radius = blast_radius([record([(10, "FAILURE")])], world.closures, world.columns, replace(lc, reach=replace(lc.reach, name_matching=False)))
+    radius = blast_radius([record([(10, "FAILURE")])], world.closures, world.columns, lc.model_copy(update={"name_matching": False}))
     assert [f.name for f in radius.models[0].poisoned] == ["order_unit_price"]
 
 
@@ -80,7 +80,7 @@ def test_a_table_level_failure_poisons_its_own_columns_only_when_configured(lc: 
     table = record([(10, "FAILURE")], dataset=FCT_PG, column=None)
     (impact,) = blast_radius([table], world.closures, world.columns, lc).models
     assert impact.summary == "3 of 4 features poisoned"
-    assert blast_radius([table], world.closures, world.columns, replace(lc, reach=replace(lc.reach, table_level=False))).models == ()
+    assert blast_radius([table], world.closures, world.columns, lc.model_copy(update={"table_level": False})).models == ()
 
 
 def test_severity_scales_with_the_poisoned_share_not_high_on_everything(lc: LifecycleConfig) -> None:

@@ -90,7 +90,7 @@ def test_a_version_whose_training_time_is_unknown_is_skipped_not_passed(lc, scan
     result = run_gate(inputs(lc, scan_config, (0, "SUCCESS"), (10, "FAILURE"), (20, "SUCCESS"), trained=unknown))
     check = next(c for c in result.checks if c.name == "contaminated_version")
     assert check.status == "SKIP" and check.summary.endswith("is UNKNOWN")
-    strict = replace(lc, gate=lc.gate.model_copy(update={"block_unknown": True}))
+    strict = lc.model_copy(update={"gate": lc.gate.model_copy(update={"block_unknown": True})})
     blocked = run_gate(inputs(strict, scan_config, (0, "SUCCESS"), (10, "FAILURE"), (20, "SUCCESS"), trained=unknown))
     assert "contaminated_version" in {c.name for c in blocked.failing}
 
@@ -122,7 +122,7 @@ def test_detector_findings_open_incidents_and_disabled_checks(lc, scan_config) -
     other = OpenIncident("urn:li:incident:x", "broken feed", (FCT,))
     result = run_gate(inputs(lc, scan_config, findings=(drift, owner), open_incidents=(other,)))
     assert {c.name for c in result.failing} == {"schema_drift", "active_incidents"}
-    quiet = replace(lc, gate=lc.gate.model_copy(update={"disabled": ["schema_drift", "active_incidents"]}))
+    quiet = lc.model_copy(update={"gate": lc.gate.model_copy(update={"disabled": ["schema_drift", "active_incidents"]})})
     assert run_gate(inputs(quiet, scan_config, findings=(drift,), open_incidents=(other,))).go
 
 
@@ -157,7 +157,7 @@ def test_a_required_check_that_cannot_measure_makes_the_verdict_unverified_never
     assert statuses(result)["failing_assertions"] == "SKIP"
     assert result.verdict == "UNVERIFIED" and not result.go
     assert result.to_json()["unverified_checks"] == ["failing_assertions"]
-    relaxed = replace(lc, gate=lc.gate.model_copy(update={"required": ["input_freshness"]}))
+    relaxed = lc.model_copy(update={"gate": lc.gate.model_copy(update={"required": ["input_freshness"]})})
     assert run_gate(replace(untested, config=relaxed, closure=replace(untested.closure, datasets=views))).go
     missing = GateResult.unverified("churn", "no registered model 'churn' in the graph", at(1))
     assert missing.verdict == "UNVERIFIED" and missing.to_json()["reason"].startswith("no registered model")
@@ -178,7 +178,7 @@ def test_an_ownership_gap_warns_but_does_not_refuse_the_retrain_by_default(lc, s
     ownership = next(c for c in result.checks if c.name == "ownership")
     assert (ownership.status, ownership.details) == ("WARN", ("[WARN] model fraud_detector_2 has no owner",))
     assert "Advisory check(s) warn: ownership" in result.to_json()["narrative"]
-    strict = replace(lc, gate=lc.gate.model_copy(update={"advisory": []}))
+    strict = lc.model_copy(update={"gate": lc.gate.model_copy(update={"advisory": []})})
     assert not run_gate(inputs(strict, scan_config, findings=(gap,))).go, "recall.yaml can make it block again"
 
 

@@ -95,7 +95,8 @@ def test_a_team_s_first_match_rules_come_before_the_shipped_ones(tmp_path):
     lc = load(team).lifecycle
     assert lc.classify("not_null_payment_amount") == "finance", "the team's glob wins over the shipped not_null*"
     assert lc.classify("not_null_order_id") == "completeness", "the shipped rules still apply after the team's"
-    assert lc.row_counts[0] == ("postgres:analytics.*", "env:ANALYTICS_URL"), "the gate counts rows where the team says"
+    assert next(iter(lc.row_counts.items())) == ("postgres:analytics.*", "env:ANALYTICS_URL"), (
+        "the gate counts rows where the team says")
 
 
 def test_replace_true_puts_a_team_s_own_tiers_in_place_of_the_shipped_ones(tmp_path):
@@ -166,6 +167,20 @@ def test_the_configuration_is_read_once_per_content_of_its_files(tmp_path):
     assert load(path) is first and load(path).lifecycle is first.lifecycle
     overlay(tmp_path, {"scoring": {"weights": {"WARN": 16}}})
     assert load(path).scan.scoring.weights.points[Severity.WARN] == 16
+
+
+def test_a_copy_of_a_section_with_other_keys_answers_from_them(tmp_path):
+    """What a section derives from its keys is worked out once; a copy with other keys (a test's, a Dagster
+    component's) works it out again instead of answering from the keys it was copied from, and keeps what the
+    loader joined to it."""
+    loaded = load(overlay(tmp_path, {"lifecycle": {"failing_results": ["failure"]}}))
+    lifecycle, scoring = loaded.lifecycle, loaded.scan.scoring
+    assert lifecycle.reach.table_level and lifecycle.failing("FAILURE") and scoring.ranked[0].name == "CRITICAL"
+    narrower = lifecycle.model_copy(update={"table_level": False, "failing_results": ["error"]})
+    assert not narrower.reach.table_level and narrower.failing("ERROR") and not narrower.failing("FAILURE")
+    assert narrower.warehouse is lifecycle.warehouse and narrower.dagster_url == lifecycle.dagster_url
+    renamed = scoring.model_copy(update={"tiers": {f"T{name}": least for name, least in scoring.tiers.items()}})
+    assert renamed.ranked[0].name == "TCRITICAL" and scoring.ranked[0].name == "CRITICAL"
 
 
 def test_a_bad_section_exits_2_from_the_gate_with_the_key_named(tmp_path, monkeypatch):
