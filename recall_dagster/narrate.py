@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from recall_dagster.detect import Finding
-from recall_dagster.estate import ModelClosure, Owner, display_name
+from recall_dagster.estate import Closure, Owner, display_name
 
 WHAT_TO_DO = {
     "training_source_schema_drift": "Compare the column with the type the model was trained on; "
@@ -45,9 +45,9 @@ def owners_text(owners: Sequence[Owner]) -> str:
     return ", ".join(display_name(o.urn) + ("" if o.active else " (left)") for o in owners)
 
 
-def whom_to_call(closure: ModelClosure, finding: Finding) -> str:
+def whom_to_call(closure: Closure, finding: Finding) -> str:
     """The active owners of the dataset at fault, else of the model: who can act on it first."""
-    if finding.cause and finding.cause in closure.datasets:
+    if finding.cause and finding.cause in closure.dataset_urns:
         active = [o for o in closure.dataset(finding.cause).owners if o.active]
         if active:
             return f"{owners_text(active)} (owning {display_name(finding.cause)})"
@@ -55,14 +55,14 @@ def whom_to_call(closure: ModelClosure, finding: Finding) -> str:
     return f"{owners_text(active)} (owning {closure.model.name})" if active else "nobody: no active owner is recorded"
 
 
-def why_it_matters(closure: ModelClosure) -> str:
+def why_it_matters(closure: Closure) -> str:
     live = [display_name(d.urn) for d in closure.live_deployments]
     where = f"serves live traffic from {', '.join(live)}" if live else "serves no live deployment"
     stage = "a production version" if closure.production else "not a production version"
     return f"{closure.model.name} is {stage} and {where}"
 
 
-def finding_paragraph(closure: ModelClosure, finding: Finding) -> str:
+def finding_paragraph(closure: Closure, finding: Finding) -> str:
     """What, why it matters, whom to call, what to do: one finding as a person acts on it."""
     return (f"{finding.severity.value}: {finding.message}. Why it matters: {why_it_matters(closure)}. "
             f"Call {whom_to_call(closure, finding)}. "

@@ -11,7 +11,7 @@ from recall_dagster.acks.trust import Ignored
 from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import Detection, Finding, ScanConfig
 from recall_dagster.detect.blast_radius import BlastRadius
-from recall_dagster.estate import ModelClosure
+from recall_dagster.estate import Closure
 from recall_dagster.estate.coverage import Coverage, coverage
 from recall_dagster.kept.incremental import Rescan
 from recall_dagster.estate.unlinked import Outside
@@ -24,7 +24,7 @@ from recall_dagster.score import Score, score_model
 class ModelReport:
     """A model's open findings (what its score counts) and those an acknowledgement covers (shown, not counted)."""
 
-    closure: ModelClosure
+    closure: Closure
     findings: tuple[Finding, ...]
     score: Score
     accepted: tuple[tuple[Finding, Accepted], ...] = ()
@@ -69,7 +69,7 @@ class ScanResult:
     @property
     def coverage(self) -> Coverage:
         """What the graph let this scan verify about the models it scanned and the tables they reach."""
-        return coverage([m.closure for m in self.models], self.scanned_at_ms)
+        return coverage([m.closure.whole() for m in self.models], self.scanned_at_ms)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -87,7 +87,7 @@ class ScanResult:
 
 
 def score_models(
-    closures: Sequence[ModelClosure], detection: Detection, config: ScanConfig, *,
+    closures: Sequence[Closure], detection: Detection, config: ScanConfig, *,
     acks: Sequence[Acknowledgement] = (), at_ms: int,
 ) -> tuple[ModelReport, ...]:
     """Each model scored on the findings no acknowledgement in force at ``at_ms`` covers."""

@@ -24,7 +24,7 @@ from recall_dagster.detect.catalogue import (
     Found, Judged, Judgement, first_pass, judge, kept_verdicts, keepable, second_pass,
 )
 from recall_dagster.errors import ConfigError, ModelNotFound, NoProductionVersion
-from recall_dagster.estate import ModelClosure
+from recall_dagster.estate import Closure, ModelClosure
 from recall_dagster.estate.columns import ColumnGraph
 from recall_dagster.kept.incremental import Rescan, combined, resolve_incremental, snapshot_key
 from recall_dagster.estate.naming import model_name
@@ -50,16 +50,16 @@ from recall_dagster.kept.verdicts import (
 
 # The measure stage: the first pass's findings replayed on their models (impact.measured), before the blast
 # radius spreads them; the retrain gate's measured_impact check reads what it says.
-Measure = Callable[[MetadataGraph, Sequence[ModelClosure], Found], Found]
+Measure = Callable[[MetadataGraph, Sequence[Closure], Found], Found]
 
 
-def _named(closure: ModelClosure, urn: str, name: str) -> bool:
+def _named(closure: Closure, urn: str, name: str) -> bool:
     """Whether ``name`` (any name of the table ``urn`` is, or ``*`` for all) names it."""
-    return name == "*" or closure.named(urn, name)
+    return name == "*" or closure.whole().named(urn, name)
 
 
 def record_baselines(
-    closures: Sequence[ModelClosure], baselines: Baselines, *, accept: Sequence[str] = ()
+    closures: Sequence[Closure], baselines: Baselines, *, accept: Sequence[str] = ()
 ) -> Baselines:
     """Record the schema of every dataset seen for the first time, and of those ``accept`` names.
 
@@ -86,7 +86,7 @@ def record_baselines(
 
 
 def find_and_record(
-    closures: Sequence[ModelClosure], config: ScanConfig, store: StateStore, *, at_ms: int,
+    closures: Sequence[Closure], config: ScanConfig, store: StateStore, *, at_ms: int,
     accept_schema: Sequence[str] = (),
 ) -> Found:
     """The detectors that need one closure each, judging at ``at_ms`` against the stored baselines; then the
@@ -96,7 +96,7 @@ def find_and_record(
 
 
 def _find_and_record(
-    closures: Sequence[ModelClosure], config: ScanConfig, store: StateStore, baselines: Baselines,
+    closures: Sequence[Closure], config: ScanConfig, store: StateStore, baselines: Baselines,
     accept_schema: Sequence[str], judged: Judged | None, at_ms: int, keep: bool = True,
     columns: Callable[[], ColumnGraph] | None = None,
 ) -> tuple[Judgement, Baselines]:
@@ -111,7 +111,7 @@ def _find_and_record(
 
 
 def finish_detection(
-    closures: Sequence[ModelClosure], found: Found, config: ScanConfig, *,
+    closures: Sequence[Closure], found: Found, config: ScanConfig, *,
     acks: Sequence[Acknowledgement] = (), at_ms: int, snapshots: SnapshotStore | None = None,
     rescan: Rescan | None = None,
 ) -> Detection:
@@ -204,7 +204,7 @@ def scan_closures(
     snapshots: SnapshotStore | None = None,
     full: bool = False,
     shard: Shard | None = None,
-) -> tuple[list[ModelClosure], Rescan | None]:
+) -> tuple[Sequence[Closure], Rescan | None]:
     """:func:`select_closures`, or those of the models ``shard`` holds; with ``snapshots``, a scan of the
     whole estate (or of a shard) reads again only the models a change since the last one reaches (``full``
     reads everything and starts a new snapshot)."""
@@ -232,13 +232,13 @@ class ShardScan:
 
     shard: Shard | None  # None: the whole estate in one part
     scanned_at_ms: int  # the instant its freshness was judged at: every part of one scan shares it
-    closures: tuple[ModelClosure, ...]
+    closures: tuple[Closure, ...]
     found: Found
     rescan: Rescan | None = None
 
 
 def find_again(
-    closures: Sequence[ModelClosure], config: ScanConfig, store: StateStore, *, at_ms: int,
+    closures: Sequence[Closure], config: ScanConfig, store: StateStore, *, at_ms: int,
     snapshots: SnapshotStore | None, rescan: Rescan | None, accept_schema: Sequence[str] = (),
 ) -> Found:
     """:func:`find_and_record`, keeping the last scan's verdicts (:mod:`recall_dagster.kept.verdicts`) on the
@@ -325,7 +325,7 @@ def kept_lists(
 
 
 def left_out(
-    graph: MetadataGraph, closures: Sequence[ModelClosure], config: ScanConfig, at_ms: int,
+    graph: MetadataGraph, closures: Sequence[Closure], config: ScanConfig, at_ms: int,
 ) -> tuple[Unserved, tuple[Outside, ...]]:
     """What a scan of the whole estate says beyond its closures: the registered models it judged no version
     of, and the assertions failing at ``at_ms`` on data none of its models reads."""
@@ -340,7 +340,7 @@ class Read:
 
     scanned_at_ms: int  # the instant freshness is judged at, and acknowledgements are in force at or not
     graph: str
-    closures: tuple[ModelClosure, ...]
+    closures: tuple[Closure, ...]
     whole_estate: bool  # no model was picked out: what the scan did not see, it may stand down
     acks: AckBook = AckBook()  # in force when the closures were read: findings and scores honour them
     rescan: Rescan | None = None  # how they were read: in full, or only what changed since the last scan

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 from recall_dagster.detect import Finding, Severity, count_by_severity
 from recall_dagster.detect.blast_radius import BlastRadius
-from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.estate import Closure, display_name
 from recall_dagster.results import ScanResult
 from recall_dagster.instants import iso_instant
 from recall_dagster.estate.unlinked import unlinked_line
@@ -46,14 +46,14 @@ def table(header: Sequence[str], rows: Iterable[Sequence[object]], limit: int | 
     return "\n".join(lines)
 
 
-def closures_table(closures: Sequence[ModelClosure], limit: int | None = METADATA_ROWS) -> str:
+def closures_table(closures: Sequence[Closure], limit: int | None = METADATA_ROWS) -> str:
     """What each scanned model depends on: the size of its world, before anything is judged."""
     return table(
         ("model", "production", "live deployments", "features", "training runs", "datasets"),
         (
             (c.model.name, "yes" if c.production else "no", len(c.live_deployments), len(c.features),
              len(c.training_runs), len(c.datasets))
-            for c in closures
+            for c in (any_closure.whole() for any_closure in closures)
         ),
         limit,
     )
@@ -110,7 +110,7 @@ def findings_table(findings: Iterable[Finding], limit: int | None = METADATA_ROW
     )
 
 
-def measured_table(closures: Sequence[ModelClosure], detection: "Detection") -> str:
+def measured_table(closures: Sequence[Closure], detection: "Detection") -> str:
     """Findings replayed on their model: the verdict, the severity it moved from, the measurement behind it."""
     names = {c.urn: c.model.name for c in closures}
     rows = []

@@ -21,7 +21,7 @@ from datahub.emitter.mce_builder import datahub_guid
 
 from recall_dagster.detect.finding import Finding
 from recall_dagster.detect.catalogue import IDENTITIES, OpenFindings
-from recall_dagster.estate import ModelClosure
+from recall_dagster.estate import Closure
 from recall_dagster.estate.naming import model_name
 from recall_dagster.instants import in_calendar, iso_instant
 
@@ -59,19 +59,19 @@ class Acknowledgement:
         ident = datahub_guid({"detector": detector, "subject": subject, "model": model or "", "prints": ",".join(prints)})
         return Acknowledgement(ident[:12], detector, subject, model, prints, reason, by, created_ms, until_ms)
 
-    def covers(self, f: Finding, closure: ModelClosure, at_ms: int) -> bool:
+    def covers(self, f: Finding, closure: Closure, at_ms: int) -> bool:
         return (
             self.detector == f.detector and self._on(f, closure) and self._for(closure)
             and self.created_ms <= at_ms < self.until_ms
             and fingerprint(f) in self.fingerprints
         )
 
-    def _on(self, f: Finding, closure: ModelClosure) -> bool:
+    def _on(self, f: Finding, closure: Closure) -> bool:
         """The finding's subject; a finding on a version itself is on its registered model when that is the
         subject acknowledged, so the acknowledgement holds for the versions later retrains register."""
         return self.subject == f.subject or (f.subject == closure.urn and self.subject == closure.registered_model)
 
-    def _for(self, closure: ModelClosure) -> bool:
+    def _for(self, closure: Closure) -> bool:
         if self.model is None:
             return True
         return model_name(self.model).names_model(closure)
@@ -122,7 +122,7 @@ class Split:
     accepted: tuple[tuple[Finding, Accepted], ...] = ()
 
 
-def split(closure: ModelClosure, findings: Sequence[Finding], acks: Sequence[Acknowledgement], at_ms: int) -> Split:
+def split(closure: Closure, findings: Sequence[Finding], acks: Sequence[Acknowledgement], at_ms: int) -> Split:
     """Each finding either open or covered by the first acknowledgement (by id) that accepts it."""
     if not acks:
         return Split(tuple(findings))  # every scan scores every model: most estates acknowledge nothing

@@ -15,7 +15,7 @@ from typing import Any, Container, Iterable
 from recall_dagster.detect.config import ScanConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState, Exposure
-from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.estate import Closure, ModelClosure, display_name
 from recall_dagster.detect.declared import Detector
 
 NAME = "blast_radius"
@@ -38,7 +38,7 @@ class BlastRadius:
         }
 
 
-def exposure_index(closures: Iterable[ModelClosure], at_risk: Container[str]) -> dict[str, Exposure]:
+def exposure_index(closures: Iterable[Closure], at_risk: Container[str]) -> dict[str, Exposure]:
     """Dataset URN -> production models whose closure holds it, and their live deployments; only for the
     datasets ``at_risk``, since no other dataset endangers anyone (and most of an estate's are healthy)."""
     models: dict[str, set[str]] = {}

@@ -38,7 +38,7 @@ from recall_dagster.detect.finding import Finding
 from recall_dagster.detect.holds import Timed
 from recall_dagster.detect.state import DetectorState, Exposure, SchemaBaseline
 from recall_dagster.errors import ConfigError
-from recall_dagster.estate import ModelClosure
+from recall_dagster.estate import Closure
 from recall_dagster.estate.columns import ColumnGraph, column_graph
 
 DETECTORS: tuple[Detector, ...] = tuple(
@@ -90,7 +90,7 @@ class Detection:
     spread: "Spread | None" = field(default=None, repr=False, compare=False)  # what the second pass made
 
 
-OpenFindings = Callable[[ModelClosure, Sequence[Finding]], Sequence[Finding]]
+OpenFindings = Callable[[Closure, Sequence[Finding]], Sequence[Finding]]
 
 
 Found = dict[str, list[Finding]]  # model URN -> what the first pass found
@@ -129,7 +129,7 @@ class Judgement:
 
 
 def first_pass(
-    closures: Sequence[ModelClosure],
+    closures: Sequence[Closure],
     config: ScanConfig,
     schema_baselines: Mapping[str, SchemaBaseline],
     judged: Judged | None = None,
@@ -144,7 +144,7 @@ def first_pass(
 
 
 def judge(
-    closures: Sequence[ModelClosure],
+    closures: Sequence[Closure],
     config: ScanConfig,
     schema_baselines: Mapping[str, SchemaBaseline],
     judged: Judged | None = None,
@@ -166,7 +166,7 @@ def judge(
     judged_again = 0
 
     def volatile(
-        d: Detector, closure: ModelClosure, before: Mapping[str, Timed], mine: dict[str, Timed]
+        d: Detector, closure: Closure, before: Mapping[str, Timed], mine: dict[str, Timed]
     ) -> list[Finding]:
         nonlocal judged_again
         at = at_ms
@@ -179,21 +179,21 @@ def judge(
             if redrawn is not None:
                 mine[d.name] = kept
                 return redrawn
-        found = d.detect(closure, config, state)
+        found = d.detect(closure.whole(), config, state)
         judged_again += 1
-        until = d.holds(closure, config, state) if d.holds is not None and keep else at + 1
+        until = d.holds(closure.whole(), config, state) if d.holds is not None and keep else at + 1
         mine[d.name] = Timed(at, until, tuple(found))
         return found
 
-    def findings(closure: ModelClosure) -> list[Finding]:
+    def findings(closure: Closure) -> list[Finding]:
         kept = earlier.get(closure.urn)
         mine: dict[str, Timed] = {}
         timed[closure.urn] = mine
         if kept is None:
             return [f for d in enabled for f in (
-                volatile(d, closure, {}, mine) if d.volatile else d.detect(closure, config, state))]
+                volatile(d, closure, {}, mine) if d.volatile else d.detect(closure.whole(), config, state))]
         before = before_timed.get(closure.urn, {})
-        fresh = {d.name: volatile(d, closure, before, mine) if d.volatile else d.detect(closure, config, state)
+        fresh = {d.name: volatile(d, closure, before, mine) if d.volatile else d.detect(closure.whole(), config, state)
                  for d in again}
         by_detector: dict[str, list[Finding]] = {}
         for k in kept:
@@ -224,9 +224,9 @@ class Spread:
 
 
 def second_pass(
-    closures: Sequence[ModelClosure], found: Found, config: ScanConfig, open_findings: OpenFindings | None = None,
+    closures: Sequence[Closure], found: Found, config: ScanConfig, open_findings: OpenFindings | None = None,
     earlier: Spread | None = None, partly: "tuple[Spread, frozenset[str]] | None" = None,
-    among: Sequence[ModelClosure] | None = None, columns: "Callable[[], ColumnGraph] | None" = None, *,
+    among: Sequence[Closure] | None = None, columns: "Callable[[], ColumnGraph] | None" = None, *,
     at_ms: int,
 ) -> Detection:
     """What needs the whole estate: ``blast_radius`` over ``closures`` and what the first pass ``found`` in
@@ -258,7 +258,7 @@ def second_pass(
 
 
 def _spread(
-    closures: Sequence[ModelClosure], config: ScanConfig, at_risk: Mapping[str, tuple[str, ...]], at_ms: int,
+    closures: Sequence[Closure], config: ScanConfig, at_risk: Mapping[str, tuple[str, ...]], at_ms: int,
     partly: "tuple[Spread, frozenset[str]] | None" = None,
 ) -> Spread:
     exposure = blast_radius.exposure_index(closures, at_risk)
@@ -272,10 +272,10 @@ def _spread(
         u for u in {*at_risk, *before.at_risk}
         if at_risk.get(u) != before.at_risk.get(u) or exposure.get(u) != before.exposure.get(u))
 
-    def radius(closure: ModelClosure) -> tuple[Finding, ...]:
+    def radius(closure: Closure) -> tuple[Finding, ...]:
         if closure.urn in kept and closure.urn in earlier and moved.isdisjoint(closure.dataset_urns):
             return earlier[closure.urn]
-        return tuple(blast_radius.detect(closure, config, state)) if enabled else ()
+        return tuple(blast_radius.detect(closure.whole(), config, state)) if enabled else ()
 
     return Spread(
         at_risk=at_risk,

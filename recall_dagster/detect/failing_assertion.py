@@ -31,7 +31,7 @@ from recall_dagster.detect.config import ScanConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.holds import first_after
 from recall_dagster.detect.state import DetectorState
-from recall_dagster.estate import Dataset, ModelClosure
+from recall_dagster.estate import Closure, Dataset, ModelClosure
 from recall_dagster.estate.columns import Col, ColumnGraph
 from recall_dagster.estate.failing_test import FailingTest, failing_test
 from recall_dagster.estate.measures import assertion_weight
@@ -67,7 +67,7 @@ Failing = tuple[str, str, Assertion]  # a failing test: its dataset's URN and na
 
 
 def failing_found(
-    closures: Sequence[ModelClosure], found: Mapping[str, Sequence[Finding]], at_ms: int
+    closures: Sequence[Closure], found: Mapping[str, Sequence[Finding]], at_ms: int
 ) -> list[Failing]:
     """The failing tests the first pass ``found`` on the closures at ``at_ms``: read from the few closures holding one, so a
     rescan decodes no kept closure to learn that nothing fails."""
@@ -81,14 +81,14 @@ def failing_found(
     return tests
 
 
-def failing_held(closures: Sequence[ModelClosure], at_ms: int) -> list[Failing]:
+def failing_held(closures: Sequence[Closure], at_ms: int) -> list[Failing]:
     """Every failing test the closures hold at ``at_ms`` (an estate read whole, as the lifecycle reads it)."""
-    return [(urn, dataset.name, assertion) for closure in closures for urn, dataset in closure.datasets.items()
+    return [(urn, dataset.name, assertion) for closure in closures for urn, dataset in closure.whole().datasets.items()
             for assertion in (a.as_of(at_ms) for a in dataset.assertions)
             if assertion.result in CASES]
 
 
-def outside(closures: Sequence[ModelClosure], config: ScanConfig, columns: Callable[[], ColumnGraph],
+def outside(closures: Sequence[Closure], config: ScanConfig, columns: Callable[[], ColumnGraph],
             failing: Sequence[Failing], at_ms: int) -> Mapping[str, tuple[Finding, ...]]:
     """Model URN -> the ``failing`` tests on tables its closure does not hold that reach it (always as a suspect:
     what descends from the failing column would hold the failing table upstream); ``columns`` gives the
@@ -112,16 +112,17 @@ def outside(closures: Sequence[ModelClosure], config: ScanConfig, columns: Calla
         mine = [tests[a] for a in sorted(reached) if home[a] not in tables]
         if not mine:
             continue
-        passing = passing_columns(closure, graph, at_ms)
+        whole = closure.whole()
+        passing = passing_columns(whole, graph, at_ms)
         hits = []
         for urn, name, assertion in mine:
-            reach = reaches(closure, graph, urn, assertion.column, config.reach, passing)
+            reach = reaches(whole, graph, urn, assertion.column, config.reach, passing)
             if reach is None:
                 continue
             shared = (*(f.lineage[0][0] for f in reach.suspect), *sorted(origins[assertion.urn]))
             origin = next(tables[t] for t in shared if t in tables)
-            hits.append(_finding(closure, config, urn, name, assertion, FailingTest(reach, ()),
-                                 (*closure.path_to(origin), urn), outside_closure=True))
+            hits.append(_finding(whole, config, urn, name, assertion, FailingTest(reach, ()),
+                                 (*whole.path_to(origin), urn), outside_closure=True))
         if hits:
             found[closure.urn] = tuple(hits)
     return found

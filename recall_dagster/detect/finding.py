@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from recall_dagster.estate import ModelClosure
+from recall_dagster.estate import Closure, ModelClosure
 from recall_dagster.severity import Severity
 
 
@@ -26,10 +26,10 @@ class Finding:
     evidence: Mapping[str, Any] = field(default_factory=dict)
     cause: str | None = None
 
-    def about(self, closure: ModelClosure, name: str) -> bool:
+    def about(self, closure: Closure, name: str) -> bool:
         """Whether the finding is on, or caused by, what ``name`` names: a URN, or any name of the table
         (``platform:name``, full name, dotted suffix, a dbt node's ``unique_id``, a twin's) in ``closure``."""
-        return any(u is not None and closure.named(u, name) for u in (self.subject, self.cause))
+        return any(u is not None and closure.whole().named(u, name) for u in (self.subject, self.cause))
 
     def to_json(self) -> dict[str, Any]:
         return {

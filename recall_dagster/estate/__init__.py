@@ -5,7 +5,7 @@ graph (:mod:`recall_dagster.estate.resolve`, :mod:`recall_dagster.kept.increment
 importing a view never loads the graph.
 """
 
-from recall_dagster.estate.closure import ModelClosure, assemble_closure
+from recall_dagster.estate.closure import Closure, ModelClosure, assemble_closure
 from recall_dagster.estate.names import display_name
 from recall_dagster.estate.options import ResolveOptions
 from recall_dagster.estate.views import (
@@ -26,6 +26,7 @@ from recall_dagster.estate.views import (
 
 __all__ = [
     "Assertion",
+    "Closure",
     "ColumnEdge",
     "Dataset",
     "Deployment",

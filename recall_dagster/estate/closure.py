@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping, Protocol
 
 from recall_dagster.estate.names import MLFLOW_DATASET, assertion_named_by, display_name, named_by
 from recall_dagster.estate.storage import is_object_store
@@ -22,6 +22,48 @@ if TYPE_CHECKING:
     from recall_dagster.estate.columns import ColumnGraph
 
 Path = tuple[str, ...]
+
+
+class Closure(Protocol):
+    """What the scan's stages after the read ask of any model's closure: its head (the model, its standing and
+    deployments, which datasets and assertions it holds) and one dataset at a time; :meth:`whole` is the
+    closure itself, for a detector judging it. A closure the last scan kept
+    (:class:`~recall_dagster.kept.closures.KeptClosure`) answers the head from what was kept and decodes the
+    rest only for :meth:`whole`: a rescan of 10,000 unchanged models asks nothing more of most of them."""
+
+    @property
+    def model(self) -> Model: ...
+
+    @property
+    def urn(self) -> str: ...
+
+    @property
+    def production(self) -> bool: ...
+
+    @property
+    def deployments(self) -> tuple[Deployment, ...]: ...
+
+    @property
+    def live_deployments(self) -> tuple[Deployment, ...]: ...
+
+    @property
+    def production_versions(self) -> tuple[str, ...]: ...
+
+    @property
+    def dataset_urns(self) -> tuple[str, ...]: ...
+
+    @property
+    def assertion_urns(self) -> tuple[str, ...]: ...
+
+    @property
+    def registered_model(self) -> str: ...
+
+    @property
+    def registered_name(self) -> str: ...
+
+    def dataset(self, urn: str) -> Dataset: ...
+
+    def whole(self) -> "ModelClosure": ...
 
 
 @dataclass(frozen=True)
@@ -42,6 +84,10 @@ class ModelClosure:
     # each entity the walk reached -> the one it was reached from (the model's own links from the model): the
     # paths as a tree, since a tuple per entity was a quarter of a million tuples to keep at 10,000 models
     parents: Mapping[str, str] = field(default_factory=dict)
+
+    def whole(self) -> "ModelClosure":
+        """Itself: it is whole (:class:`Closure`)."""
+        return self
 
     @cached_property
     def urn(self) -> str:

@@ -14,7 +14,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
-from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.estate import Closure, ModelClosure, display_name
 from recall_dagster.estate.views import Dataset, FieldRef
 
 Col = tuple[str, str]  # (canonical dataset URN, simple column path)
@@ -95,22 +95,22 @@ def lineage_to(col: Col, parents: Mapping[Col, Col | None]) -> tuple[Col, ...]:
     return tuple(reversed(chain))
 
 
-def same_columns(before: ModelClosure, after: ModelClosure) -> bool:
+def same_columns(before: Closure, after: Closure) -> bool:
     """Whether ``after`` adds to the estate's column lineage exactly what ``before`` did: the same datasets,
     in the same order, each with the same twins, aliases, columns and column lineage (what
     :func:`column_graph` reads).  A retyped column or a new assertion run changes none of it."""
     if before.dataset_urns != after.dataset_urns:
         return False
-    was, now = before.datasets, after.datasets
-    return all(_column_inputs(was[u]) == _column_inputs(now[u]) for u in after.dataset_urns)
+    return all(_column_inputs(before.dataset(u)) == _column_inputs(after.dataset(u)) for u in after.dataset_urns)
 
 
 def _column_inputs(dataset: Dataset) -> tuple:
     return dataset.copy_of, dataset.aliases, tuple(f.path for f in dataset.fields or ()), dataset.column_lineage
 
 
-def column_graph(closures: Sequence[ModelClosure]) -> ColumnGraph:
-    """The estate's column lineage, from every dataset any closure holds."""
+def column_graph(any_closures: Sequence[Closure]) -> ColumnGraph:
+    """The estate's column lineage, from every dataset any closure holds (each read whole)."""
+    closures = [c.whole() for c in any_closures]
     canonical: dict[str, str] = {}
     for closure in closures:
         for urn in closure.datasets:

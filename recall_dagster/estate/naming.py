@@ -11,11 +11,13 @@ versions those are, and no URN is ever built from a name.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, TypeVar
 
 from recall_dagster.errors import ConfigError
-from recall_dagster.estate.closure import ModelClosure
+from recall_dagster.estate.closure import Closure
 from recall_dagster.estate.names import display_name
+
+C = TypeVar("C", bound=Closure)
 
 MODEL_URN = "urn:li:mlModel:"
 GROUP_URN = "urn:li:mlModelGroup:"
@@ -41,7 +43,7 @@ class ModelName:
             return display_name(self.group_urn)
         return self.name
 
-    def names_model(self, closure: ModelClosure) -> bool:
+    def names_model(self, closure: Closure) -> bool:
         """True when this names ``closure``'s registered model (any of its versions) or the version itself."""
         if self.text.strip() in (closure.registered_name.strip(), closure.model.name.strip()):
             return True  # its whole name, spaces around it aside: a name written in the graph may hold a "/"
@@ -49,14 +51,14 @@ class ModelName:
             return self.names_version(closure)
         return self.group_urn is not None and closure.registered_model == self.group_urn
 
-    def names_version(self, closure: ModelClosure) -> bool:
+    def names_version(self, closure: Closure) -> bool:
         """True when this names exactly ``closure``'s version."""
         if self.version_urn is not None:
             return closure.urn == self.version_urn
         return (self.version is not None and closure.registered_name == self.name
                 and (closure.model.version or "").strip() == self.version)
 
-    def among(self, closures: Iterable[ModelClosure], exact: bool = False) -> list[ModelClosure]:
+    def among(self, closures: Iterable[C], exact: bool = False) -> list[C]:
         """The closures this names (with ``exact``, only as one version); a name two registered models answer
         to (``churn`` on MLflow and on SageMaker) is refused with both URNs, never the two read as one."""
         test = self.names_version if exact else self.names_model

@@ -11,11 +11,12 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from recall_dagster.estate.closure import ModelClosure
-from recall_dagster.estate.naming import model_name
+
+from recall_dagster.estate.naming import C, model_name
 from recall_dagster.estate.production import replaced_by_retrain
 
 
-def select(closures: Iterable[ModelClosure], names: Sequence[str] = (), versions: Sequence[str] = ()) -> list[ModelClosure]:
+def select(closures: Iterable[C], names: Sequence[str] = (), versions: Sequence[str] = ()) -> list[C]:
     """The closures any name (a registered model, or a version) or version selector picks, in their original
     order; a name several registered models answer to is a ConfigError."""
     pool = list(closures)

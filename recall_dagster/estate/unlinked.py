@@ -13,7 +13,7 @@ from typing import Any, Callable, Collection, Sequence
 
 from datahub.metadata.schema_classes import AssertionInfoClass, StatusClass
 
-from recall_dagster.estate.closure import ModelClosure
+from recall_dagster.estate.closure import Closure
 from recall_dagster.estate.marks import recall_assertion
 from recall_dagster.estate.parse import asserted_entity, assertion_kind, is_removed, parse_assertion
 from recall_dagster.estate.resolve import assertion_runs
@@ -55,7 +55,7 @@ def failing_outside(
     return tuple(found)
 
 
-def asserted_in(closures: Sequence[ModelClosure]) -> set[str]:
+def asserted_in(closures: Sequence[Closure]) -> set[str]:
     """Every assertion the closures hold, on any of their datasets."""
     return {a for c in closures for a in c.assertion_urns}
 

@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from datahub.metadata.schema_classes import GlobalTagsClass, MLModelPropertiesClass, VersionPropertiesClass
 
-from recall_dagster.estate.closure import ModelClosure
+from recall_dagster.estate.closure import Closure
 from recall_dagster.estate.names import display_name
 from recall_dagster.estate.production import marked_at_all
 from recall_dagster.graph.port import MetadataGraph
@@ -30,7 +30,7 @@ class Unserved:
         return {"registered_without_production": list(self.registered), "registered_unmarked": list(self.unmarked)}
 
 
-def without_production(graph: MetadataGraph, closures: Sequence[ModelClosure]) -> Unserved:
+def without_production(graph: MetadataGraph, closures: Sequence[Closure]) -> Unserved:
     """Registered models (model groups) the graph lists with no version in production among ``closures``,
     and those of them nothing marks at all (no alias, stage or deployment on any version): what a scan of the
     production models would otherwise pass over in silence."""

@@ -21,7 +21,7 @@ from recall_dagster.config.warehouse import Warehouse
 from recall_dagster.detect import Finding, Severity, failing_assertion, training_source_schema_drift, upstream_staleness
 from recall_dagster.detect.catalogue import Found
 from recall_dagster.graph.port import MetadataGraph
-from recall_dagster.estate import ModelClosure
+from recall_dagster.estate import Closure, ModelClosure
 from recall_dagster.impact.config import ImpactConfig, MeasuredConfig
 from recall_dagster.impact.mutation_spec import Mutation, parse_mutation
 from recall_dagster.impact.policy import Verdict, worst
@@ -129,9 +129,9 @@ class Measurer:
         self.columns, self.lc, self.ic, self.source, self.rows = columns, lc, ic, source, table_rows
         self._done: dict[tuple[str, tuple[str, ...], str, float], ImpactReport] = {}
 
-    def run(self, closure: ModelClosure, replay: Replay) -> ImpactReport | None:
+    def run(self, closure: Closure, replay: Replay) -> ImpactReport | None:
         """The replay on ``closure``'s version; None when the change reaches none of its inputs."""
-        affected = affected_models([closure], self.columns, replay.changed, self.lc)
+        affected = affected_models([closure.whole()], self.columns, replay.changed, self.lc)
         if not affected:
             return None
         key = (closure.urn, tuple(i.name for i in affected[0].inputs), replay.mutation.label, replay.mutation.fraction)
@@ -141,7 +141,7 @@ class Measurer:
             self._done[key] = run_experiment(affected, replay.changed, replay.mutation, self.source, self.ic)
         return self._done[key]
 
-    def measure(self, closure: ModelClosure, finding: Finding) -> Finding:
+    def measure(self, closure: Closure, finding: Finding) -> Finding:
         mc = self.ic.measured
         if not finding.severity.at_least(mc.min_severity) or (mc.production_only and not closure.production):
             return finding
@@ -208,7 +208,7 @@ def _table_rows(
 
 def measure_findings(
     graph: MetadataGraph,
-    closures: Sequence[ModelClosure],
+    closures: Sequence[Closure],
     found: Found,
     lc: LifecycleConfig,
     ic: ImpactConfig,
@@ -224,7 +224,7 @@ def measure_findings(
     ]
     if not mc.enabled or not wanted:
         return found
-    measurer = Measurer(column_graph(closures), lc, ic, source, _table_rows(graph, wanted, found, lc))
+    measurer = Measurer(column_graph(closures), lc, ic, source, _table_rows(graph, [c.whole() for c in wanted], found, lc))
     by_urn = {c.urn: c for c in closures}
     return {urn: [measurer.measure(by_urn[urn], f) for f in fs] if urn in by_urn else list(fs)
             for urn, fs in found.items()}
@@ -233,7 +233,7 @@ def measure_findings(
 def finding_measure(lc: LifecycleConfig, ic: ImpactConfig, source: ModelSource) -> Measure:
     """:func:`measure_findings` with its configuration and models bound: the step the pipeline calls."""
 
-    def measure(graph: MetadataGraph, closures: Sequence[ModelClosure], found: Found) -> Found:
+    def measure(graph: MetadataGraph, closures: Sequence[Closure], found: Found) -> Found:
         return measure_findings(graph, closures, found, lc, ic, source)
 
     return measure

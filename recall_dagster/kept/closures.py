@@ -16,7 +16,8 @@ from typing import Any, Callable, Mapping
 
 from recall_dagster.collector import paused
 from recall_dagster.estate.closure import ModelClosure
-from recall_dagster.estate.views import Dataset
+from recall_dagster.estate.names import display_name
+from recall_dagster.estate.views import Dataset, Deployment, Model
 from recall_dagster.pickles import Signer, unsigned
 
 Head = tuple  # model, production, deployments, production versions, dataset URNs, assertion URNs
@@ -54,69 +55,69 @@ class Kept:
         return unsigned(self.read(ref), self.signer, f"the closure snapshot pack {ref[0]}")
 
 
-_FIELDS = tuple(f.name for f in dataclasses.fields(ModelClosure))
+class KeptClosure:
+    """A closure the last scan kept, as the stages after the read ask it (:class:`~recall_dagster.estate.closure.
+    Closure`): the head from the snapshot, one dataset at a time from the snapshot's packs, and the closure itself
+    (:meth:`whole`) decoded when a detector must judge it again.  It equals, and pickles as, that closure."""
 
+    __slots__ = ("model", "production", "deployments", "production_versions", "dataset_urns", "assertion_urns",
+                 "live_deployments", "stored", "kept", "_whole")
 
-class KeptClosure(ModelClosure):
-    """A :class:`ModelClosure` whose features, feature tables, training runs, datasets and walk are decoded
-    when first read.  It equals, and pickles as, the plain closure it stands for."""
-
-    def __init__(self, stored: tuple[Head, Ref], kept: Kept) -> None:  # the head fills the fields
+    def __init__(self, stored: tuple[Head, Ref], kept: Kept) -> None:
         model, production, deployments, production_versions, dataset_urns, assertion_urns = stored[0]
-        self.__dict__.update(
-            model=model, urn=model.urn, production=production, deployments=deployments,
-            live_deployments=tuple(d for d in deployments if d.live),
-            production_versions=production_versions, dataset_urns=dataset_urns, assertion_urns=assertion_urns,
-            _stored=stored, _kept=kept,
-        )
+        self.model: Model = model
+        self.production: bool = production
+        self.deployments: tuple[Deployment, ...] = deployments
+        self.production_versions: tuple[str, ...] = production_versions
+        self.dataset_urns: tuple[str, ...] = dataset_urns
+        self.assertion_urns: tuple[str, ...] = assertion_urns
+        self.live_deployments = tuple(d for d in deployments if d.live)
+        self.stored = stored  # its head, and where its body is kept, as the snapshot holds them
+        self.kept = kept  # the loaded snapshot its body and datasets are read from
+        self._whole: ModelClosure | None = None
 
-    def _body(self) -> dict[str, Any]:
-        body = self.__dict__.get("_decoded")
-        if body is None:
+    @property
+    def urn(self) -> str:
+        return self.model.urn
+
+    @property
+    def registered_model(self) -> str:
+        return self.model.registered
+
+    @property
+    def registered_name(self) -> str:
+        return display_name(self.model.registered)
+
+    def dataset(self, urn: str) -> Dataset:
+        """One of its datasets, decoding no other (a scan asks a few of every closure)."""
+        if self._whole is not None or urn not in self.dataset_urns:
+            return self.whole().dataset(urn)
+        return self.kept[urn]
+
+    def whole(self) -> ModelClosure:
+        """The closure it stands for, decoded once."""
+        if self._whole is None:
             with paused():
                 features, feature_tables, training_runs, parents = self.kept.body(self.stored[1])
                 datasets = {u: self.kept[u] for u in self.dataset_urns}
-            body = self.__dict__["_decoded"] = {
-                "features": features, "feature_tables": feature_tables, "training_runs": training_runs,
-                "datasets": datasets, "parents": parents,
-            }
-        return body
-
-    features = property(lambda self: self._body()["features"])
-    feature_tables = property(lambda self: self._body()["feature_tables"])
-    training_runs = property(lambda self: self._body()["training_runs"])
-    datasets = property(lambda self: self._body()["datasets"])
-    parents = property(lambda self: self._body()["parents"])
-
-    def dataset(self, urn: str) -> Dataset:
-        """One of its datasets, without decoding the rest of the body (a scan asks a few of every closure)."""
-        if "_decoded" in self.__dict__ or urn not in self.dataset_urns:
-            return super().dataset(urn)
-        return self.kept[urn]
-
-    @property
-    def kept(self) -> Kept:
-        """The loaded snapshot its body and datasets are read from."""
-        return self.__dict__["_kept"]
-
-    @property
-    def stored(self) -> tuple[Head, Ref]:
-        """Its head and where its body is kept, as the snapshot holds them."""
-        return self.__dict__["_stored"]
-
-    def plain(self) -> ModelClosure:
-        """The closure it stands for, decoded whole."""
-        return ModelClosure(*self._fields())
-
-    def _fields(self) -> tuple:
-        return tuple(getattr(self, name) for name in _FIELDS)
+            self._whole = ModelClosure(self.model, self.production, features, feature_tables, training_runs,
+                                       self.deployments, datasets, self.production_versions, parents)
+        return self._whole
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, ModelClosure):
-            return self._fields() == tuple(getattr(other, name) for name in _FIELDS)
+        if isinstance(other, (ModelClosure, KeptClosure)):
+            return self.whole() == other.whole()
         return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]  # as the plain closure's: its datasets are a dict
+    __hash__ = None  # type: ignore[assignment]  # as the closure's it stands for: its datasets are a dict
 
     def __reduce__(self) -> tuple:
-        return ModelClosure, self._fields()
+        whole = self.whole()
+        return ModelClosure, tuple(getattr(whole, name) for name in _FIELDS)
+
+
+    def __repr__(self) -> str:
+        return f"KeptClosure({self.urn})"
+
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(ModelClosure))

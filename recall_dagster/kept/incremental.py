@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Sequence
 
-from recall_dagster.estate.closure import ModelClosure
+from recall_dagster.estate.closure import Closure, ModelClosure
 from recall_dagster.estate.columns import same_columns
 from recall_dagster.kept.incoming import KnownIncoming
 from recall_dagster.kept.links import KeptLinks, Links, LinksMoved, links_changed, links_of
@@ -44,7 +44,7 @@ class Snapshot:
 
     key: str  # what was resolved: the graph, the resolve settings and the selection
     token: str  # the graph's change token when it was read
-    closures: Mapping[str, ModelClosure]  # the selected ones, by model URN
+    closures: Mapping[str, Closure]  # the selected ones, by model URN
     links: Callable[[], KeptLinks | None] = field(compare=False, repr=False)  # None when they cannot be read back
 
 
@@ -159,7 +159,7 @@ def resolve_incremental(
     previous: Snapshot | None,
     full: bool = False,
     shard: Shard | None = None,
-) -> tuple[list[ModelClosure], Snapshot, Rescan]:
+) -> tuple[list[Closure], Snapshot, Rescan]:
     """The closures :func:`~recall_dagster.estate.resolve.resolve_closures` gives (of the models ``shard``
     holds), reading again only the models a change since ``previous`` reaches; the snapshot to keep for the
     next scan; how it went."""
@@ -187,7 +187,7 @@ def resolve_incremental(
 
 def _incremental(graph: MetadataGraph, options: ResolveOptions, include_all: bool,
                  shard: Shard | None, previous: Snapshot, links: KeptLinks, changes: Changes
-                 ) -> tuple[list[ModelClosure], Snapshot, Rescan]:
+                 ) -> tuple[list[Closure], Snapshot, Rescan]:
     """Read again the models a change since ``previous`` reaches, following it by ``links``."""
     assert changes.urns is not None
     listed = set(graph.list_urns("mlModel"))
@@ -211,7 +211,7 @@ def _incremental(graph: MetadataGraph, options: ResolveOptions, include_all: boo
     return _in_order(snapshot), snapshot, rescan
 
 
-def _in_order(snapshot: Snapshot) -> list[ModelClosure]:
+def _in_order(snapshot: Snapshot) -> list[Closure]:
     """The snapshot's closures as a resolve gives them, by model URN: kept as they were read, since the scan
     judges them at its own instant."""
     return [snapshot.closures[u] for u in sorted(snapshot.closures)]

@@ -15,7 +15,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Protocol
 
-from recall_dagster.estate.closure import ModelClosure
+from recall_dagster.estate.closure import Closure, ModelClosure
 from recall_dagster.kept.incoming import Answers, Key
 from recall_dagster.estate.views import Model
 
@@ -173,7 +173,7 @@ def links_of(closures: Mapping[str, ModelClosure], models: Mapping[str, Model], 
     return Links(chosen, {e: tuple(m) for e, m in readers.items()}, dict(asked))
 
 
-def links_changed(before: KeptLinks, read_before: Mapping[str, ModelClosure], kept: set[str],
+def links_changed(before: KeptLinks, read_before: Mapping[str, Closure], kept: set[str],
                   closures: Mapping[str, ModelClosure], models: Mapping[str, Model], asked: Incoming) -> ChangedLinks:
     """``before`` (the last scan's links, with ``read_before``, its closures) brought up to date by a rescan that
     kept the models in ``kept``, read ``models`` again (``closures``: those selected) and brought the far-side
@@ -184,7 +184,7 @@ def links_changed(before: KeptLinks, read_before: Mapping[str, ModelClosure], ke
     gone = again - models.keys()
     chosen_now = {u: (m.groups, m.chosen_by) for u, m in models.items()}
     chosen_then = before.chosen(u for u in again if u not in read_before)
-    then = {u: read_before[u].read if u in read_before else chosen_then[u][1] for u in again}
+    then = {u: read_before[u].whole().read if u in read_before else chosen_then[u][1] for u in again}
     now = {u: closures[u].read if u in closures else chosen_now[u][1] for u in models}
     left: dict[str, set[str]] = {}
     joined: dict[str, list[str]] = {}

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence, cast
 
 from recall_dagster import detect, estate, kept, severity
-from recall_dagster.estate import ModelClosure
+from recall_dagster.estate import Closure
 from recall_dagster.estate.columns import ColumnGraph, column_graph
 from recall_dagster.kept import links_db
 from recall_dagster.kept.incremental import Rescan, Snapshot
@@ -218,10 +218,9 @@ class SnapshotStore:
             if isinstance(closure, KeptClosure) and closure.kept is held:
                 entries[urn] = closure.stored
                 continue
-            if isinstance(closure, KeptClosure):  # kept under another load: its datasets are not in this one
-                closure = closure.plain()
-            heads[urn], objects[("body", urn)] = head_and_body(closure)
-            fresh.update(closure.datasets)
+            whole = closure.whole()  # read now, or kept under another load: its datasets are not in this one
+            heads[urn], objects[("body", urn)] = head_and_body(whole)
+            fresh.update(whole.datasets)
         objects.update((("table", u), d) for u, d in fresh.items())
         # a dataset no kept closure holds any more stays till a scan keeps none (a full one)
         tables = dict(held.tables) if entries and held is not None else {}
@@ -237,7 +236,7 @@ class SnapshotStore:
         tables.update((u, ref) for (kind, u), ref in refs.items() if kind == "table")
         return entries, tables, packed
 
-    def column_graph(self, rescan: Rescan, closures: Sequence[ModelClosure]) -> Callable[[], ColumnGraph]:
+    def column_graph(self, rescan: Rescan, closures: Sequence[Closure]) -> Callable[[], ColumnGraph]:
         """The estate's column lineage over ``closures`` (a scan's, or a shard's), for the first detector that
         asks: the graph kept with the snapshot ``rescan`` kept its closures from, while they add what they
         added then (:attr:`~recall_dagster.kept.incremental.Rescan.same_columns`), or built and kept.

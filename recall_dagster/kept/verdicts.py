@@ -32,7 +32,7 @@ from pydantic import BaseModel
 from recall_dagster.detect import Finding, ScanConfig
 from recall_dagster.detect.holds import Timed
 from recall_dagster.detect.catalogue import Judged, Spread, keepable
-from recall_dagster.estate import ModelClosure
+from recall_dagster.estate import Closure
 from recall_dagster.kept.incremental import Rescan
 
 
@@ -106,7 +106,7 @@ def reusable(earlier: Verdicts | None, rescan: Rescan, config: str, baselines: s
 
 
 def reusable_spread(
-    earlier: KeptSpread | None, rescan: Rescan, config: str, closures: Sequence[ModelClosure]
+    earlier: KeptSpread | None, rescan: Rescan, config: str, closures: Sequence[Closure]
 ) -> Spread | None:
     """The last second pass, when every closure of this scan is one it ran over (none read again, none gone)."""
     if earlier is None or not _same_closures(earlier, rescan, config):

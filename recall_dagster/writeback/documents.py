@@ -22,7 +22,7 @@ from datahub.metadata.schema_classes import (
 )
 
 from recall_dagster.detect import Finding
-from recall_dagster.estate import ModelClosure, display_name
+from recall_dagster.estate import Closure, display_name
 from recall_dagster.narrate import finding_paragraph, owners_text, worst_first
 from recall_dagster.results import ModelReport
 from recall_dagster.instants import iso_instant
@@ -32,9 +32,9 @@ from recall_dagster.writeback.context import PlanContext
 from recall_dagster.writeback.keys import MANAGED_BY, assertion_urn, document_urn, managed, stamp
 from recall_dagster.writeback.writes import Write
 
-def _datasets(closure: ModelClosure, finding: Finding) -> list[str]:
+def _datasets(closure: Closure, finding: Finding) -> list[str]:
     """Datasets on the finding's causal chain, and the one at fault."""
-    chain = [u for u in finding.evidence.get("path", []) if u in closure.datasets]
+    chain = [u for u in finding.evidence.get("path", []) if u in closure.dataset_urns]
     return list(dict.fromkeys([*chain, *([finding.cause] if finding.cause else [])]))
 
 

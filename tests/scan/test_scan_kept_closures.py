@@ -16,7 +16,7 @@ from recall_dagster.kept.baselines import MemoryStateStore
 from recall_dagster.config.load import load
 from recall_dagster.estate import ModelClosure
 from recall_dagster.kept.incremental import resolve_incremental, snapshot_key
-from recall_dagster.kept.closures import KeptClosure
+from recall_dagster.kept.closures import Kept, KeptClosure
 from recall_dagster.graph import LiteGraph
 from recall_dagster.scan import run_scan
 from recall_dagster.kept import snapshots
@@ -25,8 +25,12 @@ from recall_dagster.kept.snapshots import SnapshotStore
 HOUR = 3_600_000
 
 
-def test_a_rescan_of_an_unchanged_estate_reads_no_kept_body_and_each_stands_for_its_closure(estate, tmp_path):
+def test_a_rescan_of_an_unchanged_estate_reads_no_kept_body_and_each_stands_for_its_closure(
+    estate, tmp_path, monkeypatch
+):
     config, baselines, state = load().scan, MemoryStateStore(), tmp_path / "state"
+    bodies = []
+    monkeypatch.setattr(Kept, "body", lambda self, ref: bodies.append(ref) or Kept._decode(self, ref))
     with closing(LiteGraph(estate("general"))) as graph:
         first = run_scan(graph, config, baselines, scanned_at_ms=SCAN_AT_MS, include_all=True,
                          snapshots=SnapshotStore(state))
@@ -34,14 +38,16 @@ def test_a_rescan_of_an_unchanged_estate_reads_no_kept_body_and_each_stands_for_
                          snapshots=SnapshotStore(state))
     kept = [m.closure for m in again.models]
     assert kept and all(isinstance(c, KeptClosure) for c in kept)
-    assert not [c.urn for c in kept if "_decoded" in c.__dict__], "a rescan that kept every verdict read bodies"
+    assert bodies == [], "a rescan that kept every verdict read bodies"
     assert exact(again) == exact(first)
     read = {m.closure.urn: m.closure for m in first.models}
     for closure in kept:
         assert closure == read[closure.urn] and read[closure.urn] == closure
-        assert closure.dataset_urns == tuple(read[closure.urn].datasets)
+        assert closure.dataset_urns == tuple(read[closure.urn].whole().datasets)
+        assert closure.whole() == read[closure.urn] and type(closure.whole()) is ModelClosure
         copied = pickle.loads(pickle.dumps(closure))
         assert type(copied) is ModelClosure and copied == read[closure.urn]
+    assert len(bodies) == len(kept), "each body read once, when its closure was first asked for whole"
 
 
 def _schema(graph: LiteGraph, dataset: str, *, extra: bool) -> MetadataChangeProposalWrapper:

@@ -77,7 +77,7 @@ def test_a_forged_pack_blob_stops_the_read_with_what_to_do_and_runs_nothing(esta
     assert snapshot is not None, "the heads are signed and intact: the snapshot loads"
     closure = next(iter(snapshot.closures.values()))
     with pytest.raises(ConfigError, match="closure snapshot pack .* is not signed with this home's state key"):
-        closure.features
+        closure.whole()
     assert not marker.exists()
 
 
