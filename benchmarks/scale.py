@@ -90,7 +90,7 @@ def _one_dataset(result) -> tuple[str, int]:  # noqa: ANN001 - a ScanResult
     """The dataset the fewest closures hold (a raw table of one family): what one changed dataset means."""
     holders: dict[str, int] = {}
     for report in result.models:
-        for urn in report.closure.datasets:
+        for urn in report.closure.dataset_urns:
             holders[urn] = holders.get(urn, 0) + 1
     return min(holders.items(), key=lambda item: (item[1], item[0]))
 
