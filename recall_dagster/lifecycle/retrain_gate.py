@@ -56,6 +56,8 @@ class CheckResult:
     status: CheckStatus
     summary: str
     details: tuple[str, ...] = ()
+    # it sums up what other checks name (the scan's tier over its findings): a cause named leads the gate's line
+    sums_up: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "status": self.status, "summary": self.summary, "details": list(self.details)}
@@ -117,9 +119,9 @@ def risk_tier(inputs: GateInputs) -> CheckResult:
     score = score_model(inputs.findings, len(inputs.closure.live_deployments), scoring)
     summary = f"{score.tier} (score {score.value}); the gate tier is {scoring.fail_tier}"
     if not scoring.at_or_above(score.tier, scoring.fail_tier):
-        return CheckResult("risk_tier", "PASS", summary)
+        return CheckResult("risk_tier", "PASS", summary, sums_up=True)
     critical = [f"[{f.detector}] {f.message}" for f in inputs.findings if f.severity is Severity.CRITICAL]
-    return CheckResult("risk_tier", "FAIL", summary, tuple(critical))
+    return CheckResult("risk_tier", "FAIL", summary, tuple(critical), sums_up=True)
 
 
 def active_incidents(inputs: GateInputs) -> CheckResult:
@@ -361,8 +363,7 @@ class GateResult:
         what refuses first, the checks' details stay behind it."""
         if self.verdict == "GO":
             return f"GO: {self.measured} of {len(self.checks)} check(s) measured, none fails"
-        # risk_tier sums up the scan's findings; the checks that name a cause lead
-        why = sorted(self.failing or self.unverified_checks, key=lambda c: c.name == "risk_tier")
+        why = sorted(self.failing or self.unverified_checks, key=lambda c: c.sums_up)
         if not why:
             return f"{self.verdict}: {self.reason or 'nothing could be verified'}"
         rest = f" · also {', '.join(c.name for c in why[LINE_CHECKS:])}" if len(why) > LINE_CHECKS else ""

@@ -148,6 +148,9 @@ def test_a_version_the_scan_scores_at_the_fail_tier_is_refused_and_the_critical_
     assert tier.status == "FAIL" and tier.summary.startswith("CRITICAL")
     assert tier.details == ("[training_serving_skew] serves from a table training never read",) * 2
     assert two.findings[-1] is info, "the result carries every finding for readers like the Dagster UI"
+    assert two.line.startswith("NO-GO: training_serving_skew: 2 finding(s)") and two.line.endswith(
+        " · risk_tier: CRITICAL (score 70); the gate tier is CRITICAL"), (
+        "the check naming the cause leads the operator's line; the tier that sums the findings up follows it")
 
 
 def test_a_required_check_that_cannot_measure_makes_the_verdict_unverified_never_go(lc, scan_config) -> None:
