@@ -66,8 +66,29 @@ class Closure(Protocol):
     def whole(self) -> "ModelClosure": ...
 
 
+class ModelNames:
+    """What any closure derives from its model alone: the same for one read now and one the last scan kept."""
+
+    __slots__ = ()
+    model: Model
+
+    @property
+    def registered_model(self) -> str:
+        return self.model.registered
+
+    @property
+    def registered_name(self) -> str:
+        """The registry's name for the model (``fraud_detector``), as teams and CLIs call it."""
+        return display_name(self.model.registered)
+
+
+def live(deployments: Iterable[Deployment]) -> tuple[Deployment, ...]:
+    """The deployments serving traffic."""
+    return tuple(d for d in deployments if d.live)
+
+
 @dataclass(frozen=True)
-class ModelClosure:
+class ModelClosure(ModelNames):
     """Everything one model version depends on, as the graph describes it: the same metadata makes the same
     closure whenever it is read, and the instant a scan judges it at is the scan's
     (:class:`~recall_dagster.detect.state.DetectorState`), so a rescan keeps a closure as it was read."""
@@ -121,19 +142,10 @@ class ModelClosure:
 
         return column_graph([self])
 
-    @property
-    def registered_model(self) -> str:
-        return self.model.registered
-
-    @property
-    def registered_name(self) -> str:
-        """The registry's name for the model (``fraud_detector``), as teams and CLIs call it."""
-        return display_name(self.registered_model)
-
     @cached_property
     def live_deployments(self) -> tuple[Deployment, ...]:
         """Cached: scoring and the blast radius ask it of every closure."""
-        return tuple(d for d in self.deployments if d.live)
+        return live(self.deployments)
 
     @property
     def training_inputs(self) -> tuple[str, ...]:
@@ -236,7 +248,7 @@ class ModelClosure:
         return tuple(dict.fromkeys(self.canonical(s) for f in self.serving_features for s in f.sources))
 
     def dataset(self, urn: str) -> Dataset:
-        return self.datasets.get(urn) or _missing(urn)
+        return self.datasets.get(urn) or missing_dataset(urn)
 
     def upstream_of(self, urns: Iterable[str]) -> frozenset[str]:
         """The given datasets and everything upstream of them inside this closure."""
@@ -279,7 +291,8 @@ class ModelClosure:
         return tuple(shown)
 
 
-def _missing(urn: str) -> Dataset:
+def missing_dataset(urn: str) -> Dataset:
+    """A dataset the closure does not hold: named, and missing."""
     return Dataset(urn=urn, name=display_name(urn), missing=True)
 
 
@@ -342,7 +355,7 @@ def assemble_closure(
         deployments=tuple(
             deployments[u] for u in model.deployments if u in deployments and deployments[u].serves(model.version)
         ),
-        datasets={u: datasets.get(u) or _missing(u) for u in depth},
+        datasets={u: datasets.get(u) or missing_dataset(u) for u in depth},
         production_versions=production_versions,
         parents=parents,
     )

@@ -17,8 +17,7 @@ import dataclasses
 from typing import Any, Callable, Mapping
 
 from recall_dagster.collector import paused
-from recall_dagster.estate.closure import ModelClosure
-from recall_dagster.estate.names import display_name
+from recall_dagster.estate.closure import ModelClosure, ModelNames, live, missing_dataset
 from recall_dagster.estate.views import Dataset, Deployment, Model
 from recall_dagster.pickles import Signer, unsigned
 
@@ -57,7 +56,7 @@ class Kept:
         return unsigned(self.read(ref), self.signer, f"the closure snapshot pack {ref[0]}")
 
 
-class KeptClosure:
+class KeptClosure(ModelNames):
     """A closure the last scan kept, as the stages after the read ask it (:class:`~recall_dagster.estate.closure.
     Closure`): the head from the snapshot, one dataset at a time from the snapshot's packs, and the closure itself
     (:meth:`whole`) decoded when a detector must judge it again.  It equals, and pickles as, that closure."""
@@ -73,7 +72,7 @@ class KeptClosure:
         self.production_versions: tuple[str, ...] = production_versions
         self.dataset_urns: tuple[str, ...] = dataset_urns
         self.assertion_urns: tuple[str, ...] = assertion_urns
-        self.live_deployments = tuple(d for d in deployments if d.live)
+        self.live_deployments = live(deployments)
         self.stored = stored  # its head, and where its body is kept, as the snapshot holds them
         self.kept = kept  # the loaded snapshot its body and datasets are read from
         self._whole: ModelClosure | None = None
@@ -82,19 +81,11 @@ class KeptClosure:
     def urn(self) -> str:
         return self.model.urn
 
-    @property
-    def registered_model(self) -> str:
-        return self.model.registered
-
-    @property
-    def registered_name(self) -> str:
-        return display_name(self.model.registered)
-
     def dataset(self, urn: str) -> Dataset:
         """One of its datasets, decoding no other (a scan asks a few of every closure)."""
-        if self._whole is not None or urn not in self.dataset_urns:
-            return self.whole().dataset(urn)
-        return self.kept[urn]
+        if self._whole is not None:
+            return self._whole.dataset(urn)
+        return self.kept[urn] if urn in self.dataset_urns else missing_dataset(urn)
 
     def whole(self) -> ModelClosure:
         """The closure it stands for, decoded once."""
