@@ -1,52 +1,13 @@
 """Recall's answers as versioned contracts: what every ``--json`` output and MCP tool returns.
 
-Each command's output is described by a pydantic model carrying ``schema_version``.
-The JSON Schemas in the repository's ``schemas/`` are exported from these models
-(``python -m recall_dagster.contracts schemas``) and the tests validate every
-command's real output against them. A field may be added at the same version
-(the schemas admit properties they do not name, so a consumer built against an
-older schema keeps working); a rename or removal bumps the version.
+Each command's output is described by a pydantic model carrying ``schema_version``, and is produced from it:
+the values a command answers with build their contract's parts, so a field the contract does not name, or names
+otherwise, is a type error rather than a silent change. The JSON Schemas in the repository's ``schemas/`` are
+exported from these models (``python -m recall_dagster.contracts schemas``, by :mod:`.export`) and the tests
+validate every command's real output against them. A field may be added at the same version (the schemas admit
+properties they do not name, so a consumer built against an older schema keeps working); a rename or removal
+bumps the version.
+
+This package's own ``__init__`` imports nothing, so the pure core builds contract parts without the export's
+files.
 """
-
-from __future__ import annotations
-
-import json
-from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel
-
-from recall_dagster.contracts.lifecycle import BlindWindow, Gate, IncidentList, IncidentSync, Rollback
-from recall_dagster.contracts.records import Diagnosis, EvidencePack, Impact, Protect
-from recall_dagster.contracts.scan import Scan
-
-CONTRACTS: dict[str, type[BaseModel]] = {
-    "scan": Scan,
-    "gate": Gate,
-    "blind-window": BlindWindow,
-    "incidents-sync": IncidentSync,
-    "incidents-list": IncidentList,
-    "impact": Impact,
-    "diagnose": Diagnosis,
-    "protect": Protect,
-    "evidence": EvidencePack,
-    "rollback": Rollback,
-}
-
-
-def schema_of(name: str) -> dict[str, Any]:
-    """The JSON Schema of one command's output, as exported to ``schemas/<name>.schema.json``."""
-    model = CONTRACTS[name]
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": f"recall/{name}.schema.json",
-            **model.model_json_schema()}
-
-
-def export(directory: Path) -> list[Path]:
-    """Write every contract's JSON Schema under ``directory``; the same models always write the same bytes."""
-    directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name in CONTRACTS:
-        path = directory / f"{name}.schema.json"
-        path.write_text(json.dumps(schema_of(name), indent=2, sort_keys=True) + "\n")
-        written.append(path)
-    return written

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from recall_dagster.contracts import export
+from recall_dagster.contracts.export import export
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:

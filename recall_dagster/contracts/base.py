@@ -19,6 +19,11 @@ class Part(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
+    def as_json(self) -> Json:
+        """The part as its JSON names it: the fields it was built with, and only those, so an optional field
+        the builder left out stays absent rather than appearing as null."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
 
 class Contract(Part):
     """A whole answer: one command's ``--json``, one MCP tool's result."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from recall_dagster.contracts import CONTRACTS, schema_of
+from recall_dagster.contracts.export import CONTRACTS, schema_of
 
 HEADER = """# JSON contracts
 

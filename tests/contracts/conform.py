@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 from pydantic import BaseModel
 
-from recall_dagster.contracts import CONTRACTS
+from recall_dagster.contracts.export import CONTRACTS
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 

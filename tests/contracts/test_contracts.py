@@ -11,7 +11,7 @@ import yaml
 from click.testing import CliRunner
 
 from recall_dagster.cli import cli
-from recall_dagster.contracts import CONTRACTS, export
+from recall_dagster.contracts.export import CONTRACTS, export
 from tests.contracts.conform import SCHEMAS, conforms
 from tests.foreign.foreign_estate import FIXTURES, OVERLAY, fail_the_test
 from tests.scan.scan_estates import ingest
