@@ -192,12 +192,12 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
     @tool()
     def scan_model(model: str) -> dict[str, Any]:
         """Scan one model (registered name: its production versions; name/version; or URN): findings, score, tier."""
-        return _scan(model, config_path).to_json()
+        return _scan(model, config_path).contract().as_json()
 
     @tool()
     def blast_radius() -> list[dict[str, Any]]:
         """Datasets at risk across the estate, ranked by the production models and live deployments they endanger."""
-        return _scan(None, config_path).to_json()["blast_radius"]
+        return [b.contract().as_json() for b in _scan(None, config_path).blast_radius]
 
     @tool()
     def blind_window(target: str | None = None) -> dict[str, Any]:
@@ -232,7 +232,7 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
         """A model's findings of one detector (on one subject, when given), each narrated: what, why it matters
         for which deployments, whom to call, what to do."""
         return [
-            {**f.to_json(), "model": m.closure.model.name, "what_to_do": WHAT_TO_DO.get(detector, DEFAULT_STEP),
+            {**f.contract(None).as_json(), "model": m.closure.model.name, "what_to_do": WHAT_TO_DO.get(detector, DEFAULT_STEP),
              "narrative": finding_paragraph(m.closure, replace(f, message=json.dumps(f.message)))}
             for m in _scan(model, config_path).models
             for f in m.findings

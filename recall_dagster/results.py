@@ -4,11 +4,12 @@ as the JSON contract and every renderer read them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 from recall_dagster.acks.model import Accepted, Acknowledgement, split
 from recall_dagster.acks.trust import Ignored
-from recall_dagster.contracts.base import VERSION
+from recall_dagster.contracts import scan as contract
+from recall_dagster.contracts.base import VERSION, Json
 from recall_dagster.detect import Detection, Finding, ScanConfig
 from recall_dagster.detect.blast_radius import BlastRadius
 from recall_dagster.estate import Closure
@@ -29,21 +30,21 @@ class ModelReport:
     score: Score
     accepted: tuple[tuple[Finding, Accepted], ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def contract(self) -> contract.ModelReport:
         model = self.closure.model
-        findings = [{**f.to_json(), "acknowledged": None} for f in self.findings]
-        findings += [{**f.to_json(), "acknowledged": a.to_json()} for f, a in self.accepted]
-        return {
-            "urn": model.urn,
-            "name": model.name,
-            "version": model.version,
-            "production": self.closure.production,
-            "score": self.score.value,
-            "tier": self.score.tier,
-            "deployments": len(self.closure.live_deployments),
-            "live_deployments": [d.urn for d in self.closure.live_deployments],
-            "findings": findings,
-        }
+        findings = [f.contract(None) for f in self.findings]
+        findings += [f.contract(a.contract()) for f, a in self.accepted]
+        return contract.ModelReport(
+            urn=model.urn,
+            name=model.name,
+            version=model.version,
+            production=self.closure.production,
+            score=self.score.value,
+            tier=self.score.tier,
+            deployments=len(self.closure.live_deployments),
+            live_deployments=[d.urn for d in self.closure.live_deployments],
+            findings=findings,
+        )
 
 
 @dataclass(frozen=True)
@@ -71,19 +72,24 @@ class ScanResult:
         """What the graph let this scan verify about the models it scanned and the tables they reach."""
         return coverage([m.closure.whole() for m in self.models], self.scanned_at_ms)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema_version": VERSION,
-            "scanned_at": iso_instant(self.scanned_at_ms),
-            "graph": self.graph,
-            "fail_tier": self.config.scoring.fail_tier,
-            "models": [m.to_json() for m in self.models],
-            "blast_radius": [b.to_json() for b in self.blast_radius],
-            "coverage": {**self.coverage.to_json(), **self.without_production.to_json(),
-                         "unlinked_failing": [o.to_json() for o in self.unlinked]},
-            "ignored_acknowledgements": [i.to_json() for i in self.ignored_acks],
-            **({"resolve": self.rescan.to_json()} if self.rescan is not None else {}),
-        }
+    def contract(self, writeback: Json | None = None) -> contract.Scan:
+        """The scan's answer; ``writeback`` when the scan wrote back, or planned to (``--writeback``,
+        ``--dry-run``). ``resolve`` and ``writeback`` are left out, not null, when the scan has none."""
+        answer = contract.Scan(
+            schema_version=VERSION,
+            scanned_at=iso_instant(self.scanned_at_ms),
+            graph=self.graph,
+            fail_tier=self.config.scoring.fail_tier,
+            models=[m.contract() for m in self.models],
+            blast_radius=[b.contract() for b in self.blast_radius],
+            coverage=self.coverage.contract(self.without_production, [o.contract() for o in self.unlinked]),
+            ignored_acknowledgements=[i.contract() for i in self.ignored_acks],
+        )
+        if self.rescan is not None:
+            answer.resolve = self.rescan.contract()
+        if writeback is not None:
+            answer.writeback = writeback
+        return answer
 
 
 def score_models(

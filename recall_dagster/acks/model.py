@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from datahub.emitter.mce_builder import datahub_guid
 
+from recall_dagster.contracts import scan as contract
 from recall_dagster.detect.finding import Finding
 from recall_dagster.detect.catalogue import IDENTITIES, OpenFindings
 from recall_dagster.estate import Closure
@@ -110,8 +111,8 @@ class Accepted:
     reason: str
     until_ms: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "by": self.by, "reason": self.reason, "until": iso_instant(self.until_ms)}
+    def contract(self) -> contract.Acknowledged:
+        return contract.Acknowledged(id=self.id, by=self.by, reason=self.reason, until=iso_instant(self.until_ms))
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,10 @@ import hashlib
 import hmac
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 from recall_dagster.acks.model import Acknowledgement
+from recall_dagster.contracts import scan as contract
 from recall_dagster.detect.config import AckPolicy
 
 DAY_MS = 86_400_000
@@ -49,9 +50,9 @@ class Ignored:
     ack: Acknowledgement
     why: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.ack.id, "detector": self.ack.detector, "subject": self.ack.subject, "by": self.ack.by,
-                "why": self.why}
+    def contract(self) -> contract.IgnoredAcknowledgement:
+        return contract.IgnoredAcknowledgement(id=self.ack.id, detector=self.ack.detector, subject=self.ack.subject,
+                                               by=self.ack.by, why=self.why)
 
 
 @dataclass(frozen=True)

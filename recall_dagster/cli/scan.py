@@ -106,10 +106,8 @@ def scan(
                 run = dry_run if dry else write_back
                 report = run(graph, result, settings, writeback_config, clock_ms())
     if as_json:
-        body = result.to_json()
-        if report is not None:
-            body["writeback"] = {**report.to_json(), **({"writes": _writes_json(report)} if dry else {})}
-        click.echo(json.dumps(body, indent=2))
+        written = None if report is None else {**report.to_json(), **({"writes": _writes_json(report)} if dry else {})}
+        click.echo(json.dumps(result.contract(written).as_json(), indent=2))
     else:
         render_report(result, Console())
         if report is not None:

@@ -10,8 +10,9 @@ two indexes, so the per-model findings and the section never disagree.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Container, Iterable
+from typing import Container, Iterable
 
+from recall_dagster.contracts import scan as contract
 from recall_dagster.detect.config import ScanConfig
 from recall_dagster.detect.finding import Finding, finding
 from recall_dagster.detect.state import DetectorState, Exposure
@@ -29,13 +30,9 @@ class BlastRadius:
     deployments: int  # live deployments of those models
     flagged_by: tuple[str, ...]  # detectors that put it at risk
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "dataset": self.dataset,
-            "models": list(self.models),
-            "deployments": self.deployments,
-            "flagged_by": list(self.flagged_by),
-        }
+    def contract(self) -> contract.AtRisk:
+        return contract.AtRisk(dataset=self.dataset, models=list(self.models), deployments=self.deployments,
+                               flagged_by=list(self.flagged_by))
 
 
 def exposure_index(closures: Iterable[Closure], at_risk: Container[str]) -> dict[str, Exposure]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from recall_dagster.contracts import scan as contract
 from recall_dagster.estate import Closure, ModelClosure
 from recall_dagster.severity import Severity
 
@@ -31,15 +32,11 @@ class Finding:
         (``platform:name``, full name, dotted suffix, a dbt node's ``unique_id``, a twin's) in ``closure``."""
         return any(u is not None and closure.whole().named(u, name) for u in (self.subject, self.cause))
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "detector": self.detector,
-            "severity": self.severity.value,
-            "subject": self.subject,
-            "message": self.message,
-            "evidence": dict(self.evidence),
-            "cause": self.cause,
-        }
+    def contract(self, acknowledged: contract.Acknowledged | None) -> contract.Finding:
+        """The finding as a scan reports it; ``acknowledged`` when an acknowledgement covers it."""
+        return contract.Finding(detector=self.detector, severity=self.severity, subject=self.subject,
+                                message=self.message, evidence=dict(self.evidence), cause=self.cause,
+                                acknowledged=acknowledged)
 
 
 def finding(

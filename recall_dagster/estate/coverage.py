@@ -10,10 +10,13 @@ Pure: closures and the instant in, counts out.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
+from recall_dagster.contracts import scan as contract
+from recall_dagster.contracts.base import UnlinkedAssertion
 from recall_dagster.estate.closure import ModelClosure
 from recall_dagster.estate.names import display_name
+from recall_dagster.estate.unserved import Unserved
 from recall_dagster.estate.views import Dataset
 
 # what each dataset count means, in report order
@@ -43,13 +46,18 @@ class Coverage:
     # model -> the feature sources on an object store's side that nothing catalogued (no orphan: unverified)
     uncatalogued_sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "models": {"total": self.models, **self.model_counts},
-            "datasets": {"total": self.datasets, **self.dataset_counts},
-            "unresolved_training_inputs": {m: list(names) for m, names in self.unresolved_inputs.items()},
-            "uncatalogued_feature_sources": {m: list(urns) for m, urns in self.uncatalogued_sources.items()},
-        }
+    def contract(self, without_production: Unserved, unlinked: Sequence[UnlinkedAssertion]) -> contract.Coverage:
+        """The scan's coverage: these signals, with the registered models it did not judge and the failing
+        assertions no model it scanned reads."""
+        return contract.Coverage(
+            models={"total": self.models, **self.model_counts},
+            datasets={"total": self.datasets, **self.dataset_counts},
+            unresolved_training_inputs={m: list(names) for m, names in self.unresolved_inputs.items()},
+            uncatalogued_feature_sources={m: list(urns) for m, urns in self.uncatalogued_sources.items()},
+            registered_without_production=list(without_production.registered),
+            registered_unmarked=list(without_production.unmarked),
+            unlinked_failing=list(unlinked),
+        )
 
     def lines(self) -> list[str]:
         """One line per signal a person reads: ``freshness known for 5 of 9 datasets``."""

@@ -9,10 +9,11 @@ read here by one rule (removed assertions and Recall's own are not counted).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Collection, Sequence
+from typing import Callable, Collection, Sequence
 
 from datahub.metadata.schema_classes import AssertionInfoClass, StatusClass
 
+from recall_dagster.contracts.base import UnlinkedAssertion
 from recall_dagster.estate.closure import Closure
 from recall_dagster.estate.marks import recall_assertion
 from recall_dagster.estate.parse import asserted_entity, assertion_kind, is_removed, parse_assertion
@@ -29,9 +30,9 @@ class Outside:
     dataset: str  # the entity it asserts, "" when its info names none
     kind: str | None  # the test's own name for what it checks
 
-    def to_json(self) -> dict[str, Any]:
-        return {"urn": self.assertion.urn, "name": self.assertion.name, "dataset": self.dataset,
-                "result": self.assertion.result}
+    def contract(self) -> UnlinkedAssertion:
+        return UnlinkedAssertion(urn=self.assertion.urn, name=self.assertion.name, dataset=self.dataset,
+                                 result=self.assertion.result)
 
 
 def failing_outside(

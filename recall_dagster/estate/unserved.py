@@ -26,9 +26,6 @@ class Unserved:
     registered: tuple[str, ...] = ()
     unmarked: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, list[str]]:
-        return {"registered_without_production": list(self.registered), "registered_unmarked": list(self.unmarked)}
-
 
 def without_production(graph: MetadataGraph, closures: Sequence[Closure]) -> Unserved:
     """Registered models (model groups) the graph lists with no version in production among ``closures``,

@@ -21,8 +21,9 @@ incremental closures equal what a full resolve gives.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Callable, Literal, Mapping, Sequence
 
+from recall_dagster.contracts import scan as contract
 from recall_dagster.estate.closure import Closure, ModelClosure
 from recall_dagster.estate.columns import same_columns
 from recall_dagster.kept.incoming import KnownIncoming
@@ -77,9 +78,9 @@ class Rescan:
         return (f"{self.reread:,} model(s) read again, {self.reused:,} closure(s) reused from the last scan "
                 f"({self.reason})")
 
-    def to_json(self) -> dict[str, Any]:
-        return {"mode": self.mode, "reason": self.reason, "changed_entities": self.changed,
-                "models_reread": self.reread, "models_reused": self.reused}
+    def contract(self) -> contract.Resolve:
+        return contract.Resolve(mode=self.mode, reason=self.reason, changed_entities=self.changed,
+                                models_reread=self.reread, models_reused=self.reused)
 
 
 def combined(rescans: Sequence[Rescan]) -> Rescan | None:

@@ -387,7 +387,7 @@ class GateResult:
             },
             "checks": [c.to_json() for c in self.checks],
             "acknowledged": [
-                {**a.to_json(), "detector": f.detector, "subject": f.subject, "message": f.message}
+                {**a.contract().as_json(), "detector": f.detector, "subject": f.subject, "message": f.message}
                 for f, a in self.accepted
             ],
             "trained_by": self.trained_by.to_json() if self.trained_by else None,

@@ -128,7 +128,7 @@ class AfterRollback:
             "served": {a: (v.to_json() if v else None) for a, v in sorted(self.served.items())},
             "clean": self.clean,
             "contaminated_live": list(self.contaminated_live),
-            "scan": [{k: m.to_json()[k] for k in ("name", "version", "production", "score", "tier")}
+            "scan": [{k: m.contract().as_json()[k] for k in ("name", "version", "production", "score", "tier")}
                      | {"findings": len(m.findings)} for m in self.scanned],
         }
 

@@ -33,7 +33,7 @@ class Evidence:
         self._write(name, json.dumps(data, indent=1) + "\n")
 
     def record_findings(self, result: ScanResult) -> None:
-        self._json("findings.json", result.to_json())
+        self._json("findings.json", result.contract().as_json())
 
     def record_report(self, result: ScanResult, report: WritebackReport) -> None:
         self._write("report.md", render(result, report))

@@ -53,7 +53,7 @@ def merge_tick(defs: Definitions, instance: DagsterInstance, cursor: str | None)
 
 
 def scan_json(result) -> dict:  # noqa: ANN001 - a ScanResult
-    return {k: v for k, v in result.to_json().items() if k not in ("resolve", "graph")}
+    return {k: v for k, v in result.contract().as_json().items() if k not in ("resolve", "graph")}
 
 
 def test_the_nightly_shards_merge_into_exactly_one_scan(

@@ -142,7 +142,7 @@ def test_a_failed_dbt_test_is_a_failed_check_the_sensor_turns_into_a_scan(
     done = CliRunner().invoke(cli, ["scan", "--json", "--model", "fraud_detector"])
     assert done.exit_code in (0, 1), done.output
     assert [_judged(m) for m in json.loads(done.output)["models"]] == [
-        _judged(m) for m in rescan.output_for_node("risk_scores").to_json()["models"]
+        _judged(m) for m in rescan.output_for_node("risk_scores").contract().as_json()["models"]
     ], "the CLI and the Dagster assets run one pipeline: the same findings, measured alike, scores and tiers"
     assert "blast_radius" not in metadata(rescan, "risk_findings"), "the first pass: measured before it spreads"
     assert "warehouse.marts.fct_transactions" not in measured["blast_radius"] + scores["blast_radius"], (

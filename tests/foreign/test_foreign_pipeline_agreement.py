@@ -52,7 +52,7 @@ def _dagster(shop: Settings, overlay: Path, instance: DagsterInstance, **config:
     ran = defs.resolve_job_def("recall_scan").execute_in_process(instance=instance, run_config=run_config,
                                                                  raise_on_error=False)
     assert ran.success
-    return ran.output_for_node("risk_scores").to_json()
+    return ran.output_for_node("risk_scores").contract().as_json()
 
 
 @pytest.mark.parametrize("measured", [True, False], ids=["measured", "unmeasured"])

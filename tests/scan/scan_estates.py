@@ -22,9 +22,9 @@ SCAN_AT_MS = 1_748_736_000_000  # 2025-06-01T00:00:00Z, the instant the fixtures
 def exact(result) -> tuple[list[str], list[str]]:  # noqa: ANN001 - a ScanResult
     """Everything a scan found, whole: each finding as ``--json`` gives it (message and evidence) with its
     model's tier, and the blast radius; what a rescan must equal a full scan in."""
-    findings = sorted(json.dumps([m.closure.urn, m.score.tier, f.to_json()], sort_keys=True, default=str)
+    findings = sorted(json.dumps([m.closure.urn, m.score.tier, f.contract(None).as_json()], sort_keys=True, default=str)
                       for m in result.models for f in m.findings)
-    return findings, sorted(json.dumps(b.to_json(), sort_keys=True, default=str) for b in result.blast_radius)
+    return findings, sorted(json.dumps(b.contract().as_json(), sort_keys=True, default=str) for b in result.blast_radius)
 
 
 def ingest(db: Path, *fixtures: str) -> Path:

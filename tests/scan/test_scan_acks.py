@@ -106,7 +106,7 @@ def test_an_accepted_finding_is_shown_not_scored(config):
     assert plain.score.value > acked.score.value, "the staleness no longer counts"
     assert "upstream_staleness" not in {f.detector for f in acked.findings}
     assert [f for f, _ in acked.accepted] == [found]
-    [shown] = [f for f in acked.to_json()["findings"] if f["detector"] == "upstream_staleness"]
+    [shown] = [f for f in acked.contract().as_json()["findings"] if f["detector"] == "upstream_staleness"]
     assert shown["acknowledged"] == {"id": accept(found).id, "by": "ana", "reason": "known outage",
                                      "until": "2025-06-03T00:00:00+00:00"}
     assert split(c, [found], [], NOW).open == (found,)
@@ -234,7 +234,7 @@ def test_an_acknowledgement_carrying_an_instant_outside_the_calendar_is_not_one(
     with pytest.raises(ValueError):
         Acknowledgement.from_json({**record, "created_ms": 10**30})
     assert iso_instant(YEAR_10000_MS).startswith(f"{YEAR_10000_MS} ms")
-    assert Accepted("a", "ana", "r", YEAR_10000_MS).to_json()["until"].startswith(str(YEAR_10000_MS))
+    assert Accepted("a", "ana", "r", YEAR_10000_MS).contract().until.startswith(str(YEAR_10000_MS))
 
 
 def _forge(graph_path: str, ack: Acknowledgement, *, author: str, signature: str | None = None) -> None:

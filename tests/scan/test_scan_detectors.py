@@ -22,6 +22,7 @@ from recall_dagster.detect import (
 )
 from recall_dagster.estate import Assertion, ColumnEdge, Dataset, Owner, SchemaField, Term
 from recall_dagster.estate.coverage import coverage
+from recall_dagster.estate.unserved import Unserved
 from tests.configured import configured
 
 STATE = DetectorState(at_ms=NOW)
@@ -350,7 +351,7 @@ def test_a_feature_store_s_uncatalogued_offline_path_orphans_nothing_and_is_a_co
         c = _sagemaker(glue=glue)
         assert orphaned_feature.detect(c, config, STATE) == [], f"glue catalogued: {glue}"
         assert OFFLINE in c.uncatalogued_sources and (GLUE in c.uncatalogued_sources) is not glue
-        gap = coverage([c], NOW).to_json()["uncatalogued_feature_sources"]
+        gap = coverage([c], NOW).contract(Unserved(), []).uncatalogued_feature_sources
         assert gap == {"m_1": sorted(c.uncatalogued_sources)}
     retired = _sagemaker(glue=True, removed=True)
     assert [f.evidence["condition"] for f in orphaned_feature.detect(retired, config, STATE)] == ["removed"] * 2, (

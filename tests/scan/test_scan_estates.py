@@ -181,7 +181,7 @@ def test_schema_drift_is_reported_against_the_first_scan(estate, config):
 
 def test_blast_radius_is_ranked_by_live_deployments(estate, config):
     result = scan(estate("general"), config)
-    assert [b.to_json() for b in result.blast_radius] == [
+    assert [b.contract().as_json() for b in result.blast_radius] == [
         {"dataset": MART, "models": [M1, M2], "deployments": 2, "flagged_by": ["upstream_staleness"]},
         {"dataset": STG_PAY, "models": [M1, M2], "deployments": 2, "flagged_by": ["failing_assertion"]},
         {"dataset": LEGACY, "models": [M1], "deployments": 1, "flagged_by": ["orphaned_feature"]},
@@ -205,7 +205,7 @@ def test_scan_all_includes_models_outside_production(estate, config):
 
 def test_json_contract_is_stable_and_deterministic(estate, config):
     db = estate("general")
-    first, second = scan(db, config).to_json(), scan(db, config).to_json()
+    first, second = scan(db, config).contract().as_json(), scan(db, config).contract().as_json()
     assert json.dumps(first, sort_keys=True) == json.dumps(second, sort_keys=True)
     assert first["scanned_at"] == "2025-06-01T00:00:00+00:00"
     assert first["graph"] == str(db)
@@ -267,8 +267,8 @@ def test_empty_graph_scans_clean(tmp_path, config):
     finally:
         graph.close()
     assert result.models == () and result.blast_radius == () and result.failing == ()
-    assert result.to_json()["models"] == []
-    assert result.to_json()["coverage"]["datasets"] == {"total": 0, **dict.fromkeys(DATASET_SIGNALS, 0)}
+    assert result.contract().as_json()["models"] == []
+    assert result.contract().as_json()["coverage"]["datasets"] == {"total": 0, **dict.fromkeys(DATASET_SIGNALS, 0)}
 
 
 def test_report_renders_every_section(estate, config):

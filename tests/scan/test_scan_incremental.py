@@ -197,7 +197,7 @@ def test_a_rescan_reads_again_only_the_versions_whose_closures_hold_the_changed_
         graph.emit_mcps([_schema(changed, "text")])
         later = SCAN_AT_MS + 3_600_000  # an hour on: freshness is judged anew for every model
         again = run_scan(graph, config, baselines, scanned_at_ms=later, include_all=True, snapshots=snapshots)
-        assert again.rescan.to_json() == {
+        assert again.rescan.contract().as_json() == {
             "mode": "incremental", "reason": "1 entity changed since the last scan", "changed_entities": 1,
             "models_reread": len(reread), "models_reused": len(first.models) - len(reread),
         }
@@ -314,6 +314,6 @@ def test_an_empty_graph_rescans_to_nothing() -> None:
         closures, snapshot, _ = resolve_incremental(graph, OPTIONS, include_all=True, previous=None)
         assert closures == [] and snapshot.closures == {}
         again, _, rescan = resolve_incremental(graph, OPTIONS, include_all=True, previous=snapshot)
-        assert again == [] and rescan.to_json() == {
+        assert again == [] and rescan.contract().as_json() == {
             "mode": "incremental", "reason": "nothing changed since the last scan", "changed_entities": 0,
             "models_reread": 0, "models_reused": 0}

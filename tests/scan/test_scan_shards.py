@@ -25,7 +25,7 @@ CONFIG = load().scan
 
 
 def _json(result) -> dict:  # noqa: ANN001 - a ScanResult
-    return {k: v for k, v in result.to_json().items() if k != "resolve"}
+    return {k: v for k, v in result.contract().as_json().items() if k != "resolve"}
 
 
 def _sharded(graph, store_for, count: int, at_ms: int, snapshots=None, **options):  # noqa: ANN001, ANN003
