@@ -14,10 +14,14 @@ Json = dict[str, Any]
 
 
 class Part(BaseModel):
-    """A nested object of a contract. Fields it does not name are admitted (an addition is not a break);
-    the tests check that Recall's own outputs name none."""
+    """A nested object of a contract.
 
-    model_config = ConfigDict(extra="allow")
+    Recall builds its answers from these models, and a model refuses a field it does not name: an answer that
+    would carry one fails where it is built, not in a consumer. The published schema admits such fields all the
+    same (``additionalProperties``), because that is the promise to consumers: a field added at the same version
+    is not a break for one built against the older schema."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"additionalProperties": True})
 
     def as_json(self) -> Json:
         """The part as its JSON names it: the fields it was built with, and only those, so an optional field

@@ -19,6 +19,8 @@ every command's real output against them.
 
 Every output carries `schema_version`. A field may be added at the same version (the schemas admit properties
 they do not name, so a consumer built against an older schema keeps working); a rename or a removal bumps it.
+Recall builds each output from its contract's models, which refuse a field they do not name, so what Recall
+itself writes names only what its schema lists.
 """
 
 

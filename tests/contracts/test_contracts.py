@@ -9,9 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from pydantic import ValidationError
 
 from recall_dagster.cli import cli
 from recall_dagster.contracts.export import CONTRACTS, export
+from recall_dagster.contracts.scan import Finding
+from recall_dagster.severity import Severity
 from tests.contracts.conform import SCHEMAS, conforms
 from tests.foreign.foreign_estate import FIXTURES, OVERLAY, fail_the_test
 from tests.scan.scan_estates import ingest
@@ -31,6 +34,16 @@ def test_every_contract_carries_its_schema_version() -> None:
     for name in CONTRACTS:
         schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
         assert "schema_version" in schema["required"] and schema["properties"]["schema_version"]["const"] == 1
+
+
+def test_recall_s_own_models_refuse_a_field_the_contract_does_not_name_and_its_schemas_admit_one() -> None:
+    with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
+        Finding(detector="schema_drift", severity=Severity.WARN, subject="urn:li:dataset:x", message="retyped",
+                evidence={"path": []}, cause=None, acknowledged=None, fixed_by="nobody")
+    for name in CONTRACTS:
+        schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+        parts = [schema, *schema.get("$defs", {}).values()]
+        assert all(p["additionalProperties"] is True for p in parts if "properties" in p), name
 
 
 @pytest.fixture
