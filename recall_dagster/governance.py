@@ -118,7 +118,7 @@ def evidence_pack(
         "data_sources": _sources(closures),
         "quality_checks": _checks(closures),
         "personal_data": _personal_data(closures, config),
-        "known_gaps": [g.to_json() for g in gaps(closures, assessment.estate.columns, [])],
+        "known_gaps": [g.contract().as_json() for g in gaps(closures, assessment.estate.columns, [])],
         "incidents": sorted(incidents, key=lambda i: i["raised_at"]),
         "versions": sorted(versions.values(), key=lambda v: int(v["version"] or 0) if str(v["version"] or "").isdigit() else 0),
     }

@@ -225,7 +225,7 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
         with _graph() as (settings, graph):
             report = impact_test(graph, config, lc, ic, ImpactRequest(dataset, column, mutation, fraction),
                                  MlflowModels(settings.mlflow_uri, ic, loaded.warehouse), clock_ms())
-            return report.to_json()
+            return report.contract().as_json()
 
     @tool()
     def explain_finding(model: str, detector: str, subject: str | None = None) -> list[dict[str, Any]]:

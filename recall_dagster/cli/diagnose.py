@@ -69,7 +69,7 @@ def diagnose_command(
         record = record_diagnosis(None if no_write else graph, settings.evidence_dir, result,
                                   version_urns(graph, result, config), wc, now_ms)
     if as_json:
-        click.echo(json.dumps({**result.to_json(), "record": record.to_json()}, indent=2))
+        click.echo(json.dumps(result.contract(record=record.contract()).as_json(), indent=2))
     else:
         render_diagnosis(result, record, Console())
     if record.failures:

@@ -82,7 +82,7 @@ def impact_command(
         report = impact_test(graph, config, lc, ic, request, models_at, now_ms, progress.note)
         published = record_impact(None if no_write else graph, settings, report, policy, now_ms)
     if as_json:
-        click.echo(json.dumps({**report.to_json(), "record": published.to_json()}, indent=2))
+        click.echo(json.dumps(report.contract(record=published.contract()).as_json(), indent=2))
     else:
         render_impact(report, Console())
         _render_record(published)
@@ -103,22 +103,22 @@ def render_impact(report: ImpactReport, console: Console) -> None:
     table = narrow_table(("model", "name"), ("input", "name"), ("verdict", "word", 10), ("metric", "name"),
                          ("flips", "number"), ("failed", "number"), ("rows", "number"))
     for r in report.results:
-        j = r.to_json()
+        res = r.contract()
         c = COLOURS[r.verdict]
-        metric = f"{j['metric']} {number(j['baseline'])}→{number(j['mutated'])}" if j["metric"] else "–"
+        metric = f"{res.metric} {number(res.baseline)}→{number(res.mutated)}" if res.metric else "–"
         table.add_row(
-            esc(f"{j['model']}/{number(j['version'])}"),
-            esc(j["feature"] or ""),
+            esc(f"{res.model}/{number(res.version)}"),
+            esc(res.feature or ""),
             f"[{c}]{r.verdict.value}[/{c}]",
             esc(metric),
-            "–" if j["flip_rate"] is None else f"{j['flip_rate']:.1%}",
-            number(j["failures"]),
-            "–" if j["rows"] is None else f"{j['rows']:,}",
+            "–" if res.flip_rate is None else f"{res.flip_rate:.1%}",
+            number(res.failures),
+            "–" if res.rows is None else f"{res.rows:,}",
         )
     console.print(table)
     for r in report.results:
-        j = r.to_json()
-        ci = f"; delta {number(j['delta'])} [{number(j['ci'][0])}, {number(j['ci'][1])}]" if j["ci"] else ""
+        res = r.contract()
+        ci = f"; delta {number(res.delta)} [{number(res.ci[0])}, {number(res.ci[1])}]" if res.ci else ""
         console.print(esc(f"  {r.closure.model.name} / {r.feature}: {r.reason}{ci}"), highlight=False)
 
 

@@ -31,7 +31,7 @@ def protect_command(graph_target: str | None, config_path: str | None, as_json: 
     with opened_graph(settings, read_only=True) as graph:
         report = protect_report(graph, settings, config, pc, instant_ms(as_of))
     if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2))
+        click.echo(json.dumps(report.contract().as_json(), indent=2))
     else:
         render_protect(report, Console())
 

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Sequence
 
+from recall_dagster.contracts import records as contract
 from recall_dagster.diagnose.config import HypothesisConfig, Signal as SignalName
 from recall_dagster.diagnose.facts import Clue, Facts, RunFacts
 from recall_dagster.instants import iso_instant
@@ -71,14 +72,15 @@ class Hypothesis:
     evidence: tuple[Clue, ...]
     counter: tuple[Clue, ...]
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "score": round(self.score, 3),
-            "signals": [signal.to_json() for signal in self.signals],
-            "evidence": [clue.to_json() for clue in self.evidence],
-            "counter": [clue.to_json() for clue in self.counter],
-        }
+    def contract(self) -> contract.Hypothesis:
+        """The hypothesis as a diagnosis names it, its score rounded as it is shown."""
+        return contract.Hypothesis(
+            kind=self.kind,
+            score=round(self.score, 3),
+            signals=[signal.to_json() for signal in self.signals],
+            evidence=[clue.to_json() for clue in self.evidence],
+            counter=[clue.to_json() for clue in self.counter],
+        )
 
 
 def _distinct(clues: Sequence[Clue]) -> tuple[Clue, ...]:

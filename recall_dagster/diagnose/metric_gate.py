@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Literal, Mapping
 
+from recall_dagster.contracts import records as contract
 from recall_dagster.diagnose.config import DiagnoseConfig, Tolerance
 from recall_dagster.impact.measure import CHANCE
 
@@ -34,16 +35,17 @@ class MetricRow:
     regressed: bool
     note: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "baseline": self.baseline,
-            "candidate": self.candidate,
-            "delta": self.delta,
-            "tolerance": self.tolerance.model_dump(),
-            "regressed": self.regressed,
-            "note": self.note,
-        }
+    def contract(self) -> contract.MetricRow:
+        """The row as a diagnosis's gate names it."""
+        return contract.MetricRow(
+            name=self.name,
+            baseline=self.baseline,
+            candidate=self.candidate,
+            delta=self.delta,
+            tolerance=self.tolerance.model_dump(),
+            regressed=self.regressed,
+            note=self.note,
+        )
 
 
 @dataclass(frozen=True)
@@ -62,14 +64,15 @@ class MetricGateOutcome:
     loss: float | None
     reason: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "verdict": self.verdict,
-            "metrics": [row.to_json() for row in self.rows],
-            "primary": self.primary,
-            "loss": self.loss,
-            "reason": self.reason,
-        }
+    def contract(self) -> contract.MetricGate:
+        """The gate as a diagnosis names it."""
+        return contract.MetricGate(
+            verdict=self.verdict,
+            metrics=[row.contract() for row in self.rows],
+            primary=self.primary,
+            loss=self.loss,
+            reason=self.reason,
+        )
 
 
 def _value(metrics: Mapping[str, float], name: str) -> float | None:

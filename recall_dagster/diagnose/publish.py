@@ -18,6 +18,7 @@ from datahub.emitter.mce_builder import datahub_guid
 from datahub.metadata.schema_classes import DocumentInfoClass
 from datahub.metadata.urns import DocumentUrn
 
+from recall_dagster.contracts import records as contract
 from recall_dagster.diagnose.service import Diagnosis
 from recall_dagster.estate.marks import MANAGED_BY_KEY
 from recall_dagster.files import rewrite_record
@@ -73,7 +74,7 @@ def _gist(body: dict[str, Any]) -> Any:
 
 def write_evidence(evidence_dir: Path, d: Diagnosis, now_ms: int) -> tuple[list[Path], bool]:
     """The JSON and Markdown, replaced atomically; whether the verdict or ranking changed since the last."""
-    body = {**d.to_json(), "diagnosed_at_ms": now_ms}
+    body = {**d.contract().as_json(), "diagnosed_at_ms": now_ms}
     paths, previous = rewrite_record(evidence_dir / "diagnose", diagnosis_id(d), body, markdown(d), "evidence")
     return paths, _gist(previous) != _gist(body)
 
@@ -85,14 +86,15 @@ class DiagnosisRecord:
     failures: list[str] = field(default_factory=list)
     notices: list[Notice] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "evidence": [str(p) for p in self.evidence],
-            "writes": self.writes,
-            "failures": self.failures,
-            "notified": [n.channel for n in self.notices if n.error is None],
-            "notify_errors": [f"{n.channel}: {n.error}" for n in self.notices if n.error],
-        }
+    def contract(self) -> contract.DiagnosisRecord:
+        """Where ``recall diagnose --json`` says the diagnosis was kept, and whom it told."""
+        return contract.DiagnosisRecord(
+            evidence=[str(p) for p in self.evidence],
+            writes=self.writes,
+            failures=self.failures,
+            notified=[n.channel for n in self.notices if n.error is None],
+            notify_errors=[f"{n.channel}: {n.error}" for n in self.notices if n.error],
+        )
 
 
 def document_urn(d: Diagnosis) -> str:

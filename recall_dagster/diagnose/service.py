@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping
 
+from recall_dagster.contracts import records as contract
 from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import ScanConfig
 from recall_dagster.diagnose.collect import Configs, Pair, collect, pick_versions, run_facts
@@ -42,20 +43,24 @@ class Diagnosis:
     def repair(self) -> Repair | None:
         return self.repairs[0] if self.repairs else None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema_version": VERSION,
-            "model": self.pair.model,
-            "candidate": self.pair.candidate,
-            "baseline": self.pair.baseline,
-            "gate": self.gate.to_json(),
-            "verdict": self.verdict,
-            "reason": self.reason,
-            "hypotheses": [h.to_json() for h in self.hypotheses],
-            "repair": self.repair.to_json() if self.repair else None,
-            "alternatives": [r.to_json() for r in self.repairs[1:]],
-            "unverified": list(self.facts.unverified) if self.facts else [],
-        }
+    def contract(self, record: contract.DiagnosisRecord | None = None) -> contract.Diagnosis:
+        """The diagnosis as ``recall diagnose --json`` names it; ``record`` is where the CLI kept it (the evidence
+        file is the diagnosis alone)."""
+        kept = {"record": record} if record is not None else {}
+        return contract.Diagnosis(
+            schema_version=VERSION,
+            model=self.pair.model,
+            candidate=self.pair.candidate,
+            baseline=self.pair.baseline,
+            gate=self.gate.contract(),
+            verdict=self.verdict,
+            reason=self.reason,
+            hypotheses=[h.contract() for h in self.hypotheses],
+            repair=self.repair.contract() if self.repair else None,
+            alternatives=[r.contract() for r in self.repairs[1:]],
+            unverified=list(self.facts.unverified) if self.facts else [],
+            **kept,
+        )
 
 
 def diagnose(

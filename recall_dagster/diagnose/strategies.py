@@ -16,8 +16,9 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
+from recall_dagster.contracts import records as contract
 from recall_dagster.diagnose.config import DiagnoseConfig
 from recall_dagster.diagnose.dbt_tests import dbt_test_outcome, upstream_test_edit
 from recall_dagster.diagnose.facts import Facts
@@ -58,18 +59,19 @@ class Repair:
             return "not proven"
         return "measured by its own logged metrics" if self.strategy == "rollback" else "proven in a copy"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "strategy": self.strategy,
-            "description": self.description,
-            "patch": self.patch,
-            "validated": self.validated,
-            "metric": self.metric,
-            "metric_before": self.metric_before,
-            "metric_after": self.metric_after,
-            "reason": self.reason,
-            "tried": [v.to_json() for v in self.tried],
-        }
+    def contract(self) -> contract.Repair:
+        """The repair as a diagnosis names it, every copy it was tried in included."""
+        return contract.Repair(
+            strategy=self.strategy,
+            description=self.description,
+            patch=self.patch,
+            validated=self.validated,
+            metric=self.metric,
+            metric_before=self.metric_before,
+            metric_after=self.metric_after,
+            reason=self.reason,
+            tried=[v.to_json() for v in self.tried],
+        )
 
 
 @dataclass(frozen=True)

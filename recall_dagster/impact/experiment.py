@@ -12,8 +12,9 @@ with its reason, never a guess; the report is the JSON contract of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
+from recall_dagster.contracts import records as contract
 from recall_dagster.contracts.base import VERSION
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.impact.config import ImpactConfig
@@ -43,28 +44,29 @@ class InputResult:
     def feature(self) -> str:
         return "+".join(i.name for i in self.inputs)
 
-    def to_json(self) -> dict[str, Any]:
+    def contract(self) -> contract.ImpactResult:
+        """The result as ``recall impact --json`` names it, the measurement's numbers rounded as it shows them."""
         m = self.measurement.to_json() if self.measurement else {}
-        return {
-            "model": self.closure.registered_name,
-            "version": self.version or self.closure.model.version,
-            "model_urn": self.closure.urn,
-            "feature": self.feature,
-            "verdict": self.verdict.value,
-            "reason": self.reason,
-            "metric": m.get("metric"),
-            "baseline": m.get("baseline"),
-            "mutated": m.get("mutated"),
-            "delta": m.get("delta"),
-            "ci": m.get("ci"),
-            "loss": m.get("loss"),
-            "flip_rate": m.get("flip_rate"),
-            "mean_abs_shift": m.get("mean_abs_shift"),
-            "failures": m.get("failures"),
-            "rows": m.get("rows"),
-            "live_deployments": [d.urn for d in self.closure.live_deployments],
-            "inputs": [i.to_json() for i in self.inputs],
-        }
+        return contract.ImpactResult(
+            model=self.closure.registered_name,
+            version=self.version or self.closure.model.version,
+            model_urn=self.closure.urn,
+            feature=self.feature,
+            verdict=self.verdict.value,
+            reason=self.reason,
+            metric=m.get("metric"),
+            baseline=m.get("baseline"),
+            mutated=m.get("mutated"),
+            delta=m.get("delta"),
+            ci=m.get("ci"),
+            loss=m.get("loss"),
+            flip_rate=m.get("flip_rate"),
+            mean_abs_shift=m.get("mean_abs_shift"),
+            failures=m.get("failures"),
+            rows=m.get("rows"),
+            live_deployments=[d.urn for d in self.closure.live_deployments],
+            inputs=[i.to_json() for i in self.inputs],
+        )
 
 
 @dataclass(frozen=True)
@@ -89,17 +91,21 @@ class ImpactReport:
     def target(self) -> str:
         return f"{display_name(self.dataset)}.{self.column}"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema_version": VERSION,
-            "dataset": self.dataset,
-            "column": self.column,
-            "mutation": self.mutation.label,
-            "fraction": self.mutation.fraction,
-            "verdict": self.verdict.value,
-            "affected_models": len(self.model_verdicts()),
-            "results": [r.to_json() for r in self.results],
-        }
+    def contract(self, record: contract.Record | None = None) -> contract.Impact:
+        """The report as ``recall impact --json`` names it; ``record`` is where the CLI kept it (the MCP tool keeps
+        nothing, so its answer has no ``record`` at all)."""
+        kept = {"record": record} if record is not None else {}
+        return contract.Impact(
+            schema_version=VERSION,
+            dataset=self.dataset,
+            column=self.column,
+            mutation=self.mutation.label,
+            fraction=self.mutation.fraction,
+            verdict=self.verdict.value,
+            affected_models=len(self.model_verdicts()),
+            results=[r.contract() for r in self.results],
+            **kept,
+        )
 
 
 def _column_for(item: AffectedInput, subject: Subject) -> str | None:

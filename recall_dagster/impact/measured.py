@@ -168,7 +168,7 @@ def _experiment(replay: Replay, report: ImpactReport) -> dict[str, Any]:
         "fraction": round(replay.mutation.fraction, 6),
         "verdict": report.verdict.value,
         "results": [
-            {k: v for k, v in r.to_json().items() if k not in ("inputs", "live_deployments", "model_urn")}
+            {k: v for k, v in r.contract().as_json().items() if k not in ("inputs", "live_deployments", "model_urn")}
             for r in report.results
         ],
     }

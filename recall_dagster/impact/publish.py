@@ -26,6 +26,7 @@ from datahub.metadata.schema_classes import (
 )
 from datahub.metadata.urns import DocumentUrn, StructuredPropertyUrn
 
+from recall_dagster.contracts import records as contract
 from recall_dagster.estate import display_name
 from recall_dagster.estate.marks import MANAGED_BY_KEY
 from recall_dagster.files import write_record
@@ -71,15 +72,15 @@ def markdown(report: ImpactReport) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in report.results:
-        j = r.to_json()
-        ci = j["ci"]
-        delta = f"{number(j['delta'])} ({number(ci[0])}, {number(ci[1])})" if ci else number(j["delta"])
-        flips = f"{j['flip_rate']:.1%}" if j["flip_rate"] is not None else "–"
+        c = r.contract()
+        ci = c.ci
+        delta = f"{number(c.delta)} ({number(ci[0])}, {number(ci[1])})" if ci else number(c.delta)
+        flips = f"{c.flip_rate:.1%}" if c.flip_rate is not None else "–"
         lines.append(
-            f"| {md_text(j['model'])} | {number(j['version'])} | {md_text(j['feature'])} | {j['verdict']} "
-            f"| {md_text(number(j['metric']))} "
-            f"| {number(j['baseline'])} | {number(j['mutated'])} | {delta} | {flips} | {number(j['mean_abs_shift'])} "
-            f"| {number(j['failures'])} | {number(j['rows'])} |"
+            f"| {md_text(c.model)} | {number(c.version)} | {md_text(c.feature)} | {c.verdict} "
+            f"| {md_text(number(c.metric))} "
+            f"| {number(c.baseline)} | {number(c.mutated)} | {delta} | {flips} | {number(c.mean_abs_shift)} "
+            f"| {number(c.failures)} | {number(c.rows)} |"
         )
     lines += ["", "## Why", ""]
     for r in report.results:
@@ -92,7 +93,7 @@ def markdown(report: ImpactReport) -> str:
 def write_evidence(evidence_dir: Path, report: ImpactReport, measured_at_ms: int) -> list[Path]:
     """``evidence/impact/<id>.json`` and ``.md``, replaced atomically; the record the graph writes follow."""
     ident = experiment_id(report)
-    body = {**report.to_json(), "experiment": ident, "measured_at_ms": measured_at_ms}
+    body = {**report.contract().as_json(), "experiment": ident, "measured_at_ms": measured_at_ms}
     return write_record(evidence_dir / "impact", ident, body, markdown(report), "evidence")
 
 
@@ -139,8 +140,9 @@ class ImpactPublished:
     writes: int = 0
     failures: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, object]:
-        return {"evidence": [str(p) for p in self.evidence], "writes": self.writes, "failures": self.failures}
+    def contract(self) -> contract.Record:
+        """Where ``recall impact --json`` says the experiment was kept."""
+        return contract.Record(evidence=[str(p) for p in self.evidence], writes=self.writes, failures=self.failures)
 
 
 def publish_impact(

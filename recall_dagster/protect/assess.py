@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
+from recall_dagster.contracts import records as contract
 from recall_dagster.detect import ScanConfig
 from recall_dagster.detect.freshness import judge_table
 from recall_dagster.estate import Dataset, ModelClosure, display_name
@@ -34,6 +35,10 @@ class Component:
     weight: float
     why: str
 
+    def contract(self) -> contract.Component:
+        """The component as a dataset's reliability shows it."""
+        return contract.Component(name=self.name, value=self.value, weight=self.weight, why=self.why)
+
 
 @dataclass(frozen=True)
 class Reliability:
@@ -42,14 +47,15 @@ class Reliability:
     components: tuple[Component, ...]
     models: tuple[str, ...]  # production models whose closures hold it
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "dataset": self.dataset,
-            "name": display_name(self.dataset),
-            "score": self.score,
-            "models": list(self.models),
-            "components": [{"name": c.name, "value": c.value, "weight": c.weight, "why": c.why} for c in self.components],
-        }
+    def contract(self) -> contract.Reliability:
+        """The dataset's score as ``recall protect --json`` names it, each component beside it."""
+        return contract.Reliability(
+            dataset=self.dataset,
+            name=display_name(self.dataset),
+            score=self.score,
+            models=list(self.models),
+            components=[c.contract() for c in self.components],
+        )
 
 
 @dataclass(frozen=True)
@@ -60,15 +66,16 @@ class Gap:
     features: tuple[str, ...]  # the features it reaches
     past_incident: bool
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "column": column_name(self.column),
-            "dataset": self.column[0],
-            "models": list(self.models),
-            "live_deployments": len(self.live_deployments),
-            "features": list(self.features),
-            "past_incident": self.past_incident,
-        }
+    def contract(self) -> contract.Gap:
+        """The gap as ``recall protect`` and the evidence pack's known gaps name it."""
+        return contract.Gap(
+            column=column_name(self.column),
+            dataset=self.column[0],
+            models=list(self.models),
+            live_deployments=len(self.live_deployments),
+            features=list(self.features),
+            past_incident=self.past_incident,
+        )
 
 
 def _twins(closures: Sequence[ModelClosure], columns: ColumnGraph, table: str) -> list[Dataset]:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from recall_dagster.contracts import records as contract
 from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import ScanConfig
 from recall_dagster.graph.port import MetadataGraph
@@ -27,15 +27,16 @@ class ProtectReport:
     dbt_tests: str  # paste-ready YAML for the top gaps dbt builds or declares
     top: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema_version": VERSION,
-            "assessed_at": iso_instant(self.assessed_at_ms),
-            "datasets": [r.to_json() for r in self.datasets],
-            "gaps": [g.to_json() for g in self.gaps],
-            "top": self.top,
-            "dbt_tests": self.dbt_tests,
-        }
+    def contract(self) -> contract.Protect:
+        """The report as ``recall protect --json`` names it."""
+        return contract.Protect(
+            schema_version=VERSION,
+            assessed_at=iso_instant(self.assessed_at_ms),
+            datasets=[r.contract() for r in self.datasets],
+            gaps=[g.contract() for g in self.gaps],
+            top=self.top,
+            dbt_tests=self.dbt_tests,
+        )
 
 
 def protect_report(

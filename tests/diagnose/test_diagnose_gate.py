@@ -104,7 +104,7 @@ def test_the_primary_is_the_biggest_drop_and_its_loss_is_a_share_of_skill() -> N
 
 def test_the_outcome_serialises_every_row() -> None:
     outcome = metric_gate({"roc_auc": 0.7, "r2": 0.1}, {"roc_auc": 0.8}, CONFIG)
-    out = outcome.to_json()
+    out = outcome.contract().as_json()
     assert set(out) == {"verdict", "metrics", "primary", "loss", "reason"}
     assert out["verdict"] == "REGRESSION" and [m["name"] for m in out["metrics"]] == ["roc_auc", "r2"]
     assert out["metrics"][0]["tolerance"] == {"higher_is_better": True, "tolerance": 0.002, "relative": False}

@@ -193,7 +193,7 @@ def test_every_score_is_the_clipped_weighted_sum_its_signals_show() -> None:
             assert {s.name: s.weight for s in h.signals} == dict(CONFIG.weights)
         raw = sum(s.weight * s.value for s in h.signals) - CONFIG.counter_penalty * len(h.counter)
         assert h.score == pytest.approx(min(1.0, max(0.0, raw))), h.kind
-        assert h.to_json()["score"] == round(h.score, 3)
+        assert h.contract().as_json()["score"] == round(h.score, 3)
     assert [h.score for h in ranked] == sorted((h.score for h in ranked), reverse=True)
     stale = next(h for h in ranked if h.kind == "stale_input")
     assert stale.score == 0.0, "clipped at zero by the evidence against it"
@@ -201,7 +201,7 @@ def test_every_score_is_the_clipped_weighted_sum_its_signals_show() -> None:
 
 def test_a_hypothesis_serialises_its_signals_evidence_and_counter() -> None:
     recovered = clue("assertion_recovered", against=True)
-    out = hypothesis("upstream_data_quality", clue(data={"rows": 3}), recovered).to_json()
+    out = hypothesis("upstream_data_quality", clue(data={"rows": 3}), recovered).contract().as_json()
     assert set(out) == {"kind", "score", "signals", "evidence", "counter"}
     assert [s["name"] for s in out["signals"]] == ["temporal", "lineage", "fields", "size", "corroboration"]
     assert set(out["signals"][0]) == {"name", "value", "weight", "why"}

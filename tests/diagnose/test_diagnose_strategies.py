@@ -84,7 +84,7 @@ def repairs(config: DiagnoseConfig) -> list[dict]:
     ranked = rank(f, gate.loss, config.hypotheses)
     assert ranked[0].kind == "upstream_data_quality"
     found = propose_repairs(f, ranked, config, gate.primary, lambda v: {"roc_auc": 0.95} if v == "1" else {})
-    return [r.to_json() for r in found]
+    return [r.contract().as_json() for r in found]
 
 
 def digest(root: Path) -> dict[str, str]:

@@ -67,7 +67,7 @@ def measure(settings: Settings, table: str, column: str, mutation: str) -> dict:
             graph, load().scan, load().lifecycle, ic, ImpactRequest(table, column, mutation),
             MlflowModels(settings.mlflow_uri, ic, load().warehouse), int(time.time() * 1000),
         )
-    return report.to_json()
+    return report.contract().as_json()
 
 
 def test_shuffling_the_column_behind_the_strongest_feature_costs_skill_and_only_passes_below_the_warn_bounds(
@@ -185,7 +185,7 @@ def test_the_experiment_is_on_disk_before_a_write_back_that_fails(env: Settings)
         assert server.landed == []
     assert published.failures and all("503" in f or "Service Unavailable" in f for f in published.failures)
     kept = json.loads(published.evidence[0].read_text())
-    assert kept["results"] == report.to_json()["results"] and published.evidence[1].read_text().startswith(
+    assert kept["results"] == report.contract().as_json()["results"] and published.evidence[1].read_text().startswith(
         "# Impact test: shift:5 on warehouse.marts.fct_transactions.amount"
     )
 

@@ -302,7 +302,7 @@ def test_each_dataset_lists_the_models_whose_closures_hold_it(config: ScanConfig
     scores = score(closures, config, pc)
     assert scores[DEVICE].models == ("churn_1", "fraud_detector_1", "fraud_detector_2")
     assert scores[RAW].models == ("fraud_detector_1", "fraud_detector_2")
-    js = scores[DEVICE].to_json()
+    js = scores[DEVICE].contract().as_json()
     assert js["name"] == "warehouse.marts.fct_device_features" and js["models"] == list(scores[DEVICE].models)
     assert [c["name"] for c in js["components"]] == list(COMPONENTS)
 
@@ -370,8 +370,8 @@ def test_models_live_deployments_and_features_are_counted_across_closures() -> N
     assert top.features == ("ltv_spend", "spend", "txn_amount")
     raw = by_column(found)[(RAW, "unit_price")]
     assert raw.models == ("fraud_detector",) and len(raw.live_deployments) == 1
-    assert top.to_json()["live_deployments"] == 2
-    assert top.to_json()["column"] == "warehouse.marts.fct_transactions.amount"
+    assert top.contract().as_json()["live_deployments"] == 2
+    assert top.contract().as_json()["column"] == "warehouse.marts.fct_transactions.amount"
 
 
 def test_live_deployments_outrank_feature_count() -> None:
