@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
+from recall_dagster.contracts import records as contract
 from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import ScanConfig
 from recall_dagster.detect.pii_exposure import marks_pii, justified
@@ -65,7 +66,7 @@ def _checks(closures: Sequence[ModelClosure]) -> list[dict[str, Any]]:
     return sorted(checks.values(), key=lambda c: c["on"])
 
 
-def _personal_data(closures: Sequence[ModelClosure], config: ScanConfig) -> dict[str, Any]:
+def _personal_data(closures: Sequence[ModelClosure], config: ScanConfig) -> contract.PersonalData:
     found = sorted({
         f"{d.name}.{f.path}" if f else d.name
         for c in closures for d in c.datasets.values()
@@ -73,13 +74,13 @@ def _personal_data(closures: Sequence[ModelClosure], config: ScanConfig) -> dict
                   *([None] if marks_pii(d.tags, d.terms, config.pii) else [])]
     })
     model = closures[0].model
-    reasons = [model.properties.get(p) for p in config.justification.properties if model.properties.get(p)]
-    return {"columns": found, "justified": justified(model, config.justification), "justification": reasons}
+    reasons = [reason for p in config.justification.properties if (reason := model.properties.get(p))]
+    return contract.PersonalData(columns=found, justified=justified(model, config.justification), justification=reasons)
 
 
 def evidence_pack(
     graph: MetadataGraph, settings: Settings, config: ScanConfig, lc: LifecycleConfig, model: str, now_ms: int
-) -> dict[str, Any]:
+) -> contract.EvidencePack:
     """Every section from live metadata, for the production versions of ``model`` (or the version it names)."""
     closures = select_closures(graph, config, models=[model])
     assessment = assess(graph, config, lc, now_ms)
@@ -108,20 +109,20 @@ def evidence_pack(
         if names & {m["urn"] for m in e.snapshot.get("blast_radius", {}).get("models", ())}
     ]
     model_view = closures[0].model
-    return {
-        "schema_version": VERSION,
-        "model": closures[0].registered_name,
-        "judged": [c.urn for c in closures],  # the versions the pack is about: production ones, or the one named
-        "generated_at": iso_instant(now_ms),
-        "graph": graph.location,
-        "owners": [o.urn for o in model_view.owners],
-        "data_sources": _sources(closures),
-        "quality_checks": _checks(closures),
-        "personal_data": _personal_data(closures, config),
-        "known_gaps": [g.contract().as_json() for g in gaps(closures, assessment.estate.columns, [])],
-        "incidents": sorted(incidents, key=lambda i: i["raised_at"]),
-        "versions": sorted(versions.values(), key=lambda v: int(v["version"] or 0) if str(v["version"] or "").isdigit() else 0),
-    }
+    return contract.EvidencePack(
+        schema_version=VERSION,
+        model=closures[0].registered_name,
+        judged=[c.urn for c in closures],  # the versions the pack is about: production ones, or the one named
+        generated_at=iso_instant(now_ms),
+        graph=graph.location,
+        owners=[o.urn for o in model_view.owners],
+        data_sources=_sources(closures),
+        quality_checks=_checks(closures),
+        personal_data=_personal_data(closures, config),
+        known_gaps=[g.contract() for g in gaps(closures, assessment.estate.columns, [])],
+        incidents=sorted(incidents, key=lambda i: i["raised_at"]),
+        versions=sorted(versions.values(), key=lambda v: int(v["version"] or 0) if str(v["version"] or "").isdigit() else 0),
+    )
 
 
 def markdown(pack: dict[str, Any]) -> str:

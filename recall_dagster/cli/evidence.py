@@ -44,7 +44,8 @@ def evidence_command(
     failures: list[str] = []
     settings.ensure_home()
     with opened_graph(settings, read_only=no_write) as graph:
-        pack = evidence_pack(graph, settings, config, lc, model, now_ms)
+        answer = evidence_pack(graph, settings, config, lc, model, now_ms)
+        pack = answer.as_json()
         paths = write_pack(settings.evidence_dir, pack)
         if not no_write:
             urn = DocumentUrn(datahub_guid({"recall": "governance", "model": pack["model"]})).urn()
@@ -59,7 +60,8 @@ def evidence_command(
             _, failures = write_changed(graph, [urn], [DocumentInfoClass], document,
                                         loaded.writeback.retry)
     if as_json:
-        click.echo(json.dumps({**pack, "files": [str(p) for p in paths], "failures": failures}, indent=2))
+        answer.files, answer.failures = [str(p) for p in paths], failures
+        click.echo(json.dumps(answer.as_json(), indent=2))
     else:
         click.echo(markdown(pack))
         click.echo(f"Evidence: {', '.join(str(p) for p in paths)}")

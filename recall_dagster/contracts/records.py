@@ -137,7 +137,7 @@ class Protect(Contract):
 
 
 class PersonalData(Part):
-    columns: list[Json]
+    columns: list[str]  # ``table.column`` marked personal, or the table's name when the whole table is marked
     justified: bool
     justification: list[str]
 

@@ -46,8 +46,7 @@ class Diagnosis:
     def contract(self, record: contract.DiagnosisRecord | None = None) -> contract.Diagnosis:
         """The diagnosis as ``recall diagnose --json`` names it; ``record`` is where the CLI kept it (the evidence
         file is the diagnosis alone)."""
-        kept = {"record": record} if record is not None else {}
-        return contract.Diagnosis(
+        answer = contract.Diagnosis(
             schema_version=VERSION,
             model=self.pair.model,
             candidate=self.pair.candidate,
@@ -59,8 +58,10 @@ class Diagnosis:
             repair=self.repair.contract() if self.repair else None,
             alternatives=[r.contract() for r in self.repairs[1:]],
             unverified=list(self.facts.unverified) if self.facts else [],
-            **kept,
         )
+        if record is not None:
+            answer.record = record
+        return answer
 
 
 def diagnose(

@@ -94,8 +94,7 @@ class ImpactReport:
     def contract(self, record: contract.Record | None = None) -> contract.Impact:
         """The report as ``recall impact --json`` names it; ``record`` is where the CLI kept it (the MCP tool keeps
         nothing, so its answer has no ``record`` at all)."""
-        kept = {"record": record} if record is not None else {}
-        return contract.Impact(
+        answer = contract.Impact(
             schema_version=VERSION,
             dataset=self.dataset,
             column=self.column,
@@ -104,8 +103,10 @@ class ImpactReport:
             verdict=self.verdict.value,
             affected_models=len(self.model_verdicts()),
             results=[r.contract() for r in self.results],
-            **kept,
         )
+        if record is not None:
+            answer.record = record
+        return answer
 
 
 def _column_for(item: AffectedInput, subject: Subject) -> str | None:

@@ -9,6 +9,13 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.metadata.schema_classes import (
+    EditableSchemaFieldInfoClass,
+    EditableSchemaMetadataClass,
+    GlobalTagsClass,
+    TagAssociationClass,
+)
 from pydantic import ValidationError
 
 from recall_dagster.cli import cli
@@ -18,7 +25,10 @@ from recall_dagster.severity import Severity
 from tests.contracts.conform import SCHEMAS, conforms
 from tests.foreign.foreign_estate import FIXTURES, OVERLAY, fail_the_test
 from tests.scan.scan_estates import ingest
+from recall_dagster.cli.options import opened_graph
 from recall_dagster.settings import Settings
+
+ORDERS = "urn:li:dataset:(urn:li:dataPlatform:postgres,shop.marts.customer_orders,PROD)"
 
 
 def test_the_schemas_in_the_repository_are_exported_from_the_contracts(tmp_path: Path) -> None:
@@ -77,3 +87,16 @@ def test_the_lifecycle_and_scan_outputs_keep_to_their_contracts(shop: tuple[Sett
     conforms("incidents-list", listed)
     conforms("protect", run(shop, "protect"))
     conforms("evidence", run(shop, "evidence", "--model", "churn_model", "--no-write"))
+
+
+def test_an_evidence_pack_naming_personal_data_keeps_to_its_contract(shop: tuple[Settings, str]) -> None:
+    """The pack's personal data is where a contract and its output once parted: the schema said objects, the pack
+    wrote names, and a shop holding no personal data never showed it."""
+    settings, _ = shop
+    tagged = EditableSchemaMetadataClass(editableSchemaFieldInfo=[
+        EditableSchemaFieldInfoClass(fieldPath="customer_id", globalTags=GlobalTagsClass([TagAssociationClass("urn:li:tag:pii")]))])
+    with opened_graph(settings, read_only=False) as graph:
+        graph.emit_mcps([MetadataChangeProposalWrapper(entityUrn=ORDERS, aspect=tagged)])
+    pack = run(shop, "evidence", "--model", "churn_model", "--no-write")
+    assert pack["personal_data"]["columns"] == ["shop.marts.customer_orders.customer_id"]
+    conforms("evidence", pack)
