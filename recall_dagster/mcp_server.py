@@ -206,7 +206,7 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
         loaded = load(config_path)
         config, lc = loaded.scan, loaded.lifecycle
         with _graph() as (_, graph):
-            return blind_window_report(graph, config, lc, target, clock_ms()).to_json()
+            return blind_window_report(graph, config, lc, target, clock_ms()).contract().as_json()
 
     @tool()
     def retrain_gate(model: str) -> dict[str, Any]:
@@ -215,7 +215,7 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
         config, lc, ic = loaded.scan, loaded.lifecycle, loaded.impact
         with _graph() as (settings, graph):
             measure = mlflow_measure(settings, lc, ic)
-            return judge_retrain(graph, settings, config, lc, model, clock_ms(), measure).to_json()
+            return judge_retrain(graph, settings, config, lc, model, clock_ms(), measure).contract().as_json()
 
     @tool(name="impact_test")
     def impact(dataset: str, column: str, mutation: str, fraction: float | None = None) -> dict[str, Any]:
@@ -243,6 +243,6 @@ def build_server(config_path: str | None = None, host: str = "127.0.0.1", port: 
     def incidents() -> dict[str, Any]:
         """The data incidents Recall's ledger holds for this graph, open ones first."""
         settings = Settings.from_env()
-        return list_incidents(settings, location_of(settings.graph))
+        return list_incidents(settings, location_of(settings.graph)).as_json()
 
     return server

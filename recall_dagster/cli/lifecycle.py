@@ -38,7 +38,7 @@ from recall_dagster.lifecycle.service import (
     sync_incidents,
 )
 from recall_dagster.rewrite import Rewrite
-from recall_dagster.narrate import gate_paragraph, window_paragraph
+from recall_dagster.narrate import window_paragraph
 from recall_dagster.settings import Settings
 from recall_dagster.terminal import esc
 
@@ -70,7 +70,7 @@ def blind_window_command(
     with opened_graph(settings, read_only=True) as graph:
         report = blind_window_report(graph, config, lc, target, instant_ms(as_of))
     if as_json:
-        _echo_json(report.to_json())
+        _echo_json(report.contract().as_json())
     else:
         _render_window(report, Console(), loaded.narration)
     if report.contaminated_live:
@@ -89,18 +89,18 @@ def _render_window(report: BlindWindowReport, console: Console, rewrite: Rewrite
             console.print(f"No model trained on data behind {esc(what)}: no version is contaminated.")
         return
     coverage = report.coverage
-    console.print(f"[dim]Coverage: training times known for {coverage['judged']} of {coverage['versions']} "
+    console.print(f"[dim]Coverage: training times known for {coverage.judged} of {coverage.versions} "
                   "version(s) the failures reach[/]", highlight=False)
     for cause in report.causes:
-        window, said = cause.window, cause.to_json()
+        window, said = cause.window, cause.contract().as_json()
         state = "still failing" if cause.active else "healed"
         console.print(f"[bold]{esc(', '.join(column_name(o) for o in cause.origins))}[/bold] ({state})")
         if window is not None:
-            w = window.to_json()
+            w = window.contract()
             console.print(
-                f"  blind window: from {w['onset'] or 'an unknown time'}"
-                f" (last pass {w['began_after'] or 'never recorded'}, first failure {w['began_by'] or 'untimed'})"
-                f" to {w['end'] or 'now, still open'}"
+                f"  blind window: from {w.onset or 'an unknown time'}"
+                f" (last pass {w.began_after or 'never recorded'}, first failure {w.began_by or 'untimed'})"
+                f" to {w.end or 'now, still open'}"
             )
         for line in describe(said):
             console.print(f"  {esc(line)}")
@@ -138,7 +138,7 @@ def gate_command(
         measure = mlflow_measure(settings, lc, loaded.impact)
         result = judge_retrain(graph, settings, config, lc, model, instant_ms(as_of), measure)
     if as_json:
-        _echo_json(result.to_json())
+        _echo_json(result.contract().as_json())
     else:
         _render_gate(result, Console(), loaded.narration)
     ctx.exit(GATE_EXIT[result.verdict])
@@ -165,7 +165,7 @@ def _render_gate(result: GateResult, console: Console, rewrite: Rewrite) -> None
                       f"{iso_instant(accepted.until_ms)}): {finding.detector}: {esc(finding.message)}[/dim]",
                       highlight=False)
     console.print()
-    console.print(esc(rewrite(gate_paragraph(result.to_json()))), highlight=False)
+    console.print(esc(rewrite(result.contract().narrative)), highlight=False)
 
 
 @cli.group("incidents")
@@ -187,22 +187,23 @@ def sync_command(graph_target: str | None, config_path: str | None, as_json: boo
     with settings.writing("incidents", "recall incidents sync"), opened_graph(settings, read_only=False) as graph:
         result = sync_incidents(graph, settings, config, lc, clock_ms(), policy)
     if as_json:
-        _echo_json(result.to_json())
+        _echo_json(result.contract().as_json())
     else:
         _render_sync(result, Console())
 
 
 def _render_sync(result: SyncResult, console: Console) -> None:
-    data = result.to_json()
-    for kind in ("raised", "updated", "resolved"):
-        for incident in data[kind]:
-            console.print(f"{kind}: " + esc(f"{', '.join(incident['tests'])} [{incident['severity']}] {incident['urn']}"))
-            for model in incident["models"]:
-                rows = f", {model['failed_rows']:,} failing rows" if model["failed_rows"] is not None else ""
-                console.print("    " + esc(f"{model['name']} [{model['severity']}]: {model['summary']}{rows}"))
-            if incident["postmortem"]:
-                console.print(f"    postmortem: {esc(incident['postmortem']['document'])}")
-    if not any(data[k] for k in ("raised", "updated", "resolved")):
+    data = result.contract()
+    changes = {"raised": data.raised, "updated": data.updated, "resolved": data.resolved}
+    for kind, briefs in changes.items():
+        for incident in briefs:
+            console.print(f"{kind}: " + esc(f"{', '.join(incident.tests)} [{incident.severity}] {incident.urn}"))
+            for model in incident.models:
+                rows = f", {model.failed_rows:,} failing rows" if model.failed_rows is not None else ""
+                console.print("    " + esc(f"{model.name} [{model.severity}]: {model.summary}{rows}"))
+            if incident.postmortem:
+                console.print(f"    postmortem: {esc(incident.postmortem['document'])}")
+    if not any(changes.values()):
         console.print(f"no change; {len(result.active)} incident(s) open")
     for failure in result.failures:
         console.print(f"[yellow]not written yet (retried next sync): {esc(failure)}[/yellow]")
@@ -225,12 +226,12 @@ def list_command(graph_target: str | None, as_json: bool) -> None:
     settings = Settings.from_env(graph=graph_target)
     listed = list_incidents(settings, location_of(settings.graph))  # the ledger is local: no graph is opened
     if as_json:
-        _echo_json(listed)
+        _echo_json(listed.as_json())
         return
-    entries = listed["incidents"]
+    entries = listed.incidents
     console = Console()
     for e in entries:
-        names = ", ".join(a["name"] for a in e["snapshot"].get("assertions", ()))
-        console.print(esc(f"{e['state']:<8} {e['urn']} {names}"))
+        names = ", ".join(a["name"] for a in e.snapshot.get("assertions", ()))
+        console.print(esc(f"{e.state:<8} {e.urn} {names}"))
     if not entries:
         console.print("no incident recorded for this graph")

@@ -56,7 +56,7 @@ def rollback_command(
         Registry(settings.mlflow_uri, loaded.impact.registry), request, clock_ms(), apply=apply,
     )
     if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2))
+        click.echo(json.dumps(result.contract().as_json(), indent=2))
     else:
         _render(result)
     if result.failures:

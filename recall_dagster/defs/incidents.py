@@ -32,7 +32,7 @@ def _data_incidents(deps: Sequence[AssetKey | str], translator: RecallTranslator
         with settings.writing("incidents", "data_incidents"), recall.open_graph(read_only=False) as graph:
             synced = sync_incidents(
                 graph, settings, loaded.scan, loaded.lifecycle, clock_ms(), loaded.writeback.retry
-            ).to_json()
+            ).contract().as_json()
         counts = {what: len(synced[what]) for what in ("raised", "updated", "resolved", "active")}
         metadata: dict[str, Any] = {
             "summary": ", ".join(f"{n} {what}" for what, n in counts.items()) + " incident(s)",
@@ -67,7 +67,7 @@ def _window(recall: RecallResource, rollback: str, where: tuple[str, str] | None
     loaded = recall.configuration()
     with recall.open_graph() as graph:
         judged = blind_window_report(graph, loaded.scan, loaded.lifecycle, None, clock_ms())
-    report, models = judged.to_json(), combined(judged.causes)
+    report, models = judged.contract().as_json(), combined(judged.causes)
     targets = sorted(advised(models).items())
     links = {} if where is None else {
         f"rollback: {model}": MetadataValue.url(

@@ -121,7 +121,7 @@ def _roll_back(context: OpExecutionContext, config: RollbackConfig, recall: Reca
     if result.failures:
         raise Failure(f"the alias moved, but {len(result.failures)} DataHub write(s) did not land; "
                       "running the job again writes them", metadata=metadata)
-    return Output(result.to_json(), metadata=metadata)
+    return Output(result.contract().as_json(), metadata=metadata)
 
 
 def rollback_job(translator: RecallTranslator | None = None) -> JobDefinition:

@@ -27,8 +27,9 @@ so they name the same versions for the same failure.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Literal, Mapping
 
+from recall_dagster.contracts import lifecycle as contracts
 from recall_dagster.estate.closure import ModelClosure
 from recall_dagster.estate.names import display_name
 from recall_dagster.estate.columns import Col, ColumnGraph, column_name, lineage_to
@@ -46,14 +47,14 @@ class PoisonedFeature:
     evidence: Evidence  # "column": lineage to the registry's column; "name": the feature is named like it
     lineage: tuple[Col, ...]  # origin column first, the feature's column last
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "urn": self.urn,
-            "name": self.name,
-            "column": column_name(self.column),
-            "evidence": self.evidence,
-            "lineage": [column_name(c) for c in self.lineage],
-        }
+    def contract(self) -> contracts.PoisonedFeature:
+        return contracts.PoisonedFeature(
+            urn=self.urn,
+            name=self.name,
+            column=column_name(self.column),
+            evidence=self.evidence,
+            lineage=[column_name(c) for c in self.lineage],
+        )
 
 
 def failing_columns(dataset: str, column: str | None, graph: ColumnGraph, options: ReachOptions) -> tuple[Col, ...]:

@@ -11,8 +11,9 @@ the ``blind-window`` command and the retrain gate all read the same result.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
+from recall_dagster.contracts import lifecycle as contracts
 from recall_dagster.estate import display_name
 from recall_dagster.estate.reach import origins_of
 from recall_dagster.lifecycle.blast import BlastRadius, blast_radius
@@ -45,14 +46,14 @@ class ModelVersions:
             return f"the newest version, {self.rollback.name}, is clean: nothing to roll back"
         return f"roll back to {self.rollback.name}: the newest version trained outside every blind window"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "group": self.group,
-            "name": self.name,
-            "rollback": self.rollback.to_json() if self.rollback else None,
-            "rollback_note": self.rollback_note,
-            "versions": [v.to_json() for v in self.versions],
-        }
+    def contract(self) -> contracts.ModelVersions:
+        return contracts.ModelVersions(
+            group=self.group,
+            name=self.name,
+            rollback=self.rollback.contract() if self.rollback else None,
+            rollback_note=self.rollback_note,
+            versions=[v.contract() for v in self.versions],
+        )
 
 
 @dataclass(frozen=True)
@@ -83,29 +84,30 @@ class RootCause:
     def versions_of(self, model_urn: str) -> VersionVerdict | None:
         return next((v for m in self.models for v in m.versions if v.model == model_urn), None)
 
-    def to_json(self) -> dict[str, Any]:
+    def contract(self) -> contracts.Cause:
+        """The cause as the blind window names it, and as an incident keeps it (its snapshot)."""
         window = self.window
-        return {
-            "origins": [column_name(c) for c in self.origins],
-            "active": self.active,
-            "window": window.to_json() if window else None,
-            "assertions": [
-                {
-                    "urn": r.urn,
-                    "name": r.name,
-                    "dataset": r.dataset,
-                    "on": r.where,
-                    "kind": r.kind,
-                    "failing": r.urn in self.failing,
-                    "failed_rows": self.failed_rows.get(r.urn),
-                    "measured": self.measured.get(r.urn),
-                    "windows": [w.to_json() for w in self.windows.get(r.urn, ())],
-                }
+        return contracts.Cause(
+            origins=[column_name(c) for c in self.origins],
+            active=self.active,
+            window=window.contract() if window else None,
+            assertions=[
+                contracts.AssertionHistory(
+                    urn=r.urn,
+                    name=r.name,
+                    dataset=r.dataset,
+                    on=r.where,
+                    kind=r.kind,
+                    failing=r.urn in self.failing,
+                    failed_rows=self.failed_rows.get(r.urn),
+                    measured=self.measured.get(r.urn),
+                    windows=[w.contract() for w in self.windows.get(r.urn, ())],
+                )
                 for r in self.records
             ],
-            "blast_radius": self.blast.to_json(),
-            "models": [m.to_json() for m in self.models],
-        }
+            blast_radius=self.blast.contract(),
+            models=[m.contract() for m in self.models],
+        )
 
 
 def _groups(records: Sequence[AssertionRecord], origins: Mapping[str, tuple[Col, ...]]) -> list[list[AssertionRecord]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from recall_dagster.contracts import lifecycle as contracts
 from recall_dagster.estate import ModelClosure, display_name
 from recall_dagster.estate.columns import Col, ColumnGraph, column_name
 from recall_dagster.estate.reach import PoisonedFeature, Strength, failing_columns, origins_of, reach_of
@@ -67,30 +68,30 @@ class ModelImpact:
         read = len(self.poisoned_inputs)
         return f"{read} of {self.training_columns} training columns poisoned (it records no features)"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "urn": self.model,
-            "name": self.name,
-            "version": self.version,
-            "group": self.group,
-            "severity": self.severity,
-            "level": self.level.value,
-            "poisoned_features": len(self.poisoned),
-            "total_features": self.total_features,
-            "summary": self.summary,
-            "training_columns": self.training_columns,
-            "features": [f.to_json() for f in self.poisoned],
-            "suspect_features": [f.to_json() for f in self.suspect],
-            "poisoned_inputs": list(self.poisoned_inputs),
-            "live_deployments": list(self.live_deployments),
-            "production": self.production,
-            "failed_rows": self.failed_rows,
-            "measured": list(self.measured),
-            "observed_by": list(self.observed_by),
-            "table_reach": [column_name(c) for c in self.table_reach],
-            "reach": self.reach,
-            "reach_reason": self.reach_reason,
-        }
+    def contract(self) -> contracts.ModelImpact:
+        return contracts.ModelImpact(
+            urn=self.model,
+            name=self.name,
+            version=self.version,
+            group=self.group,
+            severity=self.severity,
+            level=self.level,
+            poisoned_features=len(self.poisoned),
+            total_features=self.total_features,
+            summary=self.summary,
+            training_columns=self.training_columns,
+            features=[f.contract() for f in self.poisoned],
+            suspect_features=[f.contract() for f in self.suspect],
+            poisoned_inputs=list(self.poisoned_inputs),
+            live_deployments=list(self.live_deployments),
+            production=self.production,
+            failed_rows=self.failed_rows,
+            measured=list(self.measured),
+            observed_by=list(self.observed_by),
+            table_reach=[column_name(c) for c in self.table_reach],
+            reach=self.reach,
+            reach_reason=self.reach_reason,
+        )
 
 
 @dataclass(frozen=True)
@@ -103,13 +104,13 @@ class BlastRadius:
     def impact_on(self, model_urn: str) -> ModelImpact | None:
         return next((m for m in self.models if m.model == model_urn), None)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "severity": self.severity,
-            "origins": [column_name(c) for c in self.origins],
-            "poisoned_columns": [column_name(c) for c in self.poisoned_columns],
-            "models": [m.to_json() for m in self.models],
-        }
+    def contract(self) -> contracts.BlastRadius:
+        return contracts.BlastRadius(
+            severity=self.severity,
+            origins=[column_name(c) for c in self.origins],
+            poisoned_columns=[column_name(c) for c in self.poisoned_columns],
+            models=[m.contract() for m in self.models],
+        )
 
 
 def severity_of(share: float, live: bool, config: SeverityConfig) -> str:

@@ -18,6 +18,7 @@ from typing import Any, Literal, Mapping, Sequence
 from datahub.emitter.mce_builder import datahub_guid
 from datahub.metadata.urns import IncidentUrn
 
+from recall_dagster.contracts import lifecycle as contracts
 from recall_dagster.lifecycle.assess import RootCause
 from recall_dagster.estate.columns import Col
 from recall_dagster.instants import iso_instant
@@ -52,23 +53,24 @@ class IncidentEntry:
     def active(self) -> bool:
         return self.state == ACTIVE
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "urn": self.urn,
-            "state": self.state,
-            "origins": [list(o) for o in self.origins],
-            "assertions": list(self.assertions),
-            "raised_at_ms": self.raised_at_ms,
-            "updated_at_ms": self.updated_at_ms,
-            "resolved_at_ms": self.resolved_at_ms,
-            "started_at_ms": self.started_at_ms,
-            "fingerprint": self.fingerprint,
-            "snapshot": dict(self.snapshot),
-            "timeline": [dict(t) for t in self.timeline],
-            "published": self.published,
-            "postmortem": dict(self.postmortem) if self.postmortem else None,
-        }
+    def contract(self) -> contracts.Incident:
+        """The incident as ``recall incidents list`` names it, and as the ledger keeps it."""
+        return contracts.Incident(
+            id=self.id,
+            urn=self.urn,
+            state=self.state,
+            origins=[list(o) for o in self.origins],
+            assertions=list(self.assertions),
+            raised_at_ms=self.raised_at_ms,
+            updated_at_ms=self.updated_at_ms,
+            resolved_at_ms=self.resolved_at_ms,
+            started_at_ms=self.started_at_ms,
+            fingerprint=self.fingerprint,
+            snapshot=dict(self.snapshot),
+            timeline=[dict(t) for t in self.timeline],
+            published=self.published,
+            postmortem=dict(self.postmortem) if self.postmortem else None,
+        )
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "IncidentEntry":
@@ -147,7 +149,8 @@ def _closed(snapshot: Mapping[str, Any], cause: RootCause | None) -> Mapping[str
     """
     if cause is None:
         return snapshot
-    return {**cause.to_json(), "blast_radius": snapshot.get("blast_radius", cause.blast.to_json())}
+    hit = snapshot.get("blast_radius", cause.blast.contract().as_json())
+    return {**cause.contract().as_json(), "blast_radius": hit}
 
 
 def reconcile(entries: Mapping[str, IncidentEntry], causes: Sequence[RootCause], now_ms: int) -> Transition:
@@ -170,7 +173,7 @@ def reconcile(entries: Mapping[str, IncidentEntry], causes: Sequence[RootCause],
                 raised_at_ms=now_ms,
                 updated_at_ms=now_ms,
                 fingerprint=mark,
-                snapshot=cause.to_json(),
+                snapshot=cause.contract().as_json(),
                 timeline=(_note(now_ms, "raised", _headline(cause)),),
                 started_at_ms=cause.window.began_by_ms if cause.window else None,
             )
@@ -182,7 +185,7 @@ def reconcile(entries: Mapping[str, IncidentEntry], causes: Sequence[RootCause],
                 assertions=members,
                 updated_at_ms=now_ms,
                 fingerprint=mark,
-                snapshot=cause.to_json(),
+                snapshot=cause.contract().as_json(),
                 timeline=(*entry.timeline, _note(now_ms, "updated", _headline(cause))),
                 published=False,
             )

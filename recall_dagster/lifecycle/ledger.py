@@ -35,5 +35,5 @@ class Ledger:
             raise ConfigError(f"incident ledger {self.path} has a malformed entry ({err}); delete it") from err
 
     def save(self, entries: Mapping[str, IncidentEntry]) -> None:
-        section = {ident: e.to_json() for ident, e in sorted(entries.items())}
+        section = {ident: e.contract().as_json() for ident, e in sorted(entries.items())}
         update_json(self.path, lambda data: {**data, self.location: section}, "incident ledger")

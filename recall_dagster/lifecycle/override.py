@@ -11,8 +11,9 @@ step that asks the gate itself.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import Mapping
 
+from recall_dagster.contracts import lifecycle as contracts
 from recall_dagster.errors import ConfigError
 
 OVERRIDE_BY_TAG = "recall/gate_override_by"
@@ -60,8 +61,8 @@ class GateOverride:
     def describe(self) -> str:
         return f"trained past a {self.verdict or 'refusing'} gate verdict by {self.by}: {self.reason}"
 
-    def to_json(self) -> dict[str, Any]:
-        return {"by": self.by, "reason": self.reason, "verdict": self.verdict}
+    def contract(self) -> contracts.GateOverride:
+        return contracts.GateOverride(by=self.by, reason=self.reason, verdict=self.verdict)
 
 
 @dataclass(frozen=True)

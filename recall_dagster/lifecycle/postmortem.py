@@ -166,7 +166,7 @@ def postmortem(entry: IncidentEntry, cause: RootCause | None, config: LifecycleC
         "classification": classification,
         "durations_ms": durations,
         "timeline": [{"at": iso_instant(at), "what": what} for at, what in timeline],
-        "contaminated_versions": [v.to_json() for v in bad],
+        "contaminated_versions": [v.contract().as_json() for v in bad],
         "root_cause": dict(entry.snapshot),
     }
     return Postmortem(title=title, text="\n".join(lines) + "\n", data=data)

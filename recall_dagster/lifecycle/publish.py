@@ -150,7 +150,7 @@ def postmortem_info(entry: IncidentEntry, pm: Postmortem) -> DocumentInfoClass:
 
 def write_evidence(evidence_dir: Path, entry: IncidentEntry, pm: Postmortem) -> list[str]:
     """``evidence/postmortems/<incident id>.md`` and ``.json``, replaced atomically (the ledger lists them so)."""
-    data = {**pm.data, "ledger": entry.to_json()}
+    data = {**pm.data, "ledger": entry.contract().as_json()}
     json_path, md_path = write_record(evidence_dir / "postmortems", entry.id, data, pm.text, "evidence")
     return [str(md_path), str(json_path)]
 

@@ -83,7 +83,7 @@ class AssertionRecord:
 class TrainingSpan:
     """When one model version was trained and how many rows each table held when it was read."""
 
-    run: str | None  # the training run (dataProcessInstance) URN
+    run: str  # the training run (dataProcessInstance) URN
     start_ms: int | None
     end_ms: int | None
     table_rows: Mapping[str, int] = field(default_factory=dict)  # "schema.table" -> rows

@@ -13,9 +13,10 @@ not GO: a gate that could not look must not say the way is clear.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Callable, Literal, Mapping, Sequence
 
 from recall_dagster.acks.model import Accepted
+from recall_dagster.contracts import lifecycle as contracts
 from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import (
     Finding,
@@ -59,8 +60,8 @@ class CheckResult:
     # it sums up what other checks name (the scan's tier over its findings): a cause named leads the gate's line
     sums_up: bool = False
 
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "status": self.status, "summary": self.summary, "details": list(self.details)}
+    def contract(self) -> contracts.Check:
+        return contracts.Check(name=self.name, status=self.status, summary=self.summary, details=list(self.details))
 
 
 @dataclass(frozen=True)
@@ -369,30 +370,33 @@ class GateResult:
         rest = f" · also {', '.join(c.name for c in why[LINE_CHECKS:])}" if len(why) > LINE_CHECKS else ""
         return f"{self.verdict}: " + " · ".join(f"{c.name}: {c.summary}" for c in why[:LINE_CHECKS]) + rest
 
-    def to_json(self) -> dict[str, Any]:
-        answer = {
-            "schema_version": VERSION,
-            "model": self.model,
-            "name": self.name,
-            "registered_model": self.registered_model,
-            "judged_at": iso_instant(self.judged_at_ms),
-            "verdict": self.verdict,
-            "reason": self.reason,
-            "failing_checks": [c.name for c in self.failing],
-            "unverified_checks": [c.name for c in self.unverified_checks],
-            "coverage": {
-                "checks": len(self.checks),
-                "measured": self.measured,
-                "skipped": {c.name: c.summary for c in self.checks if c.status == "SKIP"},
-            },
-            "checks": [c.to_json() for c in self.checks],
-            "acknowledged": [
+    def contract(self) -> contracts.Gate:
+        """``recall gate --json``: the narrative is written from the rest of the answer, as a reader gets it."""
+        answer = contracts.Gate(
+            schema_version=VERSION,
+            model=self.model,
+            name=self.name,
+            registered_model=self.registered_model,
+            judged_at=iso_instant(self.judged_at_ms),
+            verdict=self.verdict,
+            reason=self.reason,
+            failing_checks=[c.name for c in self.failing],
+            unverified_checks=[c.name for c in self.unverified_checks],
+            coverage=contracts.GateCoverage(
+                checks=len(self.checks),
+                measured=self.measured,
+                skipped={c.name: c.summary for c in self.checks if c.status == "SKIP"},
+            ),
+            checks=[c.contract() for c in self.checks],
+            acknowledged=[
                 {**a.contract().as_json(), "detector": f.detector, "subject": f.subject, "message": f.message}
                 for f, a in self.accepted
             ],
-            "trained_by": self.trained_by.to_json() if self.trained_by else None,
-        }
-        return {**answer, "narrative": gate_paragraph(answer)}
+            trained_by=self.trained_by.contract() if self.trained_by else None,
+            narrative="",
+        )
+        answer.narrative = gate_paragraph(answer.as_json())
+        return answer
 
 
 def _advised(result: CheckResult, advisory: bool) -> CheckResult:

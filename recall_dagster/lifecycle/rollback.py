@@ -14,8 +14,9 @@ was decided then, not what is known now.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import AbstractSet, Any, Collection, Mapping, Sequence
+from typing import AbstractSet, Collection, Mapping, Sequence
 
+from recall_dagster.contracts import lifecycle as contracts
 from recall_dagster.errors import ConfigError
 from recall_dagster.estate.closure import ModelClosure
 from recall_dagster.estate.naming import model_name
@@ -104,6 +105,9 @@ class AliasMove:
     alias: str
     from_version: str
 
+    def contract(self) -> contracts.AliasMove:
+        return contracts.AliasMove(alias=self.alias, from_version=self.from_version)
+
 
 def _described(version: str, standing: VersionVerdict | None) -> str:
     if standing is None:
@@ -152,20 +156,20 @@ class RollbackPlan:
             out.append("forced past the blind window's verdict on the target")
         return out
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "to_version": self.to_version,
-            "moves": [{"alias": m.alias, "from_version": m.from_version} for m in self.moves],
-            "already": list(self.kept),
-            "done": self.done,
-            "target": self.target.to_json() if self.target else None,
-            "safe_version": self.safe.version if self.safe else None,
-            "forced": self.forced,
-            "by": self.by,
-            "reason": self.reason,
-            "withdrawn": {v: (s.to_json() if s else None) for v, s in sorted(self.withdrawn.items())},
-        }
+    def contract(self) -> contracts.RollbackPlan:
+        return contracts.RollbackPlan(
+            model=self.model,
+            to_version=self.to_version,
+            moves=[m.contract() for m in self.moves],
+            already=list(self.kept),
+            done=self.done,
+            target=self.target.contract() if self.target else None,
+            safe_version=self.safe.version if self.safe else None,
+            forced=self.forced,
+            by=self.by,
+            reason=self.reason,
+            withdrawn={v: (s.contract() if s else None) for v, s in sorted(self.withdrawn.items())},
+        )
 
 
 def production_marks(aliases: Mapping[str, str], production_aliases: AbstractSet[str]) -> dict[str, str]:
@@ -281,9 +285,10 @@ class RollbackRecord:
             lines.append(f"- Dagster run {self.run}")
         return "\n".join(lines) + "\n"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "model": self.model, "to_version": self.to_version, "by": self.by, "reason": self.reason, "at": self.at,
-            "moves": [{"alias": m.alias, "from_version": m.from_version} for m in self.moves],
-            "judged": self.judged, "forced": self.forced, "dagster_run": self.run or None,
-        }
+    def contract(self) -> contracts.RollbackRecord:
+        """The record as ``recall rollback --json`` names it, and as its evidence file keeps it."""
+        return contracts.RollbackRecord(
+            model=self.model, to_version=self.to_version, by=self.by, reason=self.reason, at=self.at,
+            moves=[m.contract() for m in self.moves],
+            judged=self.judged, forced=self.forced, dagster_run=self.run or None,
+        )

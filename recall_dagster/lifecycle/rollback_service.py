@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence, TypeVar
 
 from datahub.emitter.mce_builder import datahub_guid
 from datahub.metadata.schema_classes import DocumentInfoClass
@@ -23,6 +23,7 @@ from datahub.metadata.urns import DocumentUrn
 
 from recall_dagster.acks.service import in_force
 from recall_dagster.config.build import Configuration
+from recall_dagster.contracts import lifecycle as contracts
 from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect import ScanConfig
 from recall_dagster.errors import ConfigError, ServiceUnreachable
@@ -123,14 +124,16 @@ class AfterRollback:
         """Every production alias names a version the blind window clears."""
         return all(v is not None and v.verdict.status is Status.CLEAN for v in self.served.values())
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "served": {a: (v.to_json() if v else None) for a, v in sorted(self.served.items())},
-            "clean": self.clean,
-            "contaminated_live": list(self.contaminated_live),
-            "scan": [{k: m.contract().as_json()[k] for k in ("name", "version", "production", "score", "tier")}
-                     | {"findings": len(m.findings)} for m in self.scanned],
-        }
+    def contract(self) -> contracts.AfterRollback:
+        return contracts.AfterRollback(
+            served={a: (v.contract() if v else None) for a, v in sorted(self.served.items())},
+            clean=self.clean,
+            contaminated_live=list(self.contaminated_live),
+            scan=[contracts.ScannedModel(name=m.closure.model.name, version=m.closure.model.version,
+                                         production=m.closure.production, score=m.score.value, tier=m.score.tier,
+                                         findings=len(m.findings))  # the open ones: what its score counts
+                  for m in self.scanned],
+        )
 
 
 @dataclass(frozen=True)
@@ -144,18 +147,18 @@ class RollbackResult:
     failures: tuple[str, ...] = ()  # DataHub writes that did not land: the next run writes them
     after: AfterRollback | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema_version": VERSION,
-            "applied": self.applied,
-            "plan": self.plan.to_json(),
-            "record": self.record.to_json() if self.record else None,
-            "evidence": list(self.evidence),
-            "document": self.document,
-            "writes": self.writes,
-            "failures": list(self.failures),
-            "after": self.after.to_json() if self.after else None,
-        }
+    def contract(self) -> contracts.Rollback:
+        return contracts.Rollback(
+            schema_version=VERSION,
+            applied=self.applied,
+            plan=self.plan.contract(),
+            record=self.record.contract() if self.record else None,
+            evidence=list(self.evidence),
+            document=self.document,
+            writes=self.writes,
+            failures=list(self.failures),
+            after=self.after.contract() if self.after else None,
+        )
 
 
 def document_urn(record: RollbackRecord) -> str:
@@ -223,7 +226,8 @@ def roll_back(
             else:
                 record = RollbackRecord.of(plan, iso_instant(now_ms), run)
                 evidence = tuple(str(p) for p in write_record(settings.evidence_dir / "rollback", record.ident,
-                                                              record.to_json(), record.markdown(), "evidence"))
+                                                              record.contract().as_json(), record.markdown(),
+                                                              "evidence"))
                 registry.move(record)
             document: str | None = None
             writes = 0

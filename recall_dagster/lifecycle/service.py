@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from recall_dagster.acks.model import Acknowledgement, split
 from recall_dagster.acks.service import in_force
-from recall_dagster.contracts.base import VERSION
+from recall_dagster.contracts import lifecycle as contracts
+from recall_dagster.contracts.base import VERSION, UnlinkedAssertion
 from recall_dagster.detect import ScanConfig
 from recall_dagster.detect.state import SchemaBaseline
 from recall_dagster.errors import ConfigError, ModelNotFound
@@ -64,10 +65,10 @@ class Assessment:
     unlinked: tuple[AssertionRecord, ...] = ()  # failing now on data no model's closure reaches
 
 
-def unlinked_json(records: Sequence[AssertionRecord]) -> list[dict[str, Any]]:
+def unlinked_failing(records: Sequence[AssertionRecord]) -> list[UnlinkedAssertion]:
     """Failing assertions tied to no model, as every lifecycle answer lists them."""
-    return [{"urn": r.urn, "name": r.name, "dataset": r.dataset,
-             "result": r.latest.result if r.latest else None} for r in records]
+    return [UnlinkedAssertion(urn=r.urn, name=r.name, dataset=r.dataset,
+                              result=r.latest.result if r.latest else None) for r in records]
 
 
 def assess(graph: MetadataGraph, config: ScanConfig, lc: LifecycleConfig, now_ms: int) -> Assessment:
@@ -113,25 +114,33 @@ class BlindWindowReport:
         return self._live(Status.SUSPECT)
 
     @property
-    def coverage(self) -> dict[str, Any]:
+    def coverage(self) -> contracts.BlindWindowCoverage:
         """How many judged versions had the training times a verdict needs, and why the others did not."""
         versions = {v.model: v for c in self.causes for m in c.models for v in m.versions}
         unknown = {v.name: v.verdict.reason for v in versions.values() if v.verdict.status is Status.UNKNOWN}
-        return {"versions": len(versions), "judged": len(versions) - len(unknown), "unknown": unknown,
-                "unlinked_failing": unlinked_json(self.unlinked)}
+        return contracts.BlindWindowCoverage(versions=len(versions), judged=len(versions) - len(unknown),
+                                             unknown=unknown, unlinked_failing=unlinked_failing(self.unlinked))
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema_version": VERSION,
-            "target": self.target,
-            "judged_at": iso_instant(self.judged_at_ms),
-            "assertions": list(self.assertions),
-            "contaminated_live": list(self.contaminated_live),
-            "unknown_live": list(self.unknown_live),
-            "suspect_live": list(self.suspect_live),
-            "coverage": self.coverage,
-            "causes": [{**cause, "narrative": window_paragraph(cause)} for cause in (c.to_json() for c in self.causes)],
-        }
+    def contract(self) -> contracts.BlindWindow:
+        return contracts.BlindWindow(
+            schema_version=VERSION,
+            target=self.target,
+            judged_at=iso_instant(self.judged_at_ms),
+            assertions=list(self.assertions),
+            contaminated_live=list(self.contaminated_live),
+            unknown_live=list(self.unknown_live),
+            suspect_live=list(self.suspect_live),
+            coverage=self.coverage,
+            causes=[_narrated(c.contract()) for c in self.causes],
+        )
+
+
+def _narrated(cause: contracts.Cause) -> contracts.NarratedCause:
+    """A root cause as the blind window answers it: with the paragraph a person acts on, written from it."""
+    return contracts.NarratedCause(
+        origins=cause.origins, active=cause.active, window=cause.window, assertions=cause.assertions,
+        blast_radius=cause.blast_radius, models=cause.models, narrative=window_paragraph(cause.as_json()),
+    )
 
 
 def _targeted(
@@ -283,36 +292,41 @@ class SyncResult:
     failures: tuple[str, ...]  # writes that did not land; retried on the next sync
     unlinked: tuple[AssertionRecord, ...] = ()  # failing assertions no model's closure reaches: no incident, said
 
-    def to_json(self) -> dict[str, Any]:
-        def brief(e: IncidentEntry) -> dict[str, Any]:
+    def contract(self) -> contracts.IncidentSync:
+        def brief(e: IncidentEntry) -> contracts.IncidentBrief:
+            """An incident from its snapshot, which may have been kept by an older Recall."""
             blast = e.snapshot.get("blast_radius", {})
-            return {
-                "id": e.id,
-                "urn": e.urn,
-                "state": e.state,
-                "severity": blast.get("severity"),
-                "tests": [a["name"] for a in e.snapshot.get("assertions", ())],
-                "models": [
-                    {
-                        **{k: m[k] for k in ("name", "summary", "severity", "failed_rows", "live_deployments")},
-                        "measured": m.get("measured", []),  # an incident kept before measurements were named
-                        "suspect": [f["name"] for f in m.get("suspect_features", ())],
-                        "reach": m.get("reach", "confirmed"),  # an incident kept before reach was named
-                    }
+            return contracts.IncidentBrief(
+                id=e.id,
+                urn=e.urn,
+                state=e.state,
+                severity=blast.get("severity"),
+                tests=[a["name"] for a in e.snapshot.get("assertions", ())],
+                models=[
+                    contracts.IncidentModel(
+                        name=m["name"],
+                        summary=m["summary"],
+                        severity=m["severity"],
+                        failed_rows=m["failed_rows"],
+                        measured=m.get("measured", []),  # an incident kept before measurements were named
+                        live_deployments=m["live_deployments"],
+                        suspect=[f["name"] for f in m.get("suspect_features", ())],
+                        reach=m.get("reach", "confirmed"),  # an incident kept before reach was named
+                    )
                     for m in blast.get("models", ())
                 ],
-                "postmortem": dict(e.postmortem) if e.postmortem else None,
-            }
+                postmortem=dict(e.postmortem) if e.postmortem else None,
+            )
 
-        return {
-            "schema_version": VERSION,
-            "raised": [brief(e) for e in self.raised],
-            "updated": [brief(e) for e in self.updated],
-            "resolved": [brief(e) for e in self.resolved],
-            "active": [brief(e) for e in self.active],
-            "failures": list(self.failures),
-            "unlinked_failing": unlinked_json(self.unlinked),
-        }
+        return contracts.IncidentSync(
+            schema_version=VERSION,
+            raised=[brief(e) for e in self.raised],
+            updated=[brief(e) for e in self.updated],
+            resolved=[brief(e) for e in self.resolved],
+            active=[brief(e) for e in self.active],
+            failures=list(self.failures),
+            unlinked_failing=unlinked_failing(self.unlinked),
+        )
 
 
 def sync_incidents(
@@ -361,7 +375,7 @@ def sync_incidents(
 
 
 
-def list_incidents(settings: Settings, location: str) -> dict[str, Any]:
+def list_incidents(settings: Settings, location: str) -> contracts.IncidentList:
     """The incidents the ledger holds for the graph at ``location``, open ones first (``recall incidents list``)."""
     entries = sorted(Ledger(settings.state_dir, location).load().values(), key=lambda e: (not e.active, -e.raised_at_ms))
-    return {"schema_version": VERSION, "incidents": [e.to_json() for e in entries]}
+    return contracts.IncidentList(schema_version=VERSION, incidents=[e.contract() for e in entries])

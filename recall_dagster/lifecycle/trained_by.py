@@ -11,8 +11,9 @@ one the id alone is given.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Mapping
 
+from recall_dagster.contracts import lifecycle as contracts
 from recall_dagster.narrate import run_label
 from recall_dagster.run_tags import DAGSTER_RUN_TAG
 
@@ -33,7 +34,7 @@ class DagsterRun:
 
     @property
     def label(self) -> str:
-        return run_label(self.to_json())
+        return run_label(self.contract().as_json())
 
-    def to_json(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "url": self.url}
+    def contract(self) -> contracts.DagsterRun:
+        return contracts.DagsterRun(run_id=self.run_id, url=self.url)

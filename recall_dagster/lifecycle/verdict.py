@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Sequence
+from typing import Sequence
 
+from recall_dagster.contracts import lifecycle as contracts
 from recall_dagster.estate import display_name
 from recall_dagster.lifecycle.override import GateOverride
 from recall_dagster.lifecycle.records import TrainingSpan, newest_run
@@ -66,23 +67,23 @@ class VersionVerdict:
         """The run it was last fit on."""
         return newest_run(self.spans)
 
-    def to_json(self) -> dict[str, Any]:
+    def contract(self) -> contracts.Version:
         span = self.span
-        return {
-            "urn": self.model,
-            "name": self.name,
-            "version": self.version,
-            "verdict": self.verdict.status.value,
-            "reason": self.verdict.reason,
-            "training_run": span.run if span else None,
-            "training_started": iso_instant(span.start_ms) if span and span.start_ms is not None else None,
-            "training_ended": iso_instant(span.end_ms) if span and span.end_ms is not None else None,
-            "training_runs": [s.run for s in self.spans],
-            "live_deployments": list(self.live_deployments),
-            "poisoned_inputs": list(self.poisoned_inputs),
-            "gate_override": self.gate_override.to_json() if self.gate_override else None,
-            "trained_by": self.trained_by.to_json() if self.trained_by else None,
-        }
+        return contracts.Version(
+            urn=self.model,
+            name=self.name,
+            version=self.version,
+            verdict=self.verdict.status.value,
+            reason=self.verdict.reason,
+            training_run=span.run if span else None,
+            training_started=iso_instant(span.start_ms) if span and span.start_ms is not None else None,
+            training_ended=iso_instant(span.end_ms) if span and span.end_ms is not None else None,
+            training_runs=[s.run for s in self.spans],
+            live_deployments=list(self.live_deployments),
+            poisoned_inputs=list(self.poisoned_inputs),
+            gate_override=self.gate_override.contract() if self.gate_override else None,
+            trained_by=self.trained_by.contract() if self.trained_by else None,
+        )
 
 
 _INF = float("inf")

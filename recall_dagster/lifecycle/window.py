@@ -16,8 +16,9 @@ instead; a run that errored (the test could not run) neither passes nor fails.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
+from recall_dagster.contracts import lifecycle as contracts
 from recall_dagster.lifecycle.records import AssertionRun
 from recall_dagster.instants import iso_instant
 
@@ -41,21 +42,21 @@ class BlindWindow:
     def open(self) -> bool:
         return self.ended_by_ms is None
 
-    def to_json(self) -> dict[str, Any]:
+    def contract(self) -> contracts.Window:
         def at(ms: int | None) -> str | None:
             return iso_instant(ms) if ms is not None else None
 
-        return {
-            "began_after": at(self.began_after_ms),
-            "began_by": at(self.began_by_ms),
-            "onset": at(self.onset_ms),
-            "last_failed": at(self.last_failed_ms),
-            "ended_by": at(self.ended_by_ms),
-            "end": at(self.end_ms),
-            "open": self.open,
-            "untimed_runs": self.untimed_runs,
-            "likely_onset": at(self.likely_onset_ms),
-        }
+        return contracts.Window(
+            began_after=at(self.began_after_ms),
+            began_by=at(self.began_by_ms),
+            onset=at(self.onset_ms),
+            last_failed=at(self.last_failed_ms),
+            ended_by=at(self.ended_by_ms),
+            end=at(self.end_ms),
+            open=self.open,
+            untimed_runs=self.untimed_runs,
+            likely_onset=at(self.likely_onset_ms),
+        )
 
 
 def blind_windows(

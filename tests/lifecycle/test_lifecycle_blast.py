@@ -115,13 +115,13 @@ def test_a_version_trained_past_a_refusing_gate_says_by_whom_and_why(lc: Lifecyc
     world = estate([closure(1, live=True), past])
     spans = {model_urn(1): (span_for(2, 3),), model_urn(2): (span_for(11, 11.5),)}
     (cause,) = root_causes([record([(0, "SUCCESS"), (10, "FAILURE")], writes=(9,))], world, spans, lc)
-    versions = {v["name"]: v for v in cause.to_json()["models"][0]["versions"]}
+    versions = {v["name"]: v for v in cause.contract().as_json()["models"][0]["versions"]}
     assert versions["fraud_detector_2"]["gate_override"] == {
         "by": "ana@shop.example", "reason": "known late-orders lag", "verdict": "NO-GO"
     }
     assert versions["fraud_detector_1"]["gate_override"] is None
     assert ("fraud_detector_2 was trained past a NO-GO retrain gate by ana@shop.example (known late-orders lag)"
-            in window_paragraph(cause.to_json()))
+            in window_paragraph(cause.contract().as_json()))
 
 
 def test_a_model_with_no_clean_version_names_no_rollback_and_says_so(lc: LifecycleConfig) -> None:
@@ -131,7 +131,7 @@ def test_a_model_with_no_clean_version_names_no_rollback_and_says_so(lc: Lifecyc
     (fraud,) = cause.models
     assert fraud.rollback is None
     assert "no rollback target" in fraud.rollback_note
-    assert cause.to_json()["models"][0]["rollback"] is None
+    assert cause.contract().as_json()["models"][0]["rollback"] is None
 
 
 def test_a_history_that_never_failed_is_no_cause(lc: LifecycleConfig) -> None:
@@ -213,7 +213,7 @@ def test_as_of_an_instant_the_history_holds_only_what_was_recorded_by_then(lc: L
     test = record([(0, "SUCCESS"), (10, "FAILURE"), (20, "SUCCESS")], writes=(9, 19))
     assert root_causes([test.as_of(at(5))], world, spans, lc) == ()
     (failing,) = root_causes([test.as_of(at(15))], world, spans, lc)
-    assert failing.active and failing.window is not None and failing.window.to_json()["end"] is None
+    assert failing.active and failing.window is not None and failing.window.contract().as_json()["end"] is None
     (healed,) = root_causes([test], world, spans, lc)
     assert not healed.active
     assert test.as_of(at(15)).writes_ms == (at(9),) and test.as_of(at(30)) is test

@@ -68,7 +68,7 @@ def statuses(result) -> dict[str, str]:
 def test_the_gate_runs_every_named_check_and_says_go_when_all_pass(lc, scan_config) -> None:
     assert tuple(CHECKS) == CHECK_NAMES and len(CHECK_NAMES) >= 10
     result = run_gate(inputs(lc, scan_config))
-    assert result.go and result.to_json()["verdict"] == "GO"
+    assert result.go and result.contract().as_json()["verdict"] == "GO"
     assert list(statuses(result)) == list(CHECK_NAMES)
     measured = sum(1 for c in result.checks if c.status != "SKIP")
     assert result.line == f"GO: {measured} of {len(CHECK_NAMES)} check(s) measured, none fails"
@@ -159,11 +159,11 @@ def test_a_required_check_that_cannot_measure_makes_the_verdict_unverified_never
     result = run_gate(replace(untested, closure=replace(untested.closure, datasets=views)))
     assert statuses(result)["failing_assertions"] == "SKIP"
     assert result.verdict == "UNVERIFIED" and not result.go
-    assert result.to_json()["unverified_checks"] == ["failing_assertions"]
+    assert result.contract().as_json()["unverified_checks"] == ["failing_assertions"]
     relaxed = lc.model_copy(update={"gate": lc.gate.model_copy(update={"required": ["input_freshness"]})})
     assert run_gate(replace(untested, config=relaxed, closure=replace(untested.closure, datasets=views))).go
     missing = GateResult.unverified("churn", "no registered model 'churn' in the graph", at(1))
-    assert missing.verdict == "UNVERIFIED" and missing.to_json()["reason"].startswith("no registered model")
+    assert missing.verdict == "UNVERIFIED" and missing.contract().as_json()["reason"].startswith("no registered model")
     assert missing.line == "UNVERIFIED: no registered model 'churn' in the graph"
     assert result.line.startswith("UNVERIFIED: failing_assertions: "), "the required check that could not measure"
 
@@ -180,7 +180,7 @@ def test_an_ownership_gap_warns_but_does_not_refuse_the_retrain_by_default(lc, s
     assert result.go, "stock sources write no owners: the gap is shown, not blocking"
     ownership = next(c for c in result.checks if c.name == "ownership")
     assert (ownership.status, ownership.details) == ("WARN", ("[WARN] model fraud_detector_2 has no owner",))
-    assert "Advisory check(s) warn: ownership" in result.to_json()["narrative"]
+    assert "Advisory check(s) warn: ownership" in result.contract().as_json()["narrative"]
     strict = lc.model_copy(update={"gate": lc.gate.model_copy(update={"advisory": []})})
     assert not run_gate(inputs(strict, scan_config, findings=(gap,))).go, "recall.yaml can make it block again"
 

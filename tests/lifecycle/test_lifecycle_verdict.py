@@ -116,7 +116,7 @@ def test_every_training_run_of_a_version_is_judged_and_the_worst_decides() -> No
 def test_a_version_shows_the_run_it_was_last_fit_on_and_lists_them_all() -> None:
     runs = (run("fit", -3, -2), run("finetune", 21, 22), run("lost", None, None))
     version = VersionVerdict("urn:li:mlModel:m", "m", "1", judge(runs, HEALED, POISONED), runs)
-    shown = version.to_json()
+    shown = version.contract().as_json()
     assert shown["training_run"] == "urn:li:dataProcessInstance:finetune" and shown["verdict"] == "UNKNOWN"
     assert shown["training_runs"] == [r.run for r in runs]
 

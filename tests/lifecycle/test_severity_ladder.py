@@ -39,7 +39,7 @@ def test_a_model_s_blast_radius_says_where_its_band_stands_on_the_ladder() -> No
     world = estate([closure(1, live=True)])
     (impact,) = blast_radius([record([(0, "SUCCESS"), (10, "FAILURE")])], world.closures, world.columns, lc).models
     assert (impact.severity, impact.level) == ("HIGH", Severity.WARN)
-    assert impact.to_json()["level"] == "WARN"
+    assert impact.contract().as_json()["level"] == "WARN"
 
 
 def test_a_team_s_own_bands_are_placed_on_the_ladder_or_refused(tmp_path) -> None:
