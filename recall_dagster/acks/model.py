@@ -78,6 +78,9 @@ class Acknowledgement:
         return model_name(self.model).names_model(closure)
 
     def to_json(self) -> dict[str, Any]:
+        """The record as stored, signed and published, and as ``recall ack`` answers it. Built apart from the
+        answer's contract on purpose: Recall's signature covers these keys, so a field the answer gains must not
+        reach the record, or every acknowledgement signed before would stop verifying."""
         return {
             "id": self.id, "detector": self.detector, "subject": self.subject, "model": self.model,
             "fingerprints": list(self.fingerprints), "reason": self.reason, "by": self.by,

@@ -13,11 +13,12 @@ import hashlib
 import hmac
 import os
 from dataclasses import dataclass
-from typing import Any
 
 from recall_dagster.acks.model import Acknowledgement, fingerprint, merged
 from recall_dagster.acks.store import LocalAcks, publish, read_published
 from recall_dagster.acks.trust import DAY_MS, AckBook, sorted_out
+from recall_dagster.contracts import acks as contract
+from recall_dagster.contracts.base import VERSION
 from recall_dagster.detect.config import AckPolicy
 from recall_dagster.instants import iso_instant
 from recall_dagster.pickles import Signer
@@ -138,8 +139,9 @@ def revoke(
     return ack, landed, failures
 
 
-def listing(book: AckBook, now_ms: int) -> list[dict[str, Any]]:
+def listing(book: AckBook, now_ms: int) -> contract.AckList:
     """Every acknowledgement with whether it is in force now; one set aside says why (``ignored``)."""
-    rows = [{**a.to_json(), "in_force": a.created_ms <= now_ms < a.until_ms, "ignored": None} for a in book.honoured]
-    rows += [{**i.ack.to_json(), "in_force": False, "ignored": i.why} for i in book.ignored]
-    return sorted(rows, key=lambda r: str(r["id"]))
+    rows = [contract.ListedAck(**a.to_json(), in_force=a.created_ms <= now_ms < a.until_ms, ignored=None)
+            for a in book.honoured]
+    rows += [contract.ListedAck(**i.ack.to_json(), in_force=False, ignored=i.why) for i in book.ignored]
+    return contract.AckList(schema_version=VERSION, acknowledgements=sorted(rows, key=lambda r: r.id))

@@ -16,6 +16,8 @@ from rich.console import Console
 from recall_dagster.acks.service import AckRequest, acknowledge, in_force, listing, revoke, who
 from recall_dagster.cli import RecallGroup, cli
 from recall_dagster.cli.options import config_option, graph_option, json_option, opened_graph
+from recall_dagster.contracts.acks import Ack
+from recall_dagster.contracts.base import VERSION
 from recall_dagster.errors import EXIT_UNREACHABLE, ConfigError
 from recall_dagster.clock import clock_ms
 from recall_dagster.instants import datetime_ms, iso_instant, parse_instant
@@ -74,7 +76,8 @@ def accept(ctx: click.Context, detector: str, subject: str, reason: str, until: 
         made, landed, failures = acknowledge(graph, settings, loaded.scan, request, clock_ms(), loaded.writeback.retry,
                                              write=not no_write)
     if as_json:
-        click.echo(json.dumps({**made.to_json(), "writes": landed, "failures": failures}, indent=2))
+        answer = Ack(**made.to_json(), schema_version=VERSION, writes=landed, failures=failures)
+        click.echo(json.dumps(answer.as_json(), indent=2))
     else:
         scope = f"on {made.model}" if made.model else "on every model it reaches"
         click.echo(shown(f"acknowledged {made.id}: {made.detector} on {made.subject} {scope} until "
@@ -94,19 +97,18 @@ def list_command(graph_target: str | None, config_path: str | None, as_json: boo
     policy = load(config_path).scan.acknowledgements
     settings = Settings.from_env(graph=graph_target)
     with opened_graph(settings, read_only=True) as graph:
-        rows = listing(in_force(graph, settings, policy), clock_ms())
+        listed = listing(in_force(graph, settings, policy), clock_ms())
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(json.dumps(listed.as_json(), indent=2))
         return
     console = Console()
-    if not rows:
+    if not listed.acknowledgements:
         console.print("no acknowledgements")
-    for r in rows:
-        state = ("[green]in force[/green]" if r["in_force"] else "[dim]expired[/dim]" if r["ignored"] is None
-                 else f"[yellow]ignored: {esc(str(r['ignored']))}[/yellow]")
-        said = esc(f"{r['id']}  {r['detector']} on {r['subject']} ({r['model'] or 'every model'}) until "
-                   f"{iso_instant(int(r['until_ms']))} ")
-        console.print(f"{said}{state}\n    {esc(str(r['by']))}: {esc(str(r['reason']))}", highlight=False)
+    for r in listed.acknowledgements:
+        state = ("[green]in force[/green]" if r.in_force else "[dim]expired[/dim]" if r.ignored is None
+                 else f"[yellow]ignored: {esc(r.ignored)}[/yellow]")
+        said = esc(f"{r.id}  {r.detector} on {r.subject} ({r.model or 'every model'}) until {iso_instant(r.until_ms)} ")
+        console.print(f"{said}{state}\n    {esc(r.by)}: {esc(r.reason)}", highlight=False)
 
 
 @ack.command("revoke")

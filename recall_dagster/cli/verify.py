@@ -35,7 +35,7 @@ def verify_command(
         loaded = load(config_path)
         result = verify(graph, settings, loaded.scan, loaded.writeback, now_ms)
     if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2))
+        click.echo(json.dumps(result.contract().as_json(), indent=2))
     else:
         click.echo(f"recall verify against {result.graph}")
         for check in result.checks:

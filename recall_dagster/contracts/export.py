@@ -8,9 +8,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from recall_dagster.contracts.acks import Ack, AckList
 from recall_dagster.contracts.lifecycle import BlindWindow, Gate, IncidentList, IncidentSync, Rollback
 from recall_dagster.contracts.records import Diagnosis, EvidencePack, Impact, Protect
 from recall_dagster.contracts.scan import Scan
+from recall_dagster.contracts.verify import Verification
 
 CONTRACTS: dict[str, type[BaseModel]] = {
     "scan": Scan,
@@ -23,6 +25,9 @@ CONTRACTS: dict[str, type[BaseModel]] = {
     "protect": Protect,
     "evidence": EvidencePack,
     "rollback": Rollback,
+    "ack": Ack,
+    "ack-list": AckList,
+    "verify": Verification,
 }
 
 

@@ -19,7 +19,7 @@ anyway, so it stays.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Callable, TypeVar, cast
 
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
@@ -39,6 +39,9 @@ from datahub.metadata.schema_classes import (
 )
 from datahub.utilities.urns.urn import guess_entity_type
 
+from recall_dagster.contracts import verify as contract
+from recall_dagster.contracts.base import VERSION
+from recall_dagster.contracts.verify import Phase
 from recall_dagster.detect import Finding, ScanConfig, Severity
 from recall_dagster.estate import Dataset, Model, ModelClosure
 from recall_dagster.graph.port import AspectMap, MetadataGraph
@@ -59,7 +62,7 @@ Sleep = Callable[[float], None]
 @dataclass(frozen=True)
 class Check:
     path: str
-    phase: str  # "raise" (the finding appears) or "stand down" (the model heals)
+    phase: Phase
     ok: bool
     detail: str
 
@@ -76,16 +79,17 @@ class Verification:
     def ok(self) -> bool:
         return all(c.ok for c in self.checks)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "graph": self.graph,
-            "ok": self.ok,
-            "checks": [asdict(c) for c in self.checks],
-            "capabilities": self.capabilities,
-            "removed": list(self.removed),
-            "left": list(self.left),
-            "hard_delete": [f"datahub delete --urn '{u}' --hard" for u in (*self.removed, *self.left)],
-        }
+    def contract(self) -> contract.Verification:
+        return contract.Verification(
+            schema_version=VERSION,
+            graph=self.graph,
+            ok=self.ok,
+            checks=[contract.WritePath(path=c.path, phase=c.phase, ok=c.ok, detail=c.detail) for c in self.checks],
+            capabilities=self.capabilities,
+            removed=list(self.removed),
+            left=list(self.left),
+            hard_delete=[f"datahub delete --urn '{u}' --hard" for u in (*self.removed, *self.left)],
+        )
 
 
 @dataclass(frozen=True)
@@ -195,7 +199,7 @@ def _read_back(graph: MetadataGraph, scratch: _Scratch) -> dict[str, Any]:
     }
 
 
-def _checks(found: dict[str, Any], expected: dict[str, Any], outcome: Outcome, phase: str) -> list[Check]:
+def _checks(found: dict[str, Any], expected: dict[str, Any], outcome: Outcome, phase: Phase) -> list[Check]:
     checks = []
     for path, want in expected.items():
         failed = [reason for w, reason in (*outcome.refused, *outcome.pending) if w.path == path]

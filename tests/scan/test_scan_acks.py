@@ -18,6 +18,7 @@ from recall_dagster.scan import judged
 from recall_dagster.detect.finding import Finding, Severity
 from recall_dagster.instants import iso_instant
 from recall_dagster.results import score_models
+from tests.contracts.conform import conforms
 
 USER_STATS = "urn:li:dataset:(urn:li:dataPlatform:bigquery,proj.features.user_stats,PROD)"
 TOMORROW = (datetime.now(timezone.utc) + timedelta(days=1)).date().isoformat()
@@ -154,6 +155,7 @@ def test_ack_list_scan_expiry_and_revoke_on_the_command_line(recall, tmp_path, m
     out, _ = recall("ack", "upstream_staleness", "features.user_stats", "--reason", "the export moves on Monday",
                     "--until", TOMORROW, "--json")
     made = json.loads(out)
+    conforms("ack", made)
     assert (made["subject"], made["by"], made["model"], made["writes"]) == (USER_STATS, "ana", None, 1)
 
     now = models(recall("scan", "--json")[0])["engagement_3"]
@@ -171,7 +173,8 @@ def test_ack_list_scan_expiry_and_revoke_on_the_command_line(recall, tmp_path, m
     assert staleness(expired)["acknowledged"] is None and expired["score"] == before["score"]
 
     listed = json.loads(recall("ack", "list", "--json")[0])
-    assert [(a["id"], a["in_force"], a["ignored"]) for a in listed] == [(made["id"], True, None)]
+    conforms("ack-list", listed)
+    assert [(a["id"], a["in_force"], a["ignored"]) for a in listed["acknowledgements"]] == [(made["id"], True, None)]
 
     monkeypatch.setenv("RECALL_HOME", str(tmp_path / "elsewhere"))  # another instance, the same graph
     monkeypatch.delenv("RECALL_ACK_KEY")  # not given the shared key: its own home's
@@ -295,7 +298,7 @@ def test_a_forged_acknowledgement_in_the_graph_silences_nothing_and_is_listed(re
     assert "signature does not match this instance's key" in why[wrong_key.id]
     text, _ = recall("scan", code=None)
     assert "Acknowledgements ignored (2)" in text and "mallory" in text
-    listed = {a["id"]: a for a in json.loads(recall("ack", "list", "--json")[0])}
+    listed = {a["id"]: a for a in json.loads(recall("ack", "list", "--json")[0])["acknowledgements"]}
     assert not listed[unsigned.id]["in_force"] and "mallory" in listed[unsigned.id]["ignored"]
 
 

@@ -16,6 +16,7 @@ from recall_dagster.writeback.run import write_back
 from recall_dagster.writeback.state import read_state
 from recall_dagster.writeback.store import WritebackStore
 from recall_dagster.writeback.verify import verify
+from tests.contracts.conform import conforms
 
 
 @pytest.fixture
@@ -37,6 +38,7 @@ def test_verify_on_lite_checks_every_path_and_leaves_real_entities_alone(
 
     assert result.exit_code == 0, result.output
     body = json.loads(result.output)
+    conforms("verify", body)
     paths = ("property", "tag", "assertion", "incident", "document")
     assert {(c["phase"], c["path"]) for c in body["checks"] if c["ok"]} == {
         (phase, path) for phase in ("raise", "stand down") for path in paths
