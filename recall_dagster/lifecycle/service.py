@@ -136,11 +136,10 @@ class BlindWindowReport:
 
 
 def _narrated(cause: contracts.Cause) -> contracts.NarratedCause:
-    """A root cause as the blind window answers it: with the paragraph a person acts on, written from it."""
-    return contracts.NarratedCause(
-        origins=cause.origins, active=cause.active, window=cause.window, assertions=cause.assertions,
-        blast_radius=cause.blast_radius, models=cause.models, narrative=window_paragraph(cause.as_json()),
-    )
+    """A root cause as the blind window answers it: with the paragraph a person acts on, written from it. It
+    takes what the cause was built with, whatever fields that is, so a field the cause gains reaches it."""
+    given = {name: getattr(cause, name) for name in cause.model_fields_set}
+    return contracts.NarratedCause(**given, narrative=window_paragraph(cause.as_json()))
 
 
 def _targeted(
