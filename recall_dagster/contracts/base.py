@@ -21,7 +21,8 @@ class Part(BaseModel):
     same (``additionalProperties``), because that is the promise to consumers: a field added at the same version
     is not a break for one built against the older schema."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"additionalProperties": True})
+    # protected_namespaces: ``model_urn`` and its like are contract fields, not pydantic's (2.9 warns otherwise)
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"additionalProperties": True}, protected_namespaces=())
 
     def as_json(self) -> Json:
         """The part as its JSON names it: the fields it was built with, and only those, so an optional field
