@@ -26,9 +26,6 @@ class Mutation:
     def label(self) -> str:
         return f"{self.op}:{self.arg}" if self.arg is not None else self.op
 
-    def to_json(self) -> dict[str, object]:
-        return {"op": self.op, "arg": self.arg, "fraction": self.fraction}
-
 
 def number_arg(arg: str, op: str) -> float:
     try:

@@ -422,7 +422,7 @@ def test_parse_mutation_reads_op_arg_and_fraction():
     assert parse_mutation("shift:2", 0).fraction == 0.0
     assert parse_mutation("clip:1,5").label == "clip:1,5"
     assert parse_mutation("drop").label == "drop"
-    assert parse_mutation("null_fraction:0.3").to_json() == {"op": "null_fraction", "arg": "0.3", "fraction": 0.3}
+    assert parse_mutation("null_fraction:0.3") == Mutation("null_fraction", "0.3", 0.3)
 
 
 def test_parse_mutation_rejects_a_null_share_that_is_not_a_number():
