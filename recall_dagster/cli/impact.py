@@ -102,8 +102,8 @@ def render_impact(report: ImpactReport, console: Console) -> None:
         return
     table = narrow_table(("model", "name"), ("input", "name"), ("verdict", "word", 10), ("metric", "name"),
                          ("flips", "number"), ("failed", "number"), ("rows", "number"))
-    for r in report.results:
-        res = r.contract()
+    measured = [(r, r.contract()) for r in report.results]
+    for r, res in measured:
         c = COLOURS[r.verdict]
         metric = f"{res.metric} {number(res.baseline)}→{number(res.mutated)}" if res.metric else "–"
         table.add_row(
@@ -116,8 +116,7 @@ def render_impact(report: ImpactReport, console: Console) -> None:
             "–" if res.rows is None else f"{res.rows:,}",
         )
     console.print(table)
-    for r in report.results:
-        res = r.contract()
+    for r, res in measured:
         ci = f"; delta {number(res.delta)} [{number(res.ci[0])}, {number(res.ci[1])}]" if res.ci else ""
         console.print(esc(f"  {r.closure.model.name} / {r.feature}: {r.reason}{ci}"), highlight=False)
 

@@ -149,8 +149,8 @@ def _closed(snapshot: Mapping[str, Any], cause: RootCause | None) -> Mapping[str
     """
     if cause is None:
         return snapshot
-    hit = snapshot.get("blast_radius", cause.blast.contract().as_json())
-    return {**cause.contract().as_json(), "blast_radius": hit}
+    closed = cause.contract().as_json()
+    return {**closed, "blast_radius": snapshot.get("blast_radius", closed["blast_radius"])}
 
 
 def reconcile(entries: Mapping[str, IncidentEntry], causes: Sequence[RootCause], now_ms: int) -> Transition:
